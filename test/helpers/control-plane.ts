@@ -1,0 +1,109 @@
+/**
+ * Gives a test the run's local control plane (etcd + kube-apiserver, see test/control-plane/).
+ *
+ * Under `npm test` / scripts/run-tests.ts, one control plane serves the whole run and is
+ * described by CP_* environment variables. A test file run on its own (`node --test file`)
+ * starts a private one on first use and stops it when the process exits.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** What a test needs to reach the control plane. Paths are absolute. */
+export interface ControlPlane {
+  /** https://127.0.0.1:PORT */
+  readonly apiUrl: string;
+  readonly caFile: string;
+  /** kubeconfig of `blockipam-admin` (group system:masters). */
+  readonly adminKubeconfig: string;
+  /** kubeconfig of `blockipam-dev` (authenticated, no roles: for RBAC tests). */
+  readonly devKubeconfig: string;
+  readonly adminToken: string;
+  /** directory with etcd, kube-apiserver, kubectl */
+  readonly bin: string;
+  /** directory with cnitool, ptp, host-local, portmap (current upstream build) */
+  readonly cniBin: string;
+  readonly etcdUrl: string;
+  /** e.g. "v1.37.2" */
+  readonly serverVersion: string;
+  readonly runDir: string;
+}
+
+const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+let cached: ControlPlane | undefined;
+
+function fromEnv(env: Record<string, string | undefined>): ControlPlane | undefined {
+  const need = (k: string): string => {
+    const v = env[k];
+    if (v === undefined || v === '') throw new Error(`control plane env lacks ${k}`);
+    return v;
+  };
+  if (env.CP_API_URL === undefined) return undefined;
+  return {
+    apiUrl: need('CP_API_URL'),
+    caFile: need('CP_CA_FILE'),
+    adminKubeconfig: need('CP_ADMIN_KUBECONFIG'),
+    devKubeconfig: need('CP_DEV_KUBECONFIG'),
+    adminToken: need('CP_ADMIN_TOKEN'),
+    bin: need('CP_BIN'),
+    cniBin: need('CP_CNI_BIN'),
+    etcdUrl: need('CP_ETCD_URL'),
+    serverVersion: need('CP_SERVER_VERSION'),
+    runDir: need('CP_RUN_DIR'),
+  };
+}
+
+function parseEnvFile(path: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of readFileSync(path, 'utf8').split('\n')) {
+    const eq = line.indexOf('=');
+    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1);
+  }
+  return out;
+}
+
+/**
+ * Returns the run's control plane, starting a private one when none was given.
+ * @throws Error when the control plane cannot be started (up.sh's log tail is on stderr).
+ */
+export function controlPlane(): ControlPlane {
+  if (cached) return cached;
+  const given = fromEnv(process.env);
+  if (given) return (cached = given);
+  const cpDir = join(repoRoot, 'test', 'control-plane');
+  const up = spawnSync('bash', [join(cpDir, 'up.sh'), '--owner-pid', String(process.pid)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  if (up.status !== 0) throw new Error('test/control-plane/up.sh failed');
+  const env = parseEnvFile(up.stdout.trim().split('\n').pop() ?? '');
+  const started = fromEnv(env);
+  if (!started) throw new Error('up.sh wrote no usable env file');
+  process.on('exit', () => {
+    spawnSync('bash', [join(cpDir, 'down.sh'), started.runDir]);
+  });
+  Object.assign(process.env, env);
+  return (cached = started);
+}
+
+/** Result of a kubectl run. */
+export interface KubectlResult {
+  readonly status: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs the control plane's kubectl (built alongside kube-apiserver) synchronously.
+ * @param args kubectl arguments
+ * @param options.kubeconfig defaults to the admin identity; options.input is fed to stdin
+ */
+export function kubectl(args: readonly string[], options: { kubeconfig?: string; input?: string } = {}): KubectlResult {
+  const cp = controlPlane();
+  const r = spawnSync(join(cp.bin, 'kubectl'), ['--kubeconfig', options.kubeconfig ?? cp.adminKubeconfig, ...args], {
+    input: options.input,
+    encoding: 'utf8',
+  });
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
