@@ -1,0 +1,112 @@
+/**
+ * The plugin's port to the IPAM: everything the CNI commands need from the allocator and the
+ * datastore, in the protocol's terms. `kube-backend.ts` implements it on core's allocator and
+ * Kubernetes datastore; tests substitute fakes. Expected outcomes are values; an unreachable
+ * datastore is a thrown {@link BackendUnavailableError} (reported as CNI code 11).
+ */
+import type { Family } from './addr.ts';
+import type { NetConf } from './netconf.ts';
+import type { IpConfig } from './result.ts';
+
+/** One attachment of one network: its handle is `<network>.<containerID>.<ifname>`. */
+export interface AttachmentRef {
+  readonly network: string;
+  readonly containerID: string;
+  readonly ifname: string;
+}
+
+/** The pod behind an attachment, from CNI_ARGS K8S_POD_* (absent outside Kubernetes). */
+export interface PodRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid?: string;
+}
+
+export interface AddRequest {
+  readonly attachment: AttachmentRef;
+  readonly pod?: PodRef;
+  readonly node: string;
+  /** Families to auto-assign (ignored when `staticIPs` is non-empty). */
+  readonly families: readonly Family[];
+  /** Pool names per family from the config; the backend may override them from annotations. */
+  readonly pools: NetConf['pools'];
+  /**
+   * Static IPs from the invocation (runtimeConfig.ips > args.cni.ips > CNI_ARGS IP=), at most one
+   * per family. Empty: the backend may take them from the pod annotation, else auto-assigns.
+   */
+  readonly staticIPs: readonly string[];
+  /** Aborted when the time budget (`timeoutMs` after the lock is held) runs out. */
+  readonly signal: AbortSignal;
+}
+
+export type AddOutcome =
+  | { readonly kind: 'allocated'; readonly ips: readonly IpConfig[] }
+  /** The attachment already holds addresses: nothing was changed (cni-spec §5.6). */
+  | { readonly kind: 'duplicate'; readonly existing: readonly string[] }
+  /** No free address; nothing was left allocated. */
+  | { readonly kind: 'exhausted'; readonly message: string }
+  /** A static IP is outside every eligible pool, reserved or taken; nothing left allocated. */
+  | { readonly kind: 'unavailable'; readonly message: string }
+  /** Pool choice or annotations are invalid (e.g. an unknown pool, a malformed annotation). */
+  | { readonly kind: 'rejected'; readonly message: string };
+
+export interface DelRequest {
+  readonly attachment: AttachmentRef;
+  readonly node: string;
+  /** Addresses named by prevResult: a hint that may save lookups; may be empty or stale. */
+  readonly hintIPs: readonly string[];
+  readonly signal: AbortSignal;
+}
+
+export type CheckOutcome =
+  | { readonly kind: 'ok' }
+  | { readonly kind: 'missing'; readonly message: string }
+  | { readonly kind: 'mismatch'; readonly message: string };
+
+export interface GcRequest {
+  readonly network: string;
+  readonly node: string;
+  /** Attachments that are live; every other allocation of this network on this node goes. */
+  readonly valid: readonly { readonly containerID: string; readonly ifname: string }[];
+  readonly signal: AbortSignal;
+}
+
+export interface GcOutcome {
+  /** Handles released. */
+  readonly released: readonly string[];
+  /** Per-handle failures; GC continues past them (SPEC GC). */
+  readonly errors: readonly string[];
+}
+
+export type StatusOutcome = { readonly kind: 'available' } | { readonly kind: 'unavailable'; readonly message: string };
+
+/** The IPAM operations; each call is independent (no state kept between calls). */
+export interface Backend {
+  add(req: AddRequest): Promise<AddOutcome>;
+  /** Releases every address of the attachment; nothing to release is success. Returns the count. */
+  del(req: DelRequest): Promise<number>;
+  /** Compares the stored allocation of the attachment with `expectedIPs` (from prevResult). */
+  check(attachment: AttachmentRef, expectedIPs: readonly string[]): Promise<CheckOutcome>;
+  gc(req: GcRequest): Promise<GcOutcome>;
+  /** Whether an ADD on this node could get an address of every family of `families`. */
+  status(node: string, families: readonly Family[], pools: NetConf['pools']): Promise<StatusOutcome>;
+  /** Frees connections; idempotent. */
+  close(): Promise<void>;
+}
+
+/** Creates a backend for one invocation's config (lazily: VERSION never calls it). */
+export type BackendFactory = (conf: NetConf) => Promise<Backend>;
+
+/** The datastore could not be reached or answered with a server error: the runtime should retry. */
+export class BackendUnavailableError extends Error {
+  override readonly name = 'BackendUnavailableError';
+}
+
+export function isBackendUnavailableError(e: unknown): e is BackendUnavailableError {
+  return e instanceof Error && e.name === 'BackendUnavailableError';
+}
+
+/** The handle of an attachment (DESIGN.md §3): `<network>.<containerID>.<ifname>`. */
+export function handleOf(a: AttachmentRef): string {
+  return `${a.network}.${a.containerID}.${a.ifname}`;
+}

@@ -1,0 +1,61 @@
+/**
+ * ADD (SPEC §2; research/cni-spec.md §2, §5.2, §5.6): allocate per (containerID, ifname) and
+ * print exactly one result in the request's cniVersion. A second ADD of a live attachment fails
+ * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
+ */
+import { parseCidr } from '../addr.ts';
+import type { AddOutcome, PodRef } from '../backend.ts';
+import { parseCniArgs, type CniArgs } from '../cni-args.ts';
+import { attachmentOf, underLock, type CommandContext, type CommandResult } from '../context.ts';
+import { CniCode, CniError } from '../errors.ts';
+import { staticList } from '../netconf.ts';
+import { formatResult, type IpConfig } from '../result.ts';
+
+/** Pod identity from CNI_ARGS; undefined unless both namespace and name are given. */
+export function podOf(args: CniArgs): PodRef | undefined {
+  if (args.podNamespace === undefined || args.podName === undefined) return undefined;
+  return { namespace: args.podNamespace, name: args.podName, ...(args.podUID !== undefined ? { uid: args.podUID } : {}) };
+}
+
+export async function add(ctx: CommandContext): Promise<CommandResult> {
+  const args = parseCniArgs(ctx.env.args);
+  const staticIPs = ctx.conf.configIPs.length > 0 ? ctx.conf.configIPs : (staticList(args.ips, 'CNI_ARGS IP') ?? []);
+  const pod = podOf(args);
+  const backend = await ctx.backend();
+  const outcome = await underLock(ctx, (signal) =>
+    backend.add({
+      attachment: attachmentOf(ctx),
+      ...(pod ? { pod } : {}),
+      node: ctx.conf.nodeName,
+      families: ctx.conf.families,
+      pools: ctx.conf.pools,
+      staticIPs,
+      signal,
+    }),
+  );
+  const ips = allocatedOrThrow(outcome);
+  ctx.log.log('info', 'allocated', { ips: ips.map((i) => i.address) });
+  const families = new Set(ips.map((i) => parseCidr(i.address)?.family));
+  const routes = ctx.conf.routes.filter((r) => families.has(parseCidr(r.dst)?.family));
+  return formatResult({ ips, routes, ...(ctx.conf.dns ? { dns: ctx.conf.dns } : {}) }, ctx.conf.cniVersion);
+}
+
+/** Maps a non-allocation outcome to its CNI error. */
+function allocatedOrThrow(o: AddOutcome): readonly IpConfig[] {
+  switch (o.kind) {
+    case 'allocated':
+      return o.ips;
+    case 'duplicate':
+      throw new CniError(
+        CniCode.duplicateAllocation,
+        'duplicate allocation is not allowed',
+        `this attachment already holds ${o.existing.join(', ')}; DEL it first (the existing allocation is unchanged)`,
+      );
+    case 'exhausted':
+      throw new CniError(CniCode.exhausted, 'no free address', o.message);
+    case 'unavailable':
+      throw new CniError(CniCode.staticUnavailable, 'requested address not available', o.message);
+    case 'rejected':
+      throw new CniError(CniCode.requestRejected, 'invalid address request', o.message);
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * CHECK (≥ 0.4.0; research/cni-spec.md §2, §5.4): the attachment must hold an allocation, and
+ * every address the prevResult names must be one of it. ptp passes its whole chain result as
+ * prevResult (with `interfaces` and `ips[].interface`); only the addresses are read. No lock:
+ * a read. Success prints nothing.
+ */
+import { attachmentOf, type CommandContext, type CommandResult } from '../context.ts';
+import { CniCode, CniError } from '../errors.ts';
+import { prevResultAddresses } from '../result.ts';
+
+export async function check(ctx: CommandContext): Promise<CommandResult> {
+  const backend = await ctx.backend();
+  const outcome = await backend.check(attachmentOf(ctx), prevResultAddresses(ctx.conf.prevResult));
+  if (outcome.kind !== 'ok') {
+    throw new CniError(CniCode.checkFailed, `blockipam CHECK failed: ${outcome.kind}`, outcome.message);
+  }
+  return undefined;
+}

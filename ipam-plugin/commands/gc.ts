@@ -1,0 +1,22 @@
+/**
+ * GC (1.1.0; research/cni-spec.md §2 "GC"): release this node's allocations of this network
+ * whose attachment is not in `cni.dev/valid-attachments` (or the legacy `cni.dev/attachments`).
+ * `null` and an absent key both mean "no live attachment" — libcni's GCNetworkList(nil) and
+ * cnitool `gc` send no key after DELing every cached attachment (docs/design-plugin.md, GC).
+ * Continues past per-handle errors and reports them at the end (code 11, details list them).
+ */
+import { underLock, type CommandContext, type CommandResult } from '../context.ts';
+import { CniCode, CniError } from '../errors.ts';
+
+export async function gc(ctx: CommandContext): Promise<CommandResult> {
+  const backend = await ctx.backend();
+  const valid = ctx.conf.validAttachments ?? [];
+  const outcome = await underLock(ctx, (signal) =>
+    backend.gc({ network: ctx.conf.name, node: ctx.conf.nodeName, valid, signal }),
+  );
+  ctx.log.log('info', 'gc done', { released: outcome.released, keyPresent: ctx.conf.validAttachments !== undefined });
+  if (outcome.errors.length > 0) {
+    throw new CniError(CniCode.tryAgainLater, `GC could not release ${outcome.errors.length} allocation(s)`, outcome.errors.join('; '));
+  }
+  return undefined;
+}

@@ -1,0 +1,44 @@
+/**
+ * What every command gets from the dispatcher, and the lock + time-budget wrapper that ADD,
+ * DEL and GC run their IPAM step in (DESIGN.md §4: the budget starts once the lock is held).
+ */
+import type { AttachmentRef, Backend } from './backend.ts';
+import type { InvocationEnv } from './env.ts';
+import type { HostLock } from './lock.ts';
+import type { Logger } from './log.ts';
+import type { NetConf } from './netconf.ts';
+
+export interface CommandContext {
+  readonly env: InvocationEnv;
+  readonly conf: NetConf;
+  readonly log: Logger;
+  /** The backend, created on first use (once per invocation). */
+  backend(): Promise<Backend>;
+  /** Takes the host lock, waiting at most `conf.lockTimeoutMs`. */
+  lock(): Promise<HostLock>;
+}
+
+/** A command's output: the document for stdout (ADD), or undefined (nothing on stdout). */
+export type CommandResult = Record<string, unknown> | undefined;
+export type Command = (ctx: CommandContext) => Promise<CommandResult>;
+
+/** This invocation's attachment (ADD, DEL, CHECK). */
+export function attachmentOf(ctx: CommandContext): AttachmentRef {
+  return { network: ctx.conf.name, containerID: ctx.env.containerID, ifname: ctx.env.ifname };
+}
+
+/**
+ * Runs `step` holding the host lock, with an AbortSignal that fires `conf.timeoutMs` after
+ * the lock was obtained. The lock is released on every path.
+ * @throws whatever `step` throws; LockTimeoutError when the lock is not obtained in time
+ */
+export async function underLock<T>(ctx: CommandContext, step: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const waitStart = Date.now();
+  const lock = await ctx.lock();
+  ctx.log.log('debug', 'host lock held', { waitedMs: Date.now() - waitStart });
+  try {
+    return await step(AbortSignal.timeout(ctx.conf.timeoutMs));
+  } finally {
+    await lock.release();
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The plugin's entry point as a function (CONVENTIONS 5): takes `{env, readStdin, stdout,
+ * stderr}` and returns the exit code, so the whole protocol is testable without spawning.
+ * Order of checks as in the Go skel: CNI_COMMAND → CNI_* variables (4) → stdin JSON (6) →
+ * cniVersion (1) → command gate (1) → schema (7). Exactly one JSON document is written to stdout:
+ * the ADD result, the VERSION answer, or the error object; nothing else ever is.
+ */
+import type { BackendFactory, Backend } from './backend.ts';
+import { isBackendUnavailableError } from './backend.ts';
+import { add } from './commands/add.ts';
+import { check } from './commands/check.ts';
+import { del } from './commands/del.ts';
+import { gc } from './commands/gc.ts';
+import { status } from './commands/status.ts';
+import { version } from './commands/version.ts';
+import type { Command, CommandContext } from './context.ts';
+import { parseEnv, type CniCommand, type Env } from './env.ts';
+import { CniCode, CniError, toErrorDocument } from './errors.ts';
+import { acquireHostLock, defaultLockName, isLockTimeoutError, type HostLock } from './lock.ts';
+import { createLogger, type Logger, type Sink } from './log.ts';
+import { parseNetConf } from './netconf.ts';
+import { currentVersion, isSupportedVersion, requireCommandAllowed, supportedVersions } from './versions.ts';
+
+export interface Io {
+  readonly env: Env;
+  /** Reads all of stdin (called at most once; never for VERSION unless needed). */
+  readonly readStdin: () => string;
+  readonly stdout: Sink;
+  readonly stderr: Sink;
+}
+
+export interface Deps {
+  readonly backend: BackendFactory;
+  /** Default: the abstract-socket host lock {@link acquireHostLock}. */
+  readonly lock?: (name: string, timeoutMs: number) => Promise<HostLock>;
+  /** Default {@link defaultLockName}. */
+  readonly lockName?: string;
+}
+
+const commands: Readonly<Record<Exclude<CniCommand, 'VERSION'>, Command>> = { ADD: add, DEL: del, CHECK: check, GC: gc, STATUS: status };
+
+const about = `CNI blockipam plugin\nCNI protocol versions supported: ${supportedVersions.join(', ')}\n`;
+
+/** Runs one CNI invocation. @returns the process exit code (0 success, 1 failure) */
+export async function dispatch(io: Io, deps: Deps): Promise<number> {
+  if ((io.env.CNI_COMMAND ?? '') === '') {
+    io.stderr.write(about);
+    return 0;
+  }
+  let stdin: string | undefined;
+  const readStdin = (): string => (stdin ??= io.readStdin());
+  let log: Logger | undefined;
+  let backend: Backend | undefined;
+  try {
+    const env = parseEnv(io.env);
+    if (env.command === 'VERSION') return emit(io, version(safeRead(readStdin)));
+    const conf = parseNetConf(readStdin());
+    requireCommandAllowed(env.command, conf.cniVersion);
+    log = createLogger({ stderr: io.stderr, ...(conf.logFile ? { file: conf.logFile } : {}), level: conf.logLevel });
+    log.bind({ cmd: env.command, network: conf.name, containerID: env.containerID, ifname: env.ifname });
+    const ctx: CommandContext = {
+      env,
+      conf,
+      log,
+      backend: async () => (backend ??= await deps.backend(conf)),
+      lock: () => (deps.lock ?? acquireHostLock)(deps.lockName ?? defaultLockName, conf.lockTimeoutMs),
+    };
+    const out = await commands[env.command](ctx);
+    log.log('debug', 'done');
+    return out === undefined ? 0 : emit(io, out);
+  } catch (e) {
+    const err = asCniError(e);
+    log?.log('error', err.message, { code: err.code, details: err.details });
+    io.stdout.write(`${JSON.stringify(toErrorDocument(err, errorVersion(stdin)))}\n`);
+    return 1;
+  } finally {
+    await backend?.close().catch(() => undefined);
+    log?.close();
+  }
+}
+
+function emit(io: Io, doc: Record<string, unknown>): number {
+  io.stdout.write(`${JSON.stringify(doc)}\n`);
+  return 0;
+}
+
+function safeRead(read: () => string): string {
+  try {
+    return read();
+  } catch {
+    return '';
+  }
+}
+
+/** The error document's cniVersion: the request's when it named a supported one. */
+function errorVersion(stdin: string | undefined): string {
+  try {
+    const v = (JSON.parse(stdin ?? '') as { cniVersion?: unknown } | null)?.cniVersion;
+    return isSupportedVersion(v) ? v : currentVersion;
+  } catch {
+    return currentVersion;
+  }
+}
+
+/** Transient failures become code 11 (try again later); others keep or get their code. */
+function asCniError(e: unknown): CniError {
+  if (e instanceof CniError) return e;
+  const msg = e instanceof Error ? e.message : String(e);
+  if (isBackendUnavailableError(e)) return new CniError(CniCode.tryAgainLater, 'datastore unreachable', msg);
+  if (isLockTimeoutError(e)) return new CniError(CniCode.tryAgainLater, 'host lock busy', msg);
+  if (e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError')) {
+    return new CniError(CniCode.tryAgainLater, 'time budget exceeded', msg);
+  }
+  if (e instanceof Error && (e as NodeJS.ErrnoException).code === 'EIO') return new CniError(CniCode.ioFailure, 'I/O failure', msg);
+  return new CniError(CniCode.internal, 'internal error', msg);
+}

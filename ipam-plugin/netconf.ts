@@ -1,0 +1,197 @@
+/**
+ * Decodes and validates the stdin network configuration, once, at the edge (CONVENTIONS 2):
+ * JSON → version negotiation → the ahead-of-time compiled schema → a `Readonly` domain value.
+ */
+import { hostname } from 'node:os';
+import { formatCidr, maskCidr, parseCidr, parseIp, parseIpMaybeCidr, type Family } from './addr.ts';
+import { CniCode, CniError } from './errors.ts';
+import * as generated from './netconf-validate.generated.ts';
+import { implicitVersion, requireSupported, type CniVersion } from './versions.ts';
+
+/** A route as the result carries it; 1.1.0 fields are dropped for older versions. */
+export interface Route {
+  readonly dst: string;
+  readonly gw?: string;
+  readonly mtu?: number;
+  readonly advmss?: number;
+  readonly priority?: number;
+  readonly table?: number;
+  readonly scope?: number;
+}
+
+export interface Dns {
+  readonly nameservers?: readonly string[];
+  readonly domain?: string;
+  readonly search?: readonly string[];
+  readonly options?: readonly string[];
+}
+
+export interface Attachment {
+  readonly containerID: string;
+  readonly ifname: string;
+}
+
+/** The validated, defaulted configuration of one invocation. */
+export interface NetConf {
+  readonly cniVersion: CniVersion;
+  /** Network name: the handle prefix (`<name>.<containerID>.<ifname>`). */
+  readonly name: string;
+  /** Kubeconfig path. Default `/etc/cni/net.d/blockipam-kubeconfig`. */
+  readonly kubeconfig: string;
+  /** Node name: `ipam.nodeName`, else the host name in lower case (kubelet's default). */
+  readonly nodeName: string;
+  readonly logFile?: string;
+  /** Default `info` (file); stderr always gets `warn` and above. */
+  readonly logLevel: 'error' | 'warn' | 'info' | 'debug';
+  /** Families to auto-assign. Default IPv4 only. */
+  readonly families: readonly Family[];
+  readonly pools: { readonly 4: readonly string[]; readonly 6: readonly string[] };
+  /** Canonical routes. Default: one default route per assigned family. */
+  readonly routes: readonly Route[];
+  readonly dns?: Dns;
+  /** ADD/DEL/GC budget once the host lock is held. Default 30 000 ms. */
+  readonly timeoutMs: number;
+  /** How long to wait for the host lock. Default 60 000 ms. */
+  readonly lockTimeoutMs: number;
+  /** Static IPs from the config: `runtimeConfig.ips`, else `args.cni.ips` (plain addresses). */
+  readonly configIPs: readonly string[];
+  /** The raw `prevResult`, if any. */
+  readonly prevResult?: Readonly<Record<string, unknown>>;
+  /**
+   * GC's live attachments: `cni.dev/valid-attachments`, else the legacy `cni.dev/attachments`;
+   * `null` reads as []; undefined when neither key is present (see docs/design-plugin.md).
+   */
+  readonly validAttachments?: readonly Attachment[];
+}
+
+interface SchemaError {
+  readonly instancePath: string;
+  readonly message?: string;
+  readonly params: Record<string, unknown>;
+}
+/** The ahead-of-time compiled validator (ajv standalone; see scripts/build-plugin.ts). */
+const validate = generated.validate as unknown as ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
+
+export const defaultKubeconfig = '/etc/cni/net.d/blockipam-kubeconfig';
+
+/**
+ * Parses stdin text.
+ * @throws CniError 6 when it is not a JSON object (empty stdin included); 1 for an unsupported
+ *   `cniVersion`; 7 naming the field for anything the schema or the address rules reject
+ */
+export function parseNetConf(stdin: string): NetConf {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(stdin);
+  } catch (e) {
+    throw new CniError(CniCode.decodeFailure, 'error unmarshalling network config', (e as Error).message);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new CniError(CniCode.decodeFailure, 'error unmarshalling network config', 'stdin is not a JSON object');
+  }
+  const obj = raw as Record<string, unknown>;
+  const cniVersion = requireSupported(obj.cniVersion ?? implicitVersion);
+  if (!validate(obj)) throw invalid(schemaMessage(validate.errors?.[0]));
+  return normalise(obj as unknown as RawNetConf, cniVersion);
+}
+
+interface RawNetConf {
+  name: string;
+  ipam: {
+    kubeconfig?: string;
+    nodeName?: string;
+    logFile?: string;
+    logLevel?: NetConf['logLevel'];
+    assignIPv4?: boolean;
+    assignIPv6?: boolean;
+    ipv4Pools?: string[];
+    ipv6Pools?: string[];
+    routes?: Route[];
+    dns?: Dns;
+    timeoutMs?: number;
+    lockTimeoutMs?: number;
+  };
+  args?: { cni?: { ips?: string[] } };
+  runtimeConfig?: { ips?: string[] };
+  prevResult?: Record<string, unknown>;
+  'cni.dev/valid-attachments'?: Attachment[] | null;
+  'cni.dev/attachments'?: Attachment[] | null;
+}
+
+function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
+  const i = c.ipam;
+  const families: Family[] = [];
+  if (i.assignIPv4 ?? true) families.push(4);
+  if (i.assignIPv6 ?? false) families.push(6);
+  if (families.length === 0) throw invalid('ipam: assignIPv4 and assignIPv6 are both false: nothing to assign');
+  const configIPs = staticList(c.runtimeConfig?.ips, 'runtimeConfig.ips') ?? staticList(c.args?.cni?.ips, 'args.cni.ips') ?? [];
+  const valid = c['cni.dev/valid-attachments'] !== undefined ? c['cni.dev/valid-attachments'] : c['cni.dev/attachments'];
+  return {
+    cniVersion,
+    name: c.name,
+    kubeconfig: i.kubeconfig ?? defaultKubeconfig,
+    nodeName: i.nodeName ?? hostname().toLowerCase(),
+    ...(i.logFile !== undefined ? { logFile: i.logFile } : {}),
+    logLevel: i.logLevel ?? 'info',
+    families,
+    pools: { 4: i.ipv4Pools ?? [], 6: i.ipv6Pools ?? [] },
+    routes: i.routes ? i.routes.map((r, n) => canonicalRoute(r, `ipam.routes[${n}]`)) : defaultRoutes(families),
+    ...(i.dns !== undefined ? { dns: i.dns } : {}),
+    timeoutMs: i.timeoutMs ?? 30_000,
+    lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
+    configIPs,
+    ...(c.prevResult !== undefined ? { prevResult: c.prevResult } : {}),
+    ...(valid !== undefined ? { validAttachments: valid ?? [] } : {}),
+  };
+}
+
+function defaultRoutes(families: readonly Family[]): Route[] {
+  return families.map((f) => ({ dst: f === 4 ? '0.0.0.0/0' : '::/0' }));
+}
+
+/** Masks `dst` to its network address (ptp fails on host bits, cni-spec §5.2) and checks `gw`. */
+function canonicalRoute(r: Route, field: string): Route {
+  const dst = parseCidr(r.dst);
+  if (!dst) throw invalid(`${field}.dst: not a CIDR: ${JSON.stringify(r.dst)}`);
+  if (r.gw !== undefined) {
+    const gw = parseIp(r.gw);
+    if (!gw || gw.family !== dst.family) throw invalid(`${field}.gw: not an IPv${dst.family} address: ${JSON.stringify(r.gw)}`);
+  }
+  return { ...r, dst: formatCidr(maskCidr(dst)) };
+}
+
+/**
+ * Checks a static IP list: addresses (prefix ignored), at most one per family.
+ * @returns undefined for an absent or empty list (so the next source applies)
+ */
+export function staticList(ips: readonly string[] | undefined, field: string): string[] | undefined {
+  if (ips === undefined || ips.length === 0) return undefined;
+  const seen = new Set<Family>();
+  return ips.map((text, n) => {
+    const ip = parseIpMaybeCidr(text);
+    if (!ip) throw invalid(`${field}[${n}]: not an IP address: ${JSON.stringify(text)}`);
+    if (seen.has(ip.family)) throw invalid(`${field}: more than one IPv${ip.family} address requested`);
+    seen.add(ip.family);
+    return text.split('/')[0] as string;
+  });
+}
+
+export function invalid(msg: string): CniError {
+  return new CniError(CniCode.invalidConfig, 'Invalid network config', msg);
+}
+
+/** Turns an ajv error into `field.path: problem`, naming the offending field. */
+function schemaMessage(e: SchemaError | undefined): string {
+  if (!e) return 'invalid';
+  const path = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((s) => (/^\d+$/.test(s) ? `[${s}]` : `.${s.replace(/~1/g, '/').replace(/~0/g, '~')}`))
+    .join('')
+    .replace(/^\./, '');
+  const p = e.params;
+  if (typeof p.missingProperty === 'string') return `${path ? `${path}.` : ''}${p.missingProperty}: required field missing`;
+  if (typeof p.additionalProperty === 'string') return `${path ? `${path}.` : ''}${p.additionalProperty}: unknown field`;
+  return `${path || '(config)'}: ${e.message ?? 'invalid'}`;
+}
+
