@@ -1,0 +1,98 @@
+/**
+ * A fake IPAM backend for protocol tests: one IPv4 block 10.244.0.0/26 (gateway .1) and one
+ * IPv6 block fd00:10:244::/122 (gateway ::1), allocations kept in a map by handle. Seeded from
+ * plain objects; records every call so tests can assert what the dispatcher asked for.
+ */
+import type { AddOutcome, AddRequest, Backend, DelRequest, GcRequest, AttachmentRef } from '../../ipam-plugin/backend.ts';
+import { BackendUnavailableError, handleOf } from '../../ipam-plugin/backend.ts';
+
+export interface FakeOptions {
+  /** handle → addresses (CIDR form) already allocated */
+  readonly seed?: Readonly<Record<string, readonly string[]>>;
+  /** number of v4 host addresses available (default 61: a /26 less network, gateway, broadcast) */
+  readonly capacity?: number;
+  /** every call throws BackendUnavailableError */
+  readonly unreachable?: boolean;
+}
+
+export interface FakeBackend extends Backend {
+  readonly allocations: Map<string, string[]>;
+  readonly calls: { op: string; arg: unknown }[];
+  closed: number;
+}
+
+export function fakeBackend(o: FakeOptions = {}): FakeBackend {
+  const allocations = new Map<string, string[]>(Object.entries(o.seed ?? {}).map(([k, v]) => [k, [...v]]));
+  const calls: { op: string; arg: unknown }[] = [];
+  const capacity = o.capacity ?? 61;
+  const taken = (): Set<string> => new Set([...allocations.values()].flat().map((a) => a.split('/')[0] as string));
+  const guard = (op: string, arg: unknown): void => {
+    calls.push({ op, arg });
+    if (o.unreachable) throw new BackendUnavailableError('connect ECONNREFUSED 127.0.0.1:1');
+  };
+  const nextV4 = (): string | undefined => {
+    const used = taken();
+    for (let n = 2; n < 2 + capacity; n++) if (!used.has(`10.244.0.${n}`)) return `10.244.0.${n}`;
+    return undefined;
+  };
+  const backend: FakeBackend = {
+    allocations,
+    calls,
+    closed: 0,
+    add(req: AddRequest): Promise<AddOutcome> {
+      guard('add', req);
+      const h = handleOf(req.attachment);
+      const existing = allocations.get(h);
+      if (existing) return Promise.resolve({ kind: 'duplicate', existing });
+      const ips: { address: string; gateway: string }[] = [];
+      if (req.staticIPs.length > 0) {
+        for (const ip of req.staticIPs) {
+          if (ip.includes(':')) ips.push({ address: `${ip}/122`, gateway: 'fd00:10:244::1' });
+          else if (!ip.startsWith('10.244.0.') || ip === '10.244.0.1' || taken().has(ip)) {
+            return Promise.resolve({ kind: 'unavailable', message: `${ip} is not available` });
+          } else ips.push({ address: `${ip}/26`, gateway: '10.244.0.1' });
+        }
+      } else {
+        if (req.families.includes(4)) {
+          const ip = nextV4();
+          if (!ip) return Promise.resolve({ kind: 'exhausted', message: 'pool default-ipv4 has no free address' });
+          ips.push({ address: `${ip}/26`, gateway: '10.244.0.1' });
+        }
+        if (req.families.includes(6)) ips.push({ address: `fd00:10:244::${(allocations.size + 2).toString(16)}/122`, gateway: 'fd00:10:244::1' });
+      }
+      allocations.set(h, ips.map((i) => i.address));
+      return Promise.resolve({ kind: 'allocated', ips });
+    },
+    del(req: DelRequest): Promise<number> {
+      guard('del', req);
+      const h = handleOf(req.attachment);
+      const n = allocations.get(h)?.length ?? 0;
+      allocations.delete(h);
+      return Promise.resolve(n);
+    },
+    check(a: AttachmentRef, expected: readonly string[]) {
+      guard('check', { a, expected });
+      const have = allocations.get(handleOf(a));
+      if (!have) return Promise.resolve({ kind: 'missing' as const, message: 'no allocation' });
+      const plain = have.map((x) => x.split('/')[0]);
+      const bad = expected.filter((e) => !plain.includes(e));
+      return Promise.resolve(bad.length > 0 ? { kind: 'mismatch' as const, message: `not allocated: ${bad.join(',')}` } : { kind: 'ok' as const });
+    },
+    gc(req: GcRequest) {
+      guard('gc', req);
+      const keep = new Set(req.valid.map((v) => `${req.network}.${v.containerID}.${v.ifname}`));
+      const released = [...allocations.keys()].filter((h) => h.startsWith(`${req.network}.`) && !keep.has(h));
+      for (const h of released) allocations.delete(h);
+      return Promise.resolve({ released, errors: [] });
+    },
+    status() {
+      guard('status', undefined);
+      return Promise.resolve(nextV4() ? { kind: 'available' as const } : { kind: 'unavailable' as const, message: 'exhausted' });
+    },
+    close() {
+      backend.closed++;
+      return Promise.resolve();
+    },
+  };
+  return backend;
+}
