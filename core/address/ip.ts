@@ -1,0 +1,128 @@
+/**
+ * IPv4 / IPv6 addresses and CIDRs as BigInt values. The only module that uses ipaddr.js (for
+ * parsing and formatting); everything else is BigInt arithmetic, exact at any offset of any
+ * prefix length (an IPv6 /64 pool has 2^58 /122 blocks — no number ever loses precision).
+ */
+import ipaddr from 'ipaddr.js';
+
+export type IPFamily = 4 | 6;
+
+/** An address: family + its value as an unsigned integer (0 ≤ value < 2^32 or 2^128). */
+export interface IP {
+  readonly family: IPFamily;
+  readonly value: bigint;
+}
+
+/** A CIDR: `base` is the network address (always masked), `prefixLength` in bits. */
+export interface Cidr {
+  readonly family: IPFamily;
+  readonly base: bigint;
+  readonly prefixLength: number;
+}
+
+/** Address width in bits: 32 or 128. */
+export function bitsOf(family: IPFamily): number {
+  return family === 4 ? 32 : 128;
+}
+
+/**
+ * Parses an address. IPv4 only in four-part decimal ("10.0.0.1", not "10.1" or "012.0.0.1");
+ * IPv6 in any RFC 4291 text form without a zone ("%eth0").
+ * @returns undefined when `text` is not an address (expected outcome for user input)
+ */
+export function parseIP(text: string): IP | undefined {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) {
+    return { family: 4, value: bytesToBigInt(ipaddr.IPv4.parse(text).toByteArray()) };
+  }
+  if (!text.includes(':') || text.includes('%') || !ipaddr.IPv6.isValid(text)) return undefined;
+  return { family: 6, value: bytesToBigInt(ipaddr.IPv6.parse(text).toByteArray()) };
+}
+
+/**
+ * Parses "address/prefixLength".
+ * @param options.strict when true (default) the address must equal its network address
+ *   ("10.0.0.1/24" is refused); when false the host bits are cleared.
+ * @returns undefined for bad syntax, a prefix out of range, or (strict) host bits set
+ */
+export function parseCidr(text: string, options: { strict?: boolean } = {}): Cidr | undefined {
+  const slash = text.indexOf('/');
+  if (slash < 0) return undefined;
+  const ip = parseIP(text.slice(0, slash));
+  const prefixText = text.slice(slash + 1);
+  if (!ip || !/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) return undefined;
+  const prefixLength = Number(prefixText);
+  if (prefixLength > bitsOf(ip.family)) return undefined;
+  const base = maskValue(ip.value, ip.family, prefixLength);
+  if ((options.strict ?? true) && base !== ip.value) return undefined;
+  return { family: ip.family, base, prefixLength };
+}
+
+/** Like {@link parseCidr} (strict) but throws; for CIDRs that were validated at the edge. */
+export function mustParseCidr(text: string): Cidr {
+  const cidr = parseCidr(text);
+  if (!cidr) throw new TypeError(`not a masked CIDR: ${JSON.stringify(text)}`);
+  return cidr;
+}
+
+/** Canonical text: dotted decimal, or RFC 5952 lower-case IPv6 ("fd00::1"). */
+export function formatIP(ip: IP): string {
+  const bytes = bigIntToBytes(ip.value, bitsOf(ip.family) / 8);
+  return ip.family === 4 ? bytes.join('.') : ipaddr.IPv6.parse(ipv6Hex(bytes)).toRFC5952String();
+}
+
+/** Canonical "base/prefixLength". */
+export function formatCidr(cidr: Cidr): string {
+  return `${formatIP({ family: cidr.family, value: cidr.base })}/${cidr.prefixLength}`;
+}
+
+/** Clears the host bits of `value` for a prefix of `prefixLength` bits. */
+export function maskValue(value: bigint, family: IPFamily, prefixLength: number): bigint {
+  const hostBits = BigInt(bitsOf(family) - prefixLength);
+  return (value >> hostBits) << hostBits;
+}
+
+/** Number of addresses in the CIDR (2^(bits − prefixLength)). */
+export function cidrSize(cidr: Cidr): bigint {
+  return 1n << BigInt(bitsOf(cidr.family) - cidr.prefixLength);
+}
+
+/** Last address of the CIDR (inclusive). */
+export function cidrLast(cidr: Cidr): bigint {
+  return cidr.base + cidrSize(cidr) - 1n;
+}
+
+/** True when `ip` lies inside `cidr` (same family). */
+export function cidrContains(cidr: Cidr, ip: IP): boolean {
+  return ip.family === cidr.family && ip.value >= cidr.base && ip.value <= cidrLast(cidr);
+}
+
+/** True when the two CIDRs share at least one address (same family). */
+export function cidrsOverlap(a: Cidr, b: Cidr): boolean {
+  return a.family === b.family && a.base <= cidrLast(b) && b.base <= cidrLast(a);
+}
+
+/** True when `inner` lies wholly inside `outer`. */
+export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
+  return outer.family === inner.family && outer.prefixLength <= inner.prefixLength && inner.base >= outer.base && cidrLast(inner) <= cidrLast(outer);
+}
+
+function bytesToBigInt(bytes: readonly number[]): bigint {
+  let value = 0n;
+  for (const byte of bytes) value = (value << 8n) | BigInt(byte);
+  return value;
+}
+
+function bigIntToBytes(value: bigint, length: number): number[] {
+  const bytes = new Array<number>(length);
+  for (let i = length - 1; i >= 0; i--) {
+    bytes[i] = Number(value & 0xffn);
+    value >>= 8n;
+  }
+  return bytes;
+}
+
+function ipv6Hex(bytes: readonly number[]): string {
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push((((bytes[i] ?? 0) << 8) | (bytes[i + 1] ?? 0)).toString(16));
+  return groups.join(':');
+}

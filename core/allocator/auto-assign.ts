@@ -1,0 +1,143 @@
+/**
+ * Automatic assignment (DESIGN §4): per family, this node's affine blocks → claim a new block
+ * (unless maxBlocksPerNode) → still-cooling addresses of its own blocks → borrow from another
+ * node's block (unless strictAffinity) → a failure naming the cause. Dual-stack is all-or-nothing:
+ * when the second family fails, the first is released again (by handle + sequence).
+ *
+ * Warm cost (an affine block has room, snapshot and labels given): 1 LIST + 1 UPDATE.
+ */
+import type { IPFamily } from '../address/ip.ts';
+import { cidrOf } from '../block/block.ts';
+import { affineSelector, familySelector } from '../block/labels.ts';
+import type { Datastore } from '../datastore/datastore.ts';
+import type { IPAMBlock, IPPool } from '../resources.ts';
+import { allocateFromBlocks, inPools } from './block-choice.ts';
+import type { TryOptions } from './block-choice.ts';
+import { claimBlock } from './claim.ts';
+import { contextOf } from './context.ts';
+import type { AllocatorOptions, Context } from './context.ts';
+import { assigned } from './describe.ts';
+import { selectPools } from './pools.ts';
+import type { PoolSnapshot } from './pools.ts';
+import { gatherInputs, ownerOf, rollback } from './request.ts';
+import type { AllocatedAddress, AssignFailure, AssignOutcome, AutoAssignRequest } from './types.ts';
+
+// 8 rounds of (list, try, claim): enough for a node whose fresh blocks keep being filled by its
+// own concurrent ADDs; past that, the borrow / failure path decides.
+const MAX_CLAIM_ROUNDS = 8;
+
+type FamilyOutcome = AllocatedAddress | { reason: AssignFailure; message: string };
+
+/**
+ * Assigns one address per wanted family to `request.handle`.
+ * @returns the addresses, or a failure (NoPool, PoolRefused, Exhausted, BlockLimit, HandleInUse)
+ * @throws UnavailableError / ApiError from the datastore; RetriesExhaustedError when
+ *   compare-and-swap keeps losing. Anything assigned before a throw is rolled back (best effort).
+ */
+export async function autoAssign(ds: Datastore, request: AutoAssignRequest, options: AllocatorOptions = {}): Promise<AssignOutcome> {
+  const ctx = contextOf(ds, options);
+  const families: IPFamily[] = [...(request.ipv4 ?? true ? [4 as const] : []), ...(request.ipv6 ? [6 as const] : [])];
+  const [inputs, affine] = await Promise.all([gatherInputs(ctx, request), ds.blocks.list({ labelSelector: affineSelector(request.node) })]);
+  const done: AllocatedAddress[] = [];
+  try {
+    for (const family of families) {
+      const outcome = await assignFamily(ctx, { request, family, affine, ...inputs });
+      if ('reason' in outcome) {
+        await rollback(ctx, request.node, done);
+        return { ok: false, ...outcome };
+      }
+      done.push(outcome);
+    }
+  } catch (error) {
+    await rollback(ctx, request.node, done).catch(() => undefined);
+    throw error;
+  }
+  const v4 = done.find((a) => a.family === 4);
+  const v6 = done.find((a) => a.family === 6);
+  return { ok: true, ...(v4 ? { ipv4: assigned(v4) } : {}), ...(v6 ? { ipv6: assigned(v6) } : {}) };
+}
+
+interface FamilyJob {
+  request: AutoAssignRequest;
+  family: IPFamily;
+  affine: readonly IPAMBlock[];
+  snapshot: PoolSnapshot;
+  nodeLabels: Readonly<Record<string, string>>;
+  namespaceLabels: Readonly<Record<string, string>>;
+}
+
+async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome> {
+  const { request, family, snapshot } = job;
+  const choice = selectPools(snapshot, { family, nodeLabels: job.nodeLabels, namespaceLabels: job.namespaceLabels, requested: request.pools });
+  if ('refused' in choice) return { reason: 'PoolRefused', message: choice.refused };
+  if (choice.pools.length === 0) return { reason: 'NoPool', message: `no usable IPv${family} pool allows node "${request.node}"${request.pod ? ` and namespace "${request.pod.namespace}"` : ''}` };
+  const owner = ownerOf(request);
+  const base = { owner, cooldownSeconds: snapshot.settings.ipCooldownSeconds, reservations: snapshot.reservations };
+  const own = { ...base, affinity: request.node };
+  const eligible = inPools(choice.pools);
+  let held = job.affine.filter((b) => cidrOf(b).family === family);
+  let affine = held.filter(eligible);
+  let limitHit = false;
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+    const got = await allocateFromBlocks(ctx, affine, { ...own, mode: 'fresh' });
+    if (got !== undefined) return found(got, request.handle, family);
+    limitHit = held.length >= snapshot.settings.maxBlocksPerNode;
+    if (!snapshot.settings.autoAllocateBlocks || limitHit) break;
+    const claimed = await claimFirst(ctx, choice.pools, request.node, snapshot);
+    if (!claimed) break;
+    const fresh = await allocateFromBlocks(ctx, [claimed], { ...own, mode: 'fresh' });
+    if (fresh !== undefined) return found(fresh, request.handle, family);
+    held = await ctx.ds.blocks.list({ labelSelector: affineSelector(request.node, family) });
+    affine = held.filter(eligible);
+  }
+  const cooling = await allocateFromBlocks(ctx, affine, { ...own, mode: 'any' });
+  if (cooling !== undefined) return found(cooling, request.handle, family);
+  const borrowed = snapshot.settings.strictAffinity ? undefined : await borrow(ctx, { ...base, mode: 'fresh' }, request.node, family, eligible);
+  if (borrowed !== undefined) return found(borrowed, request.handle, family);
+  return failure(job, choice.pools, limitHit, held.length);
+}
+
+function found(got: AllocatedAddress | 'handle', handle: string, family: IPFamily): FamilyOutcome {
+  return got === 'handle' ? { reason: 'HandleInUse', message: `handle ${handle} already holds an IPv${family} address` } : got;
+}
+
+/** Claims a block in the first pool (in preference order) that has one free. */
+async function claimFirst(ctx: Context, pools: readonly IPPool[], node: string, snapshot: PoolSnapshot): Promise<IPAMBlock | undefined> {
+  for (const pool of pools) {
+    const block = await claimBlock(ctx, pool, node, snapshot.reservations);
+    if (block) return block;
+  }
+  return undefined;
+}
+
+/**
+ * Borrows from another node's (or an unowned) block of the allowed pools: one LIST of the
+ * family's blocks, tried from a random start so borrowers spread out.
+ */
+async function borrow(ctx: Context, options: TryOptions, node: string, family: IPFamily, eligible: (b: IPAMBlock) => boolean): Promise<AllocatedAddress | 'handle' | undefined> {
+  const blocks = (await ctx.ds.blocks.list({ labelSelector: familySelector(family) })).filter((b) => eligible(b) && b.spec.affinity !== node);
+  const start = Math.floor(ctx.random() * blocks.length);
+  const order = [...blocks.slice(start), ...blocks.slice(0, start)];
+  for (const mode of ['fresh', 'any'] as const) {
+    const got = await allocateFromBlocks(ctx, order, { ...options, mode });
+    if (got !== undefined) {
+      if (got !== 'handle') ctx.stats.borrows += 1;
+      return got;
+    }
+  }
+  return undefined;
+}
+
+function failure(job: FamilyJob, pools: readonly IPPool[], limitHit: boolean, held: number): FamilyOutcome {
+  const { request, family, snapshot } = job;
+  const names = pools.map((p) => p.metadata.name).join(', ');
+  const borrowing = snapshot.settings.strictAffinity ? 'strictAffinity forbids borrowing' : 'no other block of these pools has a free address to borrow';
+  if (limitHit) {
+    return {
+      reason: 'BlockLimit',
+      message: `no free IPv${family} address for node "${request.node}": it holds ${held} blocks, the maxBlocksPerNode limit (${snapshot.settings.maxBlocksPerNode}, IPAMConfig "default"), all full; ${borrowing}`,
+    };
+  }
+  const claims = snapshot.settings.autoAllocateBlocks ? 'no free block left to claim' : 'autoAllocateBlocks is false';
+  return { reason: 'Exhausted', message: `no free IPv${family} address for node "${request.node}" in pools ${names}: ${claims}; ${borrowing}` };
+}

@@ -1,0 +1,77 @@
+/**
+ * What every allocator operation runs with: the datastore, an injected clock and random source,
+ * a sleep for backoff, counters, and the retry bound. Also the compare-and-swap backoff.
+ */
+import type { Datastore } from '../datastore/datastore.ts';
+
+/** Counters an operation adds to; pass one object to several calls to accumulate. */
+export interface AllocatorStats {
+  /** Writes that lost a compare-and-swap (409 Conflict) or a delete precondition. */
+  conflicts: number;
+  /** Re-reads + new attempts after a conflict. */
+  retries: number;
+  /** Blocks created by a claim. */
+  claims: number;
+  /** Claim CREATEs that found the CIDR already taken (AlreadyExists). */
+  claimCollisions: number;
+  /** Addresses allocated from another node's block. */
+  borrows: number;
+  /** Empty blocks deleted. */
+  blocksReleased: number;
+  /** Dual-stack rollbacks (one family succeeded, the other failed). */
+  rollbacks: number;
+}
+
+/** A zeroed stats object. */
+export function newStats(): AllocatorStats {
+  return { conflicts: 0, retries: 0, claims: 0, claimCollisions: 0, borrows: 0, blocksReleased: 0, rollbacks: 0 };
+}
+
+/** Options every allocator entry point takes; all optional. */
+export interface AllocatorOptions {
+  /** ms since epoch; default Date.now. */
+  clock?: () => number;
+  /** uniform in [0, 1); default Math.random. Drives backoff jitter and borrow start points. */
+  random?: () => number;
+  /** default: a real timer. Tests pass a fake to run without waiting. */
+  sleep?: (ms: number) => Promise<void>;
+  /** Counters to add to. */
+  stats?: AllocatorStats;
+  /**
+   * Compare-and-swap attempts per write before RetriesExhaustedError. Default 100 (Calico's
+   * datastoreRetries): 50 racing writers on one block all finish within it.
+   */
+  maxRetries?: number;
+}
+
+/** Options resolved to values. */
+export interface Context {
+  readonly ds: Datastore;
+  readonly clock: () => number;
+  readonly random: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly stats: AllocatorStats;
+  readonly maxRetries: number;
+}
+
+export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Context {
+  return {
+    ds,
+    clock: options.clock ?? Date.now,
+    random: options.random ?? Math.random,
+    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    stats: options.stats ?? newStats(),
+    maxRetries: options.maxRetries ?? 100,
+  };
+}
+
+// 5 ms: about one API-server write round trip; 500 ms cap keeps a retrying ADD well inside the
+// CNI timeout even after many lost races.
+const BACKOFF_BASE_MS = 5;
+const BACKOFF_CAP_MS = 500;
+
+/** Waits a "full jitter" exponential backoff before retry number `attempt` (1-based). */
+export async function backoff(ctx: Context, attempt: number): Promise<void> {
+  const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.min(attempt, 16));
+  await ctx.sleep(Math.floor(ctx.random() * ceiling));
+}

@@ -1,0 +1,59 @@
+/**
+ * Empty-block release with the anti-ping-pong rule (DESIGN §4, Calico's releaseUnusedBlocks):
+ * an empty block goes only after staying empty for max(emptyBlockReleaseSeconds,
+ * ipCooldownSeconds), and a node always keeps at least one block. The delete carries the
+ * resourceVersion + uid read, so a block that got an allocation meanwhile survives (no
+ * compare-and-delete is needed beyond Kubernetes' delete preconditions).
+ */
+import { emptySinceMs } from '../block/block.ts';
+import { affineSelector } from '../block/labels.ts';
+import { IPAM_CONFIG_NAME, settingsOf } from '../config.ts';
+import type { IPAMSettings } from '../config.ts';
+import type { Datastore } from '../datastore/datastore.ts';
+import type { IPAMBlock } from '../resources.ts';
+import { contextOf } from './context.ts';
+import type { AllocatorOptions } from './context.ts';
+import { deleteIfUnchanged } from './release.ts';
+
+/** Result of one pass. */
+export interface EmptyBlockRelease {
+  /** Names of the blocks deleted. */
+  released: string[];
+  /** Empty, old enough, but lost to a concurrent write (or kept as the node's last block). */
+  kept: string[];
+}
+
+/**
+ * One pass over the blocks of `node` (or of every node): deletes the empty blocks that qualify.
+ * @param query.settings defaults to IPAMConfig "default" (1 GET)
+ */
+export async function releaseEmptyBlocks(ds: Datastore, query: { node?: string; settings?: IPAMSettings } = {}, options: AllocatorOptions = {}): Promise<EmptyBlockRelease> {
+  const ctx = contextOf(ds, options);
+  const settings = query.settings ?? settingsOf(await ds.configs.get(IPAM_CONFIG_NAME));
+  const blocks = await ds.blocks.list(query.node === undefined ? {} : { labelSelector: affineSelector(query.node) });
+  const minAgeMs = Math.max(settings.emptyBlockReleaseSeconds, settings.ipCooldownSeconds) * 1000;
+  const result: EmptyBlockRelease = { released: [], kept: [] };
+  for (const group of byAffinity(blocks).values()) {
+    const idle = group.filter((block) => {
+      const since = emptySinceMs(block);
+      return since !== undefined && ctx.clock() - since >= minAgeMs;
+    });
+    // Keep one block per node: if every block of the node is idle, the first by name stays — a
+    // deterministic choice, so concurrent passes agree on it.
+    const owned = group[0]?.spec.affinity !== null;
+    const keep = owned && idle.length === group.length ? idle.shift() : undefined;
+    if (keep) result.kept.push(keep.metadata.name);
+    for (const block of idle) (await deleteIfUnchanged(ctx, block) ? result.released : result.kept).push(block.metadata.name);
+  }
+  return result;
+}
+
+/** Blocks grouped by affinity (null = unowned), each group sorted by name. */
+function byAffinity(blocks: readonly IPAMBlock[]): Map<string | null, IPAMBlock[]> {
+  const groups = new Map<string | null, IPAMBlock[]>();
+  for (const block of [...blocks].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
+    const key = block.spec.affinity;
+    groups.set(key, [...(groups.get(key) ?? []), block]);
+  }
+  return groups;
+}

@@ -1,0 +1,120 @@
+/**
+ * Pool choice (DESIGN §3–4): the cluster-wide snapshot an allocation decides with (settings,
+ * pools, reservations), which pools are usable at all (enabled, not being deleted, not
+ * overlapping an older pool), and which of them a given pod on a given node may use.
+ */
+import { DEFAULT_BLOCK_SIZE } from '../address/block-cidr.ts';
+import { cidrsOverlap, formatCidr, mustParseCidr, parseCidr } from '../address/ip.ts';
+import type { Cidr, IPFamily } from '../address/ip.ts';
+import { IPAM_CONFIG_NAME, settingsOf } from '../config.ts';
+import type { IPAMSettings } from '../config.ts';
+import type { Datastore } from '../datastore/datastore.ts';
+import type { IPPool } from '../resources.ts';
+import { matchesSelector } from '../selector.ts';
+
+/** A pool that may not be used because an older pool overlaps it. */
+export interface ShadowedPool {
+  readonly pool: string;
+  /** The older pool it overlaps. */
+  readonly by: string;
+}
+
+/** Cluster-wide inputs of an allocation; safe to reuse for a while (see docs/design-core.md). */
+export interface PoolSnapshot {
+  readonly settings: IPAMSettings;
+  /** Every pool, as listed. */
+  readonly pools: readonly IPPool[];
+  /** Pools allocations may come from (enabled, not deleting, not shadowed), oldest first. */
+  readonly usable: readonly IPPool[];
+  readonly shadowed: readonly ShadowedPool[];
+  /** CIDRs of every IPReservation. */
+  readonly reservations: readonly Cidr[];
+  /** clock() when loaded, ms. */
+  readonly loadedAtMs: number;
+}
+
+/** Loads a snapshot: GET IPAMConfig `default`, LIST IPPools, LIST IPReservations (3 reads). */
+export async function loadSnapshot(ds: Datastore, nowMs: number = Date.now()): Promise<PoolSnapshot> {
+  const [config, pools, reservations] = await Promise.all([ds.configs.get(IPAM_CONFIG_NAME), ds.pools.list(), ds.reservations.list()]);
+  const cidrs = reservations.flatMap((r) => r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined));
+  return { settings: settingsOf(config), pools, ...usablePools(pools), reservations: cidrs, loadedAtMs: nowMs };
+}
+
+/** The pool's CIDR. */
+export function poolCidr(pool: IPPool): Cidr {
+  return mustParseCidr(pool.spec.cidr);
+}
+
+/** The pool's block prefix length (default 26 / 122). */
+export function poolBlockSize(pool: IPPool): number {
+  return pool.spec.blockSize ?? DEFAULT_BLOCK_SIZE[poolCidr(pool).family];
+}
+
+/**
+ * Splits pools into usable and shadowed. A pool overlapping an older pool (creationTimestamp,
+ * then name) is never used: a CRD schema cannot stop kubectl from creating it, and two pools
+ * over one range could hand out one address twice (DESIGN §3).
+ */
+export function usablePools(pools: readonly IPPool[]): { usable: IPPool[]; shadowed: ShadowedPool[] } {
+  const ordered = [...pools].sort(
+    (a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name),
+  );
+  const usable: IPPool[] = [];
+  const shadowed: ShadowedPool[] = [];
+  const accepted: IPPool[] = [];
+  for (const pool of ordered) {
+    const cidr = parseCidr(pool.spec.cidr);
+    if (!cidr) continue;
+    const older = accepted.find((other) => cidrsOverlap(poolCidr(other), cidr));
+    if (older) {
+      shadowed.push({ pool: pool.metadata.name, by: older.metadata.name });
+      continue;
+    }
+    accepted.push(pool);
+    if (!pool.spec.disabled && !pool.metadata.deletionTimestamp) usable.push(pool);
+  }
+  return { usable, shadowed };
+}
+
+/** Who asks: the node's and the pod namespace's labels, and pools the pod requested. */
+export interface PoolRequest {
+  family: IPFamily;
+  nodeLabels: Readonly<Record<string, string>>;
+  namespaceLabels: Readonly<Record<string, string>>;
+  /** Pool names or CIDRs from the pod / namespace annotation; absent or empty = automatic. */
+  requested?: readonly string[];
+}
+
+/**
+ * The pools of `request.family` this pod on this node may use, in order of preference.
+ * Automatic: usable Automatic pools whose nodeSelector and namespaceSelector match.
+ * Requested (the request names a pool of this family, or one that does not exist): exactly those, each of which must be usable and —
+ * unlike Calico — still match both selectors, so a tenant cannot pick another namespace's pool.
+ * @returns the pools, or a message naming the requested pool that is refused and why
+ */
+export function selectPools(snapshot: PoolSnapshot, request: PoolRequest): { pools: IPPool[] } | { refused: string } {
+  const ofFamily = (pool: IPPool): boolean => poolCidr(pool).family === request.family;
+  const allowed = (pool: IPPool): boolean => matchesSelector(pool.spec.nodeSelector, request.nodeLabels) && matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels);
+  const named = (request.requested ?? []).map((ref) => ({ ref, pool: findPool(snapshot.pools, ref) }));
+  const mine = named.filter(({ pool }) => pool === undefined || ofFamily(pool));
+  if (mine.length === 0) {
+    return { pools: snapshot.usable.filter((pool) => ofFamily(pool) && (pool.spec.assignmentMode ?? 'Automatic') === 'Automatic' && allowed(pool)) };
+  }
+  const pools: IPPool[] = [];
+  for (const { ref, pool } of mine) {
+    if (!pool) return { refused: `requested IP pool ${JSON.stringify(ref)} does not exist` };
+    const shadow = snapshot.shadowed.find((s) => s.pool === pool.metadata.name);
+    if (shadow) return { refused: `requested IP pool "${pool.metadata.name}" overlaps older IP pool "${shadow.by}" and is not used` };
+    if (!snapshot.usable.includes(pool)) return { refused: `requested IP pool "${pool.metadata.name}" is disabled or being deleted` };
+    if (!matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels)) return { refused: `requested IP pool "${pool.metadata.name}" does not allow this namespace (namespaceSelector)` };
+    if (!matchesSelector(pool.spec.nodeSelector, request.nodeLabels)) return { refused: `requested IP pool "${pool.metadata.name}" does not allow this node (nodeSelector)` };
+    pools.push(pool);
+  }
+  return { pools };
+}
+
+/** A pool by name or by CIDR text. */
+function findPool(pools: readonly IPPool[], ref: string): IPPool | undefined {
+  const cidr = parseCidr(ref);
+  return pools.find((pool) => pool.metadata.name === ref || (cidr !== undefined && pool.spec.cidr === formatCidr(cidr)));
+}

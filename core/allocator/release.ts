@@ -1,0 +1,139 @@
+/**
+ * Release (DESIGN §4) and lookup by handle. Releasing something that is not there is success
+ * (an empty result). A release carrying a sequence number or pod UID frees only the allocation
+ * it names: a late DEL or GC can never free an address that was handed out again. A block left
+ * empty and unowned is deleted (with resourceVersion + uid preconditions).
+ */
+import { cidrFromBlockName, ordinalOf } from '../address/block-cidr.ts';
+import { cidrContains, parseIP } from '../address/ip.ts';
+import type { IP } from '../address/ip.ts';
+import { cidrOf, isEmpty, releaseHandle } from '../block/block.ts';
+import { nodeBlocksSelector } from '../block/labels.ts';
+import type { Datastore } from '../datastore/datastore.ts';
+import { isConflict } from '../errors/conflict.ts';
+import { isNotFound } from '../errors/not-found.ts';
+import type { IPAMBlock } from '../resources.ts';
+import { updateBlock } from './cas.ts';
+import { contextOf } from './context.ts';
+import type { AllocatorOptions, Context } from './context.ts';
+import { describe } from './describe.ts';
+import type { AllocatedAddress, ReleaseResult } from './types.ts';
+
+/** Where to look: `node` narrows the search to one LIST of that node's blocks (else all blocks). */
+export interface HandleQuery {
+  node?: string;
+}
+
+/** Preconditions of a release by handle. */
+export interface HandleRelease extends HandleQuery {
+  /** Free only the allocation with this sequence number (others are refused). */
+  sequence?: number;
+  /** Free only allocations of this pod UID (allocations without one are freed). */
+  podUID?: string;
+}
+
+/**
+ * Releases every address held by `handle` (one per family), with optional preconditions.
+ * Cost: 1 LIST (+ 1 UPDATE per block holding the handle).
+ */
+export async function releaseByHandle(ds: Datastore, handle: string, preconditions: HandleRelease = {}, options: AllocatorOptions = {}): Promise<ReleaseResult> {
+  const ctx = contextOf(ds, options);
+  const blocks = await listBlocksOf(ds, preconditions.node);
+  const result: ReleaseResult = { released: [], refused: [] };
+  for (const block of blocks.filter((b) => Object.values(b.spec.allocations).some((a) => a.handle === handle))) {
+    await releaseInBlock(ctx, block, handle, preconditions, result);
+  }
+  return result;
+}
+
+/** One exact release, as ipamctl / GC / rollback carry it. */
+export interface AddressRelease {
+  address: string;
+  handle: string;
+  sequence?: number;
+  podUID?: string;
+  /** Block name, when known (saves the search). */
+  block?: string;
+}
+
+/**
+ * Releases exact (address, handle[, sequence, podUID]) items; mismatches are refused, absent ones
+ * ignored. Cost: 1 LIST unless every item names its block (then 1 GET per block), + 1 UPDATE per
+ * block.
+ */
+export async function releaseAddresses(ds: Datastore, items: readonly AddressRelease[], query: HandleQuery = {}, options: AllocatorOptions | Context = {}): Promise<ReleaseResult> {
+  const ctx = 'ds' in options ? options : contextOf(ds, options);
+  const result: ReleaseResult = { released: [], refused: [] };
+  const listed = items.every((item) => item.block !== undefined) ? undefined : await listBlocksOf(ds, query.node);
+  for (const item of items) {
+    const ip = parseIP(item.address);
+    if (!ip) continue;
+    const block = listed ? listed.find((b) => blockHolds(b, ip)) : await ds.blocks.get(item.block ?? '');
+    const ordinal = block && blockHolds(block, ip) ? ordinalOf(cidrOf(block), ip) : undefined;
+    if (!block || ordinal === undefined || block.spec.allocations[ordinal]?.handle !== item.handle) continue;
+    // One ordinal per handle per block (invariant I4): releasing the handle here frees exactly it.
+    await releaseInBlock(ctx, block, item.handle, item, result);
+  }
+  return result;
+}
+
+function blockHolds(block: IPAMBlock, ip: IP): boolean {
+  const cidr = cidrFromBlockName(block.metadata.name);
+  return cidr !== undefined && cidrContains(cidr, ip);
+}
+
+/** Every address `handle` holds (empty when none). Cost: 1 LIST. */
+export async function findByHandle(ds: Datastore, handle: string, query: HandleQuery = {}): Promise<AllocatedAddress[]> {
+  const out: AllocatedAddress[] = [];
+  for (const block of await listBlocksOf(ds, query.node)) {
+    for (const [key, allocation] of Object.entries(block.spec.allocations)) {
+      if (allocation.handle === handle) out.push(describe(block, Number(key), allocation));
+    }
+  }
+  return out;
+}
+
+/** Every allocation made for `node` (in its own blocks or borrowed). Cost: 1 LIST. */
+export async function listNodeAllocations(ds: Datastore, node: string): Promise<AllocatedAddress[]> {
+  const out: AllocatedAddress[] = [];
+  for (const block of await listBlocksOf(ds, node)) {
+    for (const [key, allocation] of Object.entries(block.spec.allocations)) {
+      if (allocation.node === node) out.push(describe(block, Number(key), allocation));
+    }
+  }
+  return out;
+}
+
+/** The blocks that can hold `node`'s allocations (all blocks when no node is given). */
+async function listBlocksOf(ds: Datastore, node: string | undefined): Promise<IPAMBlock[]> {
+  return ds.blocks.list(node === undefined ? {} : { labelSelector: nodeBlocksSelector(node) });
+}
+
+async function releaseInBlock(ctx: Context, block: IPAMBlock, handle: string, preconditions: HandleRelease, result: ReleaseResult): Promise<void> {
+  const outcome = await updateBlock<ReleaseResult>(ctx, block, (current) => {
+    const done = releaseHandle(current, handle, preconditions, ctx.clock());
+    const refused = done.refused.map((r) => describe(current, r.ordinal, r.allocation));
+    const released = done.released.map((r) => describe(current, r.ordinal, r.allocation));
+    return released.length === 0 ? { skip: { released, refused } } : { write: done.block, result: { released, refused } };
+  });
+  if ('gone' in outcome) return;
+  result.released.push(...outcome.result.released);
+  result.refused.push(...outcome.result.refused);
+  if (outcome.written && isEmpty(outcome.written) && outcome.written.spec.affinity === null) await deleteIfUnchanged(ctx, outcome.written);
+}
+
+/** Deletes a block only if nobody wrote it since `block` was read. */
+export async function deleteIfUnchanged(ctx: Context, block: IPAMBlock): Promise<boolean> {
+  try {
+    await ctx.ds.blocks.delete(block.metadata.name, { resourceVersion: block.metadata.resourceVersion, uid: block.metadata.uid });
+    ctx.stats.blocksReleased += 1;
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return false;
+    if (isConflict(error)) {
+      ctx.stats.conflicts += 1;
+      return false;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Pure block operations (DESIGN §3–4): create, pick an ordinal (least recently freed, cooldown),
+ * allocate, release by handle (with sequence-number and pod-UID preconditions), change affinity.
+ * Every function returns a new object and never mutates its input; "full" or "refused" are
+ * return values. Encoding and invariants: docs/design-core.md; checker: invariants.ts.
+ */
+import { addressTextAt, blockNameOf, blockOrdinals, reservedOrdinals } from '../address/block-cidr.ts';
+import { mustParseCidr } from '../address/ip.ts';
+import type { Cidr } from '../address/ip.ts';
+import { API_VERSION } from '../resources.ts';
+import type { Allocation, IPAMBlock } from '../resources.ts';
+import { blockLabels, POOL_LABEL, relabel } from './labels.ts';
+
+/** RFC 3339 UTC with seconds precision, the format of every block timestamp. */
+export function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+/** The block's CIDR (validated at creation). */
+export function cidrOf(block: IPAMBlock): Cidr {
+  return mustParseCidr(block.spec.cidr);
+}
+
+/** Pool name from the block's label. */
+export function poolOf(block: IPAMBlock): string {
+  return block.metadata.labels?.[POOL_LABEL] ?? '';
+}
+
+/**
+ * A new, empty block affine to `node` (null = unowned).
+ * `sequence` starts at the clock in ms so a block deleted and claimed again never repeats a
+ * sequence number a late release might still carry (Calico seeds it the same way).
+ */
+export function newBlock(options: { cidr: Cidr; pool: string; node: string | null; nowMs: number }): IPAMBlock {
+  const spec = { cidr: `${addressTextAt(options.cidr, 0)}/${options.cidr.prefixLength}`, affinity: options.node, affinityClaimTime: rfc3339(options.nowMs), sequence: Math.floor(options.nowMs), allocations: {}, freed: [] };
+  return {
+    apiVersion: API_VERSION,
+    kind: 'IPAMBlock',
+    metadata: { name: blockNameOf(options.cidr), labels: blockLabels(spec, options.pool, options.cidr.family) },
+    spec,
+  };
+}
+
+/** Options of {@link pickOrdinal}. */
+export interface PickOptions {
+  nowMs: number;
+  /** IPAMConfig.ipCooldownSeconds. */
+  cooldownSeconds: number;
+  /** Ordinals an IPReservation covers (never picked). */
+  excluded?: ReadonlySet<number>;
+  /** 'fresh': never-used or cooled-down only; 'any': also still-cooling ones (last resort). */
+  mode: 'fresh' | 'any';
+}
+
+/**
+ * The ordinal to hand out next, or undefined when the block has none for this mode. Order:
+ * never-used (lowest first), then freed ordinals whose cooldown is over (least recently freed
+ * first), then — mode 'any' only — still-cooling ones, least recently freed first.
+ */
+export function pickOrdinal(block: IPAMBlock, options: PickOptions): number | undefined {
+  const { allocations, freed } = block.spec;
+  const excluded = options.excluded ?? new Set<number>();
+  const size = blockOrdinals(cidrOf(block));
+  const used = new Set<number>(reservedOrdinals(cidrOf(block)));
+  for (const entry of freed) used.add(entry.ordinal);
+  for (let ordinal = 0; ordinal < size; ordinal++) {
+    if (!used.has(ordinal) && allocations[ordinal] === undefined && !excluded.has(ordinal)) return ordinal;
+  }
+  const cooledBefore = options.nowMs - options.cooldownSeconds * 1000;
+  const available = freed.filter((entry) => !excluded.has(entry.ordinal));
+  const cooled = available.find((entry) => Date.parse(entry.releasedAt) <= cooledBefore);
+  if (cooled) return cooled.ordinal;
+  return options.mode === 'any' ? available[0]?.ordinal : undefined;
+}
+
+/** Who an allocation is for; `node` is the node the pod runs on. */
+export type Owner = Omit<Allocation, 'allocatedAt' | 'sequence'>;
+
+/**
+ * Allocates `ordinal` to `owner`: bumps the block's sequence and records it on the allocation.
+ * @returns the new block and the allocation, or undefined when the ordinal is reserved or taken
+ */
+export function allocateOrdinal(block: IPAMBlock, ordinal: number, owner: Owner, nowMs: number): { block: IPAMBlock; allocation: Allocation } | undefined {
+  const cidr = cidrOf(block);
+  if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= blockOrdinals(cidr)) return undefined;
+  if (reservedOrdinals(cidr).includes(ordinal) || block.spec.allocations[ordinal] !== undefined) return undefined;
+  const sequence = block.spec.sequence + 1;
+  const allocation: Allocation = { ...owner, allocatedAt: rfc3339(nowMs), sequence };
+  const spec = {
+    ...block.spec,
+    sequence,
+    allocations: { ...block.spec.allocations, [ordinal]: allocation },
+    freed: block.spec.freed.filter((entry) => entry.ordinal !== ordinal),
+  };
+  return { block: withSpec(block, spec), allocation };
+}
+
+/** Preconditions of a release: both optional; when given they must match the allocation. */
+export interface ReleasePreconditions {
+  sequence?: number;
+  podUID?: string;
+}
+
+/** One allocation released, or one refused because a precondition did not hold. */
+export interface ReleasedOrdinal {
+  ordinal: number;
+  allocation: Allocation;
+}
+
+/**
+ * Releases every ordinal of `block` held by `handle` whose sequence (and pod UID) match the given
+ * preconditions; refused ones are reported and left untouched. Freed ordinals go to the tail of
+ * `freed` (least-recently-freed reuse). `block` is returned as is when nothing was released.
+ */
+export function releaseHandle(block: IPAMBlock, handle: string, preconditions: ReleasePreconditions, nowMs: number): { block: IPAMBlock; released: ReleasedOrdinal[]; refused: ReleasedOrdinal[] } {
+  const released: ReleasedOrdinal[] = [];
+  const refused: ReleasedOrdinal[] = [];
+  for (const [key, allocation] of Object.entries(block.spec.allocations)) {
+    if (allocation.handle !== handle) continue;
+    const ok = (preconditions.sequence === undefined || preconditions.sequence === allocation.sequence) && (preconditions.podUID === undefined || allocation.podUID === undefined || preconditions.podUID === allocation.podUID);
+    (ok ? released : refused).push({ ordinal: Number(key), allocation });
+  }
+  if (released.length === 0) return { block, released, refused };
+  const allocations = { ...block.spec.allocations };
+  for (const { ordinal } of released) delete allocations[ordinal];
+  const freed = [...block.spec.freed, ...released.map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(nowMs) }))];
+  return { block: withSpec(block, { ...block.spec, allocations, freed }), released, refused };
+}
+
+/** Sets the block's affinity (null = unowned) and claim time. */
+export function setAffinity(block: IPAMBlock, node: string | null, nowMs: number): IPAMBlock {
+  return withSpec(block, { ...block.spec, affinity: node, affinityClaimTime: rfc3339(nowMs) });
+}
+
+/** True when nothing is allocated in the block. */
+export function isEmpty(block: IPAMBlock): boolean {
+  return Object.keys(block.spec.allocations).length === 0;
+}
+
+/**
+ * Since when (ms) the block has been empty: its last release or its claim, whichever is later.
+ * Undefined when it is not empty.
+ */
+export function emptySinceMs(block: IPAMBlock): number | undefined {
+  if (!isEmpty(block)) return undefined;
+  let since = Date.parse(block.spec.affinityClaimTime);
+  for (const entry of block.spec.freed) since = Math.max(since, Date.parse(entry.releasedAt));
+  return since;
+}
+
+/** Assignable ordinals in the block: its size minus reserved ordinals. */
+export function capacityOf(block: IPAMBlock): number {
+  const cidr = cidrOf(block);
+  return blockOrdinals(cidr) - reservedOrdinals(cidr).length;
+}
+
+function withSpec(block: IPAMBlock, spec: IPAMBlock['spec']): IPAMBlock {
+  const labels = relabel(block.metadata.labels, spec, poolOf(block), cidrOf(block).family);
+  return { ...block, metadata: { ...block.metadata, labels }, spec };
+}

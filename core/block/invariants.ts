@@ -1,0 +1,91 @@
+/**
+ * The invariants of one IPAMBlock, as a checker that returns problems (empty = valid). The
+ * allocator keeps them on every write; property tests check them after random operation
+ * sequences; `ipamctl check` reports them. Why each holds: docs/design-core.md §Invariants.
+ */
+import { blockNameOf, blockOrdinals, isAllowedBlockSize, reservedOrdinals } from '../address/block-cidr.ts';
+import { parseCidr } from '../address/ip.ts';
+import type { IPAMBlock } from '../resources.ts';
+import { blockLabels, POOL_LABEL } from './labels.ts';
+
+/**
+ * Checks one block. Problems are sentences naming the block and the ordinal, e.g.
+ * `IPAMBlock 10-244-0-0-26: ordinal 0 is reserved but allocated`.
+ * @param options.nowMs when given, timestamps later than now (+60 s clock skew) are problems
+ */
+export function checkBlockInvariants(block: IPAMBlock, options: { nowMs?: number } = {}): string[] {
+  const name = block.metadata.name;
+  const problems: string[] = [];
+  const say = (text: string): void => {
+    problems.push(`IPAMBlock ${name}: ${text}`);
+  };
+  const cidr = parseCidr(block.spec.cidr);
+  if (!cidr) return [`IPAMBlock ${name}: spec.cidr ${JSON.stringify(block.spec.cidr)} is not a masked CIDR`];
+  // I1: the name is derived from the CIDR, so two objects can never describe one block.
+  if (blockNameOf(cidr) !== name) say(`name differs from ${blockNameOf(cidr)}, the name of its CIDR`);
+  // I2: block size within the family's range (room for reserved ordinals + 1 pod).
+  if (!isAllowedBlockSize(cidr.family, cidr.prefixLength)) say(`block size /${cidr.prefixLength} is not allowed`);
+  const size = blockOrdinals(cidr);
+  const reserved = new Set(reservedOrdinals(cidr));
+  const handles = new Map<string, number>();
+  const sequences = new Map<number, number>();
+  for (const [key, allocation] of Object.entries(block.spec.allocations)) {
+    const ordinal = Number(key);
+    // I3: keys are canonical in-range ordinals, never a reserved one.
+    if (!/^(0|[1-9][0-9]*)$/.test(key) || ordinal >= size) say(`allocation key ${JSON.stringify(key)} is not an ordinal of the block`);
+    else if (reserved.has(ordinal)) say(`ordinal ${ordinal} is reserved but allocated`);
+    // I4: one ordinal per handle per block (a handle holds one address per family).
+    const previous = handles.get(allocation.handle);
+    if (previous !== undefined) say(`handle ${allocation.handle} holds ordinals ${previous} and ${key}`);
+    handles.set(allocation.handle, ordinal);
+    // I5: sequence numbers are unique and never above the block's counter.
+    if (allocation.sequence > block.spec.sequence) say(`ordinal ${key} has sequence ${allocation.sequence} above the block's ${block.spec.sequence}`);
+    const same = sequences.get(allocation.sequence);
+    if (same !== undefined) say(`ordinals ${same} and ${key} share sequence ${allocation.sequence}`);
+    sequences.set(allocation.sequence, ordinal);
+    if (!allocation.handle || !allocation.node) say(`ordinal ${key} lacks a handle or node`);
+    checkTime(allocation.allocatedAt, `ordinal ${key} allocatedAt`, options.nowMs, say);
+  }
+  checkFreed(block, size, reserved, options.nowMs, say);
+  checkLabels(block, cidr.family, say);
+  checkTime(block.spec.affinityClaimTime, 'affinityClaimTime', options.nowMs, say);
+  return problems;
+}
+
+function checkFreed(block: IPAMBlock, size: number, reserved: ReadonlySet<number>, nowMs: number | undefined, say: (text: string) => void): void {
+  const seen = new Set<number>();
+  let last = -Infinity;
+  for (const { ordinal, releasedAt } of block.spec.freed) {
+    // I6: a freed ordinal is in range, not reserved, listed once, and not allocated.
+    if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= size || reserved.has(ordinal)) say(`freed ordinal ${ordinal} is not assignable`);
+    if (seen.has(ordinal)) say(`ordinal ${ordinal} is freed twice`);
+    if (block.spec.allocations[ordinal] !== undefined) say(`ordinal ${ordinal} is both allocated and freed`);
+    seen.add(ordinal);
+    // I7: `freed` is in release order (least recently freed first).
+    const at = Date.parse(releasedAt);
+    if (at < last) say(`freed list is out of release order at ordinal ${ordinal}`);
+    last = Math.max(last, at);
+    checkTime(releasedAt, `freed ordinal ${ordinal} releasedAt`, nowMs, say);
+  }
+}
+
+function checkLabels(block: IPAMBlock, family: 4 | 6, say: (text: string) => void): void {
+  // I8: labels match the spec (pool, family, affine node, every borrowing node) — lookups by label
+  // would otherwise miss allocations.
+  const pool = block.metadata.labels?.[POOL_LABEL];
+  if (!pool) {
+    say(`lacks the ${POOL_LABEL} label`);
+    return;
+  }
+  const want = blockLabels(block.spec, pool, family);
+  const have = block.metadata.labels ?? {};
+  for (const [key, value] of Object.entries(want)) if (have[key] !== value) say(`label ${key} is ${JSON.stringify(have[key])}, want ${JSON.stringify(value)}`);
+  for (const key of Object.keys(have)) if (key.startsWith('node.ipam.blockipam.io/') && want[key] === undefined) say(`stale label ${key}`);
+}
+
+function checkTime(text: string, what: string, nowMs: number | undefined, say: (text: string) => void): void {
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) say(`${what} ${JSON.stringify(text)} is not a timestamp`);
+  // 60 s: tolerated clock skew between nodes.
+  else if (nowMs !== undefined && at > nowMs + 60_000) say(`${what} ${text} is in the future`);
+}

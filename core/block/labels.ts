@@ -1,0 +1,64 @@
+/**
+ * Labels on IPAMBlock objects: how blocks are found without scanning (Kubernetes has no key-prefix
+ * queries). Always recomputed from the spec by {@link blockLabels}, so they cannot drift.
+ *
+ * - `ipam.blockipam.io/pool`: pool name (pool names are ≤ 63 characters, CRD rule);
+ * - `ipam.blockipam.io/ip-family`: "4" | "6";
+ * - `node.ipam.blockipam.io/<nodeKey>`: "affine" for the block's affinity node, "borrowed" for every
+ *   other node holding an allocation in it. One LIST `node.ipam.blockipam.io/<k>=affine` finds a
+ *   node's blocks; one LIST with the key alone finds every block holding its addresses.
+ */
+import { createHash } from 'node:crypto';
+import type { IPFamily } from '../address/ip.ts';
+import type { IPAMBlockSpec, LabelSelector } from '../resources.ts';
+
+export const POOL_LABEL = 'ipam.blockipam.io/pool';
+export const FAMILY_LABEL = 'ipam.blockipam.io/ip-family';
+const NODE_LABEL_PREFIX = 'node.ipam.blockipam.io/';
+
+/**
+ * A node name as a label-key name part: 40 hex characters of SHA-256 (node names may be 253
+ * characters; a label key name is at most 63).
+ */
+export function nodeKey(node: string): string {
+  return createHash('sha256').update(node).digest('hex').slice(0, 40);
+}
+
+/** The label key that ties a block to `node`. */
+export function nodeLabel(node: string): string {
+  return NODE_LABEL_PREFIX + nodeKey(node);
+}
+
+/** The full label set of a block with this spec in pool `pool`. */
+export function blockLabels(spec: IPAMBlockSpec, pool: string, family: IPFamily): Record<string, string> {
+  const labels: Record<string, string> = { [POOL_LABEL]: pool, [FAMILY_LABEL]: String(family) };
+  for (const allocation of Object.values(spec.allocations)) {
+    if (allocation.node !== spec.affinity) labels[nodeLabel(allocation.node)] = 'borrowed';
+  }
+  if (spec.affinity !== null) labels[nodeLabel(spec.affinity)] = 'affine';
+  return labels;
+}
+
+/**
+ * The labels a block should carry after a spec change: labels set by others are kept, the pool,
+ * family and node labels are recomputed.
+ */
+export function relabel(existing: Readonly<Record<string, string>> | undefined, spec: IPAMBlockSpec, pool: string, family: IPFamily): Record<string, string> {
+  const kept = Object.entries(existing ?? {}).filter(([key]) => !key.startsWith(NODE_LABEL_PREFIX));
+  return { ...Object.fromEntries(kept), ...blockLabels(spec, pool, family) };
+}
+
+/** Selects the blocks affine to `node` (optionally of one family). */
+export function affineSelector(node: string, family?: IPFamily): LabelSelector {
+  return { matchLabels: { [nodeLabel(node)]: 'affine', ...(family ? { [FAMILY_LABEL]: String(family) } : {}) } };
+}
+
+/** Selects every block holding anything of `node`: affine, or with borrowed addresses. */
+export function nodeBlocksSelector(node: string): LabelSelector {
+  return { matchExpressions: [{ key: nodeLabel(node), operator: 'Exists' }] };
+}
+
+/** Selects the blocks of one family (and pool, when given). */
+export function familySelector(family: IPFamily, pool?: string): LabelSelector {
+  return { matchLabels: { [FAMILY_LABEL]: String(family), ...(pool ? { [POOL_LABEL]: pool } : {}) } };
+}

@@ -1,0 +1,87 @@
+/**
+ * The Datastore port: the only way from the core to the outside (CONVENTIONS §1). Two
+ * implementations: memory.ts (tests, simulations, benchmarks) and kube.ts (the Kubernetes API
+ * server over the lean transport in core/kube/). Both pass the one contract suite in
+ * test/core/datastore-contract.ts, so the memory store behaves like the real API server.
+ *
+ * Errors (core/errors/): NotFoundError, AlreadyExistsError, ConflictError, UnavailableError,
+ * InvalidError, ApiError. Objects returned are fresh copies the caller may mutate; objects
+ * passed in are never mutated.
+ */
+import type {
+  IPAMBlock,
+  IPAMConfigObject,
+  IPPool,
+  IPReservation,
+  KubeObject,
+  LabelSelector,
+  Namespace,
+  Node,
+  ObjectMeta,
+  Pod,
+} from '../resources.ts';
+
+/** Preconditions of a delete (Kubernetes DeleteOptions.preconditions). */
+export interface DeletePreconditions {
+  resourceVersion?: string;
+  uid?: string;
+}
+
+/** Options of a LIST. */
+export interface ListOptions {
+  /** Only objects whose labels match. */
+  labelSelector?: LabelSelector;
+}
+
+/** CRUD on one cluster-scoped kind, with the API server's compare-and-swap semantics. */
+export interface ResourceStore<T extends KubeObject> {
+  /** The object, or undefined when it does not exist. */
+  get(name: string): Promise<T | undefined>;
+  /** All objects (sorted by name) whose labels match. */
+  list(options?: ListOptions): Promise<T[]>;
+  /** Metadata only (name, labels, resourceVersion, uid …) — a cheaper LIST for large kinds. */
+  listMetadata(options?: ListOptions): Promise<ObjectMeta[]>;
+  /**
+   * Creates the object; the server sets uid, resourceVersion, creationTimestamp (a status
+   * subresource's `status` is dropped, as the API server does).
+   * @throws AlreadyExistsError when the name is taken; InvalidError when the schema refuses it
+   */
+  create(object: T): Promise<T>;
+  /**
+   * Replaces the object. With `metadata.resourceVersion` set this is a compare-and-swap.
+   * `status` of a kind with a status subresource is left as stored.
+   * @throws ConflictError when the resourceVersion is stale; NotFoundError when it is gone
+   */
+  update(object: T): Promise<T>;
+  /**
+   * Deletes the object; with preconditions only if they still hold.
+   * @throws NotFoundError when it does not exist; ConflictError when a precondition fails
+   */
+  delete(name: string, preconditions?: DeletePreconditions): Promise<void>;
+}
+
+/** A kind with a status subresource (IPPool). */
+export interface StatusResourceStore<T extends KubeObject> extends ResourceStore<T> {
+  /** Replaces only `status` (compare-and-swap on resourceVersion when set). Same errors as update. */
+  updateStatus(object: T): Promise<T>;
+}
+
+/** Options of a pod LIST. */
+export interface PodListOptions {
+  /** Only pods scheduled to this node (field selector spec.nodeName). */
+  nodeName?: string;
+  labelSelector?: LabelSelector;
+}
+
+export interface Datastore {
+  readonly pools: StatusResourceStore<IPPool>;
+  readonly blocks: ResourceStore<IPAMBlock>;
+  readonly configs: ResourceStore<IPAMConfigObject>;
+  readonly reservations: ResourceStore<IPReservation>;
+  /** Read-only views of built-in objects; undefined when absent. */
+  getPod(namespace: string, name: string): Promise<Pod | undefined>;
+  getNamespace(name: string): Promise<Namespace | undefined>;
+  getNode(name: string): Promise<Node | undefined>;
+  listPods(options?: PodListOptions): Promise<Pod[]>;
+  listNodes(options?: ListOptions): Promise<Node[]>;
+}

@@ -1,0 +1,127 @@
+/**
+ * The Kubernetes Datastore: blockipam's CRDs and the built-in objects it reads, over the lean
+ * transport (core/kube/transport.ts). Cluster-scoped CRs under /apis/ipam.blockipam.io/v1alpha1.
+ * Every update carries metadata.resourceVersion (compare-and-swap); deletes send
+ * DeleteOptions.preconditions. Metadata-only LISTs use the PartialObjectMetadataList form.
+ */
+import type { KubeClientConfig } from '../kube/config.ts';
+import { KubeTransport } from '../kube/transport.ts';
+import { API_VERSION } from '../resources.ts';
+import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject, Namespace, Node, ObjectMeta, Pod } from '../resources.ts';
+import { selectorToQuery } from '../selector.ts';
+import type { Datastore, DeletePreconditions, ListOptions, PodListOptions, StatusResourceStore } from './datastore.ts';
+import { isNotFound } from '../errors/not-found.ts';
+
+const GROUP_PATH = `/apis/${API_VERSION}`;
+const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+
+interface List<T> {
+  items?: T[];
+}
+
+/** get() that maps 404 to undefined. */
+async function getOrUndefined<T>(api: KubeTransport, path: string): Promise<T | undefined> {
+  try {
+    return await api.request<T>('GET', path);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> {
+  readonly #api: KubeTransport;
+  readonly #plural: string;
+  readonly #kind: string;
+
+  constructor(api: KubeTransport, plural: string, kind: string) {
+    this.#api = api;
+    this.#plural = plural;
+    this.#kind = kind;
+  }
+
+  get(name: string): Promise<T | undefined> {
+    return getOrUndefined<T>(this.#api, this.#path(name));
+  }
+
+  async list(options: ListOptions = {}): Promise<T[]> {
+    const list = await this.#api.request<List<T>>('GET', this.#path(), { query: { labelSelector: selectorToQuery(options.labelSelector) } });
+    return (list.items ?? []).map((item) => ({ ...item, apiVersion: API_VERSION, kind: this.#kind }));
+  }
+
+  async listMetadata(options: ListOptions = {}): Promise<ObjectMeta[]> {
+    const list = await this.#api.request<List<{ metadata: ObjectMeta }>>('GET', this.#path(), { query: { labelSelector: selectorToQuery(options.labelSelector) }, accept: METADATA_LIST });
+    return (list.items ?? []).map((item) => item.metadata);
+  }
+
+  create(object: T): Promise<T> {
+    return this.#api.request<T>('POST', this.#path(), { body: this.#typed(object) });
+  }
+
+  update(object: T): Promise<T> {
+    return this.#api.request<T>('PUT', this.#path(object.metadata.name), { body: this.#typed(object) });
+  }
+
+  updateStatus(object: T): Promise<T> {
+    return this.#api.request<T>('PUT', `${this.#path(object.metadata.name)}/status`, { body: this.#typed(object) });
+  }
+
+  async delete(name: string, preconditions: DeletePreconditions = {}): Promise<void> {
+    const body = { apiVersion: 'v1', kind: 'DeleteOptions', ...(preconditions.resourceVersion || preconditions.uid ? { preconditions } : {}) };
+    await this.#api.request('DELETE', this.#path(name), { body });
+  }
+
+  #path(name?: string): string {
+    return `${GROUP_PATH}/${this.#plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+  }
+
+  #typed(object: T): T {
+    return { ...object, apiVersion: API_VERSION, kind: this.#kind };
+  }
+}
+
+/**
+ * A Datastore backed by a Kubernetes API server.
+ * @param source a transport, or connection settings (a transport with default options is made)
+ */
+export class KubeDatastore implements Datastore {
+  readonly transport: KubeTransport;
+  readonly pools: KubeResourceStore<IPPool>;
+  readonly blocks: KubeResourceStore<IPAMBlock>;
+  readonly configs: KubeResourceStore<IPAMConfigObject>;
+  readonly reservations: KubeResourceStore<IPReservation>;
+
+  constructor(source: KubeTransport | KubeClientConfig) {
+    this.transport = source instanceof KubeTransport ? source : new KubeTransport(source);
+    this.pools = new KubeResourceStore<IPPool>(this.transport, 'ippools', 'IPPool');
+    this.blocks = new KubeResourceStore<IPAMBlock>(this.transport, 'ipamblocks', 'IPAMBlock');
+    this.configs = new KubeResourceStore<IPAMConfigObject>(this.transport, 'ipamconfigs', 'IPAMConfig');
+    this.reservations = new KubeResourceStore<IPReservation>(this.transport, 'ipreservations', 'IPReservation');
+  }
+
+  getPod(namespace: string, name: string): Promise<Pod | undefined> {
+    return getOrUndefined<Pod>(this.transport, `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`);
+  }
+
+  getNamespace(name: string): Promise<Namespace | undefined> {
+    return getOrUndefined<Namespace>(this.transport, `/api/v1/namespaces/${encodeURIComponent(name)}`);
+  }
+
+  getNode(name: string): Promise<Node | undefined> {
+    return getOrUndefined<Node>(this.transport, `/api/v1/nodes/${encodeURIComponent(name)}`);
+  }
+
+  async listPods(options: PodListOptions = {}): Promise<Pod[]> {
+    const query = { labelSelector: selectorToQuery(options.labelSelector), fieldSelector: options.nodeName === undefined ? undefined : `spec.nodeName=${options.nodeName}` };
+    return (await this.transport.request<List<Pod>>('GET', '/api/v1/pods', { query })).items ?? [];
+  }
+
+  async listNodes(options: ListOptions = {}): Promise<Node[]> {
+    return (await this.transport.request<List<Node>>('GET', '/api/v1/nodes', { query: { labelSelector: selectorToQuery(options.labelSelector) } })).items ?? [];
+  }
+
+  /** Closes the transport's idle connections. */
+  close(): void {
+    this.transport.close();
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * The API server rejected the object (HTTP 422 Invalid, or 400 BadRequest). `message` is the API
+ * server's own message, which names the offending field.
+ */
+export class InvalidError extends Error {
+  override readonly name = 'InvalidError';
+  /** HTTP status (422 or 400). */
+  readonly status: number;
+
+  constructor(message: string, status = 422) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** True when `error` is a {@link InvalidError} (also across bundles: compares the stable `name`). */
+export function isInvalid(error: unknown): error is InvalidError {
+  return error instanceof Error && error.name === 'InvalidError';
+}

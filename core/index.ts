@@ -1,0 +1,63 @@
+/**
+ * blockipam core — the public API (documented in docs/design-core.md §API).
+ *
+ * Allocation:   autoAssign, assignIP, releaseByHandle, releaseAddresses, releaseForGC,
+ *               findByHandle, listNodeAllocations, releaseEmptyBlocks, loadSnapshot
+ * Validation:   validatePool, checkBlockInvariants, configProblems
+ * Datastores:   Datastore (port), MemoryDatastore, KubeDatastore (over core/kube's lean transport)
+ * Errors:       NotFoundError, AlreadyExistsError, ConflictError, UnavailableError, InvalidError,
+ *               ApiError, RetriesExhaustedError (+ isX guards)
+ *
+ * The Kubernetes transport (kubeconfig loading, requests) is exported separately from
+ * core/kube/index.ts so a caller can load it without the allocator, and vice versa.
+ */
+export { autoAssign } from './allocator/auto-assign.ts';
+export { assignIP } from './allocator/static-assign.ts';
+export { findByHandle, listNodeAllocations, releaseAddresses, releaseByHandle } from './allocator/release.ts';
+export type { AddressRelease, HandleQuery, HandleRelease } from './allocator/release.ts';
+export { releaseForGC } from './allocator/gc.ts';
+export type { Attachment, GcRequest } from './allocator/gc.ts';
+export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
+export type { EmptyBlockRelease } from './allocator/empty-blocks.ts';
+export { loadSnapshot, poolBlockSize, poolCidr, selectPools, usablePools } from './allocator/pools.ts';
+export type { PoolRequest, PoolSnapshot, ShadowedPool } from './allocator/pools.ts';
+export { newStats } from './allocator/context.ts';
+export type { AllocatorOptions, AllocatorStats } from './allocator/context.ts';
+export { handleOf } from './allocator/types.ts';
+export type {
+  AllocatedAddress,
+  AssignedAddress,
+  AssignFailure,
+  AssignOutcome,
+  AssignRequestBase,
+  AutoAssignRequest,
+  PodRef,
+  ReleaseResult,
+  StaticAssignRequest,
+} from './allocator/types.ts';
+export { validatePool } from './pool-validation.ts';
+
+export { checkBlockInvariants } from './block/invariants.ts';
+export { capacityOf, emptySinceMs, isEmpty, newBlock } from './block/block.ts';
+export { FAMILY_LABEL, POOL_LABEL, affineSelector, nodeBlocksSelector, nodeLabel } from './block/labels.ts';
+
+export { configProblems, DEFAULT_SETTINGS, IPAM_CONFIG_NAME, settingsOf } from './config.ts';
+export type { IPAMSettings } from './config.ts';
+
+export * from './address/ip.ts';
+export * from './address/block-cidr.ts';
+export { matchesSelector, selectorToQuery } from './selector.ts';
+export * from './resources.ts';
+
+export type { Datastore, DeletePreconditions, ListOptions, PodListOptions, ResourceStore, StatusResourceStore } from './datastore/datastore.ts';
+export { MemoryDatastore } from './datastore/memory.ts';
+export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
+export { KubeDatastore } from './datastore/kube.ts';
+
+export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts';
+export { ApiError, isApiError } from './errors/api-error.ts';
+export { ConflictError, isConflict } from './errors/conflict.ts';
+export { InvalidError, isInvalid } from './errors/invalid.ts';
+export { NotFoundError, isNotFound } from './errors/not-found.ts';
+export { RetriesExhaustedError, isRetriesExhausted } from './errors/retries-exhausted.ts';
+export { UnavailableError, isUnavailable } from './errors/unavailable.ts';

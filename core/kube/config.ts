@@ -1,0 +1,96 @@
+/**
+ * Where and how to reach the API server: from a kubeconfig file (parsed with `yaml`) or from the
+ * in-cluster service account. Lean on purpose (no @kubernetes/client-node: DESIGN §5 and
+ * docs/design-core.md §Import cost).
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import { parse } from 'yaml';
+import { KubeconfigError } from './kubeconfig-error.ts';
+
+/** Resolved connection settings. Buffers hold PEM data. */
+export interface KubeClientConfig {
+  /** e.g. "https://127.0.0.1:6443" */
+  server: string;
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  /** Bearer token (static). */
+  token?: string;
+  /** Bearer token file, re-read at most once a minute (service-account tokens rotate). */
+  tokenFile?: string;
+  insecureSkipTLSVerify?: boolean;
+}
+
+type Dict = Record<string, unknown>;
+
+/**
+ * Loads a kubeconfig file: the current context (or `options.context`), its cluster (server,
+ * certificate-authority[-data], insecure-skip-tls-verify) and user (token, tokenFile,
+ * client-certificate[-data], client-key[-data]). Relative paths are relative to the file.
+ * Exec / auth-provider plugins are not supported (an error says so).
+ * @throws KubeconfigError when the file is unreadable or lacks what is needed
+ */
+export function loadKubeconfig(path: string, options: { context?: string } = {}): KubeClientConfig {
+  let doc: Dict;
+  try {
+    doc = (parse(readFileSync(path, 'utf8')) ?? {}) as Dict;
+  } catch (error) {
+    throw new KubeconfigError(`cannot read kubeconfig ${path}: ${(error as Error).message}`);
+  }
+  const contextName = options.context ?? (doc['current-context'] as string | undefined);
+  const context = pick(doc, 'contexts', 'context', contextName, path);
+  const cluster = pick(doc, 'clusters', 'cluster', context.cluster as string | undefined, path);
+  const user = context.user === undefined ? {} : pick(doc, 'users', 'user', context.user as string, path);
+  if (user.exec !== undefined || user['auth-provider'] !== undefined) throw new KubeconfigError(`kubeconfig ${path}: exec and auth-provider credentials are not supported`);
+  const server = cluster.server;
+  if (typeof server !== 'string' || server === '') throw new KubeconfigError(`kubeconfig ${path}: cluster has no server`);
+  const base = dirname(path);
+  const file = (key: string, dataKey: string, from: Dict): Buffer | undefined => {
+    if (typeof from[dataKey] === 'string') return Buffer.from(from[dataKey], 'base64');
+    if (typeof from[key] === 'string') return readFileSync(isAbsolute(from[key]) ? from[key] : join(base, from[key]));
+    return undefined;
+  };
+  const tokenFile = typeof user.tokenFile === 'string' ? (isAbsolute(user.tokenFile) ? user.tokenFile : join(base, user.tokenFile)) : undefined;
+  return strip({
+    server: server.replace(/\/+$/, ''),
+    ca: file('certificate-authority', 'certificate-authority-data', cluster),
+    cert: file('client-certificate', 'client-certificate-data', user),
+    key: file('client-key', 'client-key-data', user),
+    token: typeof user.token === 'string' ? user.token : undefined,
+    tokenFile,
+    insecureSkipTLSVerify: cluster['insecure-skip-tls-verify'] === true ? true : undefined,
+  });
+}
+
+/** Service-account directory of a pod. */
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * In-cluster config: KUBERNETES_SERVICE_HOST / _PORT, the service-account CA and token file.
+ * @throws KubeconfigError when not running in a pod
+ */
+export function inClusterConfig(env: Readonly<Record<string, string | undefined>> = process.env, dir: string = SERVICE_ACCOUNT_DIR): KubeClientConfig {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) throw new KubeconfigError('not running in a cluster: KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT are unset');
+  let ca: Buffer;
+  try {
+    ca = readFileSync(join(dir, 'ca.crt'));
+  } catch (error) {
+    throw new KubeconfigError(`cannot read the service-account CA: ${(error as Error).message}`);
+  }
+  return { server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, ca, tokenFile: join(dir, 'token') };
+}
+
+function pick(doc: Dict, list: string, field: string, name: string | undefined, path: string): Dict {
+  const entries = (Array.isArray(doc[list]) ? doc[list] : []) as Dict[];
+  const entry = name === undefined ? entries[0] : entries.find((e) => e.name === name);
+  const value = entry?.[field];
+  if (typeof value !== 'object' || value === null) throw new KubeconfigError(`kubeconfig ${path}: no ${field} ${JSON.stringify(name ?? '(first)')}`);
+  return value as Dict;
+}
+
+function strip(config: KubeClientConfig): KubeClientConfig {
+  return Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) as unknown as KubeClientConfig;
+}

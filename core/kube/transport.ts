@@ -1,0 +1,153 @@
+/**
+ * A lean Kubernetes REST transport: JSON over node:https with one keep-alive agent, bearer or
+ * client-certificate auth, a per-request timeout, and HTTP failures mapped to blockipam's typed
+ * errors. It imports nothing heavy, so the CNI plugin's start-up stays ~30 ms (measured in
+ * docs/design-core.md §Import cost). Counts requests for the benchmarks.
+ */
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { AlreadyExistsError } from '../errors/already-exists.ts';
+import { ApiError } from '../errors/api-error.ts';
+import { ConflictError } from '../errors/conflict.ts';
+import { InvalidError } from '../errors/invalid.ts';
+import { NotFoundError } from '../errors/not-found.ts';
+import { UnavailableError } from '../errors/unavailable.ts';
+import type { KubeClientConfig } from './config.ts';
+
+/** Requests sent, total and per HTTP method. */
+export interface TransportStats {
+  requests: number;
+  byMethod: Record<string, number>;
+}
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** One request. */
+export interface RequestOptions {
+  /** Query parameters (values are URL-encoded here). */
+  query?: Readonly<Record<string, string | undefined>>;
+  /** JSON body. */
+  body?: unknown;
+  /** Accept header; default application/json. */
+  accept?: string;
+  /** Content-Type for the body; default application/json. */
+  contentType?: string;
+}
+
+// 30 s: API requests normally take milliseconds; this only bounds a hung connection.
+const DEFAULT_TIMEOUT_MS = 30_000;
+// 60 s: service-account tokens rotate hourly; re-reading the file each minute is plenty.
+const TOKEN_FILE_TTL_MS = 60_000;
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
+
+export class KubeTransport {
+  readonly stats: TransportStats = { requests: 0, byMethod: {} };
+  readonly #config: KubeClientConfig;
+  readonly #agent: http.Agent;
+  readonly #timeoutMs: number;
+  readonly #url: URL;
+  #token: { value: string; readAt: number } | undefined;
+
+  /**
+   * @param options.timeoutMs per request, default 30 000 ms; on expiry → UnavailableError
+   */
+  constructor(config: KubeClientConfig, options: { timeoutMs?: number } = {}) {
+    this.#config = config;
+    this.#url = new URL(config.server);
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#agent =
+      this.#url.protocol === 'http:'
+        ? new http.Agent({ keepAlive: true })
+        : new https.Agent({ keepAlive: true, ca: config.ca, cert: config.cert, key: config.key, rejectUnauthorized: !config.insecureSkipTLSVerify });
+  }
+
+  /**
+   * Sends one request and parses the JSON answer.
+   * @param path absolute API path, e.g. "/apis/ipam.blockipam.io/v1alpha1/ippools"
+   * @throws NotFoundError (404), AlreadyExistsError (409 AlreadyExists), ConflictError (409),
+   *   InvalidError (422, 400 — with the server's message), UnavailableError (no connection,
+   *   timeout, 429, 5xx), ApiError (anything else)
+   */
+  async request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
+    this.stats.requests += 1;
+    this.stats.byMethod[method] = (this.stats.byMethod[method] ?? 0) + 1;
+    const { status, text } = await this.#send(method, this.#pathWithQuery(path, options.query), options);
+    if (status >= 200 && status < 300) return (text === '' ? undefined : JSON.parse(text)) as T;
+    throw errorFor(status, text, `${method} ${path}`);
+  }
+
+  /** Closes idle keep-alive connections (lets the process exit). */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  #send(method: Method, path: string, options: RequestOptions): Promise<{ status: number; text: string }> {
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', 'User-Agent': 'blockipam' };
+    if (body !== undefined) {
+      headers['Content-Type'] = options.contentType ?? 'application/json';
+      headers['Content-Length'] = String(Buffer.byteLength(body));
+    }
+    const token = this.#bearer();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const lib = this.#url.protocol === 'http:' ? http : https;
+    return new Promise((resolve, reject) => {
+      const req = lib.request({ protocol: this.#url.protocol, hostname: this.#url.hostname.replace(/^\[|\]$/g, ''), port: this.#url.port, method, path, headers, agent: this.#agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', (error) => reject(networkError(error, method, path)));
+      });
+      req.setTimeout(this.#timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${this.#timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+      req.on('error', (error) => reject(networkError(error, method, path)));
+      req.end(body);
+    });
+  }
+
+  #pathWithQuery(path: string, query: RequestOptions['query']): string {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined && value !== '') params.set(key, value);
+    const text = params.toString();
+    return `${this.#url.pathname.replace(/\/+$/, '')}${path}${text ? `?${text}` : ''}`;
+  }
+
+  #bearer(): string | undefined {
+    if (this.#config.token) return this.#config.token;
+    const file = this.#config.tokenFile;
+    if (!file) return undefined;
+    const now = Date.now();
+    if (!this.#token || now - this.#token.readAt > TOKEN_FILE_TTL_MS) this.#token = { value: readFileSync(file, 'utf8').trim(), readAt: now };
+    return this.#token.value;
+  }
+}
+
+/** A Kubernetes Status body, the parts used. */
+interface Status {
+  reason?: string;
+  message?: string;
+  details?: { name?: string; kind?: string };
+}
+
+/** Maps an HTTP failure to a typed error. */
+export function errorFor(status: number, text: string, what: string): Error {
+  let parsed: Status;
+  try {
+    parsed = JSON.parse(text) as Status;
+  } catch {
+    parsed = { message: text.slice(0, 500) };
+  }
+  const message = parsed.message ?? `${what}: HTTP ${status}`;
+  const object = parsed.details?.name ? `${parsed.details.kind ?? 'object'}/${parsed.details.name}` : what;
+  if (status === 404) return new NotFoundError(object, message);
+  if (status === 409) return parsed.reason === 'AlreadyExists' ? new AlreadyExistsError(object, message) : new ConflictError(object, message);
+  if (status === 422 || status === 400) return new InvalidError(message, status);
+  if (status === 429 || status >= 500) return new UnavailableError(`${what}: HTTP ${status}: ${message}`);
+  return new ApiError(`${what}: HTTP ${status}: ${message}`, status);
+}
+
+function networkError(error: Error & { code?: string }, method: string, path: string): Error {
+  const code = error.code ?? '';
+  if (NETWORK_CODES.has(code) || /socket hang up/.test(error.message)) return new UnavailableError(`${method} ${path}: API server unreachable: ${error.message}`, { cause: error });
+  return new ApiError(`${method} ${path}: ${error.message}`, 0);
+}

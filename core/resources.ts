@@ -1,0 +1,160 @@
+/**
+ * The wire shapes of blockipam's custom resources (API group `ipam.blockipam.io`, version
+ * `v1alpha1`, all cluster-scoped; schemas in crds/*.yaml) and of the few built-in objects the
+ * IPAM reads (Pod, Namespace, Node). Objects handed out by a Datastore are already validated by
+ * the API server's schema (or were written by this code): nothing downstream re-validates.
+ * Source: shared DESIGN.md §3; formats explained in docs/design-core.md.
+ */
+
+export const API_GROUP = 'ipam.blockipam.io';
+export const API_VERSION = 'ipam.blockipam.io/v1alpha1';
+
+/** Kubernetes ObjectMeta, the fields blockipam uses. */
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+/** Kubernetes LabelSelector (matchLabels AND matchExpressions); empty/absent selects everything. */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: readonly LabelSelectorRequirement[];
+}
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: readonly string[];
+}
+
+/** Any object with metadata; what a Datastore stores. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+}
+
+export interface IPPoolSpec {
+  /** Strictly masked CIDR, immutable, e.g. "10.244.0.0/16". */
+  cidr: string;
+  /** Block prefix length, immutable; default 26 (IPv4) / 122 (IPv6). v4 20–30, v6 116–126. */
+  blockSize?: number;
+  /** Nodes that may claim blocks from this pool; absent = all nodes. */
+  nodeSelector?: LabelSelector;
+  /** Namespaces whose pods may get addresses from this pool; absent = all. */
+  namespaceSelector?: LabelSelector;
+  /** Manual pools are used only when a pod (or its namespace) requests them. Default Automatic. */
+  assignmentMode?: 'Automatic' | 'Manual';
+  /** Stops new allocations (existing ones stay). Default false. */
+  disabled?: boolean;
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+
+/** Written by the cluster controller through the status subresource. */
+export interface IPPoolStatus {
+  /** Assignable addresses (block reserved ordinals excluded). */
+  capacity?: number;
+  allocated?: number;
+  free?: number;
+  blocks?: number;
+  conditions?: Condition[];
+}
+
+export interface IPPool extends KubeObject {
+  metadata: ObjectMeta;
+  spec: IPPoolSpec;
+  status?: IPPoolStatus;
+}
+
+/** Who holds one allocated ordinal of a block. */
+export interface Allocation {
+  /** `<network>.<containerID>.<ifname>`; identity together with `podUID`. */
+  handle: string;
+  /** CNI network name (the handle's first part; stored because network names may contain dots). */
+  network?: string;
+  namespace?: string;
+  pod?: string;
+  podUID?: string;
+  /** Node the address was allocated for (differs from the block's affinity when borrowed). */
+  node: string;
+  /** RFC 3339, seconds precision. */
+  allocatedAt: string;
+  /** Unique in the block; a release must carry it (when known) to free this allocation. */
+  sequence: number;
+}
+
+/** A released ordinal waiting for reuse; `IPAMBlockSpec.freed` keeps them least recently freed first. */
+export interface FreedOrdinal {
+  ordinal: number;
+  /** RFC 3339, seconds precision. */
+  releasedAt: string;
+}
+
+export interface IPAMBlockSpec {
+  /** Block CIDR; the object's name is derived from it (see address/naming.ts). */
+  cidr: string;
+  /** Node that owns the block, or null when unowned (borrowable, releasable). */
+  affinity: string | null;
+  /** RFC 3339: when the current affinity was set (or the block created). */
+  affinityClaimTime: string;
+  /** Last sequence number handed out; seeded from the clock (ms) at creation. */
+  sequence: number;
+  /** Allocated ordinals, keyed by the ordinal in decimal ("0".."size-1"). */
+  allocations: Record<string, Allocation>;
+  /** Released ordinals in release order (head = least recently freed). */
+  freed: FreedOrdinal[];
+}
+
+export interface IPAMBlock extends KubeObject {
+  metadata: ObjectMeta;
+  spec: IPAMBlockSpec;
+}
+
+/** IPAMConfig `default`; every field optional on the wire, see config.ts for defaults. */
+export interface IPAMConfigSpec {
+  strictAffinity?: boolean;
+  autoAllocateBlocks?: boolean;
+  maxBlocksPerNode?: number;
+  ipCooldownSeconds?: number;
+  emptyBlockReleaseSeconds?: number;
+  leakGracePeriodSeconds?: number;
+}
+
+export interface IPAMConfigObject extends KubeObject {
+  metadata: ObjectMeta;
+  spec: IPAMConfigSpec;
+}
+
+export interface IPReservationSpec {
+  /** CIDRs (or single addresses as /32, /128) never handed out automatically nor statically. */
+  reservedCIDRs: string[];
+}
+
+export interface IPReservation extends KubeObject {
+  metadata: ObjectMeta;
+  spec: IPReservationSpec;
+}
+
+/** The fields of a Pod the IPAM reads. */
+export interface Pod extends KubeObject {
+  spec?: { nodeName?: string };
+  status?: { phase?: string; podIP?: string; podIPs?: { ip: string }[] };
+}
+
+/** Namespace or Node: only metadata (labels, annotations) matters to the IPAM. */
+export type Namespace = KubeObject;
+export type Node = KubeObject;
