@@ -13,9 +13,15 @@ const header = `// @ts-nocheck
 
 /** Returns the generated module's source text. */
 export function generateValidator(): string {
-  const ajv = new Ajv({ code: { source: true, esm: true }, allErrors: false, strict: true, allowUnionTypes: true });
+  const ajv = new Ajv({
+    code: { source: true, esm: true },
+    allErrors: false,
+    strict: true,
+    allowUnionTypes: true,
+  });
   const validate = ajv.compile(netconfSchema);
   const code = standalone.default(ajv, validate);
-  if (/\brequire\(/.test(code)) throw new Error('standalone validator needs ajv at run time: avoid that keyword');
+  if (/\brequire\(/.test(code))
+    throw new Error('standalone validator needs ajv at run time: avoid that keyword');
   return `${header}${code}\n`;
 }

@@ -50,7 +50,12 @@ function sea(bundlePath: string): string {
   const nodeBin = join(root, 'node_modules', 'node', 'bin', 'node');
   const blob = join(outDir, 'blockipam.blob');
   const configPath = join(outDir, 'sea-config.json');
-  const seaConfig = { main: bundlePath, output: blob, disableExperimentalSEAWarning: true, useCodeCache: true };
+  const seaConfig = {
+    main: bundlePath,
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    useCodeCache: true,
+  };
   writeFileSync(configPath, JSON.stringify(seaConfig));
   run(nodeBin, ['--experimental-sea-config', configPath]);
   const tmp = join(outDir, 'blockipam.tmp');

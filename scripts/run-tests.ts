@@ -29,7 +29,9 @@ for (const line of readFileSync(envFile, 'utf8').split('\n')) {
   const eq = line.indexOf('=');
   if (eq > 0) cpEnv[line.slice(0, eq)] = line.slice(eq + 1);
 }
-console.log(`control plane: kube-apiserver ${cpEnv.CP_SERVER_VERSION} at ${cpEnv.CP_API_URL} (started in ${cpEnv.CP_STARTUP_SECONDS} s)`);
+console.log(
+  `control plane: kube-apiserver ${cpEnv.CP_SERVER_VERSION} at ${cpEnv.CP_API_URL} (started in ${cpEnv.CP_STARTUP_SECONDS} s)`,
+);
 
 let stopped = false;
 function stop(): void {
@@ -41,7 +43,12 @@ function stop(): void {
 const globs = process.argv.slice(2);
 const child = spawn(
   process.execPath,
-  ['--test', '--test-concurrency=1', '--test-reporter=spec', ...(globs.length > 0 ? globs : ['test/**/*.test.ts'])],
+  [
+    '--test',
+    '--test-concurrency=1',
+    '--test-reporter=spec',
+    ...(globs.length > 0 ? globs : ['test/**/*.test.ts']),
+  ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, ...cpEnv } },
 );
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

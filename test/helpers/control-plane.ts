@@ -99,11 +99,18 @@ export interface KubectlResult {
  * @param args kubectl arguments
  * @param options.kubeconfig defaults to the admin identity; options.input is fed to stdin
  */
-export function kubectl(args: readonly string[], options: { kubeconfig?: string; input?: string } = {}): KubectlResult {
+export function kubectl(
+  args: readonly string[],
+  options: { kubeconfig?: string; input?: string } = {},
+): KubectlResult {
   const cp = controlPlane();
-  const r = spawnSync(join(cp.bin, 'kubectl'), ['--kubeconfig', options.kubeconfig ?? cp.adminKubeconfig, ...args], {
-    input: options.input,
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    join(cp.bin, 'kubectl'),
+    ['--kubeconfig', options.kubeconfig ?? cp.adminKubeconfig, ...args],
+    {
+      input: options.input,
+      encoding: 'utf8',
+    },
+  );
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
