@@ -1,5 +1,21 @@
 # Sourced by scripts/test.sh and scripts/demo.sh: installs what a fresh machine lacks.
 # Idempotent and cheap when everything is present.
+echo "== system packages (Debian: reference CNI plugins 1.1.1, iptables for portmap, ping)" >&2
+missing=()
+[ -x /usr/lib/cni/ptp ] || missing+=(containernetworking-plugins)
+command -v iptables >/dev/null || missing+=(iptables)
+command -v ping >/dev/null || missing+=(iputils-ping)
+command -v ip >/dev/null || missing+=(iproute2)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v curl >/dev/null || missing+=(curl)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  else
+    echo "setup: missing ${missing[*]} and not root: install them with apt-get" >&2
+    exit 1
+  fi
+fi
 echo "== dependencies (npm ci; brings Node 24 as a dev dependency)" >&2
 if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error >&2
