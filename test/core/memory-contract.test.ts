@@ -1,0 +1,5 @@
+// The Datastore contract suite against the memory datastore.
+import { MemoryDatastore } from '../../core/index.ts';
+import { datastoreContract } from './datastore-contract.ts';
+
+datastoreContract('memory', async () => ({ ds: new MemoryDatastore(), cleanup: async () => undefined }));
