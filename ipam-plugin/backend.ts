@@ -42,7 +42,7 @@ export interface AddRequest {
 export type AddOutcome =
   | { readonly kind: 'allocated'; readonly ips: readonly IpConfig[] }
   /** The attachment already holds addresses: nothing was changed (cni-spec §5.6). */
-  | { readonly kind: 'duplicate'; readonly existing: readonly string[] }
+  | { readonly kind: 'duplicate'; readonly message: string }
   /** No free address; nothing was left allocated. */
   | { readonly kind: 'exhausted'; readonly message: string }
   /** A static IP is outside every eligible pool, reserved or taken; nothing left allocated. */
@@ -92,6 +92,8 @@ export interface Backend {
   status(node: string, families: readonly Family[], pools: NetConf['pools']): Promise<StatusOutcome>;
   /** Frees connections; idempotent. */
   close(): Promise<void>;
+  /** Counters of this invocation (API requests …), logged with the outcome. */
+  stats?(): Readonly<Record<string, unknown>>;
 }
 
 /** Creates a backend for one invocation's config (lazily: VERSION never calls it). */

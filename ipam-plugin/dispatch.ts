@@ -66,7 +66,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       lock: () => (deps.lock ?? acquireHostLock)(deps.lockName ?? defaultLockName, conf.lockTimeoutMs),
     };
     const out = await commands[env.command](ctx);
-    log.log('debug', 'done');
+    log.log('info', 'done', backend?.stats?.() ?? {});
     return out === undefined ? 0 : emit(io, out);
   } catch (e) {
     const err = asCniError(e);

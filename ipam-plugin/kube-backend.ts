@@ -1,9 +1,40 @@
 /**
- * The production backend: core's allocator over the Kubernetes datastore. (Wired in phase 2.)
+ * The production backend: core's allocator over the Kubernetes API server, through core's lean
+ * transport (no @kubernetes/client-node: DESIGN.md §5). Loaded lazily by main.ts, so VERSION
+ * never pays for it. A kubeconfig that cannot be read is reported as CNI code 11 (it is
+ * usually written by the node agent after the runtime starts calling: try again later).
  */
+import { KubeDatastore } from '../core/index.ts';
+import { isKubeconfigError, KubeTransport, loadKubeconfig, type KubeClientConfig } from '../core/kube/index.ts';
 import type { Backend } from './backend.ts';
+import { createCoreBackend } from './core-backend.ts';
+import { CniCode, CniError } from './errors.ts';
 import type { NetConf } from './netconf.ts';
 
-export function createKubeBackend(_conf: NetConf): Promise<Backend> {
-  return Promise.reject(new Error('kube backend not wired yet'));
+/** 10 s per request: a hung connection must fail well inside the ADD budget (default 30 s). */
+const requestTimeoutMs = 10_000;
+
+export function createKubeBackend(conf: NetConf): Promise<Backend> {
+  return Promise.resolve().then(() => build(conf));
+}
+
+function build(conf: NetConf): Backend {
+  let cfg: KubeClientConfig;
+  try {
+    cfg = loadKubeconfig(conf.kubeconfig);
+  } catch (e) {
+    if (isKubeconfigError(e)) throw new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', e.message);
+    throw e;
+  }
+  const transport = new KubeTransport(cfg, { timeoutMs: Math.min(requestTimeoutMs, conf.timeoutMs) });
+  return createCoreBackend({
+    ds: new KubeDatastore(transport),
+    conf,
+    cacheKey: `${cfg.server}|${conf.kubeconfig}`,
+    close: () => {
+      transport.close();
+      return Promise.resolve();
+    },
+    stats: () => ({ apiRequests: transport.stats.requests, byMethod: transport.stats.byMethod }),
+  });
 }

@@ -57,6 +57,8 @@ const ipam = {
     },
     timeoutMs: { type: 'integer', minimum: 100, maximum: 600000 },
     lockTimeoutMs: { type: 'integer', minimum: 0, maximum: 600000 },
+    cacheDir: { type: 'string', pattern: '^/' },
+    snapshotTtlMs: { type: 'integer', minimum: 0, maximum: 600000 },
   },
 } as const;
 

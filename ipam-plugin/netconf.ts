@@ -53,6 +53,10 @@ export interface NetConf {
   readonly timeoutMs: number;
   /** How long to wait for the host lock. Default 60 000 ms. */
   readonly lockTimeoutMs: number;
+  /** Directory of the node-local snapshot cache. Default `/var/lib/cni/blockipam`. */
+  readonly cacheDir: string;
+  /** Max age of the cached pool snapshot and node labels; 0 disables. Default 10 000 ms. */
+  readonly snapshotTtlMs: number;
   /** Static IPs from the config: `runtimeConfig.ips`, else `args.cni.ips` (plain addresses). */
   readonly configIPs: readonly string[];
   /** The raw `prevResult`, if any. */
@@ -110,6 +114,8 @@ interface RawNetConf {
     dns?: Dns;
     timeoutMs?: number;
     lockTimeoutMs?: number;
+    cacheDir?: string;
+    snapshotTtlMs?: number;
   };
   args?: { cni?: { ips?: string[] } };
   runtimeConfig?: { ips?: string[] };
@@ -139,6 +145,8 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     ...(i.dns !== undefined ? { dns: i.dns } : {}),
     timeoutMs: i.timeoutMs ?? 30_000,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
+    cacheDir: i.cacheDir ?? '/var/lib/cni/blockipam',
+    snapshotTtlMs: i.snapshotTtlMs ?? 10_000,
     configIPs,
     ...(c.prevResult !== undefined ? { prevResult: c.prevResult } : {}),
     ...(valid !== undefined ? { validAttachments: valid ?? [] } : {}),

@@ -49,7 +49,7 @@ function allocatedOrThrow(o: AddOutcome): readonly IpConfig[] {
       throw new CniError(
         CniCode.duplicateAllocation,
         'duplicate allocation is not allowed',
-        `this attachment already holds ${o.existing.join(', ')}; DEL it first (the existing allocation is unchanged)`,
+        `${o.message}; DEL it first (the existing allocation is unchanged)`,
       );
     case 'exhausted':
       throw new CniError(CniCode.exhausted, 'no free address', o.message);

@@ -43,7 +43,7 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
       guard('add', req);
       const h = handleOf(req.attachment);
       const existing = allocations.get(h);
-      if (existing) return Promise.resolve({ kind: 'duplicate', existing });
+      if (existing) return Promise.resolve({ kind: 'duplicate', message: `${h} already holds ${existing.join(', ')}` });
       const ips: { address: string; gateway: string }[] = [];
       if (req.staticIPs.length > 0) {
         for (const ip of req.staticIPs) {

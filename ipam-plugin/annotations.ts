@@ -1,0 +1,49 @@
+/**
+ * Pod and namespace annotations that steer an allocation (DESIGN.md §4):
+ * - `ipam.blockipam.io/ippools`: JSON list of pool names or CIDRs. On the namespace it is the
+ *   default for its pods; on the pod it overrides the namespace's. The pools must still admit
+ *   the namespace (namespaceSelector) and node (nodeSelector) — core enforces it.
+ * - `ipam.blockipam.io/ip-addrs`: JSON list of static addresses for the pod, at most one per
+ *   family. Used only when the invocation itself names none (runtimeConfig.ips, args.cni.ips,
+ *   CNI_ARGS IP= come first).
+ */
+import { parseIp } from './addr.ts';
+
+export const POOLS_ANNOTATION = 'ipam.blockipam.io/ippools';
+export const IP_ADDRS_ANNOTATION = 'ipam.blockipam.io/ip-addrs';
+
+export interface AnnotationChoice {
+  /** Requested pools (pod's, else namespace's); empty = automatic. */
+  readonly pools: readonly string[];
+  /** Static addresses from the pod; empty = none. */
+  readonly ips: readonly string[];
+}
+
+type Annotations = Readonly<Record<string, string>> | undefined;
+
+/**
+ * Reads the two annotations.
+ * @returns the choice, or a message naming the annotation and object when one is malformed
+ */
+export function readAnnotations(pod: Annotations, namespace: Annotations): AnnotationChoice | { readonly problem: string } {
+  const podPools = stringList(pod?.[POOLS_ANNOTATION]);
+  const nsPools = stringList(namespace?.[POOLS_ANNOTATION]);
+  const ips = stringList(pod?.[IP_ADDRS_ANNOTATION]);
+  if (podPools === 'bad') return { problem: `pod annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
+  if (nsPools === 'bad') return { problem: `namespace annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
+  if (ips === 'bad') return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} is not a JSON list of strings` };
+  const families = ips.map((t) => parseIp(t)?.family);
+  if (families.includes(undefined)) return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} holds a value that is not an IP address` };
+  if (new Set(families).size !== families.length) return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} names two addresses of one family` };
+  return { pools: podPools.length > 0 ? podPools : nsPools, ips };
+}
+
+function stringList(text: string | undefined): string[] | 'bad' {
+  if (text === undefined || text.trim() === '') return [];
+  try {
+    const v = JSON.parse(text) as unknown;
+    return Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : 'bad';
+  } catch {
+    return 'bad';
+  }
+}

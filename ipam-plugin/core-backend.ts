@@ -1,0 +1,142 @@
+/**
+ * The {@link Backend} on core's allocator over any core Datastore (Kubernetes in production,
+ * memory in unit tests). Per ADD: pod + namespace GETs when the pod is known (annotations,
+ * namespace labels, pod UID), the cached snapshot (snapshot-cache.ts), then core's
+ * autoAssign / assignIP (warm: 1 LIST + 1 UPDATE). Failures decided on a cached snapshot are
+ * retried once on a fresh one. Datastore unavailability maps to BackendUnavailableError
+ * (CNI 11); the time budget is enforced by racing the signal (an operation still in flight
+ * when it fires may complete: the runtime's DEL after the failed ADD releases it).
+ */
+import type { AssignOutcome, AssignedAddress, Datastore, PodRef as CorePodRef } from '../core/index.ts';
+import { assignIP, autoAssign, findByHandle, isApiError, isRetriesExhausted, isUnavailable, releaseByHandle, releaseForGC } from '../core/index.ts';
+import { readAnnotations } from './annotations.ts';
+import type { AddOutcome, AddRequest, AttachmentRef, Backend, CheckOutcome, DelRequest, GcOutcome, GcRequest, StatusOutcome } from './backend.ts';
+import { BackendUnavailableError, handleOf } from './backend.ts';
+import type { NetConf } from './netconf.ts';
+import type { IpConfig } from './result.ts';
+import { loadInputs, type SnapshotCacheOptions } from './snapshot-cache.ts';
+import { poolStatus } from './pool-status.ts';
+
+export interface CoreBackendOptions {
+  readonly ds: Datastore;
+  readonly conf: NetConf;
+  /** Cache key: what identifies the cluster (apiserver URL + kubeconfig path). */
+  readonly cacheKey: string;
+  readonly close?: () => Promise<void>;
+  /** Transport counters; merged into {@link Backend.stats}. */
+  readonly stats?: () => Readonly<Record<string, unknown>>;
+}
+
+/** Rejects with a TimeoutError when `signal` fires first. */
+function race<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** Maps core's transient errors to BackendUnavailableError. */
+async function guard<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (e) {
+    if (isUnavailable(e) || isRetriesExhausted(e) || (isApiError(e) && ((e as { status?: number }).status ?? 0) >= 500)) {
+      throw new BackendUnavailableError((e as Error).message, { cause: e });
+    }
+    throw e;
+  }
+}
+
+function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[] {
+  return [o.ipv4, o.ipv6].filter((a): a is AssignedAddress => a !== undefined).map((a) => ({ address: `${a.address}/${a.prefixLength}`, gateway: a.gateway }));
+}
+
+function toAddOutcome(o: AssignOutcome): AddOutcome {
+  if (o.ok) return { kind: 'allocated', ips: toIpConfigs(o) };
+  switch (o.reason) {
+    case 'HandleInUse':
+      return { kind: 'duplicate', message: o.message };
+    case 'NoPool':
+    case 'Exhausted':
+    case 'BlockLimit':
+      return { kind: 'exhausted', message: o.message };
+    case 'PoolRefused':
+      return { kind: 'rejected', message: o.message };
+    default:
+      return { kind: 'unavailable', message: `${o.reason}: ${o.message}` };
+  }
+}
+
+export function createCoreBackend(o: CoreBackendOptions): Backend {
+  const { ds, conf } = o;
+  let annotationReads = 0;
+  let snapshotCached: boolean | undefined;
+  const cache = (node: string): SnapshotCacheOptions => ({ dir: conf.cacheDir, key: o.cacheKey, ttlMs: conf.snapshotTtlMs, node });
+
+  async function podContext(req: AddRequest): Promise<{ pod?: CorePodRef; namespaceLabels: Record<string, string>; pools: string[]; ips: string[] } | { problem: string }> {
+    if (!req.pod) return { namespaceLabels: {}, pools: [], ips: [] };
+    annotationReads += 2;
+    const [pod, ns] = await Promise.all([ds.getPod(req.pod.namespace, req.pod.name), ds.getNamespace(req.pod.namespace)]);
+    const choice = readAnnotations(pod?.metadata.annotations, ns?.metadata.annotations);
+    if ('problem' in choice) return choice;
+    const uid = req.pod.uid ?? pod?.metadata.uid ?? '';
+    return { pod: { namespace: req.pod.namespace, name: req.pod.name, uid }, namespaceLabels: ns?.metadata.labels ?? {}, pools: [...choice.pools], ips: [...choice.ips] };
+  }
+
+  async function add(req: AddRequest): Promise<AddOutcome> {
+    const pc = await podContext(req);
+    if ('problem' in pc) return { kind: 'rejected', message: pc.problem };
+    const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : pc.ips;
+    const pools = pc.pools.length > 0 ? pc.pools : [...req.pools[4], ...req.pools[6]];
+    const attempt = async (fresh: boolean): Promise<{ outcome: AssignOutcome; cached: boolean }> => {
+      const inputs = await loadInputs(ds, cache(req.node), fresh);
+      snapshotCached = inputs.cached;
+      const base = {
+        handle: handleOf(req.attachment),
+        network: req.attachment.network,
+        node: req.node,
+        ...(pc.pod ? { pod: pc.pod } : {}),
+        nodeLabels: inputs.nodeLabels,
+        namespaceLabels: pc.namespaceLabels,
+        ...(pools.length > 0 ? { pools } : {}),
+        snapshot: inputs.snapshot,
+      };
+      const outcome =
+        staticIPs.length > 0
+          ? await assignIP(ds, { ...base, addresses: staticIPs })
+          : await autoAssign(ds, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
+      return { outcome, cached: inputs.cached };
+    };
+    let r = await attempt(false);
+    if (!r.outcome.ok && r.cached && r.outcome.reason !== 'HandleInUse' && r.outcome.reason !== 'Taken') r = await attempt(true);
+    return toAddOutcome(r.outcome);
+  }
+
+  return {
+    add: (req) => race(guard(add(req)), req.signal),
+    async del(req: DelRequest) {
+      const r = await race(guard(releaseByHandle(ds, handleOf(req.attachment), { node: req.node })), req.signal);
+      return r.released.length;
+    },
+    async check(a: AttachmentRef, expected: readonly string[]): Promise<CheckOutcome> {
+      const found = await guard(findByHandle(ds, handleOf(a), { node: conf.nodeName }));
+      if (found.length === 0) return { kind: 'missing', message: `no address is allocated to ${handleOf(a)}` };
+      const have = new Set(found.map((f) => f.address));
+      const stray = expected.filter((ip) => !have.has(ip));
+      if (stray.length > 0) return { kind: 'mismatch', message: `prevResult names ${stray.join(', ')}, allocated: ${[...have].join(', ')}` };
+      return { kind: 'ok' };
+    },
+    async gc(req: GcRequest): Promise<GcOutcome> {
+      const r = await race(guard(releaseForGC(ds, { node: req.node, network: req.network, validAttachments: req.valid })), req.signal);
+      return { released: [...new Set(r.released.map((a) => a.allocation.handle))], errors: [] };
+    },
+    async status(node, families, confPools): Promise<StatusOutcome> {
+      const inputs = await guard(loadInputs(ds, cache(node)));
+      return guard(poolStatus(ds, { node, families, pools: [...confPools[4], ...confPools[6]], snapshot: inputs.snapshot, nodeLabels: inputs.nodeLabels }));
+    },
+    close: () => o.close?.() ?? Promise.resolve(),
+    stats: () => ({ ...o.stats?.(), annotationReads, ...(snapshotCached !== undefined ? { snapshotCached } : {}) }),
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * A node-local cache of the cluster-wide allocation inputs (IPAMConfig, IPPools,
+ * IPReservations: core's PoolSnapshot) and this node's labels, so a warm ADD costs one LIST
+ * and one UPDATE instead of four more reads (DESIGN.md §9, docs/design-plugin.md "Snapshot
+ * cache"). A stale snapshot is safe for uniqueness: every write is still a compare-and-swap on
+ * the block. Staleness can only delay a pool / reservation / node-label change by `ttlMs`, and
+ * failures are never decided on cached data (the caller retries with a fresh read).
+ *
+ * File: `<dir>/snapshot-<hash of apiserver+kubeconfig>.json`, written atomically (tmp + rename)
+ * under the host lock. Raw objects are stored; the snapshot is rebuilt with core's functions.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Datastore, IPAMConfigObject, IPPool, IPReservation, PoolSnapshot } from '../core/index.ts';
+import { IPAM_CONFIG_NAME, parseCidr, settingsOf, usablePools } from '../core/index.ts';
+
+interface Raw {
+  readonly savedAtMs: number;
+  readonly config: IPAMConfigObject | null;
+  readonly pools: IPPool[];
+  readonly reservations: IPReservation[];
+  readonly nodeLabels: Record<string, string>;
+}
+
+export interface Inputs {
+  readonly snapshot: PoolSnapshot;
+  readonly nodeLabels: Readonly<Record<string, string>>;
+  /** True when read from the cache file (the caller re-reads before deciding a failure). */
+  readonly cached: boolean;
+}
+
+export interface SnapshotCacheOptions {
+  /** Directory of the cache file. */
+  readonly dir: string;
+  /** Distinguishes clusters sharing a host (apiserver URL, kubeconfig path). */
+  readonly key: string;
+  /** Max age in ms; 0 disables the cache. */
+  readonly ttlMs: number;
+  readonly node: string;
+  readonly now?: () => number;
+}
+
+function build(raw: Raw, nowMs: number): PoolSnapshot {
+  const reservations = raw.reservations.flatMap((r) => r.spec.reservedCIDRs.map((t) => parseCidr(t, { strict: false })).filter((c) => c !== undefined));
+  return { settings: settingsOf(raw.config ?? undefined), pools: raw.pools, ...usablePools(raw.pools), reservations, loadedAtMs: nowMs };
+}
+
+/** Loads the inputs: from the cache when fresh, else with 4 reads (and refreshes the cache). */
+export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh = false): Promise<Inputs> {
+  const now = (o.now ?? Date.now)();
+  const file = join(o.dir, `snapshot-${createHash('sha256').update(`${o.key}\0${o.node}`).digest('hex').slice(0, 16)}.json`);
+  if (o.ttlMs > 0 && !fresh) {
+    try {
+      const raw = JSON.parse(readFileSync(file, 'utf8')) as Raw;
+      if (now - raw.savedAtMs < o.ttlMs && now >= raw.savedAtMs) return { snapshot: build(raw, raw.savedAtMs), nodeLabels: raw.nodeLabels, cached: true };
+    } catch {
+      // absent or unreadable: read fresh
+    }
+  }
+  const [config, pools, reservations, node] = await Promise.all([ds.configs.get(IPAM_CONFIG_NAME), ds.pools.list(), ds.reservations.list(), ds.getNode(o.node)]);
+  const raw: Raw = { savedAtMs: now, config: config ?? null, pools, reservations, nodeLabels: node?.metadata.labels ?? {} };
+  if (o.ttlMs > 0) {
+    try {
+      mkdirSync(o.dir, { recursive: true });
+      writeFileSync(`${file}.${process.pid}`, JSON.stringify(raw));
+      renameSync(`${file}.${process.pid}`, file);
+    } catch {
+      // a cache that cannot be written only costs reads
+    }
+  }
+  return { snapshot: build(raw, now), nodeLabels: raw.nodeLabels, cached: false };
+}
