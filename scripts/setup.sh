@@ -22,3 +22,5 @@ if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.pack
 fi
 echo "== control plane and CNI tools (built once from the Go module proxy into ~/.cache/blockipam)" >&2
 bash test/control-plane/build.sh all >/dev/null
+# Everything after this uses the project's Node 24 (npm scripts do the same).
+export PATH="$PWD/node_modules/.bin:$PATH"
