@@ -2,4 +2,4 @@
 import { MemoryDatastore } from '../../core/index.ts';
 import { datastoreContract } from './datastore-contract.ts';
 
-datastoreContract('memory', async () => ({ ds: new MemoryDatastore(), cleanup: async () => undefined }));
+datastoreContract('memory', () => Promise.resolve({ ds: new MemoryDatastore(), cleanup: () => Promise.resolve() }));

@@ -1,0 +1,151 @@
+// autoAssign on the memory datastore: affine → claim → borrow, limits, dual-stack, pool choice.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { autoAssign, findByHandle, loadSnapshot, mustParseCidr, nodeLabel, ordinalOf, parseIP, releaseByHandle } from '../../core/index.ts';
+import { pod, pool, reservation, world } from './fixtures.ts';
+
+describe('autoAssign: blocks', () => {
+  it('claims a block affine to the node, then allocates from it without claiming again', async () => {
+    const w = world();
+    const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    const b = await autoAssign(w.ds, { ...pod('b'), node: 'n1' }, w.options);
+    assert.ok(a.ok && b.ok && a.ipv4 && b.ipv4);
+    assert.equal(a.ipv4.block, b.ipv4.block);
+    assert.equal(a.ipv4.prefixLength, 26);
+    assert.equal(a.ipv4.ordinal, 2);
+    assert.equal(b.ipv4.ordinal, 3);
+    assert.equal(w.stats.claims, 1);
+    const block = await w.ds.blocks.get(a.ipv4.block);
+    assert.equal(block?.spec.affinity, 'n1');
+    assert.deepEqual(await w.problems(), []);
+  });
+
+  it('a warm allocation (snapshot and labels given) costs 1 read + 1 write', async () => {
+    const w = world();
+    const snapshot = await loadSnapshot(w.ds);
+    await autoAssign(w.ds, { ...pod('a'), node: 'n1', snapshot, nodeLabels: {}, namespaceLabels: {} }, w.options);
+    const before = { ...w.ds.stats };
+    await autoAssign(w.ds, { ...pod('b'), node: 'n1', snapshot, nodeLabels: {}, namespaceLabels: {} }, w.options);
+    assert.deepEqual({ reads: w.ds.stats.reads - before.reads, writes: w.ds.stats.writes - before.writes }, { reads: 1, writes: 1 });
+  });
+
+  it('claims a second block when the first is full', async () => {
+    const w = world({ pools: [pool('small', { cidr: '10.0.0.0/24', blockSize: 29 })] });
+    const got = [];
+    for (let i = 0; i < 6; i++) got.push(await autoAssign(w.ds, { ...pod(`p${i}`), node: 'n1' }, w.options));
+    const blocks = new Set(got.map((g) => g.ok && g.ipv4?.block));
+    assert.equal(blocks.size, 2); // a /29 holds 5 pods
+    assert.equal(w.stats.claims, 2);
+  });
+
+  it('stops at maxBlocksPerNode with a message naming the limit', async () => {
+    const w = world({ pools: [pool('tiny', { cidr: '10.9.0.0/24', blockSize: 30 })], config: { maxBlocksPerNode: 3 } });
+    for (let i = 0; i < 3; i++) assert.equal((await autoAssign(w.ds, { ...pod(`p${i}`), node: 'n1' }, w.options)).ok, true);
+    const fourth = await autoAssign(w.ds, { ...pod('p3'), node: 'n1' }, w.options);
+    assert.equal(fourth.ok, false);
+    assert.ok(!fourth.ok && fourth.reason === 'BlockLimit' && /maxBlocksPerNode limit \(3/.test(fourth.message), JSON.stringify(fourth));
+  });
+
+  it('borrows from another node when no block can be claimed, and labels the borrower', async () => {
+    const w = world({ pools: [pool('one-block', { cidr: '10.1.0.0/26' })] });
+    await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    const b = await autoAssign(w.ds, { ...pod('b'), node: 'n2' }, w.options);
+    assert.ok(b.ok && b.ipv4?.borrowed);
+    const block = await w.ds.blocks.get(b.ipv4.block);
+    assert.equal(block?.metadata.labels?.[nodeLabel('n2')], 'borrowed');
+    assert.equal(w.stats.borrows, 1);
+    assert.equal((await findByHandle(w.ds, 'net.b.eth0', { node: 'n2' })).length, 1);
+  });
+
+  it('strictAffinity forbids borrowing', async () => {
+    const w = world({ pools: [pool('one-block', { cidr: '10.1.0.0/26' })], config: { strictAffinity: true } });
+    await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    const b = await autoAssign(w.ds, { ...pod('b'), node: 'n2' }, w.options);
+    assert.ok(!b.ok && b.reason === 'Exhausted' && /strictAffinity forbids borrowing/.test(b.message), JSON.stringify(b));
+  });
+
+  it('prefers a never-used address in a new block over a cooling one', async () => {
+    const w = world({ pools: [pool('p', { cidr: '10.2.0.0/24', blockSize: 30 })], config: { ipCooldownSeconds: 60, emptyBlockReleaseSeconds: 60 } });
+    const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    assert.ok(a.ok);
+    await releaseByHandle(w.ds, 'net.a.eth0', { node: 'n1' }, w.options);
+    w.now.ms += 1000;
+    const b = await autoAssign(w.ds, { ...pod('b'), node: 'n1' }, w.options);
+    assert.ok(b.ok && b.ipv4 && a.ipv4);
+    assert.notEqual(b.ipv4.address, a.ipv4.address);
+    w.now.ms += 60_000;
+    const c = await autoAssign(w.ds, { ...pod('c'), node: 'n1' }, w.options);
+    assert.ok(c.ok && c.ipv4?.address === a.ipv4.address, 'cooled-down address reused before claiming a third block');
+  });
+
+  it('skips addresses an IPReservation covers and blocks it covers wholly', async () => {
+    const w = world({ pools: [pool('p', { cidr: '10.3.0.0/25' })], reservations: [reservation('r', ['10.3.0.0/26', '10.3.0.66/31'])] });
+    const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    assert.ok(a.ok && a.ipv4);
+    assert.equal(a.ipv4.blockCidr, '10.3.0.64/26');
+    assert.equal(a.ipv4.address, '10.3.0.68');
+  });
+
+  it('refuses a second assignment for the same handle and leaves the first untouched', async () => {
+    const w = world();
+    const first = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    const second = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    assert.ok(!second.ok && second.reason === 'HandleInUse');
+    const held = await findByHandle(w.ds, 'net.a.eth0', { node: 'n1' });
+    assert.deepEqual(held.map((h) => h.address), [first.ok ? first.ipv4?.address : '']);
+  });
+
+  it('claims in a /48 IPv6 pool (2^74 blocks) without enumerating it', async () => {
+    const w = world({ pools: [pool('v6', { cidr: 'fd00:1:2::/48' })] });
+    const got = await autoAssign(w.ds, { ...pod('a'), node: 'n1', ipv4: false, ipv6: true }, w.options);
+    assert.ok(got.ok && got.ipv6 && !got.ipv4);
+    assert.match(got.ipv6.address, /^fd00:1:2:/);
+    assert.equal(got.ipv6.prefixLength, 122);
+  });
+});
+
+describe('autoAssign: dual-stack', () => {
+  const pools = [pool('v4', { cidr: '10.4.0.0/16' }), pool('v6', { cidr: 'fd00:4::/64' })];
+  it('assigns one address per family', async () => {
+    const w = world({ pools });
+    const got = await autoAssign(w.ds, { ...pod('a'), node: 'n1', ipv6: true }, w.options);
+    assert.ok(got.ok && got.ipv4 && got.ipv6);
+    assert.equal(ordinalOf(mustParseCidr(got.ipv6.blockCidr), parseIP(got.ipv6.gateway)!), 1);
+    assert.equal(got.ipv6.prefixLength, 122);
+  });
+  it('is all-or-nothing: an IPv6 failure releases the IPv4 address', async () => {
+    const w = world({ pools: [pools[0]!] });
+    const got = await autoAssign(w.ds, { ...pod('a'), node: 'n1', ipv6: true }, w.options);
+    assert.ok(!got.ok && got.reason === 'NoPool');
+    assert.deepEqual(await findByHandle(w.ds, 'net.a.eth0'), []);
+    assert.equal(w.stats.rollbacks, 1);
+    assert.deepEqual(await w.problems(), []);
+  });
+});
+
+describe('autoAssign: pool choice', () => {
+  const pools = [
+    pool('general', { cidr: '10.10.0.0/16', nodeSelector: { matchLabels: { zone: 'a' } } }),
+    pool('tenant', { cidr: '10.11.0.0/16', assignmentMode: 'Manual', namespaceSelector: { matchLabels: { tenant: 'blue' } } }),
+    pool('overlapping', { cidr: '10.10.128.0/17' }, '2026-11-02T00:00:00Z'),
+  ];
+  const nodes = { n1: { zone: 'a' }, n2: { zone: 'b' } };
+  const namespaces = { blue: { tenant: 'blue' }, red: { tenant: 'red' } };
+  const cases: [string, { node: string; ns: string; pools?: string[] }, string][] = [
+    ['nodeSelector matches: automatic pool', { node: 'n1', ns: 'red' }, 'pool general'],
+    ['nodeSelector does not match, Manual skipped, overlapping pool shadowed', { node: 'n2', ns: 'red' }, 'NoPool'],
+    ['requested Manual pool allowed by namespaceSelector', { node: 'n2', ns: 'blue', pools: ['tenant'] }, 'pool tenant'],
+    ['requested pool by CIDR', { node: 'n2', ns: 'blue', pools: ['10.11.0.0/16'] }, 'pool tenant'],
+    ['requested pool must still match its namespaceSelector', { node: 'n1', ns: 'red', pools: ['tenant'] }, 'PoolRefused: namespaceSelector'],
+    ['requested pool that overlaps an older pool is refused', { node: 'n1', ns: 'red', pools: ['overlapping'] }, 'PoolRefused: overlaps older IP pool "general"'],
+    ['requested pool that does not exist', { node: 'n1', ns: 'red', pools: ['nope'] }, 'PoolRefused: does not exist'],
+  ];
+  for (const [title, req, want] of cases) {
+    it(title, async () => {
+      const w = world({ pools, nodes, namespaces });
+      const got = await autoAssign(w.ds, { ...pod('x', req.ns), node: req.node, ...(req.pools ? { pools: req.pools } : {}) }, w.options);
+      const summary = got.ok ? `pool ${got.ipv4?.pool}` : got.reason === 'PoolRefused' ? `PoolRefused: ${got.message}` : got.reason;
+      assert.ok(summary.startsWith(want.split(':')[0]!) && summary.includes(want.split(': ')[1] ?? ''), `${summary} vs ${want}`);
+    });
+  }
+});
