@@ -8,6 +8,7 @@ import { cidrFromBlockName, ordinalOf } from '../address/block-cidr.ts';
 import { cidrContains, parseIP } from '../address/ip.ts';
 import type { IP } from '../address/ip.ts';
 import { cidrOf, isEmpty, releaseHandle } from '../block/block.ts';
+import type { ReleasePreconditions } from '../block/block.ts';
 import { nodeBlocksSelector } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import { isConflict } from '../errors/conflict.ts';
@@ -24,10 +25,11 @@ export interface HandleQuery {
   node?: string;
 }
 
-/** Preconditions of a release by handle. */
+/**
+ * Preconditions of a release by handle. (A sequence number belongs to one address, so exact
+ * releases by sequence go through {@link releaseAddresses}.)
+ */
 export interface HandleRelease extends HandleQuery {
-  /** Free only the allocation with this sequence number (others are refused). */
-  sequence?: number;
   /** Free only allocations of this pod UID (allocations without one are freed). */
   podUID?: string;
 }
@@ -41,7 +43,7 @@ export async function releaseByHandle(ds: Datastore, handle: string, preconditio
   const blocks = await listBlocksOf(ds, preconditions.node);
   const result: ReleaseResult = { released: [], refused: [] };
   for (const block of blocks.filter((b) => Object.values(b.spec.allocations).some((a) => a.handle === handle))) {
-    await releaseInBlock(ctx, block, handle, preconditions, result);
+    await releaseInBlock(ctx, block, handle, preconditions.podUID === undefined ? {} : { podUID: preconditions.podUID }, result);
   }
   return result;
 }
@@ -109,7 +111,7 @@ async function listBlocksOf(ds: Datastore, node: string | undefined): Promise<IP
   return ds.blocks.list(node === undefined ? {} : { labelSelector: nodeBlocksSelector(node) });
 }
 
-async function releaseInBlock(ctx: Context, block: IPAMBlock, handle: string, preconditions: HandleRelease, result: ReleaseResult): Promise<void> {
+async function releaseInBlock(ctx: Context, block: IPAMBlock, handle: string, preconditions: ReleasePreconditions, result: ReleaseResult): Promise<void> {
   const outcome = await updateBlock<ReleaseResult>(ctx, block, (current) => {
     const done = releaseHandle(current, handle, preconditions, ctx.clock());
     const refused = done.refused.map((r) => describe(current, r.ordinal, r.allocation));

@@ -63,11 +63,12 @@ describe('release', () => {
     const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
     assert.ok(a.ok && a.ipv4);
     const before = await w.ds.blocks.get(a.ipv4.block);
-    const stale = await releaseByHandle(w.ds, 'net.a.eth0', { node: 'n1', sequence: a.ipv4.sequence - 1 }, w.options);
+    const item = { address: a.ipv4.address, handle: 'net.a.eth0' };
+    const stale = await releaseAddresses(w.ds, [{ ...item, sequence: a.ipv4.sequence - 1 }], { node: 'n1' }, w.options);
     assert.equal(stale.released.length, 0);
     assert.equal(stale.refused.length, 1);
     assert.deepEqual(await w.ds.blocks.get(a.ipv4.block), before, 'block not written');
-    const exact = await releaseByHandle(w.ds, 'net.a.eth0', { node: 'n1', sequence: a.ipv4.sequence }, w.options);
+    const exact = await releaseAddresses(w.ds, [{ ...item, sequence: a.ipv4.sequence }], { node: 'n1' }, w.options);
     assert.equal(exact.released.length, 1);
   });
 
