@@ -35,8 +35,12 @@ export interface AddRequest {
    * per family. Empty: the backend may take them from the pod annotation, else auto-assigns.
    */
   readonly staticIPs: readonly string[];
-  /** Aborted when the time budget (`timeoutMs` after the lock is held) runs out. */
-  readonly signal: AbortSignal;
+  /**
+   * Runs the allocation step under the host lock with the time budget's signal (aborted
+   * `timeoutMs` after the lock is held). Reads that need no lock (pod, namespace, snapshot)
+   * belong before it, so the lock is held only for the compare-and-swap step.
+   */
+  readonly critical: <T>(step: (signal: AbortSignal) => Promise<T>) => Promise<T>;
 }
 
 export type AddOutcome =

@@ -14,7 +14,7 @@ import type { AddOutcome, AddRequest, AttachmentRef, Backend, CheckOutcome, DelR
 import { BackendUnavailableError, handleOf } from './backend.ts';
 import type { NetConf } from './netconf.ts';
 import type { IpConfig } from './result.ts';
-import { loadInputs, type SnapshotCacheOptions } from './snapshot-cache.ts';
+import { loadInputs, type Inputs, type SnapshotCacheOptions } from './snapshot-cache.ts';
 import { poolStatus } from './pool-status.ts';
 
 export interface CoreBackendOptions {
@@ -90,8 +90,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     if ('problem' in pc) return { kind: 'rejected', message: pc.problem };
     const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : pc.ips;
     const pools = pc.pools.length > 0 ? pc.pools : [...req.pools[4], ...req.pools[6]];
-    const attempt = async (fresh: boolean): Promise<{ outcome: AssignOutcome; cached: boolean }> => {
-      const inputs = await loadInputs(ds, cache(req.node), fresh);
+    const assign = async (inputs: Inputs): Promise<AssignOutcome> => {
       snapshotCached = inputs.cached;
       const base = {
         handle: handleOf(req.attachment),
@@ -103,19 +102,21 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         ...(pools.length > 0 ? { pools } : {}),
         snapshot: inputs.snapshot,
       };
-      const outcome =
-        staticIPs.length > 0
-          ? await assignIP(ds, { ...base, addresses: staticIPs })
-          : await autoAssign(ds, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
-      return { outcome, cached: inputs.cached };
+      return staticIPs.length > 0
+        ? assignIP(ds, { ...base, addresses: staticIPs })
+        : autoAssign(ds, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
     };
-    let r = await attempt(false);
-    if (!r.outcome.ok && r.cached && r.outcome.reason !== 'HandleInUse' && r.outcome.reason !== 'Taken') r = await attempt(true);
-    return toAddOutcome(r.outcome);
+    const inputs = await loadInputs(ds, cache(req.node));
+    const outcome = await req.critical(async (signal) => {
+      const first = await race(guard(assign(inputs)), signal);
+      const confirm = !first.ok && inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken';
+      return confirm ? race(guard(loadInputs(ds, cache(req.node), true).then(assign)), signal) : first;
+    });
+    return toAddOutcome(outcome);
   }
 
   return {
-    add: (req) => race(guard(add(req)), req.signal),
+    add: (req) => guard(add(req)),
     async del(req: DelRequest) {
       const r = await race(guard(releaseByHandle(ds, handleOf(req.attachment), { node: req.node })), req.signal);
       return r.released.length;

@@ -22,17 +22,15 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
   const staticIPs = ctx.conf.configIPs.length > 0 ? ctx.conf.configIPs : (staticList(args.ips, 'CNI_ARGS IP') ?? []);
   const pod = podOf(args);
   const backend = await ctx.backend();
-  const outcome = await underLock(ctx, (signal) =>
-    backend.add({
-      attachment: attachmentOf(ctx),
-      ...(pod ? { pod } : {}),
-      node: ctx.conf.nodeName,
-      families: ctx.conf.families,
-      pools: ctx.conf.pools,
-      staticIPs,
-      signal,
-    }),
-  );
+  const outcome = await backend.add({
+    attachment: attachmentOf(ctx),
+    ...(pod ? { pod } : {}),
+    node: ctx.conf.nodeName,
+    families: ctx.conf.families,
+    pools: ctx.conf.pools,
+    staticIPs,
+    critical: (step) => underLock(ctx, step),
+  });
   const ips = allocatedOrThrow(outcome);
   ctx.log.log('info', 'allocated', { ips: ips.map((i) => i.address) });
   const families = new Set(ips.map((i) => parseCidr(i.address)?.family));

@@ -3,7 +3,14 @@
  * IPv6 block fd00:10:244::/122 (gateway ::1), allocations kept in a map by handle. Seeded from
  * plain objects; records every call so tests can assert what the dispatcher asked for.
  */
-import type { AddOutcome, AddRequest, Backend, DelRequest, GcRequest, AttachmentRef } from '../../ipam-plugin/backend.ts';
+import type {
+  AddOutcome,
+  AddRequest,
+  Backend,
+  DelRequest,
+  GcRequest,
+  AttachmentRef,
+} from '../../ipam-plugin/backend.ts';
 import { BackendUnavailableError, handleOf } from '../../ipam-plugin/backend.ts';
 
 export interface FakeOptions {
@@ -25,7 +32,8 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
   const allocations = new Map<string, string[]>(Object.entries(o.seed ?? {}).map(([k, v]) => [k, [...v]]));
   const calls: { op: string; arg: unknown }[] = [];
   const capacity = o.capacity ?? 61;
-  const taken = (): Set<string> => new Set([...allocations.values()].flat().map((a) => a.split('/')[0] as string));
+  const taken = (): Set<string> =>
+    new Set([...allocations.values()].flat().map((a) => a.split('/')[0] as string));
   const guard = (op: string, arg: unknown): void => {
     calls.push({ op, arg });
     if (o.unreachable) throw new BackendUnavailableError('connect ECONNREFUSED 127.0.0.1:1');
@@ -35,33 +43,45 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
     for (let n = 2; n < 2 + capacity; n++) if (!used.has(`10.244.0.${n}`)) return `10.244.0.${n}`;
     return undefined;
   };
+  const addLocked = (req: AddRequest): Promise<AddOutcome> => {
+    guard('add', req);
+    const h = handleOf(req.attachment);
+    const existing = allocations.get(h);
+    if (existing)
+      return Promise.resolve({ kind: 'duplicate', message: `${h} already holds ${existing.join(', ')}` });
+    const ips: { address: string; gateway: string }[] = [];
+    if (req.staticIPs.length > 0) {
+      for (const ip of req.staticIPs) {
+        if (ip.includes(':')) ips.push({ address: `${ip}/122`, gateway: 'fd00:10:244::1' });
+        else if (!ip.startsWith('10.244.0.') || ip === '10.244.0.1' || taken().has(ip)) {
+          return Promise.resolve({ kind: 'unavailable', message: `${ip} is not available` });
+        } else ips.push({ address: `${ip}/26`, gateway: '10.244.0.1' });
+      }
+    } else {
+      if (req.families.includes(4)) {
+        const ip = nextV4();
+        if (!ip)
+          return Promise.resolve({ kind: 'exhausted', message: 'pool default-ipv4 has no free address' });
+        ips.push({ address: `${ip}/26`, gateway: '10.244.0.1' });
+      }
+      if (req.families.includes(6))
+        ips.push({
+          address: `fd00:10:244::${(allocations.size + 2).toString(16)}/122`,
+          gateway: 'fd00:10:244::1',
+        });
+    }
+    allocations.set(
+      h,
+      ips.map((i) => i.address),
+    );
+    return Promise.resolve({ kind: 'allocated', ips });
+  };
   const backend: FakeBackend = {
     allocations,
     calls,
     closed: 0,
     add(req: AddRequest): Promise<AddOutcome> {
-      guard('add', req);
-      const h = handleOf(req.attachment);
-      const existing = allocations.get(h);
-      if (existing) return Promise.resolve({ kind: 'duplicate', message: `${h} already holds ${existing.join(', ')}` });
-      const ips: { address: string; gateway: string }[] = [];
-      if (req.staticIPs.length > 0) {
-        for (const ip of req.staticIPs) {
-          if (ip.includes(':')) ips.push({ address: `${ip}/122`, gateway: 'fd00:10:244::1' });
-          else if (!ip.startsWith('10.244.0.') || ip === '10.244.0.1' || taken().has(ip)) {
-            return Promise.resolve({ kind: 'unavailable', message: `${ip} is not available` });
-          } else ips.push({ address: `${ip}/26`, gateway: '10.244.0.1' });
-        }
-      } else {
-        if (req.families.includes(4)) {
-          const ip = nextV4();
-          if (!ip) return Promise.resolve({ kind: 'exhausted', message: 'pool default-ipv4 has no free address' });
-          ips.push({ address: `${ip}/26`, gateway: '10.244.0.1' });
-        }
-        if (req.families.includes(6)) ips.push({ address: `fd00:10:244::${(allocations.size + 2).toString(16)}/122`, gateway: 'fd00:10:244::1' });
-      }
-      allocations.set(h, ips.map((i) => i.address));
-      return Promise.resolve({ kind: 'allocated', ips });
+      return req.critical(() => addLocked(req));
     },
     del(req: DelRequest): Promise<number> {
       guard('del', req);
@@ -76,7 +96,11 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
       if (!have) return Promise.resolve({ kind: 'missing' as const, message: 'no allocation' });
       const plain = have.map((x) => x.split('/')[0]);
       const bad = expected.filter((e) => !plain.includes(e));
-      return Promise.resolve(bad.length > 0 ? { kind: 'mismatch' as const, message: `not allocated: ${bad.join(',')}` } : { kind: 'ok' as const });
+      return Promise.resolve(
+        bad.length > 0
+          ? { kind: 'mismatch' as const, message: `not allocated: ${bad.join(',')}` }
+          : { kind: 'ok' as const },
+      );
     },
     gc(req: GcRequest) {
       guard('gc', req);
@@ -87,7 +111,9 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
     },
     status() {
       guard('status', undefined);
-      return Promise.resolve(nextV4() ? { kind: 'available' as const } : { kind: 'unavailable' as const, message: 'exhausted' });
+      return Promise.resolve(
+        nextV4() ? { kind: 'available' as const } : { kind: 'unavailable' as const, message: 'exhausted' },
+      );
     },
     close() {
       backend.closed++;

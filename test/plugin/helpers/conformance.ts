@@ -1,0 +1,93 @@
+/**
+ * Shared setup of the conformance files (research/cni-spec.md §8): pools on the real API
+ * server, a netconf builder, CNI env builder, and the error-envelope assertion (case 11 holds
+ * for every error: exactly one JSON object on stdout, exit ≠ 0).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fixture, type Fixture } from './cluster.ts';
+import { ensurePlugin, runPlugin, type PluginRun } from './plugin-exe.ts';
+
+export const NODE = 'conf-node';
+export const NET = 'confnet';
+
+export interface Suite {
+  readonly fx: Fixture;
+  readonly tmp: string;
+  /** A netconf for `version` (undefined = key absent) with ipam/top-level fields merged in. */
+  conf(version: string | undefined, ipam?: Record<string, unknown>, top?: Record<string, unknown>): string;
+  run(env: Record<string, string | undefined>, stdin: string): Promise<PluginRun>;
+  teardown(): void;
+}
+
+/** Creates the pools every conformance file uses and builds the executable. */
+export function setupSuite(): Suite {
+  ensurePlugin();
+  const fx = fixture();
+  const tmp = mkdtempSync(join(tmpdir(), 'bipam-conf-'));
+  fx.pool('conf-v4', '10.100.0.0/16', 24);
+  fx.pool('conf-v6', 'fd00:100::/112', 120);
+  fx.pool('conf-tiny', '10.101.0.0/30', 30, { assignmentMode: 'Manual' });
+  return {
+    fx,
+    tmp,
+    conf(version, ipam = {}, top = {}) {
+      return JSON.stringify({
+        ...(version === undefined ? {} : { cniVersion: version }),
+        name: NET,
+        type: 'ptp',
+        ipam: { type: 'blockipam', kubeconfig: fx.kubeconfig, nodeName: NODE, logFile: join(tmp, 'blockipam.log'), cacheDir: join(tmp, 'cache'), ipv4Pools: ['conf-v4'], ipv6Pools: ['conf-v6'], ...ipam },
+        ...top,
+      });
+    },
+    run: runPlugin,
+    teardown() {
+      fx.cleanup();
+      rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The CNI environment of an attachment command. */
+export function env(command: string, containerID = 'ctr1', extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return { CNI_COMMAND: command, CNI_CONTAINERID: containerID, CNI_NETNS: '/var/run/netns/none', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', ...extra };
+}
+
+/** GC / STATUS environment as libcni sets it (attachment variables present but empty). */
+export function envNoAttachment(command: string): Record<string, string> {
+  return { CNI_COMMAND: command, CNI_CONTAINERID: '', CNI_NETNS: '', CNI_IFNAME: '', CNI_ARGS: '', CNI_PATH: '/opt/cni/bin' };
+}
+
+/** Asserts case 11's envelope and the code; returns the error document. */
+export function assertCniError(r: PluginRun, code: number): Record<string, unknown> {
+  assert.notEqual(r.status, 0, 'exit status');
+  assert.equal(r.stdout.trim().split('\n').length, 1, `one line on stdout: ${r.stdout}`);
+  assert.ok(r.json, `stdout is JSON: ${r.stdout}`);
+  assert.equal(r.json.code, code, r.stdout);
+  assert.equal(typeof r.json.msg, 'string');
+  return r.json;
+}
+
+/** Asserts success with nothing on stdout (DEL, CHECK, GC, STATUS). */
+export function assertSilentSuccess(r: PluginRun): void {
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.equal(r.stdout, '');
+}
+
+/** Asserts an ADD success; returns the result. */
+export function assertAdded(r: PluginRun): Record<string, unknown> {
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.ok(r.json, `one JSON document: ${r.stdout}`);
+  assert.equal(r.stdout.trim().split('\n').length, 1);
+  return r.json;
+}
+
+export function handle(containerID: string, ifname = 'eth0'): string {
+  return `${NET}.${containerID}.${ifname}`;
+}
+
+export function firstAddress(result: Record<string, unknown>): string {
+  return ((result.ips as { address: string }[])[0]?.address ?? '').split('/')[0] as string;
+}
