@@ -1,0 +1,183 @@
+/**
+ * Checks of allocations against their owners and of pod IPs against allocations (DESIGN §7).
+ * Identity is handle + pod UID, never the pod name (DESIGN §4): an allocation is leaked when its
+ * pod is gone, when a pod of that name now has another UID, or (for any allocation) when its node
+ * is gone — unless its address is some live pod's IP, which is then reported instead and never
+ * offered for release. Pure functions of the snapshot.
+ */
+import { addressTextAt, cidrContains, formatIP, parseCidr, parseIP } from '../../core/index.ts';
+import type { Allocation, Cidr } from '../../core/index.ts';
+import { rangedBlocks } from './block-checks.ts';
+import { problem } from './problems.ts';
+import type { LeakedAllocation, Problem } from './problems.ts';
+import type { AuditPod, Snapshot } from './snapshot.ts';
+
+/** True for a pod whose sandbox (and address) may be live: not finished, not host network. */
+export function isLivePod(pod: AuditPod): boolean {
+  const phase = pod.status?.phase;
+  return !pod.spec?.hostNetwork && phase !== 'Succeeded' && phase !== 'Failed';
+}
+
+/** A pod's IPs in canonical text (status.podIPs plus status.podIP). */
+export function podIPs(pod: AuditPod): string[] {
+  const texts = [
+    ...(pod.status?.podIPs ?? []).map((p) => p.ip),
+    ...(pod.status?.podIP ? [pod.status.podIP] : []),
+  ];
+  const ips = texts.map((t) => parseIP(t)).filter((ip) => ip !== undefined);
+  return [...new Set(ips.map(formatIP))];
+}
+
+function podName(pod: AuditPod): string {
+  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name}`;
+}
+
+/** Canonical address → live pods using it, for addresses inside `ranges`. */
+export function liveIPUsers(pods: readonly AuditPod[], ranges: readonly Cidr[]): Map<string, AuditPod[]> {
+  const users = new Map<string, AuditPod[]>();
+  for (const pod of pods.filter(isLivePod)) {
+    for (const text of podIPs(pod)) {
+      const ip = parseIP(text);
+      if (!ip || !ranges.some((r) => cidrContains(r, ip))) continue;
+      users.set(text, [...(users.get(text) ?? []), pod]);
+    }
+  }
+  return users;
+}
+
+/** The address ranges blockipam manages: every pool and every block. */
+export function managedRanges(snapshot: Snapshot): Cidr[] {
+  const pools = snapshot.pools.map((p) => parseCidr(p.spec.cidr)).filter((c) => c !== undefined);
+  return [...pools, ...rangedBlocks(snapshot.blocks).map((b) => b.cidr)];
+}
+
+/** Why an allocation is leaked, or undefined when its owner is still there. */
+function leakReason(
+  allocation: Allocation,
+  pods: ReadonlyMap<string, AuditPod>,
+  nodes: ReadonlySet<string>,
+): LeakedAllocation['reason'] | undefined {
+  if (allocation.namespace && allocation.pod) {
+    const pod = pods.get(`${allocation.namespace}/${allocation.pod}`);
+    if (!pod) return 'leaked-pod-deleted';
+    if (allocation.podUID && pod.metadata.uid !== allocation.podUID) return 'leaked-pod-uid';
+  }
+  return nodes.has(allocation.node) ? undefined : 'leaked-node-deleted';
+}
+
+function leakMessage(leak: LeakedAllocation): string {
+  const owner = leak.pod
+    ? `pod ${leak.namespace}/${leak.pod} (uid ${leak.podUID ?? '?'})`
+    : `handle ${leak.handle}`;
+  const why = {
+    'leaked-pod-deleted': 'the pod no longer exists',
+    'leaked-pod-uid': 'a pod of that name exists with another UID',
+    'leaked-node-deleted': `node ${leak.node} no longer exists`,
+  }[leak.reason];
+  return `${leak.address} (IPAMBlock ${leak.block}, handle ${leak.handle}, sequence ${leak.sequence}) is held by ${owner} on node ${leak.node}: ${why}`;
+}
+
+/** Leaked allocations (and the problems naming them), plus allocations whose address a live pod uses. */
+export function leakProblems(
+  snapshot: Snapshot,
+  ipUsers: ReadonlyMap<string, AuditPod[]>,
+): { problems: Problem[]; leaked: LeakedAllocation[] } {
+  const pods = new Map(snapshot.pods.map((pod) => [podName(pod), pod]));
+  const problems: Problem[] = [];
+  const leaked: LeakedAllocation[] = [];
+  for (const block of snapshot.blocks) {
+    const cidr = parseCidr(block.spec.cidr);
+    if (!cidr) continue;
+    for (const [key, allocation] of Object.entries(block.spec.allocations)) {
+      const reason = leakReason(allocation, pods, snapshot.nodes);
+      if (!reason) continue;
+      const address = addressTextAt(cidr, Number(key));
+      const { handle, sequence, node, namespace, pod, podUID, allocatedAt } = allocation;
+      const leak: LeakedAllocation = {
+        address,
+        block: block.metadata.name,
+        ordinal: Number(key),
+        handle,
+        sequence,
+        node,
+        namespace,
+        pod,
+        podUID,
+        allocatedAt,
+        reason,
+      };
+      const users = ipUsers.get(address);
+      if (users?.length) {
+        problems.push(
+          problem(
+            'ip-in-use-by-other-pod',
+            `${leakMessage(leak)}; but pod ${users.map(podName).join(', ')} uses ${address}: not offered for release`,
+            [`IPAMBlock/${leak.block}`, ...users.map((u) => `Pod/${podName(u)}`)],
+          ),
+        );
+        continue;
+      }
+      leaked.push(leak);
+      problems.push(
+        problem(reason, leakMessage(leak), [
+          `IPAMBlock/${leak.block}`,
+          ...(pod ? [`Pod/${namespace ?? ''}/${pod}`] : []),
+          `Node/${node}`,
+        ]),
+      );
+    }
+  }
+  return { problems, leaked };
+}
+
+/** Canonical address → pod UIDs (or '' when none recorded) of every allocation in `blocks`. */
+export function allocatedAddresses(blocks: Snapshot['blocks']): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const block of blocks) {
+    const cidr = parseCidr(block.spec.cidr);
+    if (!cidr) continue;
+    for (const [key, allocation] of Object.entries(block.spec.allocations)) {
+      const address = addressTextAt(cidr, Number(key));
+      out.set(address, [...(out.get(address) ?? []), allocation.podUID ?? '']);
+    }
+  }
+  return out;
+}
+
+/** A live pod IP in a managed range with no allocation: a candidate, confirmed by audit.ts. */
+export interface UnallocatedCandidate {
+  address: string;
+  pod: AuditPod;
+}
+
+/** Pod IPs nobody allocated (candidates), and pod IPs used by more than one live pod. */
+export function podIPProblems(
+  snapshot: Snapshot,
+  ipUsers: ReadonlyMap<string, AuditPod[]>,
+): { problems: Problem[]; candidates: UnallocatedCandidate[] } {
+  const allocated = allocatedAddresses(snapshot.blocks);
+  const problems: Problem[] = [];
+  const candidates: UnallocatedCandidate[] = [];
+  for (const [address, users] of ipUsers) {
+    if (users.length > 1)
+      problems.push(
+        problem(
+          'duplicate-pod-ip',
+          `${address} is the IP of ${users.length} live pods: ${users.map(podName).join(', ')}`,
+          users.map((u) => `Pod/${podName(u)}`),
+        ),
+      );
+    if (!allocated.has(address)) for (const pod of users) candidates.push({ address, pod });
+  }
+  return { problems, candidates };
+}
+
+/** The problem for a confirmed unallocated pod IP. */
+export function unallocatedProblem(candidate: UnallocatedCandidate): Problem {
+  const pod = candidate.pod;
+  return problem(
+    'pod-ip-unallocated',
+    `pod ${podName(pod)} (uid ${pod.metadata.uid ?? '?'}, node ${pod.spec?.nodeName ?? '?'}) has IP ${candidate.address}, which no IPAMBlock allocates`,
+    [`Pod/${podName(pod)}`],
+  );
+}

@@ -1,0 +1,65 @@
+/**
+ * What `ipamctl check` finds: problems (exit 1) and information (no effect on the exit code),
+ * each of one kind, naming the objects involved. Leaked allocations are also listed with
+ * everything `release --from-report` needs to free exactly them (block, ordinal, handle,
+ * sequence number, pod UID).
+ */
+
+/** Kinds, in the order the summary prints them, with their one-line titles. */
+export const PROBLEM_KINDS = {
+  'duplicate-address': 'One address allocated in more than one block',
+  'overlapping-blocks': 'Blocks whose CIDRs overlap',
+  'overlapping-pools': 'Pools whose CIDRs overlap',
+  'block-outside-pools': 'Blocks outside every pool',
+  'invalid-block': 'Blocks breaking a block invariant',
+  'leaked-pod-deleted': 'Leaked: allocations of deleted pods',
+  'leaked-pod-uid': 'Leaked: allocations of an earlier pod with the same name (another UID)',
+  'leaked-node-deleted': 'Leaked: allocations of deleted nodes',
+  'ip-in-use-by-other-pod': "Allocations whose pod is gone but whose address is a live pod's IP",
+  'pod-ip-unallocated': 'Pod IPs in blockipam ranges with no allocation',
+  'duplicate-pod-ip': 'One pod IP used by more than one live pod',
+  'block-affinity-deleted-node': 'Blocks affine to deleted nodes',
+  'empty-block': 'Empty blocks',
+} as const;
+
+export type ProblemKind = keyof typeof PROBLEM_KINDS;
+
+/** Kinds that are information only: they never make `check` exit 1. */
+export const INFO_KINDS: ReadonlySet<ProblemKind> = new Set(['empty-block']);
+
+/** One finding. */
+export interface Problem {
+  kind: ProblemKind;
+  /** 'info' for {@link INFO_KINDS}, else 'problem'. */
+  severity: 'problem' | 'info';
+  /** A sentence naming the objects, e.g. "10.244.0.5 (IPAMBlock 10-244-0-0-26) is held by …". */
+  message: string;
+  /** Objects involved, "Kind/name" or "Pod/namespace/name". */
+  objects: string[];
+}
+
+/** An allocation `check` calls leaked: enough to release exactly it, and nothing else. */
+export interface LeakedAllocation {
+  address: string;
+  block: string;
+  ordinal: number;
+  handle: string;
+  /** The allocation's sequence number: a release carrying it cannot free a later allocation. */
+  sequence: number;
+  node: string;
+  namespace?: string;
+  pod?: string;
+  podUID?: string;
+  allocatedAt: string;
+  reason: 'leaked-pod-deleted' | 'leaked-pod-uid' | 'leaked-node-deleted';
+}
+
+/** Builds a problem with the severity its kind implies. */
+export function problem(kind: ProblemKind, message: string, objects: string[]): Problem {
+  return { kind, severity: INFO_KINDS.has(kind) ? 'info' : 'problem', message, objects };
+}
+
+/** The identity of a leaked allocation: the same key in two reports means the same allocation. */
+export function leakKey(leak: Pick<LeakedAllocation, 'block' | 'address' | 'handle' | 'sequence'>): string {
+  return `${leak.block}|${leak.address}|${leak.handle}|${leak.sequence}`;
+}

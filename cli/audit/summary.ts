@@ -1,0 +1,58 @@
+/**
+ * The human summary of a check: what was read, then problems grouped by kind (each kind's title,
+ * count and the first `limit` findings naming their objects), then information, then one verdict
+ * line. Written to stdout.
+ */
+import { println } from '../io.ts';
+import type { TextOut } from '../io.ts';
+import { PROBLEM_KINDS } from './problems.ts';
+import type { ProblemKind } from './problems.ts';
+import type { Report } from './report.ts';
+
+/**
+ * Prints the summary of `report`.
+ * @param limit findings printed per kind; 0 = all
+ */
+export function printSummary(out: TextOut, report: Report, limit: number): void {
+  const { counts, resourceVersions } = report;
+  println(out, `Cluster ${report.cluster.server} (kube-system uid ${report.cluster.kubeSystemUID})`);
+  println(
+    out,
+    `Read ${counts.pools} pools, ${counts.blocks} blocks (${counts.allocations} allocations), ${counts.nodes} nodes, ${counts.pods} pods`,
+  );
+  println(
+    out,
+    `  at resourceVersions ${Object.entries(resourceVersions)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+  );
+  for (const severity of ['problem', 'info'] as const) {
+    const found = report.problems.filter((p) => p.severity === severity);
+    if (found.length === 0) continue;
+    println(out);
+    println(out, severity === 'problem' ? `Problems (${found.length}):` : `Information (${found.length}):`);
+    for (const kind of Object.keys(PROBLEM_KINDS) as ProblemKind[]) {
+      const ofKind = found.filter((p) => p.kind === kind);
+      if (ofKind.length === 0) continue;
+      println(out, `  ${PROBLEM_KINDS[kind]} [${kind}] (${ofKind.length}):`);
+      const shown = limit > 0 ? ofKind.slice(0, limit) : ofKind;
+      for (const p of shown) println(out, `    - ${p.message}`);
+      if (shown.length < ofKind.length)
+        println(
+          out,
+          `    … and ${ofKind.length - shown.length} more (--limit 0 shows all; -o FILE writes them all)`,
+        );
+    }
+  }
+  println(out);
+  const leaks =
+    report.leaked.length > 0
+      ? `; ${report.leaked.length} leaked allocations can be released with ipamctl release --from-report`
+      : '';
+  println(
+    out,
+    report.problemCount === 0
+      ? 'Check complete: no problems found.'
+      : `Check complete: ${report.problemCount} problems found${leaks}.`,
+  );
+}

@@ -1,0 +1,55 @@
+/**
+ * How subcommands plug into the parser: each file under cli/commands/ exports a factory that
+ * returns a yargs command module. Handlers do not run work inside yargs; they hand the dispatcher
+ * (ipamctl.ts) a deferred action, so parsing (and help / usage errors) is separate from
+ * execution and every exit code is a returned value.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import type { ConnectionFlags } from './connect.ts';
+import type { ExitCode, Io } from './io.ts';
+import { FORMATS } from './output.ts';
+import type { Format } from './output.ts';
+
+/** What a command factory gets. */
+export interface CommandContext {
+  readonly io: Io;
+  /** Registers the work the parsed command asked for. */
+  defer(action: () => Promise<ExitCode>): void;
+}
+
+/** Flags every command accepts (declared once, globally, in ipamctl.ts). */
+export interface GlobalFlags extends ConnectionFlags {
+  kubeconfig?: string;
+  context?: string;
+  requestTimeout: number;
+}
+
+export type CommandFactory = (ctx: CommandContext) => CommandModule<GlobalFlags, never>;
+
+/** Adds `-o table|json|yaml` to a read command. */
+export function withFormat<T>(y: Argv<T>): Argv<T & { output: Format }> {
+  return y.option('output', {
+    alias: 'o',
+    choices: FORMATS,
+    default: 'table' as Format,
+    describe: 'Output format',
+  });
+}
+
+/** Declares a command module with typed arguments (the builder's result type flows to the handler). */
+export function defineCommand<A>(spec: {
+  command: string;
+  describe: string;
+  builder: (y: Argv<GlobalFlags>) => Argv<A>;
+  run: (args: A) => Promise<ExitCode>;
+  ctx: CommandContext;
+}): CommandModule<GlobalFlags, never> {
+  return {
+    command: spec.command,
+    describe: spec.describe,
+    builder: spec.builder as unknown as CommandModule<GlobalFlags, never>['builder'],
+    handler: (args: unknown) => {
+      spec.ctx.defer(() => spec.run(args as A));
+    },
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * Finding the API server like kubectl does, then talking to it over core's lean transport.
+ *
+ * Discovery order (kubectl's): `--kubeconfig FILE`; else `KUBECONFIG` (a path list, merged
+ * first-wins, as client-go does); else `$HOME/.kube/config`; else in-cluster (service account).
+ * `--context` picks a context. The kubeconfig is parsed by @kubernetes/client-node's KubeConfig,
+ * which also runs exec / auth-provider credential plugins; the resolved server, CA, client
+ * certificate and bearer token are then handed to core's KubeTransport, so ipamctl sends exactly
+ * the requests the rest of blockipam sends (docs/design-cli.md §Connecting).
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { KubeDatastore } from '../core/index.ts';
+import { inClusterConfig, KubeTransport } from '../core/kube/index.ts';
+import type { KubeClientConfig } from '../core/kube/index.ts';
+import { CliError } from './io.ts';
+import type { Io } from './io.ts';
+
+/** Connection flags every command accepts. */
+export interface ConnectionFlags {
+  kubeconfig?: string;
+  context?: string;
+  /** Per-request timeout, seconds. */
+  requestTimeout?: number;
+}
+
+/** The kubeconfig files to load, in kubectl's order; empty = in-cluster. */
+export function kubeconfigFiles(flags: ConnectionFlags, io: Io): string[] {
+  const cwd = io.cwd ?? process.cwd();
+  if (flags.kubeconfig) return [resolve(cwd, flags.kubeconfig)];
+  const list = (io.env.KUBECONFIG ?? '').split(':').filter((p) => p !== '');
+  if (list.length > 0) return list.map((p) => resolve(cwd, p));
+  const home = io.env.HOME;
+  if (home && existsSync(join(home, '.kube', 'config'))) return [join(home, '.kube', 'config')];
+  return [];
+}
+
+/**
+ * Resolves the connection settings.
+ * @throws CliError when no configuration is found or it cannot be used (message says why)
+ */
+export async function resolveConnection(flags: ConnectionFlags, io: Io): Promise<KubeClientConfig> {
+  const files = kubeconfigFiles(flags, io);
+  if (files.length === 0) {
+    if (!io.env.KUBERNETES_SERVICE_HOST)
+      throw new CliError(
+        'no kubeconfig found: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config',
+      );
+    try {
+      return inClusterConfig(io.env);
+    } catch (error) {
+      throw new CliError(`in-cluster configuration: ${(error as Error).message}`);
+    }
+  }
+  // Loaded lazily: @kubernetes/client-node costs ~400 ms to import (DESIGN §5); --help skips it.
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const kc = new KubeConfig();
+  try {
+    for (const [index, file] of files.entries()) {
+      if (index === 0) kc.loadFromFile(file);
+      else {
+        const more = new KubeConfig();
+        more.loadFromFile(file);
+        kc.mergeConfig(more, true);
+      }
+    }
+    if (flags.context) kc.setCurrentContext(flags.context);
+  } catch (error) {
+    throw new CliError(`cannot load kubeconfig ${files.join(':')}: ${(error as Error).message}`);
+  }
+  return toClientConfig(kc, files.join(':'));
+}
+
+type KubeConfigLike = InstanceType<typeof import('@kubernetes/client-node').KubeConfig>;
+
+async function toClientConfig(kc: KubeConfigLike, source: string): Promise<KubeClientConfig> {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster?.server) throw new CliError(`kubeconfig ${source}: the current context has no cluster server`);
+  const opts: {
+    ca?: unknown;
+    cert?: unknown;
+    key?: unknown;
+    auth?: string;
+    headers?: Record<string, unknown>;
+  } = {};
+  try {
+    await kc.applyToHTTPSOptions(opts);
+  } catch (error) {
+    throw new CliError(`kubeconfig ${source}: cannot get credentials: ${(error as Error).message}`);
+  }
+  if (opts.auth) throw new CliError(`kubeconfig ${source}: basic authentication is not supported`);
+  const authorization = opts.headers?.Authorization;
+  const token = typeof authorization === 'string' ? authorization.replace(/^Bearer\s+/i, '') : undefined;
+  const config: KubeClientConfig = { server: cluster.server.replace(/\/+$/, '') };
+  const buffer = (value: unknown): Buffer | undefined =>
+    typeof value === 'string' || Buffer.isBuffer(value) ? Buffer.from(value) : undefined;
+  const ca = buffer(opts.ca);
+  const cert = buffer(opts.cert);
+  const key = buffer(opts.key);
+  if (ca) config.ca = ca;
+  if (cert) config.cert = cert;
+  if (key) config.key = key;
+  if (token) config.token = token;
+  if (cluster.skipTLSVerify) config.insecureSkipTLSVerify = true;
+  return config;
+}
+
+// 30 s: one LIST of thousands of blocks takes a few seconds on a small API server.
+const DEFAULT_REQUEST_TIMEOUT_S = 30;
+
+/** An open connection: the datastore (its `transport` also serves raw requests) and the server URL. */
+export interface Connection {
+  readonly ds: KubeDatastore;
+  readonly server: string;
+}
+
+/** Connects. The caller closes `ds` (idle keep-alive sockets would keep the process alive). */
+export async function connect(flags: ConnectionFlags, io: Io): Promise<Connection> {
+  const config = await resolveConnection(flags, io);
+  const transport = new KubeTransport(config, {
+    timeoutMs: (flags.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT_S) * 1000,
+  });
+  return { ds: new KubeDatastore(transport), server: config.server };
+}
+
+/** The cluster's identity: the server URL and the kube-system namespace UID. */
+export interface ClusterIdentity {
+  server: string;
+  kubeSystemUID: string;
+}
+
+/**
+ * Reads the cluster identity (1 GET). kube-system exists in every cluster and its UID never
+ * changes, so two reports with the same UID come from the same cluster (calicoctl uses its
+ * ClusterInformation GUID the same way).
+ * @throws CliError when kube-system is missing; transport errors propagate
+ */
+export async function clusterIdentity(conn: Connection): Promise<ClusterIdentity> {
+  const ns = await conn.ds.getNamespace('kube-system');
+  if (!ns?.metadata.uid)
+    throw new CliError('the cluster has no kube-system namespace: cannot tell which cluster this is');
+  return { server: conn.server, kubeSystemUID: ns.metadata.uid };
+}

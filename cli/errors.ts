@@ -1,0 +1,29 @@
+/**
+ * Turns a failure into one clear line on stderr and exit code 2 (ERROR). Expected failures get a
+ * sentence saying what to do; anything else is shown with its name so it can be reported.
+ */
+import { isApiError, isConflict, isInvalid, isNotFound, isUnavailable } from '../core/index.ts';
+import { isKubeconfigError } from '../core/kube/index.ts';
+import { EXIT, isCliError, println } from './io.ts';
+import type { ExitCode, TextOut } from './io.ts';
+
+/** Prints `error` for an operator and returns the exit code. */
+export function reportFailure(stderr: TextOut, error: unknown): ExitCode {
+  println(stderr, `ipamctl: ${describeFailure(error)}`);
+  return EXIT.ERROR;
+}
+
+/** The operator-facing text of a failure. */
+export function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (isCliError(error) || isKubeconfigError(error)) return message;
+  if (isUnavailable(error)) return `cannot reach the Kubernetes API server (${message}); nothing was changed`;
+  if (isNotFound(error) && /ipam\.blockipam\.io/.test(message))
+    return `the blockipam CRDs are not installed in this cluster (${message})`;
+  if (isApiError(error) && (error.status === 401 || error.status === 403))
+    return `the API server refused the request: ${message}`;
+  if (isConflict(error))
+    return `an object changed while ipamctl was writing it; nothing more was done: ${message}`;
+  if (isInvalid(error)) return `the API server rejected the object: ${message}`;
+  return error instanceof Error ? `${error.name}: ${message}` : message;
+}
