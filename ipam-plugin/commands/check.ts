@@ -10,7 +10,9 @@ import { prevResultAddresses } from '../result.ts';
 
 export async function check(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();
-  const outcome = await backend.check(attachmentOf(ctx), prevResultAddresses(ctx.conf.prevResult));
+  const expected = prevResultAddresses(ctx.conf.prevResult);
+  const outcome = await backend.check(attachmentOf(ctx), expected);
+  ctx.log.log('info', 'checked', { outcome: outcome.kind, prevResultIPs: expected });
   if (outcome.kind !== 'ok') {
     throw new CniError(CniCode.checkFailed, `blockipam CHECK failed: ${outcome.kind}`, outcome.message);
   }
