@@ -28,12 +28,8 @@ export type CommandFactory = (ctx: CommandContext) => CommandModule<GlobalFlags,
 
 /** Adds `-o table|json|yaml` to a read command. */
 export function withFormat<T>(y: Argv<T>): Argv<T & { output: Format }> {
-  return y.option('output', {
-    alias: 'o',
-    choices: FORMATS,
-    default: 'table' as Format,
-    describe: 'Output format',
-  });
+  const fallback: Format = 'table';
+  return y.option('output', { alias: 'o', choices: FORMATS, default: fallback, describe: 'Output format' });
 }
 
 /** Declares a command module with typed arguments (the builder's result type flows to the handler). */

@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { KubeDatastore } from '../core/index.ts';
 import { inClusterConfig, KubeTransport } from '../core/kube/index.ts';
 import type { KubeClientConfig } from '../core/kube/index.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { CliError } from './io.ts';
 import type { Io } from './io.ts';
 
@@ -71,9 +72,7 @@ export async function resolveConnection(flags: ConnectionFlags, io: Io): Promise
   return toClientConfig(kc, files.join(':'));
 }
 
-type KubeConfigLike = InstanceType<typeof import('@kubernetes/client-node').KubeConfig>;
-
-async function toClientConfig(kc: KubeConfigLike, source: string): Promise<KubeClientConfig> {
+async function toClientConfig(kc: KubeConfig, source: string): Promise<KubeClientConfig> {
   const cluster = kc.getCurrentCluster();
   if (!cluster?.server) throw new CliError(`kubeconfig ${source}: the current context has no cluster server`);
   const opts: {
