@@ -66,7 +66,7 @@ export function formatIp(ip: ParsedIp): string {
   const g = Array.from({ length: 8 }, (_, i) => Number((ip.value >> BigInt(112 - 16 * i)) & 0xffffn));
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     let j = i;
     while (j < 8 && g[j] === 0) j++;
     if (j - i > bestLen) [best, bestLen] = [i, j - i];

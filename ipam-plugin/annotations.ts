@@ -25,16 +25,24 @@ type Annotations = Readonly<Record<string, string>> | undefined;
  * Reads the two annotations.
  * @returns the choice, or a message naming the annotation and object when one is malformed
  */
-export function readAnnotations(pod: Annotations, namespace: Annotations): AnnotationChoice | { readonly problem: string } {
+export function readAnnotations(
+  pod: Annotations,
+  namespace: Annotations,
+): AnnotationChoice | { readonly problem: string } {
   const podPools = stringList(pod?.[POOLS_ANNOTATION]);
   const nsPools = stringList(namespace?.[POOLS_ANNOTATION]);
   const ips = stringList(pod?.[IP_ADDRS_ANNOTATION]);
-  if (podPools === 'bad') return { problem: `pod annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
-  if (nsPools === 'bad') return { problem: `namespace annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
-  if (ips === 'bad') return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} is not a JSON list of strings` };
+  if (podPools === 'bad')
+    return { problem: `pod annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
+  if (nsPools === 'bad')
+    return { problem: `namespace annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
+  if (ips === 'bad')
+    return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} is not a JSON list of strings` };
   const families = ips.map((t) => parseIp(t)?.family);
-  if (families.includes(undefined)) return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} holds a value that is not an IP address` };
-  if (new Set(families).size !== families.length) return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} names two addresses of one family` };
+  if (families.includes(undefined))
+    return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} holds a value that is not an IP address` };
+  if (new Set(families).size !== families.length)
+    return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} names two addresses of one family` };
   return { pools: podPools.length > 0 ? podPools : nsPools, ips };
 }
 

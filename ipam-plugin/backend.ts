@@ -82,7 +82,8 @@ export interface GcOutcome {
   readonly errors: readonly string[];
 }
 
-export type StatusOutcome = { readonly kind: 'available' } | { readonly kind: 'unavailable'; readonly message: string };
+export type StatusOutcome =
+  { readonly kind: 'available' } | { readonly kind: 'unavailable'; readonly message: string };
 
 /** The IPAM operations; each call is independent (no state kept between calls). */
 export interface Backend {

@@ -15,7 +15,14 @@ export interface CniArgs {
   readonly ips: readonly string[];
 }
 
-const known = new Set(['IgnoreUnknown', 'K8S_POD_NAMESPACE', 'K8S_POD_NAME', 'K8S_POD_UID', 'K8S_POD_INFRA_CONTAINER_ID', 'IP']);
+const known = new Set([
+  'IgnoreUnknown',
+  'K8S_POD_NAMESPACE',
+  'K8S_POD_NAME',
+  'K8S_POD_UID',
+  'K8S_POD_INFRA_CONTAINER_ID',
+  'IP',
+]);
 
 /**
  * Parses `K=V;K=V` in any order. Keys are case-sensitive.
@@ -28,14 +35,22 @@ export function parseCniArgs(raw: string): CniArgs {
   for (const pair of raw.split(';')) {
     const kv = pair.split('=');
     if (kv.length !== 2 || kv[0] === '' || kv[1] === '') {
-      throw new CniError(CniCode.invalidEnv, 'invalid CNI_ARGS pair', `CNI_ARGS pair ${JSON.stringify(pair)} is not KEY=VALUE`);
+      throw new CniError(
+        CniCode.invalidEnv,
+        'invalid CNI_ARGS pair',
+        `CNI_ARGS pair ${JSON.stringify(pair)} is not KEY=VALUE`,
+      );
     }
     pairs.set(kv[0] as string, kv[1] as string);
   }
   const ignoreUnknown = ['1', 'true'].includes((pairs.get('IgnoreUnknown') ?? '').toLowerCase());
   const unknown = [...pairs].filter(([k]) => !known.has(k)).map(([k, v]) => `${k}=${v}`);
   if (unknown.length > 0 && !ignoreUnknown) {
-    throw new CniError(CniCode.invalidEnv, `CNI_ARGS: unknown args ${JSON.stringify(unknown)}`, 'set IgnoreUnknown=1 to ignore them');
+    throw new CniError(
+      CniCode.invalidEnv,
+      `CNI_ARGS: unknown args ${JSON.stringify(unknown)}`,
+      'set IgnoreUnknown=1 to ignore them',
+    );
   }
   const ip = pairs.get('IP');
   return {

@@ -32,7 +32,10 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
  * the lock was obtained. The lock is released on every path.
  * @throws whatever `step` throws; LockTimeoutError when the lock is not obtained in time
  */
-export async function underLock<T>(ctx: CommandContext, step: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function underLock<T>(
+  ctx: CommandContext,
+  step: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const waitStart = Date.now();
   const lock = await ctx.lock();
   ctx.log.log('debug', 'host lock held', { waitedMs: Date.now() - waitStart });

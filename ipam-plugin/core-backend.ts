@@ -8,9 +8,28 @@
  * when it fires may complete: the runtime's DEL after the failed ADD releases it).
  */
 import type { AssignOutcome, AssignedAddress, Datastore, PodRef as CorePodRef } from '../core/index.ts';
-import { assignIP, autoAssign, findByHandle, isApiError, isRetriesExhausted, isUnavailable, releaseByHandle, releaseForGC } from '../core/index.ts';
+import {
+  assignIP,
+  autoAssign,
+  findByHandle,
+  isApiError,
+  isRetriesExhausted,
+  isUnavailable,
+  releaseByHandle,
+  releaseForGC,
+} from '../core/index.ts';
 import { readAnnotations } from './annotations.ts';
-import type { AddOutcome, AddRequest, AttachmentRef, Backend, CheckOutcome, DelRequest, GcOutcome, GcRequest, StatusOutcome } from './backend.ts';
+import type {
+  AddOutcome,
+  AddRequest,
+  AttachmentRef,
+  Backend,
+  CheckOutcome,
+  DelRequest,
+  GcOutcome,
+  GcRequest,
+  StatusOutcome,
+} from './backend.ts';
 import { BackendUnavailableError, handleOf } from './backend.ts';
 import type { NetConf } from './netconf.ts';
 import type { IpConfig } from './result.ts';
@@ -42,7 +61,11 @@ async function guard<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (e) {
-    if (isUnavailable(e) || isRetriesExhausted(e) || (isApiError(e) && ((e as { status?: number }).status ?? 0) >= 500)) {
+    if (
+      isUnavailable(e) ||
+      isRetriesExhausted(e) ||
+      (isApiError(e) && ((e as { status?: number }).status ?? 0) >= 500)
+    ) {
       throw new BackendUnavailableError((e as Error).message, { cause: e });
     }
     throw e;
@@ -50,7 +73,9 @@ async function guard<T>(p: Promise<T>): Promise<T> {
 }
 
 function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[] {
-  return [o.ipv4, o.ipv6].filter((a): a is AssignedAddress => a !== undefined).map((a) => ({ address: `${a.address}/${a.prefixLength}`, gateway: a.gateway }));
+  return [o.ipv4, o.ipv6]
+    .filter((a): a is AssignedAddress => a !== undefined)
+    .map((a) => ({ address: `${a.address}/${a.prefixLength}`, gateway: a.gateway }));
 }
 
 function toAddOutcome(o: AssignOutcome): AddOutcome {
@@ -73,16 +98,34 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   const { ds, conf } = o;
   let annotationReads = 0;
   let snapshotCached: boolean | undefined;
-  const cache = (node: string): SnapshotCacheOptions => ({ dir: conf.cacheDir, key: o.cacheKey, ttlMs: conf.snapshotTtlMs, node });
+  const cache = (node: string): SnapshotCacheOptions => ({
+    dir: conf.cacheDir,
+    key: o.cacheKey,
+    ttlMs: conf.snapshotTtlMs,
+    node,
+  });
 
-  async function podContext(req: AddRequest): Promise<{ pod?: CorePodRef; namespaceLabels: Record<string, string>; pools: string[]; ips: string[] } | { problem: string }> {
+  async function podContext(
+    req: AddRequest,
+  ): Promise<
+    | { pod?: CorePodRef; namespaceLabels: Record<string, string>; pools: string[]; ips: string[] }
+    | { problem: string }
+  > {
     if (!req.pod) return { namespaceLabels: {}, pools: [], ips: [] };
     annotationReads += 2;
-    const [pod, ns] = await Promise.all([ds.getPod(req.pod.namespace, req.pod.name), ds.getNamespace(req.pod.namespace)]);
+    const [pod, ns] = await Promise.all([
+      ds.getPod(req.pod.namespace, req.pod.name),
+      ds.getNamespace(req.pod.namespace),
+    ]);
     const choice = readAnnotations(pod?.metadata.annotations, ns?.metadata.annotations);
     if ('problem' in choice) return choice;
     const uid = req.pod.uid ?? pod?.metadata.uid ?? '';
-    return { pod: { namespace: req.pod.namespace, name: req.pod.name, uid }, namespaceLabels: ns?.metadata.labels ?? {}, pools: [...choice.pools], ips: [...choice.ips] };
+    return {
+      pod: { namespace: req.pod.namespace, name: req.pod.name, uid },
+      namespaceLabels: ns?.metadata.labels ?? {},
+      pools: [...choice.pools],
+      ips: [...choice.ips],
+    };
   }
 
   async function add(req: AddRequest): Promise<AddOutcome> {
@@ -109,7 +152,8 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     const inputs = await loadInputs(ds, cache(req.node));
     const outcome = await req.critical(async (signal) => {
       const first = await race(guard(assign(inputs)), signal);
-      const confirm = !first.ok && inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken';
+      const confirm =
+        !first.ok && inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken';
       return confirm ? race(guard(loadInputs(ds, cache(req.node), true).then(assign)), signal) : first;
     });
     return toAddOutcome(outcome);
@@ -118,26 +162,49 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   return {
     add: (req) => guard(add(req)),
     async del(req: DelRequest) {
-      const r = await race(guard(releaseByHandle(ds, handleOf(req.attachment), { node: req.node })), req.signal);
+      const r = await race(
+        guard(releaseByHandle(ds, handleOf(req.attachment), { node: req.node })),
+        req.signal,
+      );
       return r.released.length;
     },
     async check(a: AttachmentRef, expected: readonly string[]): Promise<CheckOutcome> {
       const found = await guard(findByHandle(ds, handleOf(a), { node: conf.nodeName }));
-      if (found.length === 0) return { kind: 'missing', message: `no address is allocated to ${handleOf(a)}` };
+      if (found.length === 0)
+        return { kind: 'missing', message: `no address is allocated to ${handleOf(a)}` };
       const have = new Set(found.map((f) => f.address));
       const stray = expected.filter((ip) => !have.has(ip));
-      if (stray.length > 0) return { kind: 'mismatch', message: `prevResult names ${stray.join(', ')}, allocated: ${[...have].join(', ')}` };
+      if (stray.length > 0)
+        return {
+          kind: 'mismatch',
+          message: `prevResult names ${stray.join(', ')}, allocated: ${[...have].join(', ')}`,
+        };
       return { kind: 'ok' };
     },
     async gc(req: GcRequest): Promise<GcOutcome> {
-      const r = await race(guard(releaseForGC(ds, { node: req.node, network: req.network, validAttachments: req.valid })), req.signal);
+      const r = await race(
+        guard(releaseForGC(ds, { node: req.node, network: req.network, validAttachments: req.valid })),
+        req.signal,
+      );
       return { released: [...new Set(r.released.map((a) => a.allocation.handle))], errors: [] };
     },
     async status(node, families, confPools): Promise<StatusOutcome> {
       const inputs = await guard(loadInputs(ds, cache(node)));
-      return guard(poolStatus(ds, { node, families, pools: [...confPools[4], ...confPools[6]], snapshot: inputs.snapshot, nodeLabels: inputs.nodeLabels }));
+      return guard(
+        poolStatus(ds, {
+          node,
+          families,
+          pools: [...confPools[4], ...confPools[6]],
+          snapshot: inputs.snapshot,
+          nodeLabels: inputs.nodeLabels,
+        }),
+      );
     },
     close: () => o.close?.() ?? Promise.resolve(),
-    stats: () => ({ ...o.stats?.(), annotationReads, ...(snapshotCached !== undefined ? { snapshotCached } : {}) }),
+    stats: () => ({
+      ...o.stats?.(),
+      annotationReads,
+      ...(snapshotCached !== undefined ? { snapshotCached } : {}),
+    }),
   };
 }

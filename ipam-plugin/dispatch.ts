@@ -37,7 +37,13 @@ export interface Deps {
   readonly lockName?: string;
 }
 
-const commands: Readonly<Record<Exclude<CniCommand, 'VERSION'>, Command>> = { ADD: add, DEL: del, CHECK: check, GC: gc, STATUS: status };
+const commands: Readonly<Record<Exclude<CniCommand, 'VERSION'>, Command>> = {
+  ADD: add,
+  DEL: del,
+  CHECK: check,
+  GC: gc,
+  STATUS: status,
+};
 
 const about = `CNI blockipam plugin\nCNI protocol versions supported: ${supportedVersions.join(', ')}\n`;
 
@@ -56,7 +62,11 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
     if (env.command === 'VERSION') return emit(io, version(safeRead(readStdin)));
     const conf = parseNetConf(readStdin());
     requireCommandAllowed(env.command, conf.cniVersion);
-    log = createLogger({ stderr: io.stderr, ...(conf.logFile ? { file: conf.logFile } : {}), level: conf.logLevel });
+    log = createLogger({
+      stderr: io.stderr,
+      ...(conf.logFile ? { file: conf.logFile } : {}),
+      level: conf.logLevel,
+    });
     log.bind({ cmd: env.command, network: conf.name, containerID: env.containerID, ifname: env.ifname });
     const ctx: CommandContext = {
       env,
@@ -111,6 +121,7 @@ function asCniError(e: unknown): CniError {
   if (e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError')) {
     return new CniError(CniCode.tryAgainLater, 'time budget exceeded', msg);
   }
-  if (e instanceof Error && (e as NodeJS.ErrnoException).code === 'EIO') return new CniError(CniCode.ioFailure, 'I/O failure', msg);
+  if (e instanceof Error && (e as NodeJS.ErrnoException).code === 'EIO')
+    return new CniError(CniCode.ioFailure, 'I/O failure', msg);
   return new CniError(CniCode.internal, 'internal error', msg);
 }

@@ -60,7 +60,11 @@ export function ifnameProblem(name: string): string | undefined {
 export function parseEnv(env: Env): InvocationEnv {
   const command = env.CNI_COMMAND ?? '';
   if (!isCniCommand(command)) {
-    throw new CniError(CniCode.invalidEnv, `unknown CNI_COMMAND: ${command}`, `one of ${cniCommands.join(', ')}`);
+    throw new CniError(
+      CniCode.invalidEnv,
+      `unknown CNI_COMMAND: ${command}`,
+      `one of ${cniCommands.join(', ')}`,
+    );
   }
   const missing = required[command].filter((k) => (env[k] ?? '') === '');
   if (missing.length > 0) {
@@ -76,7 +80,11 @@ export function parseEnv(env: Env): InvocationEnv {
   };
   if (required[command].includes('CNI_CONTAINERID')) {
     if (!idPattern.test(out.containerID)) {
-      throw new CniError(CniCode.invalidEnv, 'invalid characters in containerID', `CNI_CONTAINERID=${JSON.stringify(out.containerID)}`);
+      throw new CniError(
+        CniCode.invalidEnv,
+        'invalid characters in containerID',
+        `CNI_CONTAINERID=${JSON.stringify(out.containerID)}`,
+      );
     }
     const bad = ifnameProblem(out.ifname);
     if (bad !== undefined) throw new CniError(CniCode.invalidEnv, `invalid CNI_IFNAME: ${bad}`);

@@ -5,7 +5,12 @@
  * usually written by the node agent after the runtime starts calling: try again later).
  */
 import { KubeDatastore } from '../core/index.ts';
-import { isKubeconfigError, KubeTransport, loadKubeconfig, type KubeClientConfig } from '../core/kube/index.ts';
+import {
+  isKubeconfigError,
+  KubeTransport,
+  loadKubeconfig,
+  type KubeClientConfig,
+} from '../core/kube/index.ts';
 import type { Backend } from './backend.ts';
 import { createCoreBackend } from './core-backend.ts';
 import { CniCode, CniError } from './errors.ts';

@@ -40,7 +40,9 @@ function tryBind(name: string): Promise<Server | undefined> {
       s.on('close', () => sockets.delete(s));
     });
     (server as Server & { holderSockets?: Set<Socket> }).holderSockets = sockets;
-    server.once('error', (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' ? resolve(undefined) : reject(e)));
+    server.once('error', (e: NodeJS.ErrnoException) =>
+      e.code === 'EADDRINUSE' ? resolve(undefined) : reject(e),
+    );
     server.listen({ path: `\0${name}` }, () => resolve(server));
   });
 }
@@ -71,7 +73,8 @@ export async function acquireHostLock(name: string = defaultLockName, timeoutMs 
   for (;;) {
     const server = await tryBind(name);
     if (server) return holding(server);
-    if (Date.now() >= until) throw new LockTimeoutError(`host lock ${name} not acquired within ${timeoutMs} ms`);
+    if (Date.now() >= until)
+      throw new LockTimeoutError(`host lock ${name} not acquired within ${timeoutMs} ms`);
     await waitForHolder(name, until);
   }
 }

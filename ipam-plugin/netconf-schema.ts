@@ -53,7 +53,12 @@ const ipam = {
     dns: {
       type: 'object',
       additionalProperties: false,
-      properties: { nameservers: stringList, domain: { type: 'string' }, search: stringList, options: stringList },
+      properties: {
+        nameservers: stringList,
+        domain: { type: 'string' },
+        search: stringList,
+        options: stringList,
+      },
     },
     timeoutMs: { type: 'integer', minimum: 100, maximum: 600000 },
     lockTimeoutMs: { type: 'integer', minimum: 0, maximum: 600000 },

@@ -74,7 +74,9 @@ interface SchemaError {
   readonly params: Record<string, unknown>;
 }
 /** The ahead-of-time compiled validator (ajv standalone; see scripts/build-plugin.ts). */
-const validate = generated.validate as unknown as ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
+const validate = generated.validate as unknown as ((data: unknown) => boolean) & {
+  errors?: SchemaError[] | null;
+};
 
 export const defaultKubeconfig = '/etc/cni/net.d/blockipam-kubeconfig';
 
@@ -91,7 +93,11 @@ export function parseNetConf(stdin: string): NetConf {
     throw new CniError(CniCode.decodeFailure, 'error unmarshalling network config', (e as Error).message);
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new CniError(CniCode.decodeFailure, 'error unmarshalling network config', 'stdin is not a JSON object');
+    throw new CniError(
+      CniCode.decodeFailure,
+      'error unmarshalling network config',
+      'stdin is not a JSON object',
+    );
   }
   const obj = raw as Record<string, unknown>;
   const cniVersion = requireSupported(obj.cniVersion ?? implicitVersion);
@@ -129,9 +135,14 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
   const families: Family[] = [];
   if (i.assignIPv4 ?? true) families.push(4);
   if (i.assignIPv6 ?? false) families.push(6);
-  if (families.length === 0) throw invalid('ipam: assignIPv4 and assignIPv6 are both false: nothing to assign');
-  const configIPs = staticList(c.runtimeConfig?.ips, 'runtimeConfig.ips') ?? staticList(c.args?.cni?.ips, 'args.cni.ips') ?? [];
-  const valid = c['cni.dev/valid-attachments'] !== undefined ? c['cni.dev/valid-attachments'] : c['cni.dev/attachments'];
+  if (families.length === 0)
+    throw invalid('ipam: assignIPv4 and assignIPv6 are both false: nothing to assign');
+  const configIPs =
+    staticList(c.runtimeConfig?.ips, 'runtimeConfig.ips') ??
+    staticList(c.args?.cni?.ips, 'args.cni.ips') ??
+    [];
+  const valid =
+    c['cni.dev/valid-attachments'] !== undefined ? c['cni.dev/valid-attachments'] : c['cni.dev/attachments'];
   return {
     cniVersion,
     name: c.name,
@@ -141,7 +152,9 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     logLevel: i.logLevel ?? 'info',
     families,
     pools: { 4: i.ipv4Pools ?? [], 6: i.ipv6Pools ?? [] },
-    routes: i.routes ? i.routes.map((r, n) => canonicalRoute(r, `ipam.routes[${n}]`)) : defaultRoutes(families),
+    routes: i.routes
+      ? i.routes.map((r, n) => canonicalRoute(r, `ipam.routes[${n}]`))
+      : defaultRoutes(families),
     ...(i.dns !== undefined ? { dns: i.dns } : {}),
     timeoutMs: i.timeoutMs ?? 30_000,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
@@ -163,7 +176,8 @@ function canonicalRoute(r: Route, field: string): Route {
   if (!dst) throw invalid(`${field}.dst: not a CIDR: ${JSON.stringify(r.dst)}`);
   if (r.gw !== undefined) {
     const gw = parseIp(r.gw);
-    if (!gw || gw.family !== dst.family) throw invalid(`${field}.gw: not an IPv${dst.family} address: ${JSON.stringify(r.gw)}`);
+    if (!gw || gw.family !== dst.family)
+      throw invalid(`${field}.gw: not an IPv${dst.family} address: ${JSON.stringify(r.gw)}`);
   }
   return { ...r, dst: formatCidr(maskCidr(dst)) };
 }
@@ -198,8 +212,9 @@ function schemaMessage(e: SchemaError | undefined): string {
     .join('')
     .replace(/^\./, '');
   const p = e.params;
-  if (typeof p.missingProperty === 'string') return `${path ? `${path}.` : ''}${p.missingProperty}: required field missing`;
-  if (typeof p.additionalProperty === 'string') return `${path ? `${path}.` : ''}${p.additionalProperty}: unknown field`;
+  if (typeof p.missingProperty === 'string')
+    return `${path ? `${path}.` : ''}${p.missingProperty}: required field missing`;
+  if (typeof p.additionalProperty === 'string')
+    return `${path ? `${path}.` : ''}${p.additionalProperty}: unknown field`;
   return `${path || '(config)'}: ${e.message ?? 'invalid'}`;
 }
-

@@ -7,7 +7,15 @@
  * subtracted, so "available" can be optimistic; "unavailable" is exact. Cost: 1 LIST of blocks.
  */
 import type { Datastore, IPAMBlock, IPFamily, IPPool, PoolSnapshot } from '../core/index.ts';
-import { capacityOf, matchesSelector, parseCidr, poolBlockSize, poolCidr, POOL_LABEL, reservedOrdinals } from '../core/index.ts';
+import {
+  capacityOf,
+  matchesSelector,
+  parseCidr,
+  poolBlockSize,
+  poolCidr,
+  POOL_LABEL,
+  reservedOrdinals,
+} from '../core/index.ts';
 import type { StatusOutcome } from './backend.ts';
 
 export interface StatusQuery {
@@ -45,7 +53,9 @@ function freeIn(pool: IPPool, blocks: readonly IPAMBlock[], q: StatusQuery): big
     const total = 1n << BigInt(size - cidr.prefixLength);
     const unclaimed = total - BigInt(mine.length);
     const block = parseCidr(`${pool.spec.cidr.split('/')[0]}/${size}`, { strict: false });
-    const per = block ? (1n << BigInt((cidr.family === 4 ? 32 : 128) - size)) - BigInt(reservedOrdinals(block).length) : 0n;
+    const per = block
+      ? (1n << BigInt((cidr.family === 4 ? 32 : 128) - size)) - BigInt(reservedOrdinals(block).length)
+      : 0n;
     if (unclaimed > 0n) free += unclaimed * per;
   }
   return free;
@@ -55,9 +65,13 @@ export async function poolStatus(ds: Datastore, q: StatusQuery): Promise<StatusO
   const blocks = await ds.blocks.list();
   for (const family of q.families) {
     const pools = eligible(q, family);
-    if (pools.length === 0) return { kind: 'unavailable', message: `no usable IPv${family} pool for node ${q.node}` };
+    if (pools.length === 0)
+      return { kind: 'unavailable', message: `no usable IPv${family} pool for node ${q.node}` };
     if (!pools.some((p) => freeIn(p, blocks, q) > 0n)) {
-      return { kind: 'unavailable', message: `IPv${family} pools ${pools.map((p) => p.metadata.name).join(', ')} have no free address for node ${q.node}` };
+      return {
+        kind: 'unavailable',
+        message: `IPv${family} pools ${pools.map((p) => p.metadata.name).join(', ')} have no free address for node ${q.node}`,
+      };
     }
   }
   return { kind: 'available' };

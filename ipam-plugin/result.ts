@@ -54,7 +54,9 @@ export function formatResult(r: IpamResult, version: CniVersion): Record<string,
     const doc: Record<string, unknown> = { cniVersion: version };
     for (const ip of r.ips) {
       const f = family(ip.address);
-      const own = routes.filter((rt) => parseCidr(rt.dst)?.family === f).map((rt) => ({ dst: rt.dst, ...(rt.gw ? { gw: rt.gw } : {}) }));
+      const own = routes
+        .filter((rt) => parseCidr(rt.dst)?.family === f)
+        .map((rt) => ({ dst: rt.dst, ...(rt.gw ? { gw: rt.gw } : {}) }));
       doc[`ip${f}`] = { ip: ip.address, gateway: ip.gateway, ...(own.length > 0 ? { routes: own } : {}) };
     }
     return withDns(doc, r.dns);

@@ -42,24 +42,47 @@ export interface SnapshotCacheOptions {
 }
 
 function build(raw: Raw, nowMs: number): PoolSnapshot {
-  const reservations = raw.reservations.flatMap((r) => r.spec.reservedCIDRs.map((t) => parseCidr(t, { strict: false })).filter((c) => c !== undefined));
-  return { settings: settingsOf(raw.config ?? undefined), pools: raw.pools, ...usablePools(raw.pools), reservations, loadedAtMs: nowMs };
+  const reservations = raw.reservations.flatMap((r) =>
+    r.spec.reservedCIDRs.map((t) => parseCidr(t, { strict: false })).filter((c) => c !== undefined),
+  );
+  return {
+    settings: settingsOf(raw.config ?? undefined),
+    pools: raw.pools,
+    ...usablePools(raw.pools),
+    reservations,
+    loadedAtMs: nowMs,
+  };
 }
 
 /** Loads the inputs: from the cache when fresh, else with 4 reads (and refreshes the cache). */
 export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh = false): Promise<Inputs> {
   const now = (o.now ?? Date.now)();
-  const file = join(o.dir, `snapshot-${createHash('sha256').update(`${o.key}\0${o.node}`).digest('hex').slice(0, 16)}.json`);
+  const file = join(
+    o.dir,
+    `snapshot-${createHash('sha256').update(`${o.key}\0${o.node}`).digest('hex').slice(0, 16)}.json`,
+  );
   if (o.ttlMs > 0 && !fresh) {
     try {
       const raw = JSON.parse(readFileSync(file, 'utf8')) as Raw;
-      if (now - raw.savedAtMs < o.ttlMs && now >= raw.savedAtMs) return { snapshot: build(raw, raw.savedAtMs), nodeLabels: raw.nodeLabels, cached: true };
+      if (now - raw.savedAtMs < o.ttlMs && now >= raw.savedAtMs)
+        return { snapshot: build(raw, raw.savedAtMs), nodeLabels: raw.nodeLabels, cached: true };
     } catch {
       // absent or unreadable: read fresh
     }
   }
-  const [config, pools, reservations, node] = await Promise.all([ds.configs.get(IPAM_CONFIG_NAME), ds.pools.list(), ds.reservations.list(), ds.getNode(o.node)]);
-  const raw: Raw = { savedAtMs: now, config: config ?? null, pools, reservations, nodeLabels: node?.metadata.labels ?? {} };
+  const [config, pools, reservations, node] = await Promise.all([
+    ds.configs.get(IPAM_CONFIG_NAME),
+    ds.pools.list(),
+    ds.reservations.list(),
+    ds.getNode(o.node),
+  ]);
+  const raw: Raw = {
+    savedAtMs: now,
+    config: config ?? null,
+    pools,
+    reservations,
+    nodeLabels: node?.metadata.labels ?? {},
+  };
   if (o.ttlMs > 0) {
     try {
       mkdirSync(o.dir, { recursive: true });

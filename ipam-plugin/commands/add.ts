@@ -14,12 +14,17 @@ import { formatResult, type IpConfig } from '../result.ts';
 /** Pod identity from CNI_ARGS; undefined unless both namespace and name are given. */
 export function podOf(args: CniArgs): PodRef | undefined {
   if (args.podNamespace === undefined || args.podName === undefined) return undefined;
-  return { namespace: args.podNamespace, name: args.podName, ...(args.podUID !== undefined ? { uid: args.podUID } : {}) };
+  return {
+    namespace: args.podNamespace,
+    name: args.podName,
+    ...(args.podUID !== undefined ? { uid: args.podUID } : {}),
+  };
 }
 
 export async function add(ctx: CommandContext): Promise<CommandResult> {
   const args = parseCniArgs(ctx.env.args);
-  const staticIPs = ctx.conf.configIPs.length > 0 ? ctx.conf.configIPs : (staticList(args.ips, 'CNI_ARGS IP') ?? []);
+  const staticIPs =
+    ctx.conf.configIPs.length > 0 ? ctx.conf.configIPs : (staticList(args.ips, 'CNI_ARGS IP') ?? []);
   const pod = podOf(args);
   const backend = await ctx.backend();
   const outcome = await backend.add({

@@ -14,9 +14,16 @@ export async function gc(ctx: CommandContext): Promise<CommandResult> {
   const outcome = await underLock(ctx, (signal) =>
     backend.gc({ network: ctx.conf.name, node: ctx.conf.nodeName, valid, signal }),
   );
-  ctx.log.log('info', 'gc done', { released: outcome.released, keyPresent: ctx.conf.validAttachments !== undefined });
+  ctx.log.log('info', 'gc done', {
+    released: outcome.released,
+    keyPresent: ctx.conf.validAttachments !== undefined,
+  });
   if (outcome.errors.length > 0) {
-    throw new CniError(CniCode.tryAgainLater, `GC could not release ${outcome.errors.length} allocation(s)`, outcome.errors.join('; '));
+    throw new CniError(
+      CniCode.tryAgainLater,
+      `GC could not release ${outcome.errors.length} allocation(s)`,
+      outcome.errors.join('; '),
+    );
   }
   return undefined;
 }

@@ -13,9 +13,11 @@ export async function status(ctx: CommandContext): Promise<CommandResult> {
     const backend = await ctx.backend();
     outcome = await backend.status(ctx.conf.nodeName, ctx.conf.families, ctx.conf.pools);
   } catch (e) {
-    if (isBackendUnavailableError(e)) throw new CniError(CniCode.notAvailable, 'datastore unreachable', e.message);
+    if (isBackendUnavailableError(e))
+      throw new CniError(CniCode.notAvailable, 'datastore unreachable', e.message);
     throw e;
   }
-  if (outcome.kind !== 'available') throw new CniError(CniCode.notAvailable, 'no address available', outcome.message);
+  if (outcome.kind !== 'available')
+    throw new CniError(CniCode.notAvailable, 'no address available', outcome.message);
   return undefined;
 }

@@ -12,5 +12,8 @@ export function version(stdin: string): Record<string, unknown> {
   } catch {
     requested = undefined;
   }
-  return { cniVersion: isSupportedVersion(requested) ? requested : currentVersion, supportedVersions: [...supportedVersions] };
+  return {
+    cniVersion: isSupportedVersion(requested) ? requested : currentVersion,
+    supportedVersions: [...supportedVersions],
+  };
 }

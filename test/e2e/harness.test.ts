@@ -12,7 +12,9 @@ import { Libcni, type NetworkList } from './harness/libcni.ts';
 import { createTopology, inNs, netnsPath, type Topology } from './harness/netns.ts';
 
 const debian = '/usr/lib/cni';
-const skip = !existsSync(join(debian, 'ptp')) ? 'containernetworking-plugins not installed (apt-get install -y containernetworking-plugins)' : false;
+const skip = !existsSync(join(debian, 'ptp'))
+  ? 'containernetworking-plugins not installed (apt-get install -y containernetworking-plugins)'
+  : false;
 
 void describe('e2e harness with host-local under Debian ptp', { skip }, () => {
   let topo: Topology;
@@ -22,7 +24,16 @@ void describe('e2e harness with host-local under Debian ptp', { skip }, () => {
     cniVersion: '1.0.0',
     name: 'hl-net',
     plugins: [
-      { type: 'ptp', capabilities: { portMappings: true }, ipam: { type: 'host-local', subnet: '10.99.0.0/24', dataDir: join(tmp, 'hl'), routes: [{ dst: '0.0.0.0/0' }] } },
+      {
+        type: 'ptp',
+        capabilities: { portMappings: true },
+        ipam: {
+          type: 'host-local',
+          subnet: '10.99.0.0/24',
+          dataDir: join(tmp, 'hl'),
+          routes: [{ dst: '0.0.0.0/0' }],
+        },
+      },
       { type: 'portmap', capabilities: { portMappings: true } },
     ],
   });
@@ -40,13 +51,23 @@ void describe('e2e harness with host-local under Debian ptp', { skip }, () => {
     const pods = ['a', 'b'].map((n) => topo.addPod(n));
     const results = [];
     for (const [i, ns] of pods.entries()) {
-      results.push(await cni.add(list(), { containerID: `hl${i}`, netns: netnsPath(ns), ifname: 'eth0', capabilityArgs: { portMappings: [{ hostPort: 8080 + i, containerPort: 80, protocol: 'tcp' }] } }));
+      results.push(
+        await cni.add(list(), {
+          containerID: `hl${i}`,
+          netns: netnsPath(ns),
+          ifname: 'eth0',
+          capabilityArgs: { portMappings: [{ hostPort: 8080 + i, containerPort: 80, protocol: 'tcp' }] },
+        }),
+      );
     }
-    const ips = results.map((r) => ((r.ips as { address: string }[])[0]?.address ?? '').split('/')[0] as string);
+    const ips = results.map(
+      (r) => ((r.ips as { address: string }[])[0]?.address ?? '').split('/')[0] as string,
+    );
     assert.deepEqual(ips, ['10.99.0.2', '10.99.0.3']);
     const ping = inNs(pods[0] as string, 'ping', ['-c1', '-W2', ips[1] as string]);
     assert.equal(ping.status, 0, ping.stdout + ping.stderr);
-    for (const [i, ns] of pods.entries()) await cni.del(list(), { containerID: `hl${i}`, netns: netnsPath(ns), ifname: 'eth0' });
+    for (const [i, ns] of pods.entries())
+      await cni.del(list(), { containerID: `hl${i}`, netns: netnsPath(ns), ifname: 'eth0' });
     assert.equal(cni.cached(list(), { containerID: 'hl0', ifname: 'eth0' }), undefined);
     assert.equal(existsSync(join(tmp, 'hl', 'hl-net', '10.99.0.2')), false);
   });

@@ -5,7 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { assertAdded, assertCniError, env, firstAddress, handle, setupSuite, type Suite } from './helpers/conformance.ts';
+import {
+  assertAdded,
+  assertCniError,
+  env,
+  firstAddress,
+  handle,
+  setupSuite,
+  type Suite,
+} from './helpers/conformance.ts';
 
 type Ip = { address: string; gateway: string; version?: string; interface?: number };
 const ipsOf = (r: Record<string, unknown>): Ip[] => r.ips as Ip[];
@@ -14,8 +22,10 @@ void describe('CNI conformance: ADD (cni-spec §8 cases 12–24)', () => {
   let s: Suite;
   before(() => (s = setupSuite()));
   after(() => s?.teardown());
-  const add = (id: string, conf: string, extra: Record<string, string> = {}) => s.run(env('ADD', id, extra), conf);
-  const del = (id: string, conf = s.conf('1.0.0'), extra: Record<string, string> = {}) => s.run(env('DEL', id, extra), conf);
+  const add = (id: string, conf: string, extra: Record<string, string> = {}) =>
+    s.run(env('ADD', id, extra), conf);
+  const del = (id: string, conf = s.conf('1.0.0'), extra: Record<string, string> = {}) =>
+    s.run(env('DEL', id, extra), conf);
 
   void it('case 12: 1.0.0 result: CIDR with block prefix, gateway inside it, no version / interfaces', async () => {
     const r = assertAdded(await add('c12', s.conf('1.0.0')));
@@ -31,14 +41,20 @@ void describe('CNI conformance: ADD (cni-spec §8 cases 12–24)', () => {
     for (const v of ['0.3.1', '0.4.0']) {
       const r = assertAdded(await add(`c13-${v}`, s.conf(v, { assignIPv6: true })));
       assert.equal(r.cniVersion, v);
-      assert.deepEqual(ipsOf(r).map((i) => i.version), ['4', '6']);
+      assert.deepEqual(
+        ipsOf(r).map((i) => i.version),
+        ['4', '6'],
+      );
     }
   });
   void it('case 14: 0.2.0 result has ip4/ip6 with nested routes; two addresses of one family: error', async () => {
     const r = assertAdded(await add('c14', s.conf('0.2.0', { assignIPv6: true })));
     assert.deepEqual((r.ip4 as { routes: unknown }).routes, [{ dst: '0.0.0.0/0' }]);
     assert.deepEqual((r.ip6 as { routes: unknown }).routes, [{ dst: '::/0' }]);
-    assertCniError(await add('c14b', s.conf('0.2.0', {}, { runtimeConfig: { ips: ['10.100.9.9', '10.100.9.10'] } })), 7);
+    assertCniError(
+      await add('c14b', s.conf('0.2.0', {}, { runtimeConfig: { ips: ['10.100.9.9', '10.100.9.10'] } })),
+      7,
+    );
     assert.equal(s.fx.allocations().has(handle('c14b')), false);
   });
   void it('case 15: 1.1.0 result is shaped like 1.0.0 and keeps optional route fields', async () => {
@@ -49,7 +65,12 @@ void describe('CNI conformance: ADD (cni-spec §8 cases 12–24)', () => {
     assert.equal(ipsOf(r)[0]?.version, undefined);
   });
   void it('case 16: route dst canonical, gw only when configured', async () => {
-    const r = assertAdded(await add('c16', s.conf('1.0.0', { routes: [{ dst: '10.7.7.7/8' }, { dst: '192.168.3.3/16', gw: '10.100.0.1' }] })));
+    const r = assertAdded(
+      await add(
+        'c16',
+        s.conf('1.0.0', { routes: [{ dst: '10.7.7.7/8' }, { dst: '192.168.3.3/16', gw: '10.100.0.1' }] }),
+      ),
+    );
     assert.deepEqual(r.routes, [{ dst: '10.0.0.0/8' }, { dst: '192.168.0.0/16', gw: '10.100.0.1' }]);
   });
   void it('case 17: the gateway is never handed out; the first address of a fresh /24 block is .2', async () => {
@@ -66,7 +87,10 @@ void describe('CNI conformance: ADD (cni-spec §8 cases 12–24)', () => {
     assert.match(v4?.address ?? '', /^10\.100\./);
     assert.match(v6?.address ?? '', /^fd00:100::[0-9a-f]+\/120$/);
     assert.match(v6?.gateway ?? '', /^fd00:100::[0-9a-f]*1$/);
-    const e = assertCniError(await add('c18b', s.conf('1.0.0', { assignIPv6: true, ipv6Pools: ['no-such-pool'] })), 104);
+    const e = assertCniError(
+      await add('c18b', s.conf('1.0.0', { assignIPv6: true, ipv6Pools: ['no-such-pool'] })),
+      104,
+    );
     assert.match(String(e.details), /no-such-pool/);
     assert.equal(s.fx.allocations().has(handle('c18b')), false);
   });
@@ -84,7 +108,11 @@ void describe('CNI conformance: ADD (cni-spec §8 cases 12–24)', () => {
     const ips = results.map((r) => firstAddress(assertAdded(r)));
     assert.equal(new Set(ips).size, 50);
     const stored = s.fx.allocations();
-    for (const [i, id] of ids.entries()) assert.deepEqual(stored.get(handle(id))?.map((a) => a.split('/')[0]), [ips[i]]);
+    for (const [i, id] of ids.entries())
+      assert.deepEqual(
+        stored.get(handle(id))?.map((a) => a.split('/')[0]),
+        [ips[i]],
+      );
     await Promise.all(ids.map((id) => del(id)));
   });
   void it('case 21: one container with eth0 and net1: two allocations; DEL of one leaves the other', async () => {
@@ -99,15 +127,35 @@ void describe('CNI conformance: ADD (cni-spec §8 cases 12–24)', () => {
   void it('case 22: duplicate ADD fails, the first allocation stays and a later DEL releases it', async () => {
     const first = firstAddress(assertAdded(await add('c22', s.conf('1.0.0'))));
     assertCniError(await add('c22', s.conf('1.0.0')), 100);
-    assert.deepEqual(s.fx.allocations().get(handle('c22'))?.map((a) => a.split('/')[0]), [first]);
+    assert.deepEqual(
+      s.fx
+        .allocations()
+        .get(handle('c22'))
+        ?.map((a) => a.split('/')[0]),
+      [first],
+    );
     assert.equal((await del('c22')).status, 0);
     assert.equal(s.fx.allocations().has(handle('c22')), false);
   });
   void it('case 23: static IP via CNI_ARGS (any order), runtimeConfig.ips, args.cni.ips; refused when out of range, gateway or taken', async () => {
-    const args = 'K8S_POD_UID=u;IP=10.100.200.50;IgnoreUnknown=1;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=c23a;K8S_POD_NAMESPACE=ns';
-    assert.equal(firstAddress(assertAdded(await add('c23a', s.conf('1.0.0'), { CNI_ARGS: args }))), '10.100.200.50');
-    assert.equal(firstAddress(assertAdded(await add('c23b', s.conf('1.0.0', {}, { runtimeConfig: { ips: ['10.100.200.51/24'] } })))), '10.100.200.51');
-    assert.equal(firstAddress(assertAdded(await add('c23c', s.conf('1.0.0', {}, { args: { cni: { ips: ['10.100.200.52'] } } })))), '10.100.200.52');
+    const args =
+      'K8S_POD_UID=u;IP=10.100.200.50;IgnoreUnknown=1;K8S_POD_NAME=p;K8S_POD_INFRA_CONTAINER_ID=c23a;K8S_POD_NAMESPACE=ns';
+    assert.equal(
+      firstAddress(assertAdded(await add('c23a', s.conf('1.0.0'), { CNI_ARGS: args }))),
+      '10.100.200.50',
+    );
+    assert.equal(
+      firstAddress(
+        assertAdded(await add('c23b', s.conf('1.0.0', {}, { runtimeConfig: { ips: ['10.100.200.51/24'] } }))),
+      ),
+      '10.100.200.51',
+    );
+    assert.equal(
+      firstAddress(
+        assertAdded(await add('c23c', s.conf('1.0.0', {}, { args: { cni: { ips: ['10.100.200.52'] } } }))),
+      ),
+      '10.100.200.52',
+    );
     for (const ip of ['10.99.0.5', '10.100.200.1', '10.100.200.50']) {
       assertCniError(await add('c23x', s.conf('1.0.0'), { CNI_ARGS: `IP=${ip}` }), 102);
     }

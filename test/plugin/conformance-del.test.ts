@@ -4,13 +4,25 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { assertAdded, assertCniError, assertSilentSuccess, env, envNoAttachment, firstAddress, handle, NET, setupSuite, type Suite } from './helpers/conformance.ts';
+import {
+  assertAdded,
+  assertCniError,
+  assertSilentSuccess,
+  env,
+  envNoAttachment,
+  firstAddress,
+  handle,
+  NET,
+  setupSuite,
+  type Suite,
+} from './helpers/conformance.ts';
 
 void describe('CNI conformance: DEL, CHECK, GC, STATUS (cni-spec §8 cases 25–35)', () => {
   let s: Suite;
   before(() => (s = setupSuite()));
   after(() => s?.teardown());
-  const add = async (id: string, conf = s.conf('1.1.0'), extra: Record<string, string> = {}) => assertAdded(await s.run(env('ADD', id, extra), conf));
+  const add = async (id: string, conf = s.conf('1.1.0'), extra: Record<string, string> = {}) =>
+    assertAdded(await s.run(env('ADD', id, extra), conf));
   const held = (id: string, ifname = 'eth0'): boolean => s.fx.allocations().has(handle(id, ifname));
 
   void it('case 25: DEL of an unknown container: exit 0, empty stdout', async () => {
@@ -26,12 +38,19 @@ void describe('CNI conformance: DEL, CHECK, GC, STATUS (cni-spec §8 cases 25–
     await add('c27a');
     await add('c27b');
     assertSilentSuccess(await s.run(env('DEL', 'c27a', { CNI_NETNS: undefined }), s.conf('1.0.0')));
-    assertSilentSuccess(await s.run(env('DEL', 'c27b', { CNI_NETNS: '/var/run/netns/bipam-gone-27' }), s.conf('1.0.0')));
+    assertSilentSuccess(
+      await s.run(env('DEL', 'c27b', { CNI_NETNS: '/var/run/netns/bipam-gone-27' }), s.conf('1.0.0')),
+    );
     assert.equal(held('c27a') || held('c27b'), false);
   });
   void it('case 28: DEL with a 1.0.0 chain prevResult and with a 0.4.0 prevResult: parsed and released', async () => {
     const a = await add('c28a', s.conf('1.0.0'));
-    const prev10 = { cniVersion: '1.0.0', interfaces: [{ name: 'veth1' }, { name: 'eth0', sandbox: '/x' }], ips: (a.ips as object[]).map((i) => ({ ...i, interface: 1 })), routes: a.routes };
+    const prev10 = {
+      cniVersion: '1.0.0',
+      interfaces: [{ name: 'veth1' }, { name: 'eth0', sandbox: '/x' }],
+      ips: (a.ips as object[]).map((i) => ({ ...i, interface: 1 })),
+      routes: a.routes,
+    };
     assertSilentSuccess(await s.run(env('DEL', 'c28a'), s.conf('1.0.0', {}, { prevResult: prev10 })));
     const b = await add('c28b', s.conf('0.4.0'));
     assertSilentSuccess(await s.run(env('DEL', 'c28b'), s.conf('0.4.0', {}, { prevResult: b })));
@@ -45,14 +64,21 @@ void describe('CNI conformance: DEL, CHECK, GC, STATUS (cni-spec §8 cases 25–
     const r = await add('c30', s.conf('1.0.0'));
     assertCniError(await s.run(env('CHECK', 'c30-unknown'), s.conf('1.0.0', {}, { prevResult: r })), 103);
     const wrong = { ...r, ips: [{ address: '10.100.250.250/24', gateway: '10.100.250.1' }] };
-    const e = assertCniError(await s.run(env('CHECK', 'c30'), s.conf('1.0.0', {}, { prevResult: wrong })), 103);
+    const e = assertCniError(
+      await s.run(env('CHECK', 'c30'), s.conf('1.0.0', {}, { prevResult: wrong })),
+      103,
+    );
     assert.match(String(e.details), /10\.100\.250\.250/);
   });
   void it('case 31: CHECK with a config older than 0.4.0: code 1', async () => {
     assertCniError(await s.run(env('CHECK', 'c29'), s.conf('0.3.1')), 1);
   });
   void it('case 32: GC keeps valid attachments, releases the rest; valid-attachments, legacy key, null', async () => {
-    for (const [key, value] of [['cni.dev/valid-attachments', 'A'], ['cni.dev/attachments', 'A'], ['cni.dev/valid-attachments', null]] as const) {
+    for (const [key, value] of [
+      ['cni.dev/valid-attachments', 'A'],
+      ['cni.dev/attachments', 'A'],
+      ['cni.dev/valid-attachments', null],
+    ] as const) {
       await add('gcA');
       await add('gcB');
       const list = value === null ? null : [{ containerID: 'gcA', ifname: 'eth0' }];
@@ -73,7 +99,9 @@ void describe('CNI conformance: DEL, CHECK, GC, STATUS (cni-spec §8 cases 25–
   void it('case 34: GC or STATUS below 1.1.0: code 1; GC with empty CNI_CONTAINERID/CNI_IFNAME passes validation', async () => {
     assertCniError(await s.run(envNoAttachment('GC'), s.conf('1.0.0')), 1);
     assertCniError(await s.run(envNoAttachment('STATUS'), s.conf('1.0.0')), 1);
-    assertSilentSuccess(await s.run(envNoAttachment('GC'), s.conf('1.1.0', {}, { 'cni.dev/valid-attachments': [] })));
+    assertSilentSuccess(
+      await s.run(envNoAttachment('GC'), s.conf('1.1.0', {}, { 'cni.dev/valid-attachments': [] })),
+    );
   });
   void it('case 35: STATUS: 0 while free addresses exist, code 50 when the pool is exhausted', async () => {
     const tiny = s.conf('1.1.0', { ipv4Pools: ['conf-tiny'], nodeName: 'status-node' });

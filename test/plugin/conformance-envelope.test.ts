@@ -16,7 +16,15 @@ void describe('CNI conformance: envelope (cni-spec §8 cases 1–11)', () => {
       const r = await s.run({ CNI_COMMAND: 'VERSION' }, stdin);
       assert.equal(r.status, 0);
       assert.equal(r.json?.cniVersion, stdin === '' ? '1.1.0' : '1.0.0');
-      assert.deepEqual(r.json?.supportedVersions, ['0.1.0', '0.2.0', '0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0']);
+      assert.deepEqual(r.json?.supportedVersions, [
+        '0.1.0',
+        '0.2.0',
+        '0.3.0',
+        '0.3.1',
+        '0.4.0',
+        '1.0.0',
+        '1.1.0',
+      ]);
     }
   });
   void it('case 2: CNI_COMMAND unset: about text on stderr, exit 0', async () => {
@@ -59,11 +67,22 @@ void describe('CNI conformance: envelope (cni-spec §8 cases 1–11)', () => {
     await s.run(env('DEL', 'ctr9'), s.conf(undefined));
   });
   void it('case 10: no ipam, an unknown ipam field, an invalid route, a pool with host bits: refused, nothing written', async () => {
-    assertCniError(await s.run(env('ADD', 'ctr10'), JSON.stringify({ cniVersion: '1.0.0', name: 'confnet' })), 7);
+    assertCniError(
+      await s.run(env('ADD', 'ctr10'), JSON.stringify({ cniVersion: '1.0.0', name: 'confnet' })),
+      7,
+    );
     const e = assertCniError(await s.run(env('ADD', 'ctr10'), s.conf('1.0.0', { subnet: '10.0.0.0/31' })), 7);
     assert.match(String(e.details), /ipam\.subnet/);
-    assertCniError(await s.run(env('ADD', 'ctr10'), s.conf('1.0.0', { routes: [{ dst: '10.0.0.0/40' }] })), 7);
-    const stderr = s.fx.applyFails({ apiVersion: 'ipam.blockipam.io/v1alpha1', kind: 'IPPool', metadata: { name: 'conf-hostbits' }, spec: { cidr: '10.102.0.1/24', blockSize: 26 } });
+    assertCniError(
+      await s.run(env('ADD', 'ctr10'), s.conf('1.0.0', { routes: [{ dst: '10.0.0.0/40' }] })),
+      7,
+    );
+    const stderr = s.fx.applyFails({
+      apiVersion: 'ipam.blockipam.io/v1alpha1',
+      kind: 'IPPool',
+      metadata: { name: 'conf-hostbits' },
+      spec: { cidr: '10.102.0.1/24', blockSize: 26 },
+    });
     assert.match(stderr, /cidr/i);
     assert.equal(s.fx.allocations().has(handle('ctr10')), false);
   });

@@ -30,9 +30,18 @@ void describe('CNI conformance: interop with Debian ptp 1.1.1 (cni-spec §8 case
     const l = w.conflist(0, { ...pools, ...ipam });
     return { ...l, cniVersion: version, plugins: [l.plugins[0] as Record<string, unknown>] };
   };
-  const rt = (id: string, pod: string) => ({ containerID: id, netns: netnsPath(w.topo.addPod(pod)), ifname: 'eth0' });
+  const rt = (id: string, pod: string) => ({
+    containerID: id,
+    netns: netnsPath(w.topo.addPod(pod)),
+    ifname: 'eth0',
+  });
   const logLines = (id: string, cmd: string) =>
-    readFileSync(w.logFile, 'utf8').split('\n').filter((l) => l.includes(`"cmd":"${cmd}"`) && l.includes(`"containerID":"${id}"`) && l.includes('"msg":"done"'));
+    readFileSync(w.logFile, 'utf8')
+      .split('\n')
+      .filter(
+        (l) =>
+          l.includes(`"cmd":"${cmd}"`) && l.includes(`"containerID":"${id}"`) && l.includes('"msg":"done"'),
+      );
   const held = (id: string) => s.fx.allocations().has(`${w.conflist(0).name}.${id}.eth0`);
 
   void it('case 36: ADD via ptp: pod eth0 holds the address, host veth the gateway/32, routes as ptp sets them, interfaces in the result', async () => {
@@ -42,8 +51,14 @@ void describe('CNI conformance: interop with Debian ptp 1.1.1 (cni-spec §8 case
     assert.equal((res.interfaces as unknown[]).length, 2);
     assert.equal(ip?.interface, 1);
     const pod = w.topo.prefix + 'p-c36';
-    assert.match(inNs(pod, 'ip', ['-o', 'addr', 'show', 'eth0']).stdout, new RegExp(`inet ${ip?.address.replace(/\./g, '\\.')}`));
-    assert.match(inNs(w.topo.nodes[0] as string, 'ip', ['-o', 'addr']).stdout, new RegExp(`inet ${ip?.gateway.replace(/\./g, '\\.')}/32`));
+    assert.match(
+      inNs(pod, 'ip', ['-o', 'addr', 'show', 'eth0']).stdout,
+      new RegExp(`inet ${ip?.address.replace(/\./g, '\\.')}`),
+    );
+    assert.match(
+      inNs(w.topo.nodes[0] as string, 'ip', ['-o', 'addr']).stdout,
+      new RegExp(`inet ${ip?.gateway.replace(/\./g, '\\.')}/32`),
+    );
     const routes = inNs(pod, 'ip', ['route']).stdout;
     assert.match(routes, new RegExp(`default via ${ip?.gateway}`));
     assert.match(routes, new RegExp(`${ip?.gateway} dev eth0 scope link`));
@@ -56,13 +71,25 @@ void describe('CNI conformance: interop with Debian ptp 1.1.1 (cni-spec §8 case
       assert.equal(res.cniVersion, v);
       await w.cni(0).del(ptpOnly(v), r);
     }
-    const direct = assertAdded(await runPlugin({ CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c37d', CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x' }, s.conf('1.0.0')));
+    const direct = assertAdded(
+      await runPlugin(
+        { CNI_COMMAND: 'ADD', CNI_CONTAINERID: 'c37d', CNI_NETNS: '/x', CNI_IFNAME: 'eth0', CNI_PATH: '/x' },
+        s.conf('1.0.0'),
+      ),
+    );
     assert.equal(direct.cniVersion, '1.0.0');
   });
   void it('case 38: an IPAM error (code 11, API server unreachable) comes out of ptp unchanged', async () => {
     await w.stopApi(0);
     try {
-      await assert.rejects(w.cni(0).add(ptpOnly(), rt('c38', 'c38')), (e) => e instanceof PluginError && e.plugin === 'ptp' && e.code === 11 && /datastore unreachable/.test(e.details));
+      await assert.rejects(
+        w.cni(0).add(ptpOnly(), rt('c38', 'c38')),
+        (e) =>
+          e instanceof PluginError &&
+          e.plugin === 'ptp' &&
+          e.code === 11 &&
+          /datastore unreachable/.test(e.details),
+      );
     } finally {
       await w.startApi(0);
     }
@@ -81,15 +108,27 @@ void describe('CNI conformance: interop with Debian ptp 1.1.1 (cni-spec §8 case
     await assert.rejects(w.cni(0).add(ptpOnly(), r), (e) => e instanceof PluginError && e.code === 100);
     assert.equal(held('c40'), true);
     const addr = (first.ips as Ip[])[0]?.address ?? '';
-    assert.match(inNs(w.topo.prefix + 'p-c40', 'ip', ['-o', 'addr', 'show', 'eth0']).stdout, new RegExp(addr.replace(/\./g, '\\.')));
+    assert.match(
+      inNs(w.topo.prefix + 'p-c40', 'ip', ['-o', 'addr', 'show', 'eth0']).stdout,
+      new RegExp(addr.replace(/\./g, '\\.')),
+    );
     await w.cni(0).del(ptpOnly(), r);
   });
   void it('case 41: [ptp, portmap]: portmap gets the IPAM address in prevResult; DEL runs portmap then ptp; IPAM sees one DEL', async () => {
-    const r = { ...rt('c41', 'c41'), capabilityArgs: { portMappings: [{ hostPort: 18080, containerPort: 80, protocol: 'tcp' }] } };
+    const r = {
+      ...rt('c41', 'c41'),
+      capabilityArgs: { portMappings: [{ hostPort: 18080, containerPort: 80, protocol: 'tcp' }] },
+    };
     const list = w.conflist(0, pools);
     const res = await w.cni(0).add(list, r);
-    const ipamLog = readFileSync(w.logFile, 'utf8').split('\n').find((l) => l.includes('"containerID":"c41"') && l.includes('"msg":"allocated"')) ?? '';
-    assert.ok(ipamLog.includes(`${firstAddress(res)}/`), 'the chain result (portmap output) holds the IPAM address');
+    const ipamLog =
+      readFileSync(w.logFile, 'utf8')
+        .split('\n')
+        .find((l) => l.includes('"containerID":"c41"') && l.includes('"msg":"allocated"')) ?? '';
+    assert.ok(
+      ipamLog.includes(`${firstAddress(res)}/`),
+      'the chain result (portmap output) holds the IPAM address',
+    );
     await w.cni(0).del(list, r);
     assert.equal(logLines('c41', 'DEL').length, 1);
     assert.equal(held('c41'), false);
@@ -110,7 +149,10 @@ void describe('CNI conformance: interop with Debian ptp 1.1.1 (cni-spec §8 case
     const r = rt('c43', 'c43');
     const res = await w.cni(0).add(ptpOnly(), r);
     await w.cni(0).check(ptpOnly(), r);
-    const line = readFileSync(w.logFile, 'utf8').split('\n').find((l) => l.includes('"containerID":"c43"') && l.includes('"msg":"checked"')) ?? '{}';
+    const line =
+      readFileSync(w.logFile, 'utf8')
+        .split('\n')
+        .find((l) => l.includes('"containerID":"c43"') && l.includes('"msg":"checked"')) ?? '{}';
     const checked = JSON.parse(line) as { outcome?: string; prevResultIPs?: string[] };
     assert.equal(checked.outcome, 'ok');
     assert.deepEqual(checked.prevResultIPs, [firstAddress(res)]);

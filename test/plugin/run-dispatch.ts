@@ -20,7 +20,11 @@ export const baseEnv = {
 };
 
 /** A minimal valid netconf for `cniVersion`, with extra ipam fields merged in. */
-export function netconf(cniVersion: string | undefined, ipam: Record<string, unknown> = {}, top: Record<string, unknown> = {}): string {
+export function netconf(
+  cniVersion: string | undefined,
+  ipam: Record<string, unknown> = {},
+  top: Record<string, unknown> = {},
+): string {
   return JSON.stringify({
     ...(cniVersion !== undefined ? { cniVersion } : {}),
     name: 'net1',
@@ -30,12 +34,24 @@ export function netconf(cniVersion: string | undefined, ipam: Record<string, unk
   });
 }
 
-export async function invoke(env: Record<string, string | undefined>, stdin: string, backend: Backend): Promise<Invocation> {
+export async function invoke(
+  env: Record<string, string | undefined>,
+  stdin: string,
+  backend: Backend,
+): Promise<Invocation> {
   let stdout = '';
   let stderr = '';
   const code = await dispatch(
-    { env, readStdin: () => stdin, stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) } },
-    { backend: () => Promise.resolve(backend), lock: () => Promise.resolve({ release: () => Promise.resolve() }) },
+    {
+      env,
+      readStdin: () => stdin,
+      stdout: { write: (s: string) => (stdout += s) },
+      stderr: { write: (s: string) => (stderr += s) },
+    },
+    {
+      backend: () => Promise.resolve(backend),
+      lock: () => Promise.resolve({ release: () => Promise.resolve() }),
+    },
   );
   let json: Record<string, unknown> | undefined;
   try {

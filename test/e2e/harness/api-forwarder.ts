@@ -35,9 +35,13 @@ export interface NodeForwarder {
 
 /** Starts the in-namespace listener (127.0.0.1:port inside `ns`) piping to `sockPath`. */
 export async function startNodeForwarder(ns: string, port: number, sockPath: string): Promise<NodeForwarder> {
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), String(port), sockPath], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    'ip',
+    ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), String(port), sockPath],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const [chunk] = (await once(child.stdout, 'data')) as [Buffer];
   if (!chunk.toString().startsWith('listening')) throw new Error(`forwarder in ${ns} did not start`);
   return {

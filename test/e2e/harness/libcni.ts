@@ -67,7 +67,8 @@ export class Libcni {
   /** Runs one plugin binary with the full CNI environment. */
   exec(type: string, command: string, rt: Partial<RuntimeConf>, stdin: string): Promise<ExecResult> {
     const bin = this.options.cniPath.map((d) => join(d, type)).find((p) => existsSync(p));
-    if (!bin) return Promise.reject(new Error(`plugin ${type} not found in ${this.options.cniPath.join(':')}`));
+    if (!bin)
+      return Promise.reject(new Error(`plugin ${type} not found in ${this.options.cniPath.join(':')}`));
     const env = {
       ...process.env,
       CNI_COMMAND: command,
@@ -90,9 +91,20 @@ export class Libcni {
     });
   }
 
-  private async invoke(plugin: Record<string, unknown>, list: NetworkList, command: string, rt: Partial<RuntimeConf>, extra: Record<string, unknown>): Promise<Record<string, unknown> | undefined> {
+  private async invoke(
+    plugin: Record<string, unknown>,
+    list: NetworkList,
+    command: string,
+    rt: Partial<RuntimeConf>,
+    extra: Record<string, unknown>,
+  ): Promise<Record<string, unknown> | undefined> {
     const type = String(plugin.type);
-    const conf: Record<string, unknown> = { ...plugin, name: list.name, cniVersion: list.cniVersion, ...extra };
+    const conf: Record<string, unknown> = {
+      ...plugin,
+      name: list.name,
+      cniVersion: list.cniVersion,
+      ...extra,
+    };
     const rc = runtimeConfigFor(plugin, rt.capabilityArgs ?? {});
     if (Object.keys(rc).length > 0) conf.runtimeConfig = rc;
     const r = await this.exec(type, command, rt, JSON.stringify(conf));
@@ -115,10 +127,21 @@ export class Libcni {
   /** ADD through every plugin in order; caches and returns the final result. */
   async add(list: NetworkList, rt: RuntimeConf): Promise<Record<string, unknown>> {
     let prev: Record<string, unknown> | undefined;
-    for (const p of list.plugins) prev = await this.invoke(p, list, 'ADD', rt, prev ? { prevResult: prev } : {});
+    for (const p of list.plugins)
+      prev = await this.invoke(p, list, 'ADD', rt, prev ? { prevResult: prev } : {});
     if (!prev) throw new Error('no result');
     mkdirSync(join(this.options.cacheDir, 'results'), { recursive: true });
-    const entry = { kind: 'cniCacheV1', containerId: rt.containerID, ifName: rt.ifname, networkName: list.name, netns: rt.netns, config: list, cniArgs: rt.args ?? [], capabilityArgs: rt.capabilityArgs ?? {}, result: prev };
+    const entry = {
+      kind: 'cniCacheV1',
+      containerId: rt.containerID,
+      ifName: rt.ifname,
+      networkName: list.name,
+      netns: rt.netns,
+      config: list,
+      cniArgs: rt.args ?? [],
+      capabilityArgs: rt.capabilityArgs ?? {},
+      result: prev,
+    };
     writeFileSync(this.cachePath(list, rt), JSON.stringify(entry));
     return prev;
   }
@@ -126,13 +149,16 @@ export class Libcni {
   /** The cached final result, if any. */
   cached(list: NetworkList, rt: Partial<RuntimeConf>): Record<string, unknown> | undefined {
     const p = this.cachePath(list, rt);
-    return existsSync(p) ? ((JSON.parse(readFileSync(p, 'utf8')) as { result: Record<string, unknown> }).result) : undefined;
+    return existsSync(p)
+      ? (JSON.parse(readFileSync(p, 'utf8')) as { result: Record<string, unknown> }).result
+      : undefined;
   }
 
   /** DEL in reverse order with the cached result as prevResult (≥ 0.4.0); drops the cache. */
   async del(list: NetworkList, rt: RuntimeConf): Promise<void> {
     const prev = list.cniVersion >= '0.4.0' ? this.cached(list, rt) : undefined;
-    for (const p of [...list.plugins].reverse()) await this.invoke(p, list, 'DEL', rt, prev ? { prevResult: prev } : {});
+    for (const p of [...list.plugins].reverse())
+      await this.invoke(p, list, 'DEL', rt, prev ? { prevResult: prev } : {});
     rmSync(this.cachePath(list, rt), { force: true });
   }
 
@@ -144,16 +170,25 @@ export class Libcni {
   }
 
   /** GCNetworkList: DEL stale cached attachments, then (≥ 1.1.0) GC to every plugin. */
-  async gc(list: NetworkList, valid: readonly { containerID: string; ifname: string }[] | undefined): Promise<void> {
+  async gc(
+    list: NetworkList,
+    valid: readonly { containerID: string; ifname: string }[] | undefined,
+  ): Promise<void> {
     const dir = join(this.options.cacheDir, 'results');
     for (const f of existsSync(dir) ? readdirSync(dir) : []) {
-      const e = JSON.parse(readFileSync(join(dir, f), 'utf8')) as { containerId: string; ifName: string; networkName: string; netns: string };
+      const e = JSON.parse(readFileSync(join(dir, f), 'utf8')) as {
+        containerId: string;
+        ifName: string;
+        networkName: string;
+        netns: string;
+      };
       if (e.networkName !== list.name) continue;
       if (valid?.some((v) => v.containerID === e.containerId && v.ifname === e.ifName)) continue;
       await this.del(list, { containerID: e.containerId, ifname: e.ifName, netns: e.netns });
     }
     if (list.cniVersion !== '1.1.0') return;
-    const key = valid === undefined ? {} : { 'cni.dev/valid-attachments': valid, 'cni.dev/attachments': valid };
+    const key =
+      valid === undefined ? {} : { 'cni.dev/valid-attachments': valid, 'cni.dev/attachments': valid };
     for (const p of list.plugins) await this.invoke(p, list, 'GC', {}, key);
   }
 
@@ -163,7 +198,10 @@ export class Libcni {
 }
 
 /** libcni injectRuntimeConfig: capability args the plugin entry declares (`capabilities`). */
-function runtimeConfigFor(plugin: Record<string, unknown>, caps: Readonly<Record<string, unknown>>): Record<string, unknown> {
+function runtimeConfigFor(
+  plugin: Record<string, unknown>,
+  caps: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
   const declared = (plugin.capabilities ?? {}) as Record<string, boolean>;
   return Object.fromEntries(Object.entries(caps).filter(([k]) => declared[k] === true));
 }

@@ -14,7 +14,11 @@ export function sh(cmd: string, args: readonly string[]): string {
 }
 
 /** Runs a command inside a namespace; returns {status, stdout, stderr}. */
-export function inNs(ns: string, cmd: string, args: readonly string[]): { status: number; stdout: string; stderr: string } {
+export function inNs(
+  ns: string,
+  cmd: string,
+  args: readonly string[],
+): { status: number; stdout: string; stderr: string } {
   const r = spawnSync('ip', ['netns', 'exec', ns, cmd, ...args], { encoding: 'utf8' });
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }

@@ -56,7 +56,12 @@ export async function createWorld(nodeCount: number, ptp: PtpFlavour, tag: strin
     tmp,
     logFile: join(tmp, 'blockipam.log'),
     nodeName: (i) => `${tag}-node-${i + 1}`,
-    cni: (i) => new Libcni({ cniPath: [pluginDir, ptp.dir], cacheDir: join(tmp, `cni-cache-${i}`), netns: topo.nodes[i] as string }),
+    cni: (i) =>
+      new Libcni({
+        cniPath: [pluginDir, ptp.dir],
+        cacheDir: join(tmp, `cni-cache-${i}`),
+        netns: topo.nodes[i],
+      }),
     conflist: (i, ipam = {}) => ({
       cniVersion: ptp.cniVersion,
       name: `${tag}net`,
@@ -64,7 +69,14 @@ export async function createWorld(nodeCount: number, ptp: PtpFlavour, tag: strin
         {
           type: 'ptp',
           capabilities: { portMappings: true },
-          ipam: { type: 'blockipam', kubeconfig: cp.adminKubeconfig, nodeName: world.nodeName(i), logFile: world.logFile, cacheDir: join(tmp, `ipam-cache-${i}`), ...ipam },
+          ipam: {
+            type: 'blockipam',
+            kubeconfig: cp.adminKubeconfig,
+            nodeName: world.nodeName(i),
+            logFile: world.logFile,
+            cacheDir: join(tmp, `ipam-cache-${i}`),
+            ...ipam,
+          },
         },
         { type: 'portmap', capabilities: { portMappings: true } },
       ],

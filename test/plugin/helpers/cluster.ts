@@ -9,7 +9,9 @@ import { addressTextAt, mustParseCidr } from '../../../core/index.ts';
 import { controlPlane, kubectl } from '../../helpers/control-plane.ts';
 import { repoRoot } from './plugin-exe.ts';
 
-const crdNames = ['ippools', 'ipamblocks', 'ipamconfigs', 'ipreservations'].map((p) => `${p}.ipam.blockipam.io`);
+const crdNames = ['ippools', 'ipamblocks', 'ipamconfigs', 'ipreservations'].map(
+  (p) => `${p}.ipam.blockipam.io`,
+);
 
 function must(args: readonly string[], input?: string): string {
   const r = kubectl(args, input === undefined ? {} : { input });
@@ -43,7 +45,11 @@ export function fixture(): Fixture {
     apply(obj) {
       must(['apply', '-f', '-'], JSON.stringify(obj));
       const meta = obj.metadata as { name: string; namespace?: string };
-      created.push({ kind: String(obj.kind), name: meta.name, ...(meta.namespace ? { namespace: meta.namespace } : {}) });
+      created.push({
+        kind: String(obj.kind),
+        name: meta.name,
+        ...(meta.namespace ? { namespace: meta.namespace } : {}),
+      });
     },
     applyFails(obj) {
       const r = kubectl(['apply', '-f', '-'], { input: JSON.stringify(obj) });
@@ -51,7 +57,12 @@ export function fixture(): Fixture {
       return r.stderr;
     },
     pool(name, cidr, blockSize, extra = {}) {
-      f.apply({ apiVersion: 'ipam.blockipam.io/v1alpha1', kind: 'IPPool', metadata: { name }, spec: { cidr, blockSize, ...extra } });
+      f.apply({
+        apiVersion: 'ipam.blockipam.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name },
+        spec: { cidr, blockSize, ...extra },
+      });
     },
     blocks() {
       return (JSON.parse(must(['get', 'ipamblocks', '-o', 'json'])) as { items: IPAMBlock[] }).items;
@@ -70,7 +81,15 @@ export function fixture(): Fixture {
     },
     cleanup() {
       kubectl(['delete', 'ipamblocks', '--all', '--wait=false']);
-      for (const c of created.reverse()) kubectl(['delete', c.kind, c.name, ...(c.namespace ? ['-n', c.namespace] : []), '--ignore-not-found', '--wait=false']);
+      for (const c of created.reverse())
+        kubectl([
+          'delete',
+          c.kind,
+          c.name,
+          ...(c.namespace ? ['-n', c.namespace] : []),
+          '--ignore-not-found',
+          '--wait=false',
+        ]);
       if (!hadCrds) kubectl(['delete', 'crd', ...crdNames, '--ignore-not-found']);
     },
   };

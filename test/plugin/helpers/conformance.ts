@@ -38,7 +38,16 @@ export function setupSuite(): Suite {
         ...(version === undefined ? {} : { cniVersion: version }),
         name: NET,
         type: 'ptp',
-        ipam: { type: 'blockipam', kubeconfig: fx.kubeconfig, nodeName: NODE, logFile: join(tmp, 'blockipam.log'), cacheDir: join(tmp, 'cache'), ipv4Pools: ['conf-v4'], ipv6Pools: ['conf-v6'], ...ipam },
+        ipam: {
+          type: 'blockipam',
+          kubeconfig: fx.kubeconfig,
+          nodeName: NODE,
+          logFile: join(tmp, 'blockipam.log'),
+          cacheDir: join(tmp, 'cache'),
+          ipv4Pools: ['conf-v4'],
+          ipv6Pools: ['conf-v6'],
+          ...ipam,
+        },
         ...top,
       });
     },
@@ -51,13 +60,31 @@ export function setupSuite(): Suite {
 }
 
 /** The CNI environment of an attachment command. */
-export function env(command: string, containerID = 'ctr1', extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
-  return { CNI_COMMAND: command, CNI_CONTAINERID: containerID, CNI_NETNS: '/var/run/netns/none', CNI_IFNAME: 'eth0', CNI_PATH: '/opt/cni/bin', ...extra };
+export function env(
+  command: string,
+  containerID = 'ctr1',
+  extra: Record<string, string | undefined> = {},
+): Record<string, string | undefined> {
+  return {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: containerID,
+    CNI_NETNS: '/var/run/netns/none',
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: '/opt/cni/bin',
+    ...extra,
+  };
 }
 
 /** GC / STATUS environment as libcni sets it (attachment variables present but empty). */
 export function envNoAttachment(command: string): Record<string, string> {
-  return { CNI_COMMAND: command, CNI_CONTAINERID: '', CNI_NETNS: '', CNI_IFNAME: '', CNI_ARGS: '', CNI_PATH: '/opt/cni/bin' };
+  return {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: '',
+    CNI_NETNS: '',
+    CNI_IFNAME: '',
+    CNI_ARGS: '',
+    CNI_PATH: '/opt/cni/bin',
+  };
 }
 
 /** Asserts case 11's envelope and the code; returns the error document. */

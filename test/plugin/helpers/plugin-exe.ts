@@ -16,7 +16,10 @@ function newestSource(dir: string): number {
   let newest = 0;
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);
-    newest = Math.max(newest, e.isDirectory() ? newestSource(p) : e.name.endsWith('.ts') ? statSync(p).mtimeMs : 0);
+    newest = Math.max(
+      newest,
+      e.isDirectory() ? newestSource(p) : e.name.endsWith('.ts') ? statSync(p).mtimeMs : 0,
+    );
   }
   return newest;
 }
@@ -25,7 +28,10 @@ function newestSource(dir: string): number {
 export function ensurePlugin(): string {
   const sources = Math.max(newestSource(join(repoRoot, 'ipam-plugin')), newestSource(join(repoRoot, 'core')));
   if (existsSync(pluginPath) && statSync(pluginPath).mtimeMs > sources) return pluginPath;
-  const r = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build-plugin.ts')], { cwd: repoRoot, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build-plugin.ts')], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`plugin build failed:\n${r.stderr}`);
   return pluginPath;
 }
@@ -39,9 +45,14 @@ export interface PluginRun {
 }
 
 /** Runs the executable once with exactly `env` (plus PATH) and `stdin`. */
-export function runPlugin(env: Readonly<Record<string, string | undefined>>, stdin: string): Promise<PluginRun> {
+export function runPlugin(
+  env: Readonly<Record<string, string | undefined>>,
+  stdin: string,
+): Promise<PluginRun> {
   return new Promise((resolve, reject) => {
-    const clean = Object.fromEntries(Object.entries({ PATH: process.env.PATH, ...env }).filter(([, v]) => v !== undefined)) as Record<string, string>;
+    const clean = Object.fromEntries(
+      Object.entries({ PATH: process.env.PATH, ...env }).filter(([, v]) => v !== undefined),
+    ) as Record<string, string>;
     const child = spawn(ensurePlugin(), [], { env: clean, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
