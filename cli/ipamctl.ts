@@ -6,13 +6,23 @@
 import yargs from 'yargs';
 import type { Argv } from 'yargs';
 import { checkCommand } from './commands/check.ts';
+import { releaseCommand } from './commands/release.ts';
+import { showCommand } from './commands/show.ts';
+import { poolCommand } from './commands/pool.ts';
+import { configCommand } from './commands/config.ts';
 import type { CommandContext, CommandFactory, GlobalFlags } from './command.ts';
 import { reportFailure } from './errors.ts';
 import { EXIT, println } from './io.ts';
 import type { ExitCode, Io } from './io.ts';
 
 /** Every subcommand, in the order --help lists them. */
-const COMMANDS: readonly CommandFactory[] = [checkCommand];
+const COMMANDS: readonly CommandFactory[] = [
+  checkCommand,
+  showCommand,
+  releaseCommand,
+  poolCommand,
+  configCommand,
+];
 
 /** Builds the parser with every command registered. */
 function parser(ctx: CommandContext): Argv<GlobalFlags> {

@@ -9,7 +9,7 @@ import { addressTextAt, cidrContains, formatIP, parseCidr, parseIP } from '../..
 import type { Allocation, Cidr } from '../../core/index.ts';
 import { rangedBlocks } from './block-checks.ts';
 import { problem } from './problems.ts';
-import type { LeakedAllocation, Problem } from './problems.ts';
+import type { LeakedAllocation, LeakReason, Problem } from './problems.ts';
 import type { AuditPod, Snapshot } from './snapshot.ts';
 
 /** True for a pod whose sandbox (and address) may be live: not finished, not host network. */
@@ -56,7 +56,7 @@ function leakReason(
   allocation: Allocation,
   pods: ReadonlyMap<string, AuditPod>,
   nodes: ReadonlySet<string>,
-): LeakedAllocation['reason'] | undefined {
+): LeakReason | undefined {
   if (allocation.namespace && allocation.pod) {
     const pod = pods.get(`${allocation.namespace}/${allocation.pod}`);
     if (!pod) return 'leaked-pod-deleted';
@@ -65,7 +65,7 @@ function leakReason(
   return nodes.has(allocation.node) ? undefined : 'leaked-node-deleted';
 }
 
-function leakMessage(leak: LeakedAllocation): string {
+function leakMessage(leak: LeakedAllocation, reason: LeakReason): string {
   const owner = leak.pod
     ? `pod ${leak.namespace}/${leak.pod} (uid ${leak.podUID ?? '?'})`
     : `handle ${leak.handle}`;
@@ -73,7 +73,7 @@ function leakMessage(leak: LeakedAllocation): string {
     'leaked-pod-deleted': 'the pod no longer exists',
     'leaked-pod-uid': 'a pod of that name exists with another UID',
     'leaked-node-deleted': `node ${leak.node} no longer exists`,
-  }[leak.reason];
+  }[reason];
   return `${leak.address} (IPAMBlock ${leak.block}, handle ${leak.handle}, sequence ${leak.sequence}) is held by ${owner} on node ${leak.node}: ${why}`;
 }
 
@@ -111,7 +111,7 @@ export function leakProblems(
         problems.push(
           problem(
             'ip-in-use-by-other-pod',
-            `${leakMessage(leak)}; but pod ${users.map(podName).join(', ')} uses ${address}: not offered for release`,
+            `${leakMessage(leak, reason)}; but pod ${users.map(podName).join(', ')} uses ${address}: not offered for release`,
             [`IPAMBlock/${leak.block}`, ...users.map((u) => `Pod/${podName(u)}`)],
           ),
         );
@@ -119,7 +119,7 @@ export function leakProblems(
       }
       leaked.push(leak);
       problems.push(
-        problem(reason, leakMessage(leak), [
+        problem(reason, leakMessage(leak, reason), [
           `IPAMBlock/${leak.block}`,
           ...(pod ? [`Pod/${namespace ?? ''}/${pod}`] : []),
           `Node/${node}`,

@@ -38,6 +38,9 @@ export interface Problem {
   objects: string[];
 }
 
+/** The problem kinds that make an allocation leaked. */
+export type LeakReason = 'leaked-pod-deleted' | 'leaked-pod-uid' | 'leaked-node-deleted';
+
 /** An allocation `check` calls leaked: enough to release exactly it, and nothing else. */
 export interface LeakedAllocation {
   address: string;
@@ -51,7 +54,8 @@ export interface LeakedAllocation {
   pod?: string;
   podUID?: string;
   allocatedAt: string;
-  reason: 'leaked-pod-deleted' | 'leaked-pod-uid' | 'leaked-node-deleted';
+  /** Why it is leaked; 'requested' only for `release --ip` (an operator's choice, never in a report). */
+  reason: LeakReason | 'requested';
 }
 
 /** Builds a problem with the severity its kind implies. */

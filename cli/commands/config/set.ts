@@ -1,0 +1,84 @@
+/**
+ * `ipamctl config set key=value…`: changes IPAMConfig `default` (created when missing) with one
+ * compare-and-swap write, after checking the cross-field rules (core's configProblems; the CRD's
+ * CEL rules check them again). `key=` removes a setting (back to its default).
+ */
+import {
+  API_VERSION,
+  configProblems,
+  DEFAULT_SETTINGS,
+  IPAM_CONFIG_NAME,
+  settingsOf,
+} from '../../../core/index.ts';
+import type { IPAMConfigObject, IPAMConfigSpec } from '../../../core/index.ts';
+import { defineCommand } from '../../command.ts';
+import type { CommandContext, GlobalFlags } from '../../command.ts';
+import { CliError, EXIT, println } from '../../io.ts';
+import { withConnection } from '../with-connection.ts';
+
+interface SetArgs extends GlobalFlags {
+  settings: string[];
+}
+
+type Key = keyof IPAMConfigSpec;
+const KEYS = Object.keys(DEFAULT_SETTINGS) as Key[];
+
+/** Applies "key=value" assignments to `spec`. @throws CliError for an unknown key or a bad value */
+export function applySettings(spec: IPAMConfigSpec, assignments: readonly string[]): IPAMConfigSpec {
+  const out: Record<string, unknown> = { ...spec };
+  for (const text of assignments) {
+    const eq = text.indexOf('=');
+    const key = text.slice(0, eq) as Key;
+    if (eq < 0 || !KEYS.includes(key))
+      throw new CliError(`${JSON.stringify(text)}: want KEY=VALUE with KEY one of ${KEYS.join(', ')}`);
+    const value = text.slice(eq + 1);
+    if (value === '') delete out[key];
+    else if (typeof DEFAULT_SETTINGS[key] === 'boolean') {
+      if (value !== 'true' && value !== 'false')
+        throw new CliError(`${key} must be true or false, not ${JSON.stringify(value)}`);
+      out[key] = value === 'true';
+    } else {
+      if (!/^(0|[1-9][0-9]*)$/.test(value))
+        throw new CliError(`${key} must be a whole number ≥ 0, not ${JSON.stringify(value)}`);
+      out[key] = Number(value);
+    }
+  }
+  return out;
+}
+
+export function configSetCommand(ctx: CommandContext) {
+  return defineCommand<SetArgs>({
+    ctx,
+    command: 'set <settings..>',
+    describe: 'Change IPAM settings (KEY=VALUE …; KEY= restores the default)',
+    builder: (y) =>
+      y
+        .positional('settings', {
+          type: 'string',
+          array: true,
+          demandOption: true,
+          describe: `KEY=VALUE, KEY one of ${KEYS.join(', ')}`,
+        })
+        .example(
+          '$0 config set strictAffinity=true maxBlocksPerNode=4',
+          'No borrowing; at most 4 blocks per node',
+        )
+        .example('$0 config set ipCooldownSeconds=', 'Back to the default cooldown'),
+    run: (args) =>
+      withConnection(args, ctx.io, async (conn) => {
+        const stored = await conn.ds.configs.get(IPAM_CONFIG_NAME);
+        const spec = applySettings(stored?.spec ?? {}, args.settings);
+        const problems = configProblems(settingsOf({ metadata: { name: IPAM_CONFIG_NAME }, spec }));
+        if (problems.length > 0) throw new CliError(`refused: ${problems.join('; ')}. Nothing was changed.`);
+        const object: IPAMConfigObject = {
+          apiVersion: API_VERSION,
+          kind: 'IPAMConfig',
+          metadata: stored?.metadata ?? { name: IPAM_CONFIG_NAME },
+          spec,
+        };
+        await (stored ? conn.ds.configs.update(object) : conn.ds.configs.create(object));
+        println(ctx.io.stdout, `IPAMConfig ${IPAM_CONFIG_NAME} updated: ${args.settings.join(' ')}`);
+        return EXIT.OK;
+      }),
+  });
+}

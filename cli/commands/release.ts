@@ -1,0 +1,191 @@
+/**
+ * `ipamctl release --from-report R… | --ip X`: frees leaked allocations safely
+ * (docs/design-cli.md §Release safety). Prints its plan; changes nothing without --yes.
+ */
+import { resolve } from 'node:path';
+import { releaseAddresses } from '../../core/index.ts';
+import type { KubeDatastore } from '../../core/index.ts';
+import type { LeakedAllocation } from '../audit/problems.ts';
+import { readReport } from '../audit/report.ts';
+import { defineCommand } from '../command.ts';
+import type { CommandContext, GlobalFlags } from '../command.ts';
+import { clusterIdentity, connect } from '../connect.ts';
+import type { Connection } from '../connect.ts';
+import { reportFailure } from '../errors.ts';
+import { CliError, EXIT, println } from '../io.ts';
+import type { ExitCode, Io } from '../io.ts';
+import { lookupAddress, parseAddress } from '../lookup.ts';
+import { renderTable } from '../output.ts';
+import { leakedInEveryReport, recheckAll } from '../release/plan.ts';
+import type { Candidate } from '../release/plan.ts';
+
+interface ReleaseArgs extends GlobalFlags {
+  fromReport?: string[];
+  ip?: string;
+  block?: string;
+  yes: boolean;
+  force: boolean;
+}
+
+export function releaseCommand(ctx: CommandContext) {
+  return defineCommand<ReleaseArgs>({
+    ctx,
+    command: 'release',
+    describe: 'Release leaked addresses (from check reports, or one address)',
+    builder: (y) =>
+      y
+        .option('from-report', {
+          type: 'string',
+          array: true,
+          describe: 'Check report(s): release only what EVERY report calls leaked',
+        })
+        .option('ip', { type: 'string', describe: 'Release this one address' })
+        .option('block', {
+          type: 'string',
+          describe: 'With --ip: the IPAMBlock, when overlapping blocks both hold the address',
+        })
+        .option('yes', {
+          alias: 'y',
+          type: 'boolean',
+          default: false,
+          describe: 'Do it (without: print the plan, change nothing, exit 3)',
+        })
+        .option('force', {
+          type: 'boolean',
+          default: false,
+          describe: "With --ip: release even if the address's pod is alive or a live pod has the IP",
+        })
+        .conflicts('from-report', 'ip')
+        .check((a) => {
+          if (!(a.fromReport as string[] | undefined)?.length && a.ip === undefined)
+            throw new Error('Give --from-report FILE… or --ip ADDRESS.');
+          if (a.force && !a.ip) throw new Error('--force only applies to --ip.');
+          return true;
+        })
+        .example('$0 check -o r1.json; sleep 600; $0 check -o r2.json', 'Two reports some minutes apart …')
+        .example(
+          '$0 release --from-report r1.json r2.json',
+          '… show what both call leaked and is still leaked now',
+        )
+        .example('$0 release --from-report r1.json r2.json --yes', '… and release it')
+        .example('$0 release --ip 10.244.3.70 --yes', 'Release one address (refused while its pod is alive)'),
+    run: (args) => release(args, ctx.io),
+  });
+}
+
+async function release(args: ReleaseArgs, io: Io): Promise<ExitCode> {
+  let conn: Connection | undefined;
+  try {
+    const reports = await Promise.all(
+      (args.fromReport ?? []).map(async (path) => ({
+        path,
+        report: await readReport(resolve(io.cwd ?? process.cwd(), path)),
+      })),
+    );
+    conn = await connect(args, io);
+    const candidates =
+      args.ip !== undefined ? await byAddress(conn.ds, args) : await fromReports(conn, reports);
+    return await execute(conn.ds, candidates, args, io);
+  } catch (error) {
+    return reportFailure(io.stderr, error);
+  } finally {
+    conn?.ds.close();
+  }
+}
+
+async function fromReports(
+  conn: Connection,
+  reports: Parameters<typeof leakedInEveryReport>[0],
+): Promise<Candidate[]> {
+  const cluster = await clusterIdentity(conn);
+  return recheckAll(conn.ds, leakedInEveryReport(reports, cluster.kubeSystemUID));
+}
+
+async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidate[]> {
+  const info = await lookupAddress(ds, parseAddress(args.ip ?? ''));
+  const holders = info.holders.filter(
+    (h) => args.block === undefined || h.block.metadata.name === args.block,
+  );
+  if (holders.length > 1)
+    throw new CliError(
+      `${info.address} is allocated in ${holders.map((h) => h.block.metadata.name).join(' and ')}: name one with --block`,
+    );
+  const targets: LeakedAllocation[] = holders.map(({ block, ordinal, allocation }) => ({
+    ...allocation,
+    address: info.address,
+    block: block.metadata.name,
+    ordinal,
+    reason: 'requested',
+  }));
+  const candidates: Candidate[] = args.force
+    ? targets.map((leak) => ({ leak }))
+    : await recheckAll(ds, targets);
+  // An explicit --ip releases a live owner's address only with --force; the handle/sequence check stays.
+  return candidates.map((c) =>
+    c.skip && !/no longer allocated/.test(c.skip) ? { ...c, skip: `${c.skip} (--force overrides)` } : c,
+  );
+}
+
+async function execute(
+  ds: KubeDatastore,
+  candidates: readonly Candidate[],
+  args: ReleaseArgs,
+  io: Io,
+): Promise<ExitCode> {
+  const go = candidates.filter((c) => c.skip === undefined).map((c) => c.leak);
+  const skipped = candidates.filter((c) => c.skip !== undefined);
+  for (const c of skipped)
+    println(
+      io.stdout,
+      `skip ${c.leak.address} (IPAMBlock ${c.leak.block}, handle ${c.leak.handle}): ${c.skip ?? ''}`,
+    );
+  if (go.length === 0) {
+    println(
+      io.stdout,
+      args.ip !== undefined && candidates.length === 0
+        ? `${args.ip} is not allocated: nothing to release.`
+        : 'Nothing to release.',
+    );
+    return skipped.length > 0 && args.ip !== undefined ? EXIT.PROBLEMS : EXIT.OK;
+  }
+  println(io.stdout, `${args.yes ? 'Releasing' : 'Would release'} ${go.length} allocation(s):`);
+  const headers = ['ADDRESS', 'BLOCK', 'HANDLE', 'SEQUENCE', 'POD', 'NODE', 'REASON'];
+  println(
+    io.stdout,
+    renderTable({
+      headers,
+      rows: go.map((l) => [
+        l.address,
+        l.block,
+        l.handle,
+        String(l.sequence),
+        l.pod ? `${l.namespace ?? ''}/${l.pod}` : '-',
+        l.node,
+        l.reason,
+      ]),
+    }),
+  );
+  if (!args.yes) {
+    println(io.stderr, 'Nothing was changed: re-run with --yes to release these.');
+    return EXIT.UNCONFIRMED;
+  }
+  const result = await releaseAddresses(
+    ds,
+    go.map((l) => ({
+      address: l.address,
+      handle: l.handle,
+      sequence: l.sequence,
+      block: l.block,
+      ...(l.podUID ? { podUID: l.podUID } : {}),
+    })),
+  );
+  const released = new Set(result.released.map((r) => `${r.block}|${r.address}`));
+  const missed = go.filter((l) => !released.has(`${l.block}|${l.address}`));
+  for (const l of missed)
+    println(
+      io.stdout,
+      `not released ${l.address} (IPAMBlock ${l.block}): it changed after the re-check (handle / sequence precondition)`,
+    );
+  println(io.stdout, `Released ${released.size} of ${go.length}.`);
+  return missed.length === 0 ? EXIT.OK : EXIT.PROBLEMS;
+}

@@ -1,0 +1,185 @@
+/**
+ * `ipamctl show`: pool utilisation (default), `--blocks`, `--node N`, `--ip X`. Read-only.
+ * Tables by default, `-o json|yaml` for scripts.
+ */
+import { listNodeAllocations, affineSelector } from '../../core/index.ts';
+import type { KubeDatastore } from '../../core/index.ts';
+import { defineCommand, withFormat } from '../command.ts';
+import type { CommandContext, GlobalFlags } from '../command.ts';
+import { connect } from '../connect.ts';
+import { reportFailure } from '../errors.ts';
+import { EXIT } from '../io.ts';
+import type { ExitCode, Io } from '../io.ts';
+import { lookupAddress, parseAddress } from '../lookup.ts';
+import { countOf, print } from '../output.ts';
+import type { Format } from '../output.ts';
+import { blockUsage, poolUsage } from '../show/usage.ts';
+
+interface ShowArgs extends GlobalFlags {
+  output: Format;
+  blocks?: boolean;
+  node?: string;
+  ip?: string;
+}
+
+export function showCommand(ctx: CommandContext) {
+  return defineCommand<ShowArgs>({
+    ctx,
+    command: 'show',
+    describe: 'Show pool utilisation, blocks, a node’s addresses, or who holds an address',
+    builder: (y) =>
+      withFormat(y)
+        .option('blocks', { type: 'boolean', describe: 'One row per block' })
+        .option('node', {
+          type: 'string',
+          describe: 'Blocks affine to NODE and every address allocated for it',
+        })
+        .option('ip', { type: 'string', describe: 'Who holds this address' })
+        .conflicts('ip', ['node', 'blocks'])
+        .conflicts('node', 'blocks')
+        .example('$0 show', 'Pools: capacity, used, free, blocks')
+        .example('$0 show --blocks -o yaml', 'Every block with its pool, affinity and use')
+        .example('$0 show --node worker-1', "A node's blocks and addresses (borrowed ones included)")
+        .example('$0 show --ip 10.244.3.70', 'The owner of an address: handle, pod, UID, node, sequence'),
+    run: (args) => show(args, ctx.io),
+  });
+}
+
+async function show(args: ShowArgs, io: Io): Promise<ExitCode> {
+  let conn;
+  try {
+    conn = await connect(args, io);
+  } catch (error) {
+    return reportFailure(io.stderr, error);
+  }
+  try {
+    if (args.ip !== undefined) return await showIP(conn.ds, args.ip, args.output, io);
+    if (args.node !== undefined) await showNode(conn.ds, args.node, args.output, io);
+    else await showPools(conn.ds, args, io);
+    return EXIT.OK;
+  } catch (error) {
+    return reportFailure(io.stderr, error);
+  } finally {
+    conn.ds.close();
+  }
+}
+
+async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<void> {
+  const [pools, blocks] = await Promise.all([ds.pools.list(), ds.blocks.list()]);
+  if (args.blocks) {
+    const rows = blockUsage(pools, blocks);
+    print(io.stdout, args.output, rows, () => ({
+      headers: ['BLOCK', 'CIDR', 'POOL', 'AFFINITY', 'CAPACITY', 'USED', 'FREE'],
+      rows: rows.map((b) => [
+        b.name,
+        b.cidr,
+        b.pool || '(none)',
+        b.affinity ?? '(none)',
+        String(b.capacity),
+        String(b.used),
+        String(b.free),
+      ]),
+    }));
+    return;
+  }
+  const usage = poolUsage(pools, blocks);
+  const data = usage.map((u) => ({
+    ...u,
+    capacity: countOf(u.capacity),
+    used: countOf(u.used),
+    free: countOf(u.free),
+  }));
+  print(io.stdout, args.output, data, () => ({
+    headers: ['POOL', 'CIDR', 'BLOCK SIZE', 'CAPACITY', 'USED', 'FREE', 'BLOCKS', 'DISABLED'],
+    rows: usage.map((u) => [
+      u.name,
+      u.cidr,
+      String(u.blockSize),
+      String(u.capacity),
+      String(u.used),
+      String(u.free),
+      String(u.blocks),
+      String(u.disabled),
+    ]),
+  }));
+}
+
+async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io): Promise<void> {
+  const [affine, allocations] = await Promise.all([
+    ds.blocks.list({ labelSelector: affineSelector(node) }),
+    listNodeAllocations(ds, node),
+  ]);
+  const data = {
+    node,
+    blocks: affine.map((b) => ({
+      name: b.metadata.name,
+      cidr: b.spec.cidr,
+      used: Object.keys(b.spec.allocations).length,
+    })),
+    allocations: allocations.map((a) => ({
+      address: a.address,
+      block: a.block,
+      borrowed: a.borrowed,
+      handle: a.allocation.handle,
+      namespace: a.allocation.namespace,
+      pod: a.allocation.pod,
+      podUID: a.allocation.podUID,
+      sequence: a.sequence,
+    })),
+  };
+  print(io.stdout, format, data, () => ({
+    headers: ['ADDRESS', 'BLOCK', 'BORROWED', 'POD', 'HANDLE'],
+    rows: [
+      ...data.allocations.map((a) => [
+        a.address,
+        a.block,
+        String(a.borrowed),
+        a.pod ? `${a.namespace ?? ''}/${a.pod}` : '-',
+        a.handle,
+      ]),
+      ...data.blocks
+        .filter((b) => b.used === 0)
+        .map((b) => ['-', b.name, 'false', '(empty affine block)', '-']),
+    ],
+  }));
+}
+
+async function showIP(ds: KubeDatastore, text: string, format: Format, io: Io): Promise<ExitCode> {
+  const info = await lookupAddress(ds, parseAddress(text));
+  const data = {
+    address: info.address,
+    allocated: info.holders.length > 0,
+    blocks: info.blocks.map((b) => b.metadata.name),
+    reservedIn: info.reservedIn,
+    owners: info.holders.map((h) => ({
+      block: h.block.metadata.name,
+      ordinal: h.ordinal,
+      affinity: h.block.spec.affinity,
+      ...h.allocation,
+    })),
+  };
+  print(io.stdout, format, data, () => {
+    const rows: string[][] = [['ADDRESS', info.address]];
+    if (info.blocks.length === 0) rows.push(['STATUS', 'not in any IPAMBlock']);
+    else if (info.holders.length === 0)
+      rows.push([
+        'STATUS',
+        info.reservedIn.length > 0
+          ? `reserved in ${info.reservedIn.join(', ')}`
+          : `free in ${data.blocks.join(', ')}`,
+      ]);
+    for (const o of data.owners) {
+      rows.push(
+        ['BLOCK', `${o.block} (affinity ${o.affinity ?? 'none'})`],
+        ['HANDLE', o.handle],
+        ['POD', o.pod ? `${o.namespace ?? ''}/${o.pod}` : '-'],
+        ['POD UID', o.podUID ?? '-'],
+        ['NODE', o.node],
+        ['SEQUENCE', String(o.sequence)],
+        ['ALLOCATED AT', o.allocatedAt],
+      );
+    }
+    return { headers: ['FIELD', 'VALUE'], rows };
+  });
+  return EXIT.OK;
+}
