@@ -2,7 +2,8 @@
  * blockipam core — the public API (documented in docs/design-core.md §API).
  *
  * Allocation:   autoAssign, assignIP, releaseByHandle, releaseAddresses, releaseForGC,
- *               findByHandle, listNodeAllocations, releaseEmptyBlocks, loadSnapshot
+ *               findByHandle, listNodeAllocations, releaseEmptyBlocks, releaseNodeBlocks,
+ *               loadSnapshot
  * Validation:   validatePool, checkBlockInvariants, configProblems
  * Datastores:   Datastore (port), MemoryDatastore, KubeDatastore (over core/kube's lean transport)
  * Errors:       NotFoundError, AlreadyExistsError, ConflictError, UnavailableError, InvalidError,
@@ -18,6 +19,8 @@ export type { AddressRelease, HandleQuery, HandleRelease } from './allocator/rel
 export { releaseForGC } from './allocator/gc.ts';
 export type { Attachment, GcRequest } from './allocator/gc.ts';
 export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
+export { releaseNodeBlocks } from './allocator/node-blocks.ts';
+export type { NodeBlocksRelease } from './allocator/node-blocks.ts';
 export type { EmptyBlockRelease } from './allocator/empty-blocks.ts';
 export { loadSnapshot, poolBlockSize, poolCidr, selectPools, usablePools } from './allocator/pools.ts';
 export type { PoolRequest, PoolSnapshot, ShadowedPool } from './allocator/pools.ts';

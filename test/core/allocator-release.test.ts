@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { contextOf } from '../../core/allocator/context.ts';
 import { deleteIfUnchanged } from '../../core/allocator/release.ts';
-import { assignIP, autoAssign, findByHandle, mustParseCidr, newBlock, releaseAddresses, releaseByHandle, releaseEmptyBlocks, releaseForGC, validatePool } from '../../core/index.ts';
+import { assignIP, autoAssign, findByHandle, mustParseCidr, newBlock, releaseAddresses, releaseByHandle, releaseEmptyBlocks, releaseForGC, releaseNodeBlocks, validatePool } from '../../core/index.ts';
 import { pod, pool, reservation, world } from './fixtures.ts';
 
 describe('assignIP (static)', () => {
@@ -146,5 +146,21 @@ describe('validatePool', () => {
     const got = await validatePool(w.ds, pool('a', { cidr: '10.31.0.0/16', blockSize: 28 }));
     assert.ok(!got.ok && /overlaps IPAMBlock "10-31-[0-9-]+-26" of block size 26/.test(got.message), JSON.stringify(got));
     assert.deepEqual(await validatePool(w.ds, pool('a', { cidr: '10.31.0.0/16', blockSize: 26 })), { ok: true });
+  });
+});
+
+describe('releaseNodeBlocks (node deleted)', () => {
+  it('deletes the empty blocks and leaves blocks with allocations unowned and borrowable', async () => {
+    const w = world({ pools: [pool('p', { cidr: '10.8.0.0/24', blockSize: 30 })] });
+    for (const id of ['a', 'b']) await autoAssign(w.ds, { ...pod(id), node: 'n1' }, w.options);
+    await releaseByHandle(w.ds, 'net.a.eth0', { node: 'n1' }, w.options);
+    const done = await releaseNodeBlocks(w.ds, 'n1', w.options);
+    assert.equal(done.deleted.length, 1);
+    assert.equal(done.unowned.length, 1);
+    const left = await w.ds.blocks.get(done.unowned[0]!);
+    assert.equal(left?.spec.affinity, null);
+    assert.deepEqual(await w.problems(), []);
+    await releaseByHandle(w.ds, 'net.b.eth0', {}, w.options);
+    assert.equal(await w.ds.blocks.get(done.unowned[0]!), undefined, 'an unowned block goes with its last allocation');
   });
 });
