@@ -1,0 +1,302 @@
+// ipamctl check against the real API server: a clean cluster (real allocations through core's
+// allocator) exits 0; each seeded inconsistency is named by its check and exits 1.
+import assert from 'node:assert/strict';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { autoAssign, handleOf } from '../../core/index.ts';
+import type { KubeDatastore } from '../../core/index.ts';
+import type { Report } from '../../cli/audit/report.ts';
+import {
+  adminDatastore,
+  blockObject,
+  cleanCluster,
+  createNamespace,
+  createNode,
+  createPod,
+  ipamctl,
+  kubeSystemUID,
+  poolObject,
+  setPodIP,
+  uniqueNamespace,
+} from './cluster.ts';
+import type { SeedAllocation } from './cluster.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ipamctl-check-'));
+const ns = uniqueNamespace('ipamctl-check');
+let ds: KubeDatastore;
+
+/** Runs check -o and returns the run plus the parsed report. */
+async function check(
+  name: string,
+): Promise<{ code: number; stdout: string; stderr: string; report: Report }> {
+  const path = join(dir, `${name}.json`);
+  const out = await ipamctl(['check', '-o', path, '--limit', '0']);
+  return { ...out, report: JSON.parse(readFileSync(path, 'utf8')) as Report };
+}
+
+/** The set of problem kinds a report holds (information included). */
+function kinds(report: Report): string[] {
+  return Object.keys(report.byKind).sort();
+}
+
+const own = (ordinal: number, handle: string, extra: Partial<SeedAllocation> = {}): SeedAllocation => ({
+  ordinal,
+  handle,
+  node: 'n1',
+  ...extra,
+});
+
+describe('ipamctl check (real API server)', () => {
+  before(async () => {
+    ds = adminDatastore();
+    await cleanCluster(ds);
+    await createNamespace(ds, ns);
+  });
+  beforeEach(async () => {
+    await cleanCluster(ds, [ns]);
+    await createNode(ds, 'n1');
+    await createNode(ds, 'n2');
+  });
+  after(async () => {
+    await cleanCluster(ds, [ns]);
+    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
+    ds.close();
+  });
+
+  test('a clean cluster with live pods allocated by core exits 0 and stamps the report', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    for (const [i, node] of ['n1', 'n1', 'n2', 'n2', 'n2'].entries()) {
+      const pod = await createPod(ds, { namespace: ns, name: `pod-${i}`, node });
+      const outcome = await autoAssign(ds, {
+        handle: handleOf('k8s-pod-network', `c${i}`, 'eth0'),
+        network: 'k8s-pod-network',
+        node,
+        pod: { namespace: ns, name: `pod-${i}`, uid: pod.metadata.uid ?? '' },
+      });
+      assert.ok(outcome.ok && outcome.ipv4, JSON.stringify(outcome));
+      await setPodIP(ds, pod, outcome.ipv4.address);
+    }
+    const { code, stdout, report } = await check('clean');
+    assert.equal(code, 0, stdout);
+    assert.match(stdout, /Check complete: no problems found\./);
+    assert.deepEqual(kinds(report), []);
+    assert.equal(report.counts.allocations, 5);
+    assert.equal(report.cluster.kubeSystemUID, await kubeSystemUID(ds));
+    for (const kind of ['ipamblocks', 'ippools', 'pods', 'nodes'])
+      assert.match(report.resourceVersions[kind] ?? '', /^\d+$/, kind);
+  });
+
+  test('one address in two blocks: duplicate-address names the address and both blocks', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations: [own(5, 'net.a.eth0')] }),
+    );
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/27',
+        pool: 'p4',
+        affinity: 'n2',
+        allocations: [own(5, 'net.b.eth0', { node: 'n2' })],
+      }),
+    );
+    const { code, stdout, report } = await check('duplicate');
+    assert.equal(code, 1);
+    // Two blocks over one range necessarily overlap as well.
+    assert.deepEqual(kinds(report), ['duplicate-address', 'overlapping-blocks']);
+    const dup = report.problems.find((p) => p.kind === 'duplicate-address');
+    assert.match(
+      dup?.message ?? '',
+      /10\.244\.0\.5 is allocated in IPAMBlock 10-244-0-0-26 .* and in IPAMBlock 10-244-0-0-27/,
+    );
+    assert.match(stdout, /One address allocated in more than one block \[duplicate-address\] \(1\)/);
+  });
+
+  test('allocation of a deleted pod: leaked-pod-deleted, offered for release', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/26',
+        pool: 'p4',
+        affinity: 'n1',
+        allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'uid-gone' })],
+      }),
+    );
+    const { code, stdout, report } = await check('deleted-pod');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['leaked-pod-deleted']);
+    assert.match(
+      stdout,
+      new RegExp(
+        `10\\.244\\.0\\.7 \\(IPAMBlock 10-244-0-0-26, handle net\\.gone\\.eth0, sequence 1001\\) is held by pod ${ns}/gone`,
+      ),
+    );
+    assert.deepEqual(
+      report.leaked.map((l) => [l.address, l.block, l.handle, l.sequence, l.reason]),
+      [['10.244.0.7', '10-244-0-0-26', 'net.gone.eth0', 1001, 'leaked-pod-deleted']],
+    );
+  });
+
+  test('allocation of a pod that now has another UID: leaked-pod-uid', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    const pod = await createPod(ds, { namespace: ns, name: 'web-0', node: 'n1' });
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/26',
+        pool: 'p4',
+        affinity: 'n1',
+        allocations: [
+          own(9, 'net.old.eth0', { namespace: ns, pod: 'web-0', podUID: 'uid-of-the-earlier-web-0' }),
+        ],
+      }),
+    );
+    const { code, report } = await check('pod-uid');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['leaked-pod-uid']);
+    assert.ok(pod.metadata.uid && pod.metadata.uid !== 'uid-of-the-earlier-web-0');
+    assert.match(
+      report.problems[0]?.message ?? '',
+      new RegExp(`pod ${ns}/web-0 \\(uid uid-of-the-earlier-web-0\\).*another UID`),
+    );
+  });
+
+  test('allocation of a deleted node: leaked-node-deleted', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/26',
+        pool: 'p4',
+        affinity: 'n1',
+        allocations: [own(10, 'net.x.eth0', { node: 'gone-node' })],
+      }),
+    );
+    const { code, report } = await check('deleted-node');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['leaked-node-deleted']);
+    assert.match(report.problems[0]?.message ?? '', /10\.244\.0\.10 .* node gone-node no longer exists/);
+    assert.equal(report.leaked[0]?.reason, 'leaked-node-deleted');
+  });
+
+  test('block outside every pool: block-outside-pools', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({ cidr: '10.99.0.0/26', pool: 'p4', affinity: 'n1', allocations: [own(4, 'net.y.eth0')] }),
+    );
+    const { code, report } = await check('outside');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['block-outside-pools']);
+    assert.match(
+      report.problems[0]?.message ?? '',
+      /IPAMBlock 10-99-0-0-26 \(10\.99\.0\.0\/26\) lies outside every IPPool/,
+    );
+  });
+
+  test('overlapping blocks: overlapping-blocks names both', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({ cidr: '10.244.0.0/25', pool: 'p4', affinity: 'n1', allocations: [own(3, 'net.a.eth0')] }),
+    );
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.64/26',
+        pool: 'p4',
+        affinity: 'n2',
+        allocations: [own(3, 'net.b.eth0', { node: 'n2' })],
+      }),
+    );
+    const { code, report } = await check('overlap');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['overlapping-blocks']);
+    assert.match(
+      report.problems[0]?.message ?? '',
+      /IPAMBlock 10-244-0-0-25 \(10\.244\.0\.0\/25\) overlaps IPAMBlock 10-244-0-64-26/,
+    );
+  });
+
+  test('overlapping pools (created past validation, as kubectl could): overlapping-pools', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.pools.create(poolObject('p4-inner', '10.244.8.0/24'));
+    const { code, report } = await check('overlap-pools');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['overlapping-pools']);
+    assert.match(
+      report.problems[0]?.message ?? '',
+      /IPPool p4 \(10\.244\.0\.0\/16\) overlaps IPPool p4-inner/,
+    );
+  });
+
+  test('broken block invariant (a reserved ordinal allocated): invalid-block with core’s message', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations: [own(0, 'net.z.eth0')] }),
+    );
+    const { code, report } = await check('invariant');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['invalid-block']);
+    assert.equal(report.problems[0]?.message, 'IPAMBlock 10-244-0-0-26: ordinal 0 is reserved but allocated');
+  });
+
+  test('pod IP with no allocation: pod-ip-unallocated names the pod', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await createPod(ds, { namespace: ns, name: 'orphan', node: 'n1', ip: '10.244.1.9' });
+    // A pod IP outside every pool and block is not blockipam's (e.g. host network): ignored.
+    await createPod(ds, { namespace: ns, name: 'elsewhere', node: 'n1', ip: '192.168.7.7' });
+    const { code, report } = await check('pod-ip');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['pod-ip-unallocated']);
+    assert.match(
+      report.problems[0]?.message ?? '',
+      new RegExp(`pod ${ns}/orphan .* has IP 10\\.244\\.1\\.9, which no IPAMBlock allocates`),
+    );
+    assert.equal(report.resourceVersions['ipamblocks (confirmation)'] !== undefined, true);
+  });
+
+  test('block affine to a deleted node: block-affinity-deleted-node', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/26',
+        pool: 'p4',
+        affinity: 'gone-node',
+        allocations: [own(5, 'net.b.eth0', { node: 'n1' })],
+      }),
+    );
+    const { code, report } = await check('affinity');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['block-affinity-deleted-node']);
+    assert.match(
+      report.problems[0]?.message ?? '',
+      /IPAMBlock 10-244-0-0-26 is affine to node gone-node, which does not exist/,
+    );
+  });
+
+  test('a leaked allocation whose address a live pod uses is reported, never offered for release', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await createPod(ds, { namespace: ns, name: 'squatter', node: 'n1', ip: '10.244.0.7' });
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/26',
+        pool: 'p4',
+        affinity: 'n1',
+        allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'u1' })],
+      }),
+    );
+    const { code, report } = await check('in-use');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['ip-in-use-by-other-pod']);
+    assert.deepEqual(report.leaked, []);
+  });
+
+  test('empty blocks are information only: exit 0', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n1' }));
+    const { code, stdout, report } = await check('empty');
+    assert.equal(code, 0);
+    assert.deepEqual(kinds(report), ['empty-block']);
+    assert.match(
+      stdout,
+      /Information \(1\):\n {2}Empty blocks \[empty-block\] \(1\):\n {4}- IPAMBlock 10-244-0-64-26/,
+    );
+  });
+});

@@ -1,0 +1,192 @@
+/**
+ * ipamctl tests' view of the real API server: CRDs installed once, a KubeDatastore as admin,
+ * seeding helpers (nodes, pods with a status IP, whole IPAMBlock objects with chosen
+ * allocations), in-process ipamctl runs, and cleanup of everything a test created (test files
+ * share one cluster). Nodes carry the label `ipamctl-test=1`; namespaces are unique per file.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  API_VERSION,
+  FAMILY_LABEL,
+  KubeDatastore,
+  nodeLabel,
+  parseCidr,
+  POOL_LABEL,
+} from '../../core/index.ts';
+import type { Allocation, IPAMBlock, IPPool, Pod } from '../../core/index.ts';
+import { loadKubeconfig } from '../../core/kube/index.ts';
+import { run } from '../../cli/ipamctl.ts';
+import { controlPlane, kubectl } from '../helpers/control-plane.ts';
+
+const crdDir = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'crds');
+const KINDS = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'] as const;
+export const TEST_LABEL = 'ipamctl-test';
+let installed = false;
+
+/** Applies crds/ (once per process) and returns an admin datastore. */
+export function adminDatastore(): KubeDatastore {
+  if (!installed) {
+    const apply = kubectl(['apply', '-f', crdDir]);
+    if (apply.status !== 0) throw new Error(`kubectl apply crds: ${apply.stderr}`);
+    const wait = kubectl([
+      'wait',
+      '--for',
+      'condition=established',
+      '--timeout=60s',
+      ...KINDS.map((k) => `crd/${k}.ipam.blockipam.io`),
+    ]);
+    if (wait.status !== 0) throw new Error(`CRDs not established: ${wait.stderr}`);
+    installed = true;
+  }
+  return new KubeDatastore(loadKubeconfig(controlPlane().adminKubeconfig));
+}
+
+/** A fresh namespace name (namespaces cannot be deleted to completion without a controller manager). */
+export function uniqueNamespace(prefix = 'ipamctl'): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Result of one in-process ipamctl run. */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs ipamctl in-process as the admin (unless `options.env` / an explicit --kubeconfig says
+ * otherwise).
+ */
+export async function ipamctl(
+  args: readonly string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const explicit = options.env !== undefined || args.includes('--kubeconfig');
+  const argv = explicit ? [...args] : [...args, '--kubeconfig', controlPlane().adminKubeconfig];
+  const code = await run({
+    argv,
+    env: options.env ?? {},
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: (t: string) => (stderr += t) },
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
+  return { code, stdout, stderr };
+}
+
+/** Creates a Node labelled for cleanup. */
+export async function createNode(ds: KubeDatastore, name: string): Promise<void> {
+  await ds.transport.request('POST', '/api/v1/nodes', {
+    body: { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: { [TEST_LABEL]: '1' } } },
+  });
+}
+
+/** Creates a Namespace. */
+export async function createNamespace(ds: KubeDatastore, name: string): Promise<void> {
+  await ds.transport.request('POST', '/api/v1/namespaces', {
+    body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+  });
+}
+
+/** Creates a Pod on `node`; with `ip` also sets status (Running, podIP) through the status subresource. */
+export async function createPod(
+  ds: KubeDatastore,
+  options: { namespace: string; name: string; node: string; ip?: string },
+): Promise<Pod> {
+  const body = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: options.name },
+    spec: { nodeName: options.node, containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+  };
+  const pod = await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${options.namespace}/pods`, {
+    body,
+  });
+  return options.ip === undefined ? pod : setPodIP(ds, pod, options.ip);
+}
+
+/** Sets a pod's status to Running with `ip`. */
+export async function setPodIP(ds: KubeDatastore, pod: Pod, ip: string): Promise<Pod> {
+  const path = `/api/v1/namespaces/${pod.metadata.namespace ?? ''}/pods/${pod.metadata.name}/status`;
+  return ds.transport.request<Pod>('PUT', path, {
+    body: { ...pod, status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } },
+  });
+}
+
+/** Deletes a pod at once (no kubelet: grace period 0). */
+export async function deletePod(ds: KubeDatastore, namespace: string, name: string): Promise<void> {
+  await ds.transport.request('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, {
+    body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0 },
+  });
+}
+
+/** An IPPool object (created as is: no validatePool, as kubectl apply would). */
+export function poolObject(name: string, cidr: string, blockSize?: number): IPPool {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'IPPool',
+    metadata: { name },
+    spec: { cidr, ...(blockSize ? { blockSize } : {}) },
+  };
+}
+
+/** One allocation to seed: ordinal and owner. */
+export interface SeedAllocation {
+  ordinal: number;
+  handle: string;
+  node: string;
+  namespace?: string;
+  pod?: string;
+  podUID?: string;
+}
+
+/**
+ * A complete IPAMBlock object as the allocator would write it (labels from the spec, sequence
+ * numbers 1000+i), for direct creation.
+ */
+export function blockObject(options: {
+  cidr: string;
+  pool: string;
+  affinity: string | null;
+  allocations?: readonly SeedAllocation[];
+}): IPAMBlock {
+  const cidr = parseCidr(options.cidr);
+  if (!cidr) throw new Error(`bad CIDR ${options.cidr}`);
+  const allocations: Record<string, Allocation> = {};
+  const labels: Record<string, string> = { [POOL_LABEL]: options.pool, [FAMILY_LABEL]: String(cidr.family) };
+  const base = 1000;
+  for (const [i, a] of (options.allocations ?? []).entries()) {
+    const { ordinal, ...owner } = a;
+    allocations[String(ordinal)] = { ...owner, allocatedAt: '2026-01-01T00:00:00Z', sequence: base + i + 1 };
+    if (a.node !== options.affinity) labels[nodeLabel(a.node)] = 'borrowed';
+  }
+  if (options.affinity !== null) labels[nodeLabel(options.affinity)] = 'affine';
+  const name = options.cidr.replace(/[.:/]/g, '-');
+  const spec = {
+    cidr: options.cidr,
+    affinity: options.affinity,
+    affinityClaimTime: '2026-01-01T00:00:00Z',
+    sequence: base + (options.allocations?.length ?? 0),
+    allocations,
+    freed: [],
+  };
+  return { apiVersion: API_VERSION, kind: 'IPAMBlock', metadata: { name, labels }, spec };
+}
+
+/** Removes every blockipam object, the test nodes, and the pods of `namespaces`. */
+export async function cleanCluster(ds: KubeDatastore, namespaces: readonly string[] = []): Promise<void> {
+  for (const kind of KINDS) await ds.transport.request('DELETE', `/apis/ipam.blockipam.io/v1alpha1/${kind}`);
+  await ds.transport.request('DELETE', '/api/v1/nodes', { query: { labelSelector: `${TEST_LABEL}=1` } });
+  for (const ns of namespaces)
+    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}/pods`, {
+      query: { gracePeriodSeconds: '0' },
+    });
+}
+
+/** The kube-system namespace UID (the cluster identity a report carries). */
+export async function kubeSystemUID(ds: KubeDatastore): Promise<string> {
+  return (await ds.getNamespace('kube-system'))?.metadata.uid ?? '';
+}
