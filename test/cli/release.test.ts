@@ -1,0 +1,215 @@
+// ipamctl release against the real API server: only what every report calls leaked and is still
+// leaked now; stale reports release nothing; reports of another cluster are refused; nothing
+// changes without --yes.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { assignIP, autoAssign, handleOf, releaseByHandle } from '../../core/index.ts';
+import type { KubeDatastore } from '../../core/index.ts';
+import type { Report } from '../../cli/audit/report.ts';
+import {
+  adminDatastore,
+  blockObject,
+  cleanCluster,
+  createNamespace,
+  createNode,
+  createPod,
+  deletePod,
+  ipamctl,
+  poolObject,
+  setPodIP,
+  uniqueNamespace,
+} from './cluster.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ipamctl-release-'));
+const ns = uniqueNamespace('ipamctl-release');
+let ds: KubeDatastore;
+
+async function report(name: string): Promise<string> {
+  const path = join(dir, `${name}.json`);
+  const out = await ipamctl(['check', '-o', path]);
+  assert.ok(out.code === 0 || out.code === 1, out.stderr);
+  return path;
+}
+
+/** The handles allocated in block 10-244-0-0-26 by ordinal. */
+async function allocations(): Promise<Record<string, string>> {
+  const block = await ds.blocks.get('10-244-0-0-26');
+  return Object.fromEntries(Object.entries(block?.spec.allocations ?? {}).map(([k, a]) => [k, a.handle]));
+}
+
+/** Seeds one block on n1 with two allocations of deleted pods (ordinals 7 and 8). */
+async function seedTwoLeaks(): Promise<void> {
+  await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+  const gone = (ordinal: number, name: string) => ({
+    ordinal,
+    handle: `net.${name}.eth0`,
+    node: 'n1',
+    namespace: ns,
+    pod: name,
+    podUID: `uid-${name}`,
+  });
+  await ds.blocks.create(
+    blockObject({
+      cidr: '10.244.0.0/26',
+      pool: 'p4',
+      affinity: 'n1',
+      allocations: [gone(7, 'a'), gone(8, 'b')],
+    }),
+  );
+}
+
+describe('ipamctl release (real API server)', () => {
+  before(async () => {
+    ds = adminDatastore();
+    await cleanCluster(ds);
+    await createNamespace(ds, ns);
+  });
+  beforeEach(async () => {
+    await cleanCluster(ds, [ns]);
+    await createNode(ds, 'n1');
+  });
+  after(async () => {
+    await cleanCluster(ds, [ns]);
+    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
+    ds.close();
+  });
+
+  test('without --yes: prints the plan, exits 3, changes nothing; with --yes releases, and check is clean', async () => {
+    await seedTwoLeaks();
+    const r1 = await report('r1');
+    const dry = await ipamctl(['release', '--from-report', r1]);
+    assert.equal(dry.code, 3);
+    assert.match(dry.stdout, /Would release 2 allocation\(s\):/);
+    assert.match(dry.stdout, /10\.244\.0\.7 +10-244-0-0-26 +net\.a\.eth0 +1001/);
+    assert.match(dry.stderr, /Nothing was changed/);
+    assert.deepEqual(await allocations(), { 7: 'net.a.eth0', 8: 'net.b.eth0' });
+    const done = await ipamctl(['release', '--from-report', r1, '--yes']);
+    assert.equal(done.code, 0, done.stdout + done.stderr);
+    assert.match(done.stdout, /Released 2 of 2\./);
+    assert.deepEqual(await allocations(), {});
+    assert.equal((await ipamctl(['check'])).code, 0);
+  });
+
+  test('releases only what EVERY report calls leaked', async () => {
+    await seedTwoLeaks();
+    // r1 sees only the leak at .7: the pod of .8 still exists then.
+    const b = await createPod(ds, { namespace: ns, name: 'b', node: 'n1' });
+    const block = await ds.blocks.get('10-244-0-0-26');
+    assert.ok(block?.spec.allocations[8]);
+    block.spec.allocations[8] = { ...block.spec.allocations[8], podUID: b.metadata.uid ?? '' };
+    await ds.blocks.update(block);
+    const r1 = await report('every-1');
+    await deletePod(ds, ns, 'b');
+    const r2 = await report('every-2');
+    const leaked = (path: string) =>
+      (JSON.parse(readFileSync(path, 'utf8')) as Report).leaked.map((l) => l.address).sort();
+    assert.deepEqual(leaked(r1), ['10.244.0.7']);
+    assert.deepEqual(leaked(r2), ['10.244.0.7', '10.244.0.8']);
+    const out = await ipamctl(['release', '--from-report', r1, r2, '--yes']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /Released 1 of 1\./);
+    assert.deepEqual(await allocations(), { 8: 'net.b.eth0' });
+  });
+
+  test('a stale report (address released and re-allocated to another pod since) releases nothing', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    const a = await createPod(ds, { namespace: ns, name: 'a', node: 'n1' });
+    const handleA = handleOf('k8s-pod-network', 'ca', 'eth0');
+    const got = await autoAssign(ds, {
+      handle: handleA,
+      node: 'n1',
+      pod: { namespace: ns, name: 'a', uid: a.metadata.uid ?? '' },
+    });
+    assert.ok(got.ok && got.ipv4);
+    const address = got.ipv4.address;
+    await deletePod(ds, ns, 'a');
+    const stale = await report('stale');
+    assert.deepEqual(
+      (JSON.parse(readFileSync(stale, 'utf8')) as Report).leaked.map((l) => l.address),
+      [address],
+    );
+    // Meanwhile the leak is cleaned up and the same address handed to pod b.
+    await releaseByHandle(ds, handleA);
+    const b = await createPod(ds, { namespace: ns, name: 'b', node: 'n1' });
+    const handleB = handleOf('k8s-pod-network', 'cb', 'eth0');
+    const again = await assignIP(ds, {
+      handle: handleB,
+      node: 'n1',
+      pod: { namespace: ns, name: 'b', uid: b.metadata.uid ?? '' },
+      addresses: [address],
+    });
+    assert.ok(again.ok, JSON.stringify(again));
+    await setPodIP(ds, b, address);
+    const out = await ipamctl(['release', '--from-report', stale, '--yes']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(
+      out.stdout,
+      new RegExp(
+        `skip ${address.replace(/\./g, '\\.')} .*no longer allocated with that handle and sequence number`,
+      ),
+    );
+    assert.match(out.stdout, /Nothing to release\./);
+    const owner = await ipamctl(['show', '--ip', address, '-o', 'json']);
+    assert.equal((JSON.parse(owner.stdout) as { owners: { handle: string }[] }).owners[0]?.handle, handleB);
+  });
+
+  test('a report from another cluster is refused and nothing is released', async () => {
+    await seedTwoLeaks();
+    const r1 = await report('foreign');
+    const doc = JSON.parse(readFileSync(r1, 'utf8')) as Report;
+    doc.cluster.kubeSystemUID = '00000000-0000-0000-0000-000000000000';
+    const foreign = join(dir, 'foreign-edited.json');
+    writeFileSync(foreign, JSON.stringify(doc));
+    const out = await ipamctl(['release', '--from-report', r1, foreign, '--yes']);
+    assert.equal(out.code, 2);
+    assert.match(
+      out.stderr,
+      /foreign-edited\.json was taken on another cluster \(kube-system uid 00000000-.*Nothing was released\./,
+    );
+    assert.deepEqual(await allocations(), { 7: 'net.a.eth0', 8: 'net.b.eth0' });
+  });
+
+  test('a file that is not a report is refused', async () => {
+    const bogus = join(dir, 'bogus.json');
+    writeFileSync(bogus, JSON.stringify({ kind: 'Something' }));
+    const out = await ipamctl(['release', '--from-report', bogus, '--yes']);
+    assert.equal(out.code, 2);
+    assert.match(out.stderr, /bogus\.json is not an ipamctl check report: kind is "Something"/);
+  });
+
+  test('--ip refuses an address whose pod is alive (unless --force) and releases a leaked one with --yes', async () => {
+    await seedTwoLeaks();
+    const live = await createPod(ds, { namespace: ns, name: 'live', node: 'n1', ip: '10.244.0.20' });
+    const block = await ds.blocks.get('10-244-0-0-26');
+    assert.ok(block);
+    block.spec.sequence += 1;
+    block.spec.allocations[20] = {
+      handle: 'net.live.eth0',
+      node: 'n1',
+      namespace: ns,
+      pod: 'live',
+      podUID: live.metadata.uid ?? '',
+      allocatedAt: '2026-01-01T00:00:00Z',
+      sequence: block.spec.sequence,
+    };
+    await ds.blocks.update(block);
+    const refused = await ipamctl(['release', '--ip', '10.244.0.20', '--yes']);
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stdout,
+      new RegExp(`skip 10\\.244\\.0\\.20 .*its pod ${ns}/live exists \\(--force overrides\\)`),
+    );
+    const dry = await ipamctl(['release', '--ip', '10.244.0.7']);
+    assert.equal(dry.code, 3);
+    assert.equal((await allocations())[7], 'net.a.eth0');
+    const done = await ipamctl(['release', '--ip', '10.244.0.7', '--yes']);
+    assert.equal(done.code, 0, done.stderr);
+    assert.deepEqual(await allocations(), { 8: 'net.b.eth0', 20: 'net.live.eth0' });
+    const none = await ipamctl(['release', '--ip', '10.244.0.7', '--yes']);
+    assert.equal(none.code, 0);
+    assert.match(none.stdout, /10\.244\.0\.7 is not allocated: nothing to release\./);
+  });
+});
