@@ -6,14 +6,24 @@
  * up.sh's watchdog if this process is SIGKILLed.
  *
  * Usage: node scripts/run-tests.ts [glob ...]   (default: test/**\/*.test.ts)
+ * Exits 1 when the globs match no test file (a typo must not pass as green).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { globSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cpDir = join(root, 'test', 'control-plane');
+
+const globs = process.argv.slice(2);
+const files = [
+  ...new Set((globs.length > 0 ? globs : ['test/**/*.test.ts']).flatMap((g) => globSync(g, { cwd: root }))),
+].sort();
+if (files.length === 0) {
+  console.error(`run-tests: no test file matches ${globs.join(' ')}`);
+  process.exit(1);
+}
 
 const up = spawnSync('bash', [join(cpDir, 'up.sh'), '--owner-pid', String(process.pid)], {
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -40,23 +50,23 @@ function stop(): void {
   spawnSync('bash', [join(cpDir, 'down.sh'), cpEnv.CP_RUN_DIR ?? ''], { stdio: 'inherit' });
 }
 
-const globs = process.argv.slice(2);
+// The runner gets its own process group, recorded in the run dir: down.sh (also when the
+// watchdog calls it after this launcher was SIGKILLed) stops the whole test run with it.
+// 10 min per test: a hung test fails instead of eating CI's 90 minutes.
 const child = spawn(
   process.execPath,
-  [
-    '--test',
-    '--test-concurrency=1',
-    '--test-reporter=spec',
-    ...(globs.length > 0 ? globs : ['test/**/*.test.ts']),
-  ],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, ...cpEnv } },
+  ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-reporter=spec', ...files],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, ...cpEnv }, detached: true },
 );
+if (child.pid !== undefined) writeFileSync(join(cpEnv.CP_RUN_DIR ?? '', 'tests.pid'), String(child.pid));
+let interrupted = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    child.kill(signal);
+    interrupted = true;
+    if (child.pid !== undefined) process.kill(-child.pid, signal);
   });
 }
 child.on('exit', (code, signal) => {
   stop();
-  process.exit(code ?? (signal ? 130 : 1));
+  process.exit(interrupted ? 130 : (code ?? (signal ? 130 : 1)));
 });

@@ -15,14 +15,24 @@ here=$(cd "$(dirname "$0")" && pwd)
 owner=""; RUN=""
 while [ $# -gt 0 ]; do
   case $1 in
-    --owner-pid) owner=$2; shift 2 ;;
-    --run-dir) RUN=$2; shift 2 ;;
+    --owner-pid) owner=${2:?"up.sh: --owner-pid needs a PID"}; shift 2 ;;
+    --run-dir) RUN=${2:?"up.sh: --run-dir needs a directory"}; shift 2 ;;
     *) echo "up.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-eval "$("$here/build.sh" control-plane | grep -E '^(BIN|CNI_BIN)=')"
 [ -n "$RUN" ] || RUN=$(mktemp -d /tmp/blockipam-cp.XXXXXX)
 mkdir -p "$RUN/pki"
+RUN=$(cd "$RUN" && pwd) # kubeconfigs resolve relative paths against their own folder
+# Until the env file exists, any exit (error, Ctrl-C) stops what was started and removes RUN.
+trap '"$here/down.sh" "$RUN"' EXIT
+trap 'exit 130' INT TERM
+# The watchdog goes up before anything slow, so an interrupted start-up is cleaned too.
+if [ -n "$owner" ]; then
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done; [ -d "$2" ] && "$3" "$2"' \
+    watchdog "$owner" "$RUN" "$here/down.sh" >/dev/null 2>&1 </dev/null &
+  echo $! >"$RUN/watchdog.pid"
+fi
+eval "$("$here/build.sh" control-plane | grep -E '^(BIN|CNI_BIN)=')"
 t0=$(date +%s.%N)
 
 free_port() {
@@ -38,8 +48,7 @@ wait_until() { # wait_until SECONDS CMD... : retry every 0.1 s
 fail() {
   echo "up.sh: $*" >&2
   for f in etcd apiserver; do [ -f "$RUN/$f.log" ] && { echo "--- tail of $f.log" >&2; tail -n 30 "$RUN/$f.log" >&2; }; done
-  "$here/down.sh" "$RUN" --keep >&2 || true
-  exit 1
+  exit 1 # the EXIT trap stops what was started and removes RUN
 }
 
 ETCD_PORT=$(free_port); PEER_PORT=$(free_port); API_PORT=$(free_port)
@@ -66,13 +75,6 @@ chmod 600 "$RUN/tokens.csv"
   --initial-cluster "cp=http://127.0.0.1:$PEER_PORT" --unsafe-no-fsync --log-level warn \
   >"$RUN/etcd.log" 2>&1 </dev/null &
 echo $! >"$RUN/etcd.pid"
-
-# The watchdog goes up before anything slow, so an interrupted start-up is cleaned too.
-if [ -n "$owner" ]; then
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done; [ -d "$2" ] && "$3" "$2"' \
-    watchdog "$owner" "$RUN" "$here/down.sh" >/dev/null 2>&1 </dev/null &
-  echo $! >"$RUN/watchdog.pid"
-fi
 
 wait_until 30 curl -fsS "http://127.0.0.1:$ETCD_PORT/health" || fail "etcd did not become healthy in 30 s"
 
@@ -142,5 +144,6 @@ CP_ETCD_URL=http://127.0.0.1:$ETCD_PORT
 CP_SERVER_VERSION=$version
 CP_STARTUP_SECONDS=$elapsed
 ENV
+trap - EXIT INT TERM
 echo "[control-plane] kube-apiserver $version ready at https://127.0.0.1:$API_PORT in ${elapsed}s (run dir $RUN)" >&2
 echo "$RUN/env"
