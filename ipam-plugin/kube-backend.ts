@@ -1,32 +1,27 @@
 /**
  * The production backend: core's allocator over the Kubernetes API server, through core's lean
  * transport (no @kubernetes/client-node: DESIGN.md §5). Loaded lazily by main.ts, so VERSION
- * never pays for it. A kubeconfig that cannot be read is reported as CNI code 11 (it is
- * usually written by the node agent after the runtime starts calling: try again later).
+ * never pays for it; the kubeconfig comes through kubeconfig-cache.ts, so a warm call never
+ * loads the YAML parser. A kubeconfig that cannot be read is CNI code 11 (it is usually written
+ * by the node agent after the runtime starts calling: try again later).
  */
-import { KubeDatastore } from '../core/index.ts';
-import {
-  isKubeconfigError,
-  KubeTransport,
-  loadKubeconfig,
-  type KubeClientConfig,
-} from '../core/kube/index.ts';
+import { KubeDatastore } from '../core/datastore/kube.ts';
+import type { KubeClientConfig } from '../core/kube/config.ts';
+import { isKubeconfigError } from '../core/kube/kubeconfig-error.ts';
+import { KubeTransport } from '../core/kube/transport.ts';
 import type { Backend } from './backend.ts';
 import { createCoreBackend } from './core-backend.ts';
 import { CniCode, CniError } from './errors.ts';
+import { loadKubeconfigCached } from './kubeconfig-cache.ts';
 import type { NetConf } from './netconf.ts';
 
 /** 10 s per request: a hung connection must fail well inside the ADD budget (default 30 s). */
 const requestTimeoutMs = 10_000;
 
-export function createKubeBackend(conf: NetConf): Promise<Backend> {
-  return Promise.resolve().then(() => build(conf));
-}
-
-function build(conf: NetConf): Backend {
+export async function createKubeBackend(conf: NetConf): Promise<Backend> {
   let cfg: KubeClientConfig;
   try {
-    cfg = loadKubeconfig(conf.kubeconfig);
+    cfg = await loadKubeconfigCached(conf.kubeconfig, conf.cacheDir);
   } catch (e) {
     if (isKubeconfigError(e)) throw new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', e.message);
     throw e;

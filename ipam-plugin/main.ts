@@ -1,7 +1,7 @@
 /**
  * The `blockipam` executable: wires the dispatcher to the process. Reads stdin with
- * `readFileSync(0)` (works under ptp's Go delegation, cni-spec §8 notes), sets
- * `process.exitCode` rather than exiting so stdout is flushed. The Kubernetes backend is
+ * `readFileSync(0)` (works under ptp's Go delegation, cni-spec §8 notes), exits once
+ * stdout is flushed (the write callback), not before. The Kubernetes backend is
  * imported only when a command needs it, so VERSION stays at bare start-up cost.
  */
 import { readFileSync } from 'node:fs';
@@ -21,6 +21,9 @@ async function main(): Promise<void> {
     { backend: async (conf) => (await import('./kube-backend.ts')).createKubeBackend(conf) },
   );
   process.exitCode = code;
+  // Exit as soon as stdout is flushed: keep-alive sockets and timers must not delay the
+  // runtime. The unref'd timer is the backstop if the write callback never comes.
+  process.stdout.write('', () => process.exit(code));
   setTimeout(() => process.exit(code), lingerMs).unref();
 }
 

@@ -1,0 +1,85 @@
+/**
+ * Reads the kubeconfig through a node-local cache of its parsed form, so the warm path never
+ * loads the YAML parser (measured: the `yaml` package costs more start-up than the whole
+ * protocol layer; docs/design-plugin.md "Start-up budget"). The cache file is keyed by the
+ * kubeconfig path and valid while the file's size and mtime are unchanged; it holds the same
+ * credentials as the kubeconfig, so it is written 0600 in the plugin's cache directory.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KubeClientConfig } from '../core/kube/config.ts';
+
+interface Stored {
+  readonly stamp: string;
+  readonly server: string;
+  readonly token?: string;
+  readonly tokenFile?: string;
+  readonly insecureSkipTLSVerify?: boolean;
+  /** base64 */
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+}
+
+const b64 = (b: Buffer | undefined): string | undefined => b?.toString('base64');
+const buf = (s: string | undefined): Buffer | undefined =>
+  s === undefined ? undefined : Buffer.from(s, 'base64');
+
+/**
+ * @returns the connection settings of `path`
+ * @throws KubeconfigError (from core) when the file is unreadable or incomplete
+ */
+export async function loadKubeconfigCached(path: string, cacheDir: string): Promise<KubeClientConfig> {
+  let stamp: string;
+  try {
+    const st = statSync(path);
+    stamp = `${st.size}:${st.mtimeMs}`;
+  } catch {
+    stamp = 'missing';
+  }
+  const file = join(
+    cacheDir,
+    `kubeconfig-${createHash('sha256').update(path).digest('hex').slice(0, 16)}.json`,
+  );
+  try {
+    const s = JSON.parse(readFileSync(file, 'utf8')) as Stored;
+    if (s.stamp === stamp && stamp !== 'missing') return fromStored(s);
+  } catch {
+    // absent or unreadable: parse the kubeconfig
+  }
+  const { loadKubeconfig } = await import('../core/kube/config.ts');
+  const cfg = loadKubeconfig(path);
+  try {
+    mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+    const stored: Stored = {
+      stamp,
+      server: cfg.server,
+      token: cfg.token,
+      tokenFile: cfg.tokenFile,
+      insecureSkipTLSVerify: cfg.insecureSkipTLSVerify,
+      ca: b64(cfg.ca),
+      cert: b64(cfg.cert),
+      key: b64(cfg.key),
+    };
+    writeFileSync(`${file}.${process.pid}`, JSON.stringify(stored), { mode: 0o600 });
+    renameSync(`${file}.${process.pid}`, file);
+  } catch {
+    // a cache that cannot be written only costs the parse next time
+  }
+  return cfg;
+}
+
+function fromStored(s: Stored): KubeClientConfig {
+  const out: KubeClientConfig = { server: s.server };
+  if (s.token !== undefined) out.token = s.token;
+  if (s.tokenFile !== undefined) out.tokenFile = s.tokenFile;
+  if (s.insecureSkipTLSVerify !== undefined) out.insecureSkipTLSVerify = s.insecureSkipTLSVerify;
+  const ca = buf(s.ca);
+  const cert = buf(s.cert);
+  const key = buf(s.key);
+  if (ca) out.ca = ca;
+  if (cert) out.cert = cert;
+  if (key) out.key = key;
+  return out;
+}

@@ -1,0 +1,100 @@
+/**
+ * Helpers of test/bench/plugin-bench.ts: timing of process runs, percentiles, API-server
+ * request counters (apiserver_request_total from /metrics), and the docs section writer.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import https from 'node:https';
+
+export interface Timed {
+  readonly ms: number;
+  readonly status: number | null;
+  readonly stdout: string;
+}
+
+/** Runs `bin` with env and stdin; resolves with the wall time in ms (spawn to exit). */
+export function timed(bin: string, env: Record<string, string | undefined>, stdin: string): Promise<Timed> {
+  return new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint();
+    const child = spawn(bin, [], { env: env, stdio: ['pipe', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) =>
+      resolve({ ms: Number(process.hrtime.bigint() - t0) / 1e6, status, stdout }),
+    );
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(stdin);
+  });
+}
+
+/** Nearest-rank percentile of `values` (p in 0..100). */
+export function pct(values: readonly number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
+}
+
+export const fmt = (ms: number): string => (Number.isNaN(ms) ? 'n/a' : ms.toFixed(1));
+
+/** apiserver_request_total summed per `group/resource verb code` (group "" = core). */
+export async function requestCounters(
+  apiUrl: string,
+  token: string,
+  caFile: string,
+): Promise<Map<string, number>> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = https.get(
+      `${apiUrl}/metrics`,
+      { headers: { Authorization: `Bearer ${token}` }, ca: readFileSync(caFile) },
+      (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve(body));
+      },
+    );
+    req.on('error', reject);
+  });
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels: Record<string, string> = Object.fromEntries(
+      [...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? '', m[2] ?? '']),
+    );
+    const key = `${labels.group ?? ''}/${labels.resource ?? ''} ${labels.verb ?? ''} ${labels.code ?? ''}`;
+    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return out;
+}
+
+/** after − before, keeping only keys whose group/resource matches `filter`. */
+export function delta(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  filter: RegExp,
+): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [k, v] of after) {
+    const d = v - (before.get(k) ?? 0);
+    if (d > 0 && filter.test(k)) out.set(k, d);
+  }
+  return out;
+}
+
+export function total(m: Map<string, number>): number {
+  return [...m.values()].reduce((a, b) => a + b, 0);
+}
+
+/** Replaces (or appends) the `## CNI plugin` section of docs/benchmarks.md. */
+export function writeDocsSection(path: string, section: string): void {
+  const doc = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
+  const start = doc.indexOf('\n## CNI plugin');
+  if (start < 0) {
+    writeFileSync(path, `${doc.trimEnd()}\n\n${section.trimEnd()}\n`);
+    return;
+  }
+  const next = doc.indexOf('\n## ', start + 1);
+  writeFileSync(
+    path,
+    `${doc.slice(0, start).trimEnd()}\n\n${section.trimEnd()}\n${next < 0 ? '' : `\n${doc.slice(next + 1)}`}`,
+  );
+}

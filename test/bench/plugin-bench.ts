@@ -1,0 +1,252 @@
+/**
+ * CNI plugin benchmark (issue 4 item 6; not a test). One run, one machine, side by side:
+ *  - start-up of the standalone executable (VERSION), next to an empty Node process;
+ *  - ADD and DEL latency p50/p99 of blockipam, host-local (files: the floor for a
+ *    process-per-call IPAM) and whereabouts v0.9.2 (a CRD-based peer) on the same API server;
+ *  - a burst of 100 parallel ADDs on one node (wall time, failures, 409 conflicts);
+ *  - API requests per ADD and per DEL, from kube-apiserver's own apiserver_request_total.
+ * Each IPAM is exec'd directly as ptp would exec it (same env, same stdin shape).
+ *
+ * Usage: node test/bench/plugin-bench.ts [--runs N] [--write-docs]
+ *   Under scripts/run-tests.ts' environment it uses that control plane, else starts one.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { controlPlane, kubectl } from '../helpers/control-plane.ts';
+import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
+import { delta, fmt, pct, requestCounters, timed, total, writeDocsSection } from './plugin-bench-lib.ts';
+
+const argv = process.argv.slice(2);
+const RUNS = Number(argv[argv.indexOf('--runs') + 1] ?? 0) || 60;
+const WARMUP = 5;
+const BURST = 100;
+const cp = controlPlane();
+const tmp = mkdtempSync(join(tmpdir(), 'bipam-bench-'));
+const must = (args: string[], input?: string): void => {
+  const r = kubectl(args, input === undefined ? {} : { input });
+  if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+};
+
+const wbBin = spawnSync('bash', [join(repoRoot, 'test/bench/plugin-build-whereabouts.sh')], {
+  encoding: 'utf8',
+}).stdout.trim();
+const wbCrds = join(
+  spawnSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).stdout.trim(),
+  'github.com/k8snetworkplumbingwg/whereabouts@v0.9.2/doc/crds',
+);
+const hostLocal = join(cp.cniBin, 'host-local');
+const blockipam = ensurePlugin();
+must(['apply', '-f', join(repoRoot, 'crds')]);
+for (const f of ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'])
+  must(['apply', '-f', join(wbCrds, `whereabouts.cni.cncf.io_${f}.yaml`)]);
+must([
+  'wait',
+  '--for=condition=Established',
+  '--timeout=60s',
+  'crd/ippools.ipam.blockipam.io',
+  'crd/ipamblocks.ipam.blockipam.io',
+  'crd/ippools.whereabouts.cni.cncf.io',
+]);
+kubectl(['create', 'namespace', 'kube-system']); // whereabouts takes a Lease there
+const pool = {
+  apiVersion: 'ipam.blockipam.io/v1alpha1',
+  kind: 'IPPool',
+  metadata: { name: 'bench-v4' },
+  spec: { cidr: '10.240.0.0/16', blockSize: 26 },
+};
+must(['apply', '-f', '-'], JSON.stringify(pool));
+writeFileSync(
+  join(tmp, 'wb-flat.conf'),
+  JSON.stringify({
+    datastore: 'kubernetes',
+    kubernetes: { kubeconfig: cp.adminKubeconfig },
+    log_level: 'error',
+  }),
+);
+
+interface Ipam {
+  readonly label: string;
+  readonly bin: string;
+  readonly conf: Record<string, unknown>;
+  /** apiserver_request_total keys that belong to this IPAM */
+  readonly api?: RegExp;
+}
+const bipamLog = join(tmp, 'blockipam.log');
+const ipams: Ipam[] = [
+  {
+    label: 'blockipam',
+    bin: blockipam,
+    conf: {
+      type: 'blockipam',
+      kubeconfig: cp.adminKubeconfig,
+      nodeName: 'bench-node',
+      logFile: bipamLog,
+      cacheDir: join(tmp, 'cache'),
+    },
+    api: /^(ipam\.blockipam\.io\/|\/pods |\/namespaces |\/nodes )/,
+  },
+  {
+    label: 'host-local',
+    bin: hostLocal,
+    conf: { type: 'host-local', subnet: '10.241.0.0/16', dataDir: join(tmp, 'host-local') },
+  },
+  {
+    label: 'whereabouts',
+    bin: wbBin,
+    conf: {
+      type: 'whereabouts',
+      range: '10.242.0.0/16',
+      configuration_path: join(tmp, 'wb-flat.conf'),
+      kubernetes: { kubeconfig: cp.adminKubeconfig },
+    },
+    api: /^(whereabouts\.cni\.cncf\.io\/|coordination\.k8s\.io\/|\/pods )/,
+  },
+];
+const netconf = (ipam: Ipam): string =>
+  JSON.stringify({ cniVersion: '1.0.0', name: 'benchnet', type: 'ptp', ipam: ipam.conf });
+const cniEnv = (cmd: string, id: string): Record<string, string | undefined> => ({
+  PATH: process.env.PATH,
+  CNI_COMMAND: cmd,
+  CNI_CONTAINERID: id,
+  CNI_NETNS: '/var/run/netns/bench',
+  CNI_IFNAME: 'eth0',
+  CNI_PATH: cp.cniBin,
+  CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=${id};K8S_POD_INFRA_CONTAINER_ID=${id};K8S_POD_UID=uid-${id}`,
+});
+const counters = () => requestCounters(cp.apiUrl, cp.adminToken, cp.caFile);
+
+async function phase(
+  ipam: Ipam,
+  cmd: string,
+  ids: readonly string[],
+): Promise<{ ms: number[]; requests: number; failures: number }> {
+  const before = await counters();
+  const ms: number[] = [];
+  let failures = 0;
+  for (const id of ids) {
+    const r = await timed(ipam.bin, cniEnv(cmd, id), netconf(ipam));
+    if (r.status !== 0) failures++;
+    ms.push(r.ms);
+  }
+  const d = ipam.api ? delta(before, await counters(), ipam.api) : new Map<string, number>();
+  return { ms, requests: total(d), failures };
+}
+
+async function sequential(ipam: Ipam) {
+  const warm = Array.from({ length: WARMUP }, (_, i) => `${ipam.label}-w${i}`);
+  await phase(ipam, 'ADD', warm);
+  const ids = Array.from({ length: RUNS }, (_, i) => `${ipam.label}-s${i}`);
+  const add = await phase(ipam, 'ADD', ids);
+  const del = await phase(ipam, 'DEL', ids);
+  await phase(ipam, 'DEL', warm);
+  return { add, del };
+}
+
+async function burst(ipam: Ipam) {
+  const ids = Array.from({ length: BURST }, (_, i) => `${ipam.label}-b${i}`);
+  const before = await counters();
+  const t0 = Date.now();
+  const runs = await Promise.all(ids.map((id) => timed(ipam.bin, cniEnv('ADD', id), netconf(ipam))));
+  const wallMs = Date.now() - t0;
+  const d = delta(before, await counters(), /./);
+  const conflicts = [...d].filter(([k]) => k.endsWith(' 409')).reduce((a, [, v]) => a + v, 0);
+  const ips = runs
+    .filter((r) => r.status === 0)
+    .map((r) => JSON.stringify((JSON.parse(r.stdout) as { ips: unknown[] }).ips[0]));
+  await Promise.all(ids.map((id) => timed(ipam.bin, cniEnv('DEL', id), netconf(ipam))));
+  return { wallMs, failures: runs.length - ips.length, distinct: new Set(ips).size, conflicts };
+}
+
+async function startup() {
+  const version = [];
+  const empty = [];
+  for (let i = 0; i < 60; i++) {
+    version.push((await timed(blockipam, { CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.1.0"}')).ms);
+    empty.push((await timed(process.execPath, { PATH: process.env.PATH }, '')).ms);
+  }
+  return { version, empty };
+}
+
+/** Per-ADD and per-DEL request counts blockipam logged itself (apiRequests − annotationReads). */
+function selfCounted(): { add: number[]; annotation: number[]; del: number[] } {
+  const lines = readFileSync(bipamLog, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"msg":"done"') && l.includes('-s'));
+  const parsed = lines.map(
+    (l) => JSON.parse(l) as { cmd: string; apiRequests: number; annotationReads: number },
+  );
+  const adds = parsed.filter((p) => p.cmd === 'ADD');
+  return {
+    add: adds.map((p) => p.apiRequests - p.annotationReads),
+    annotation: adds.map((p) => p.annotationReads),
+    del: parsed.filter((p) => p.cmd === 'DEL').map((p) => p.apiRequests),
+  };
+}
+
+async function main(): Promise<void> {
+  const s = await startup();
+  const seq = new Map<string, Awaited<ReturnType<typeof sequential>>>();
+  for (const ipam of ipams) seq.set(ipam.label, await sequential(ipam));
+  const bursts = new Map<string, Awaited<ReturnType<typeof burst>>>();
+  for (const ipam of [ipams[0], ipams[2]] as Ipam[]) bursts.set(ipam.label, await burst(ipam));
+  const self = selfCounted();
+  const lines: string[] = [
+    '## CNI plugin',
+    '',
+    `Measured by \`node test/bench/plugin-bench.ts\` on ${new Date().toISOString().slice(0, 10)}: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback, Node ${process.version}.`,
+    "Each IPAM binary is exec'd directly with the environment and stdin ptp would pass (cniVersion 1.0.0, CNI_ARGS with the five K8S_POD_* keys); times are spawn-to-exit wall clock.",
+    `Sequential: ${WARMUP} warm-up ADDs, then ${RUNS} ADDs, then their ${RUNS} DELs. API requests come from kube-apiserver's \`apiserver_request_total\` (deltas per phase, divided by the number of calls).`,
+    '',
+    '### Start-up (VERSION, standalone executable)',
+    '',
+    '| binary | p50 ms | p99 ms |',
+    '|---|---|---|',
+    `| blockipam (Node SEA, ${Math.round(Number(spawnSync('stat', ['-c', '%s', blockipam], { encoding: 'utf8' }).stdout) / 1e6)} MB) | ${fmt(pct(s.version, 50))} | ${fmt(pct(s.version, 99))} |`,
+    `| empty \`node\` process (floor) | ${fmt(pct(s.empty, 50))} | ${fmt(pct(s.empty, 99))} |`,
+    '',
+    '### ADD and DEL latency (sequential, one node)',
+    '',
+    '| IPAM | ADD p50 ms | ADD p99 ms | DEL p50 ms | DEL p99 ms | API requests / ADD | API requests / DEL | failures |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  for (const ipam of ipams) {
+    const r = seq.get(ipam.label);
+    if (!r) continue;
+    const req = (n: number): string => (ipam.api ? (n / RUNS).toFixed(2) : '0 (files)');
+    lines.push(
+      `| ${ipam.label} | ${fmt(pct(r.add.ms, 50))} | ${fmt(pct(r.add.ms, 99))} | ${fmt(pct(r.del.ms, 50))} | ${fmt(pct(r.del.ms, 99))} | ${req(r.add.requests)} | ${req(r.del.requests)} | ${r.add.failures + r.del.failures} |`,
+    );
+  }
+  lines.push(
+    '',
+    `### Burst: ${BURST} parallel ADDs on one node`,
+    '',
+    '| IPAM | wall time ms | failed | distinct addresses | 409 conflicts |',
+    '|---|---|---|---|---|',
+  );
+  for (const [label, b] of bursts)
+    lines.push(`| ${label} | ${b.wallMs} | ${b.failures} | ${b.distinct} | ${b.conflicts} |`);
+  lines.push(
+    '',
+    "### blockipam API requests, as it counts them itself (its log's `done` lines)",
+    '',
+    `- ADD, not counting the pod + namespace GETs the annotations need: p50 ${pct(self.add, 50)}, max ${Math.max(...self.add)} (the first ADD of the run also claims a block and refreshes the snapshot cache).`,
+    `- Annotation reads per ADD (pod GET + namespace GET, only when CNI_ARGS names the pod): ${pct(self.annotation, 50)}.`,
+    `- DEL: p50 ${pct(self.del, 50)} (1 LIST of the node's blocks + 1 UPDATE).`,
+  );
+  const section = lines.join('\n');
+  console.log(section);
+  if (argv.includes('--write-docs')) writeDocsSection(join(repoRoot, 'docs', 'benchmarks.md'), section);
+}
+
+try {
+  await main();
+} finally {
+  kubectl(['delete', 'ippools.ipam.blockipam.io', 'bench-v4', '--ignore-not-found']);
+  kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);
+  kubectl(['delete', 'ippools.whereabouts.cni.cncf.io', '--all', '-A']);
+  kubectl(['delete', 'overlappingrangeipreservations.whereabouts.cni.cncf.io', '--all', '-A']);
+  rmSync(tmp, { recursive: true, force: true });
+}
