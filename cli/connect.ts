@@ -29,8 +29,9 @@ export interface ConnectionFlags {
 export function kubeconfigFiles(flags: ConnectionFlags, io: Io): string[] {
   const cwd = io.cwd ?? process.cwd();
   if (flags.kubeconfig) return [resolve(cwd, flags.kubeconfig)];
+  // kubectl skips KUBECONFIG entries that do not exist.
   const list = (io.env.KUBECONFIG ?? '').split(':').filter((p) => p !== '');
-  if (list.length > 0) return list.map((p) => resolve(cwd, p));
+  if (list.length > 0) return list.map((p) => resolve(cwd, p)).filter((p) => existsSync(p));
   const home = io.env.HOME;
   if (home && existsSync(join(home, '.kube', 'config'))) return [join(home, '.kube', 'config')];
   return [];
@@ -57,19 +58,36 @@ export async function resolveConnection(flags: ConnectionFlags, io: Io): Promise
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   try {
-    for (const [index, file] of files.entries()) {
-      if (index === 0) kc.loadFromFile(file);
-      else {
-        const more = new KubeConfig();
-        more.loadFromFile(file);
-        kc.mergeConfig(more, true);
-      }
-    }
+    const loaded = files.map((file) => {
+      const one = new KubeConfig();
+      one.loadFromFile(file);
+      return one;
+    });
+    kc.loadFromOptions(mergeFirstWins(loaded));
     if (flags.context) kc.setCurrentContext(flags.context);
   } catch (error) {
     throw new CliError(`cannot load kubeconfig ${files.join(':')}: ${(error as Error).message}`);
   }
   return toClientConfig(kc, files.join(':'));
+}
+
+/**
+ * Merges kubeconfigs the way kubectl does for a KUBECONFIG list: the first file that sets the
+ * current context wins, and for each cluster / user / context name the first definition wins
+ * (client-node's own mergeConfig throws on duplicate names instead).
+ */
+function mergeFirstWins(configs: readonly KubeConfig[]): Parameters<KubeConfig['loadFromOptions']>[0] {
+  const firstByName = <T extends { name: string }>(lists: T[][]): T[] => {
+    const seen = new Map<string, T>();
+    for (const item of lists.flat()) if (!seen.has(item.name)) seen.set(item.name, item);
+    return [...seen.values()];
+  };
+  return {
+    clusters: firstByName(configs.map((c) => c.clusters)),
+    users: firstByName(configs.map((c) => c.users)),
+    contexts: firstByName(configs.map((c) => c.contexts)),
+    currentContext: configs.map((c) => c.currentContext).find((name) => name !== '') ?? '',
+  };
 }
 
 async function toClientConfig(kc: KubeConfig, source: string): Promise<KubeClientConfig> {

@@ -1,0 +1,128 @@
+// ipamctl's edges: kubeconfig discovery like kubectl, an unreachable API server (exit 2), bad
+// flags (clear message, exit 2, nothing changed), help, and the real executable.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import type { KubeDatastore } from '../../core/index.ts';
+import { controlPlane } from '../helpers/control-plane.ts';
+import { adminDatastore, cleanCluster, ipamctl } from './cluster.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'ipamctl-errors-'));
+const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+let ds: KubeDatastore;
+
+describe('ipamctl errors and discovery (real API server)', () => {
+  before(async () => {
+    ds = adminDatastore();
+    await cleanCluster(ds);
+  });
+  after(async () => {
+    await cleanCluster(ds);
+    ds.close();
+  });
+
+  test('unreachable API server: exit 2 with a clear message, no verdict', async () => {
+    const kubeconfig = join(dir, 'unreachable.kubeconfig');
+    // Port 1 on loopback: nothing listens there, the connection is refused at once.
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
+        'users: [{name: u, user: {token: t}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+        '',
+      ].join('\n'),
+    );
+    const out = await ipamctl(['check', '--kubeconfig', kubeconfig]);
+    assert.equal(out.code, 2);
+    assert.match(
+      out.stderr,
+      /ipamctl check: could not check\nipamctl: cannot reach the Kubernetes API server \(.*ECONNREFUSED.*\); nothing was changed/,
+    );
+    assert.doesNotMatch(out.stdout, /Check complete/);
+  });
+
+  // Each row: arguments, the message expected on stderr.
+  const badFlags: [string[], RegExp][] = [
+    [['check', '--bogus'], /Unknown argument: bogus\nRun "ipamctl check --help" for usage\./],
+    [['check', '--limit', '-1'], /--limit must be a whole number/],
+    [['frobnicate'], /Unknown argument: frobnicate/],
+    [[], /Name a command/],
+    [['release'], /Give --from-report FILE… or --ip ADDRESS\./],
+    [['release', '--ip', 'not-an-ip', '--yes'], /"not-an-ip" is not an IP address/],
+    [['release', '--ip', '10.0.0.1', '--from-report', 'x.json'], /mutually exclusive/],
+    [['show', '-o', 'xml'], /Invalid values:[\s\S]*Argument: output, Given: "xml"/],
+    [['pool', 'create', 'bad', '--cidr', '10.1.0.1/16'], /--cidr "10.1.0.1\/16" is not a masked CIDR/],
+    [['pool', 'create', 'bad'], /Missing required argument: cidr/],
+    [['config', 'set', 'colour=blue'], /"colour=blue": want KEY=VALUE with KEY one of strictAffinity/],
+    [['config', 'set', 'maxBlocksPerNode=-3'], /maxBlocksPerNode must be a whole number ≥ 0/],
+  ];
+  for (const [args, message] of badFlags) {
+    test(`bad usage "${args.join(' ')}": exit 2, clear message, nothing created`, async () => {
+      const out = await ipamctl(args);
+      assert.equal(out.code, 2, out.stdout);
+      assert.match(out.stderr, message);
+      assert.deepEqual(await ds.pools.list(), []);
+      assert.equal(await ds.configs.get('default'), undefined);
+    });
+  }
+
+  test('--help on every command shows its examples and exits 0', async () => {
+    for (const command of [
+      ['check'],
+      ['release'],
+      ['show'],
+      ['pool', 'create'],
+      ['pool', 'list'],
+      ['pool', 'disable'],
+      ['pool', 'delete'],
+      ['config', 'get'],
+      ['config', 'set'],
+    ]) {
+      const out = await ipamctl([...command, '--help']);
+      assert.equal(out.code, 0, command.join(' '));
+      assert.match(out.stdout, /Examples:\n {2}ipamctl /, command.join(' '));
+    }
+  });
+
+  test('kubeconfig discovery: KUBECONFIG (path list, first wins, missing skipped), then ~/.kube/config; none → exit 2', async () => {
+    const { adminKubeconfig: admin, devKubeconfig: dev } = controlPlane();
+    // Both files define cluster "local": kubectl keeps the first; the admin context must win.
+    const viaEnv = await ipamctl(['check'], {
+      env: { KUBECONFIG: `${join(dir, 'missing')}:${admin}:${dev}` },
+    });
+    assert.equal(viaEnv.code, 0, viaEnv.stderr);
+    // The dev identity has no RBAC roles: picking its file first gives a refusal, exit 2.
+    const devFirst = await ipamctl(['check'], { env: { KUBECONFIG: `${dev}:${admin}` } });
+    assert.equal(devFirst.code, 2);
+    assert.match(devFirst.stderr, /the API server refused the request: .*forbidden/);
+    const home = join(dir, 'home');
+    mkdirSync(join(home, '.kube'), { recursive: true });
+    copyFileSync(admin, join(home, '.kube', 'config'));
+    const viaHome = await ipamctl(['check'], { env: { HOME: home } });
+    assert.equal(viaHome.code, 0, viaHome.stderr);
+    const none = await ipamctl(['check'], { env: { HOME: join(dir, 'nowhere') } });
+    assert.equal(none.code, 2);
+    assert.match(
+      none.stderr,
+      /no kubeconfig found: pass --kubeconfig FILE, set KUBECONFIG, or create ~\/\.kube\/config/,
+    );
+  });
+
+  test('the executable: node cli/main.ts check sets the process exit code', () => {
+    const ok = spawnSync(process.execPath, [main, 'check', '--kubeconfig', controlPlane().adminKubeconfig], {
+      encoding: 'utf8',
+    });
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.match(ok.stdout, /Check complete: no problems found\./);
+    const bad = spawnSync(process.execPath, [main, 'check', '--nope'], { encoding: 'utf8' });
+    assert.equal(bad.status, 2);
+  });
+});
