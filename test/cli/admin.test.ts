@@ -1,0 +1,222 @@
+// ipamctl show / pool / config against the real API server: utilisation numbers, address
+// lookup, pool validation and guarded deletion, settings with the cross-field rules.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { parse } from 'yaml';
+import type { KubeDatastore } from '../../core/index.ts';
+import {
+  adminDatastore,
+  blockObject,
+  cleanCluster,
+  createNamespace,
+  createNode,
+  ipamctl,
+  poolObject,
+  uniqueNamespace,
+} from './cluster.ts';
+
+const ns = uniqueNamespace('ipamctl-admin');
+let ds: KubeDatastore;
+
+/** Pool p4 (10.244.0.0/24, /26 blocks) with one block on n1 holding .5 and one borrowed .6 on n2. */
+async function seed(): Promise<void> {
+  await ds.pools.create(poolObject('p4', '10.244.0.0/24'));
+  const allocations = [
+    { ordinal: 5, handle: 'net.a.eth0', node: 'n1', namespace: ns, pod: 'a', podUID: 'uid-a' },
+    { ordinal: 6, handle: 'net.b.eth0', node: 'n2', namespace: ns, pod: 'b', podUID: 'uid-b' },
+  ];
+  await ds.blocks.create(blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations }));
+  await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n2' }));
+}
+
+describe('ipamctl show, pool, config (real API server)', () => {
+  before(async () => {
+    ds = adminDatastore();
+    await cleanCluster(ds);
+    await createNamespace(ds, ns);
+  });
+  beforeEach(async () => {
+    await cleanCluster(ds, [ns]);
+    await createNode(ds, 'n1');
+    await createNode(ds, 'n2');
+  });
+  after(async () => {
+    await cleanCluster(ds, [ns]);
+    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
+    ds.close();
+  });
+
+  test('show: pool capacity / used / free / blocks, as a table and as JSON', async () => {
+    await seed();
+    const table = await ipamctl(['show']);
+    assert.equal(table.code, 0, table.stderr);
+    // 4 blocks of /26 in a /24, each with 64 − 3 reserved = 61 assignable addresses.
+    assert.match(
+      table.stdout,
+      /^POOL +CIDR +BLOCK SIZE +CAPACITY +USED +FREE +BLOCKS +DISABLED\np4 +10\.244\.0\.0\/24 +26 +244 +2 +242 +2 +false\n$/,
+    );
+    const json = JSON.parse((await ipamctl(['show', '-o', 'json'])).stdout) as unknown;
+    assert.deepEqual(json, [
+      {
+        name: 'p4',
+        cidr: '10.244.0.0/24',
+        blockSize: 26,
+        disabled: false,
+        capacity: 244,
+        used: 2,
+        free: 242,
+        blocks: 2,
+      },
+    ]);
+  });
+
+  test('show --blocks and --node (borrowed addresses included)', async () => {
+    await seed();
+    const blocks = parse((await ipamctl(['show', '--blocks', '-o', 'yaml'])).stdout) as {
+      name: string;
+      affinity: string;
+      used: number;
+      free: number;
+    }[];
+    assert.deepEqual(
+      blocks.map((b) => [b.name, b.affinity, b.used, b.free]),
+      [
+        ['10-244-0-0-26', 'n1', 2, 59],
+        ['10-244-0-64-26', 'n2', 0, 61],
+      ],
+    );
+    const n2 = JSON.parse((await ipamctl(['show', '--node', 'n2', '-o', 'json'])).stdout) as {
+      blocks: { name: string }[];
+      allocations: { address: string; borrowed: boolean }[];
+    };
+    assert.deepEqual(
+      n2.blocks.map((b) => b.name),
+      ['10-244-0-64-26'],
+    );
+    assert.deepEqual(n2.allocations, [
+      {
+        address: '10.244.0.6',
+        block: '10-244-0-0-26',
+        borrowed: true,
+        handle: 'net.b.eth0',
+        namespace: ns,
+        pod: 'b',
+        podUID: 'uid-b',
+        sequence: 1002,
+      },
+    ]);
+  });
+
+  test('show --ip: owner of an allocated address; free and reserved addresses say so', async () => {
+    await seed();
+    const owner = await ipamctl(['show', '--ip', '10.244.0.5']);
+    assert.equal(owner.code, 0);
+    for (const line of [
+      /HANDLE +net\.a\.eth0/,
+      new RegExp(`POD +${ns}/a`),
+      /POD UID +uid-a/,
+      /NODE +n1/,
+      /SEQUENCE +1001/,
+      /BLOCK +10-244-0-0-26 \(affinity n1\)/,
+    ])
+      assert.match(owner.stdout, line);
+    assert.match((await ipamctl(['show', '--ip', '10.244.0.9'])).stdout, /STATUS +free in 10-244-0-0-26/);
+    assert.match((await ipamctl(['show', '--ip', '10.244.0.1'])).stdout, /STATUS +reserved in 10-244-0-0-26/);
+    assert.match((await ipamctl(['show', '--ip', '10.9.9.9'])).stdout, /STATUS +not in any IPAMBlock/);
+  });
+
+  test('pool create validates against other pools and blocks of another size; list shows state', async () => {
+    await seed();
+    const overlap = await ipamctl([
+      'pool',
+      'create',
+      'p4b',
+      '--cidr',
+      '10.244.0.128/25',
+      '--block-size',
+      '27',
+    ]);
+    assert.equal(overlap.code, 2);
+    assert.match(overlap.stderr, /refused: IPPool "p4b" \(10\.244\.0\.128\/25\) overlaps IPPool "p4"/);
+    await ds.blocks.create(blockObject({ cidr: '10.251.0.0/26', pool: 'old', affinity: 'n1' }));
+    const sizes = await ipamctl(['pool', 'create', 'p6', '--cidr', '10.251.0.0/20', '--block-size', '28']);
+    assert.equal(sizes.code, 2);
+    assert.match(sizes.stderr, /overlaps IPAMBlock "10-251-0-0-26" of block size 26/);
+    assert.equal(await ds.pools.get('p6'), undefined);
+    const made = await ipamctl([
+      'pool',
+      'create',
+      'tenant',
+      '--cidr',
+      '10.250.0.0/20',
+      '--block-size',
+      '28',
+      '--namespace-selector',
+      'team=a',
+      '--mode',
+      'Manual',
+    ]);
+    assert.equal(made.code, 0, made.stderr);
+    assert.deepEqual((await ds.pools.get('tenant'))?.spec, {
+      cidr: '10.250.0.0/20',
+      blockSize: 28,
+      assignmentMode: 'Manual',
+      namespaceSelector: { matchLabels: { team: 'a' } },
+      disabled: false,
+    });
+    const list = await ipamctl(['pool', 'list']);
+    assert.match(
+      list.stdout,
+      /p4 +10\.244\.0\.0\/24 +26 +Automatic +usable\ntenant +10\.250\.0\.0\/20 +28 +Manual +usable/,
+    );
+  });
+
+  test('pool disable / enable toggle spec.disabled', async () => {
+    await seed();
+    assert.equal((await ipamctl(['pool', 'disable', 'p4'])).code, 0);
+    assert.equal((await ds.pools.get('p4'))?.spec.disabled, true);
+    assert.match((await ipamctl(['pool', 'list'])).stdout, /p4 .* disabled/);
+    assert.equal((await ipamctl(['pool', 'enable', 'p4'])).code, 0);
+    assert.equal((await ds.pools.get('p4'))?.spec.disabled, false);
+    assert.equal((await ipamctl(['pool', 'disable', 'nope'])).code, 2);
+  });
+
+  test('pool delete refuses while allocations exist; needs --yes; removes the empty blocks', async () => {
+    await seed();
+    const refused = await ipamctl(['pool', 'delete', 'p4', '--yes']);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /refused: IPPool p4 still has 2 allocation\(s\) in 10-244-0-0-26/);
+    assert.ok(await ds.pools.get('p4'));
+    await ds.blocks.delete('10-244-0-0-26');
+    const dry = await ipamctl(['pool', 'delete', 'p4']);
+    assert.equal(dry.code, 3);
+    assert.match(
+      dry.stdout,
+      /Would delete IPPool p4 \(10\.244\.0\.0\/24\) after disabling it and its 1 empty block\(s\): 10-244-0-64-26/,
+    );
+    assert.equal((await ds.pools.get('p4'))?.spec.disabled, false);
+    const done = await ipamctl(['pool', 'delete', 'p4', '--yes']);
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal(await ds.pools.get('p4'), undefined);
+    assert.deepEqual(await ds.blocks.list(), []);
+  });
+
+  test('config set / get: values, defaults, and the cross-field rule', async () => {
+    const set = await ipamctl(['config', 'set', 'strictAffinity=true', 'maxBlocksPerNode=4']);
+    assert.equal(set.code, 0, set.stderr);
+    const got = JSON.parse((await ipamctl(['config', 'get', '-o', 'json'])).stdout) as {
+      effective: Record<string, unknown>;
+    };
+    assert.equal(got.effective.strictAffinity, true);
+    assert.equal(got.effective.maxBlocksPerNode, 4);
+    assert.equal(got.effective.leakGracePeriodSeconds, 900);
+    assert.match((await ipamctl(['config', 'get'])).stdout, /maxBlocksPerNode +4 +set/);
+    const refused = await ipamctl(['config', 'set', 'strictAffinity=false', 'autoAllocateBlocks=false']);
+    assert.equal(refused.code, 2);
+    assert.match(
+      refused.stderr,
+      /autoAllocateBlocks: false requires spec\.strictAffinity: true\. Nothing was changed\./,
+    );
+    assert.equal((await ds.configs.get('default'))?.spec.strictAffinity, true);
+  });
+});
