@@ -1,8 +1,9 @@
 /**
- * Claiming a block (DESIGN §4): one LIST of block metadata finds the taken ranges; the search
- * starts at an offset derived from the node name (nodes do not race for one CIDR; concurrent
- * claims of one node meet on the same CIDR and share the winner's block) and jumps over merged
- * taken intervals — O(taken blocks), never O(pool size), so a 2^70-block IPv6 pool is fine.
+ * Claiming a block (DESIGN §4): the search starts at an offset derived from the node name (nodes
+ * do not race for one CIDR; concurrent claims of one node meet on the same CIDR and share the
+ * winner's block). One LIST of block metadata per region (labels.ts: /16, /112) finds the taken
+ * ranges, tested for overlap (any block size); the search jumps over merged taken intervals —
+ * O(blocks in the region), never O(pool size): a 2^74-block IPv6 pool is fine.
  * The CREATE decides ownership; AlreadyExists means someone else won: move on.
  */
 import { createHash } from 'node:crypto';
@@ -10,7 +11,7 @@ import { blockNameOf, cidrFromBlockName } from '../address/block-cidr.ts';
 import { bitsOf, cidrLast, cidrsOverlap } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { newBlock } from '../block/block.ts';
-import { familySelector } from '../block/labels.ts';
+import { REGION_PREFIX, regionOf, regionSelector } from '../block/labels.ts';
 import { isAlreadyExists } from '../errors/already-exists.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import type { Context } from './context.ts';
@@ -26,22 +27,54 @@ interface Span {
 // the LIST is stale enough that re-listing (the caller's next round) is better.
 const MAX_CREATE_ATTEMPTS = 16;
 
+// 256: every /16 region of an IPv4 /8 pool; in an IPv6 pool 256 full regions in a row means
+// 256 × 1,024 blocks claimed around this node's offset — report the pool as full for this node.
+const MAX_REGIONS = 256n;
+
 /**
- * Claims a free block of `pool` for `node`.
+ * Claims a free block of `pool` for `node`: regions (core/block/labels.ts) are searched in order
+ * from the one holding the node's offset, one metadata LIST each.
  * @param reservations wholly reserved blocks are never claimed
  * @returns the block (affine to `node`; possibly created by a concurrent call for the same node),
- *   or undefined when the pool has no free block
+ *   or undefined when no free block was found
  */
 export async function claimBlock(ctx: Context, pool: IPPool, node: string, reservations: readonly Cidr[]): Promise<IPAMBlock | undefined> {
   const cidr = poolCidr(pool);
   const blockSize = poolBlockSize(pool);
-  const taken = await listTakenSpans(ctx, pool, reservations);
-  const count = 1n << BigInt(blockSize - cidr.prefixLength);
-  let start = offsetFor(node, pool.metadata.name, count);
+  const areaPrefix = Math.max(cidr.prefixLength, REGION_PREFIX[cidr.family]);
+  const areas = 1n << BigInt(areaPrefix - cidr.prefixLength);
+  const perArea = 1n << BigInt(blockSize - areaPrefix);
+  const offset = offsetFor(node, pool.metadata.name, areas * perArea);
+  for (let step = 0n; step < areas && step < MAX_REGIONS; step++) {
+    const index = (offset / perArea + step) % areas;
+    const area: Cidr = { family: cidr.family, base: cidr.base + (index << BigInt(bitsOf(cidr.family) - areaPrefix)), prefixLength: areaPrefix };
+    const block = await claimInArea(ctx, { pool, node, area, blockSize, reservations, start: step === 0n ? offset % perArea : 0n });
+    if (block) return block;
+  }
+  return undefined;
+}
+
+interface AreaClaim {
+  pool: IPPool;
+  node: string;
+  /** The part of the pool searched: the pool ∩ one region. */
+  area: Cidr;
+  blockSize: number;
+  reservations: readonly Cidr[];
+  /** Block index inside the area to start from. */
+  start: bigint;
+}
+
+/** One LIST of the region's block metadata, then CREATEs until one wins or the area is full. */
+async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | undefined> {
+  const { area, blockSize, node, pool } = job;
+  const taken = await listTakenSpans(ctx, area, blockSize, job.reservations);
+  const count = 1n << BigInt(blockSize - area.prefixLength);
+  let start = job.start;
   for (let attempt = 0; attempt < MAX_CREATE_ATTEMPTS; attempt++) {
     const index = firstFree(taken, start, count);
     if (index === undefined) return undefined;
-    const block = candidateAt(cidr, blockSize, index);
+    const block = candidateAt(area, blockSize, index);
     try {
       const created = await ctx.ds.blocks.create(newBlock({ cidr: block, pool: pool.metadata.name, node, nowMs: ctx.clock() }));
       ctx.stats.claims += 1;
@@ -58,16 +91,14 @@ export async function claimBlock(ctx: Context, pool: IPPool, node: string, reser
   return undefined;
 }
 
-/** Index spans of the pool covered by existing blocks of any size, or by whole reservations. */
-async function listTakenSpans(ctx: Context, pool: IPPool, reservations: readonly Cidr[]): Promise<Span[]> {
-  const cidr = poolCidr(pool);
-  const metas = await ctx.ds.blocks.listMetadata({ labelSelector: familySelector(cidr.family) });
+/** Index spans of `area` covered by existing blocks of any size, or by whole reservations. */
+async function listTakenSpans(ctx: Context, area: Cidr, blockSize: number, reservations: readonly Cidr[]): Promise<Span[]> {
+  const metas = await ctx.ds.blocks.listMetadata({ labelSelector: regionSelector(regionOf(area)) });
   const ranges: Cidr[] = metas.map((meta) => cidrFromBlockName(meta.name)).filter((c) => c !== undefined);
-  const blockSize = poolBlockSize(pool);
   // A reservation covering a whole block makes that block useless; a smaller one only removes
   // ordinals (block.ts pickOrdinal's `excluded`).
-  ranges.push(...reservations.filter((r) => r.family === cidr.family && r.prefixLength <= blockSize));
-  return mergeSpans(ranges.map((range) => spanOf(cidr, blockSize, range)).filter((s) => s !== undefined));
+  ranges.push(...reservations.filter((r) => r.family === area.family && r.prefixLength <= blockSize));
+  return mergeSpans(ranges.map((range) => spanOf(area, blockSize, range)).filter((s) => s !== undefined));
 }
 
 /** The block indexes of `pool` a range touches, or undefined when it lies outside the pool. */
@@ -137,7 +168,7 @@ export async function getOrClaimBlock(ctx: Context, pool: IPPool, node: string, 
   const name = blockNameOf(block);
   const existing = await ctx.ds.blocks.get(name);
   if (existing) return { block: existing };
-  const metas = await ctx.ds.blocks.listMetadata({ labelSelector: familySelector(block.family) });
+  const metas = await ctx.ds.blocks.listMetadata({ labelSelector: regionSelector(regionOf(block)) });
   const other = metas.find((meta) => {
     const range = cidrFromBlockName(meta.name);
     return range !== undefined && cidrsOverlap(range, block);

@@ -20,6 +20,8 @@ import { LabelIndex } from './label-index.ts';
 export interface MemoryStats {
   reads: number;
   writes: number;
+  /** Objects returned by LISTs (what a LIST would carry over the wire). */
+  listed: number;
 }
 
 /** Plain objects a memory datastore starts with. */
@@ -65,12 +67,16 @@ class MemoryResourceStore<T extends KubeObject> implements StatusResourceStore<T
 
   async list(options: ListOptions = {}): Promise<T[]> {
     await settle(this.#stats, 'reads');
-    return this.#select(options).map((object) => structuredClone(object));
+    const selected = this.#select(options);
+    this.#stats.listed += selected.length;
+    return selected.map((object) => structuredClone(object));
   }
 
   async listMetadata(options: ListOptions = {}): Promise<ObjectMeta[]> {
     await settle(this.#stats, 'reads');
-    return this.#select(options).map((object) => structuredClone(object.metadata));
+    const selected = this.#select(options);
+    this.#stats.listed += selected.length;
+    return selected.map((object) => structuredClone(object.metadata));
   }
 
   async create(object: T): Promise<T> {
@@ -183,7 +189,7 @@ function withStatusOf<T extends KubeObject>(target: T, source: T): T {
 }
 
 /** Makes every call asynchronous (as a network call is) so concurrent callers interleave. */
-async function settle(stats: MemoryStats, what: keyof MemoryStats): Promise<void> {
+async function settle(stats: MemoryStats, what: 'reads' | 'writes'): Promise<void> {
   stats[what] += 1;
   await new Promise<void>((resolve) => setImmediate(resolve));
 }
@@ -194,7 +200,7 @@ async function settle(stats: MemoryStats, what: keyof MemoryStats): Promise<void
  * @param options.clock ms since epoch for creationTimestamp; default Date.now
  */
 export class MemoryDatastore implements Datastore {
-  readonly stats: MemoryStats = { reads: 0, writes: 0 };
+  readonly stats: MemoryStats = { reads: 0, writes: 0, listed: 0 };
   readonly pools: MemoryResourceStore<IPPool>;
   readonly blocks: MemoryResourceStore<IPAMBlock>;
   readonly configs: MemoryResourceStore<IPAMConfigObject>;

@@ -1,8 +1,8 @@
 // autoAssign on the memory datastore: affine → claim → borrow, limits, dual-stack, pool choice.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { autoAssign, findByHandle, loadSnapshot, mustParseCidr, nodeLabel, ordinalOf, parseIP, releaseByHandle } from '../../core/index.ts';
-import { pod, pool, reservation, world } from './fixtures.ts';
+import { autoAssign, blockCidrFor, findByHandle, loadSnapshot, mustParseCidr, newBlock, nodeLabel, ordinalOf, parseIP, releaseByHandle } from '../../core/index.ts';
+import { pod, pool, reservation, T0, world } from './fixtures.ts';
 
 describe('autoAssign: blocks', () => {
   it('claims a block affine to the node, then allocates from it without claiming again', async () => {
@@ -101,6 +101,33 @@ describe('autoAssign: blocks', () => {
     assert.ok(got.ok && got.ipv6 && !got.ipv4);
     assert.match(got.ipv6.address, /^fd00:1:2:/);
     assert.equal(got.ipv6.prefixLength, 122);
+  });
+});
+
+describe('autoAssign: claim search', () => {
+  it('fills a pool spanning two regions completely, one block per node, then borrows', async () => {
+    const w = world({ pools: [pool('p', { cidr: '10.40.0.0/15', blockSize: 20 })], config: { maxBlocksPerNode: 1 } });
+    for (let i = 0; i < 32; i++) assert.equal((await autoAssign(w.ds, { ...pod(`p${i}`), node: `node-${i}` }, w.options)).ok, true);
+    const names = (await w.ds.blocks.list()).map((b) => b.spec.cidr);
+    assert.equal(new Set(names).size, 32, 'every /20 of the /15 claimed once');
+    const extra = await autoAssign(w.ds, { ...pod('late'), node: 'node-late' }, w.options);
+    assert.ok(extra.ok && extra.ipv4?.borrowed);
+  });
+
+  it('a claim reads 2 lists (affine blocks, one /16 region), not the 10,000 blocks of the pool', async () => {
+    // 10,000 blocks spread over all 64 /16 regions of the /10 (7919 is prime: distinct indexes).
+    const at = (i: number): bigint => (10n << 24n) + BigInt((i * 7919) % 65536) * 64n;
+    const blocks = Array.from({ length: 10_000 }, (_, i) => newBlock({ cidr: blockCidrFor({ family: 4, value: at(i) }, 26), pool: 'big', node: `old-${i}`, nowMs: T0 }));
+    const w = world({ pools: [pool('big', { cidr: '10.0.0.0/10' })] });
+    for (const b of blocks) w.ds.blocks.seed(b);
+    const snapshot = await loadSnapshot(w.ds);
+    const before = { ...w.ds.stats };
+    const got = await autoAssign(w.ds, { ...pod('new'), node: 'node-new', snapshot, nodeLabels: {}, namespaceLabels: {} }, w.options);
+    assert.ok(got.ok && got.ipv4);
+    assert.equal(w.ds.stats.reads - before.reads, 2);
+    const listed = w.ds.stats.listed - before.listed;
+    assert.ok(listed > 0 && listed < 400, `listed ${listed} objects: one region's blocks (~156), not 10,000`);
+    assert.ok(!blocks.some((b) => b.spec.cidr === got.ipv4?.blockCidr));
   });
 });
 
