@@ -1,0 +1,180 @@
+/**
+ * Benchmark of `ipamctl check` on the real API server (a script, not a test):
+ *
+ *   node_modules/.bin/node test/bench/check-bench.ts [--runs 5] [--blocks 1000] [--per-block 20]
+ *
+ * Seeds a healthy cluster of BLOCKS full IPAMBlock objects with PER-BLOCK allocations each (one
+ * pool, 50 nodes, one live pod per allocation with its IP set through the status subresource),
+ * created directly with bounded concurrency; then runs the real executable
+ * (`node cli/main.ts check --quiet`) RUNS times, prints the median / min / max wall time, checks
+ * that every run exits 0, and rewrites the `## ipamctl` section of docs/benchmarks.md. Removes
+ * what it seeded at the end. Uses the run's control plane (CP_* env) or starts a private one.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpus, totalmem } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { addressTextAt, parseCidr } from '../../core/index.ts';
+import type { KubeDatastore, Pod } from '../../core/index.ts';
+import {
+  adminDatastore,
+  blockObject,
+  cleanCluster,
+  createNamespace,
+  createNode,
+  poolObject,
+  setPodIP,
+  uniqueNamespace,
+} from '../cli/cluster.ts';
+import type { SeedAllocation } from '../cli/cluster.ts';
+import { controlPlane } from '../helpers/control-plane.ts';
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '5' },
+    blocks: { type: 'string', default: '1000' },
+    'per-block': { type: 'string', default: '20' },
+  },
+});
+const RUNS = Number(values.runs);
+const BLOCKS = Number(values.blocks);
+const PER_BLOCK = Number(values['per-block']);
+const NODES = 50;
+// 16 requests in flight: keeps both cores of the API server busy without 429s.
+const CONCURRENCY = 16;
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs `work` over `items` with at most CONCURRENCY in flight. */
+async function bounded<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < items.length; i = next++) await work(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}
+
+/** Seeds nodes, pods (with IPs) and blocks; returns the seeding time in seconds. */
+async function seed(ds: KubeDatastore, ns: string): Promise<number> {
+  const started = performance.now();
+  await ds.pools.create(poolObject('bench', '10.200.0.0/16'));
+  await bounded(
+    Array.from({ length: NODES }, (_, i) => `bench-node-${i}`),
+    (name) => createNode(ds, name),
+  );
+  await createNamespace(ds, ns);
+  const indexes = Array.from({ length: BLOCKS }, (_, b) => b);
+  let done = 0;
+  await bounded(indexes, async (b) => {
+    const cidr = parseCidr(`10.200.${Math.floor(b / 4)}.${(b % 4) * 64}/26`);
+    if (!cidr) throw new Error('bad CIDR');
+    const node = `bench-node-${b % NODES}`;
+    const allocations: SeedAllocation[] = [];
+    for (let i = 0; i < PER_BLOCK; i++) {
+      const ordinal = i + 2;
+      const name = `p-${b}-${i}`;
+      const body = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name },
+        spec: { nodeName: node, containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+      };
+      const pod = await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${ns}/pods`, { body });
+      await setPodIP(ds, pod, addressTextAt(cidr, ordinal));
+      allocations.push({
+        ordinal,
+        handle: `k8s-pod-network.c${b}x${i}.eth0`,
+        node,
+        namespace: ns,
+        pod: name,
+        podUID: pod.metadata.uid ?? '',
+      });
+    }
+    await ds.blocks.create(
+      blockObject({
+        cidr: `10.200.${Math.floor(b / 4)}.${(b % 4) * 64}/26`,
+        pool: 'bench',
+        affinity: node,
+        allocations,
+      }),
+    );
+    done += 1;
+    if (done % 100 === 0) process.stderr.write(`seeded ${done}/${BLOCKS} blocks\n`);
+  });
+  return (performance.now() - started) / 1000;
+}
+
+/** Runs the executable once; returns seconds. @throws Error when check does not exit 0 */
+function runCheck(kubeconfig: string): number {
+  const started = performance.now();
+  const out = spawnSync(process.execPath, ['cli/main.ts', 'check', '--quiet', '--kubeconfig', kubeconfig], {
+    cwd: root,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
+  const seconds = (performance.now() - started) / 1000;
+  if (out.status !== 0)
+    throw new Error(`check exited ${out.status}: ${out.stderr}${out.stdout.slice(-2000)}`);
+  return seconds;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
+
+/** Replaces the body of `## ipamctl` in docs/benchmarks.md (creating the file or section). */
+function writeSection(body: string): void {
+  const path = `${root}docs/benchmarks.md`;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    text = '# Benchmarks\n';
+  }
+  const start = text.indexOf('\n## ipamctl\n');
+  const section = `\n## ipamctl\n\n${body.trim()}\n`;
+  if (start < 0) text = `${text.trimEnd()}\n${section}`;
+  else {
+    const end = text.indexOf('\n## ', start + 1);
+    text = text.slice(0, start) + section + (end < 0 ? '' : text.slice(end));
+  }
+  writeFileSync(path, text);
+}
+
+async function main(): Promise<void> {
+  const cp = controlPlane();
+  const ds = adminDatastore();
+  const ns = uniqueNamespace('ipamctl-bench');
+  await cleanCluster(ds);
+  try {
+    const seedSeconds = await seed(ds, ns);
+    process.stderr.write(`seeded in ${seedSeconds.toFixed(1)} s; running check ${RUNS} times\n`);
+    const times = Array.from({ length: RUNS }, () => runCheck(cp.adminKubeconfig));
+    const fmt = (s: number): string => `${s.toFixed(2)} s`;
+    const line = `check over ${BLOCKS} blocks / ${BLOCKS * PER_BLOCK} allocations / ${BLOCKS * PER_BLOCK} pods / ${NODES} nodes: median ${fmt(median(times))} (min ${fmt(Math.min(...times))}, max ${fmt(Math.max(...times))}, ${RUNS} runs, exit 0 each)`;
+    console.log(line);
+    writeSection(`Measured by \`node_modules/.bin/node test/bench/check-bench.ts\` (${new Date().toISOString().slice(0, 10)}).
+
+| What | Figure |
+| --- | --- |
+| \`ipamctl check\` wall time, median of ${RUNS} runs | **${fmt(median(times))}** (min ${fmt(Math.min(...times))}, max ${fmt(Math.max(...times))}) |
+| Cluster | ${BLOCKS} IPAMBlocks (/26), ${BLOCKS * PER_BLOCK} allocations, ${BLOCKS * PER_BLOCK} live pods with their IPs, ${NODES} nodes, 1 pool |
+| Seeding (not part of the figure) | ${seedSeconds.toFixed(0)} s |
+
+Method: a healthy cluster is seeded on the local control plane (kube-apiserver ${cp.serverVersion} + etcd on
+loopback, same machine): one pod per allocation, created and given its IP through the status
+subresource; full block objects created directly, ${CONCURRENCY} requests in flight. Each run is the
+real executable, \`node cli/main.ts check --quiet\` (process start and the @kubernetes/client-node
+import included), reading everything with paginated LISTs (500 per page) and running every
+check; every run exits 0. Machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB; the API server,
+etcd and ipamctl share those cores.`);
+  } finally {
+    await cleanCluster(ds, [ns]);
+    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
+    ds.close();
+  }
+}
+
+await main();
