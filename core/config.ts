@@ -56,7 +56,9 @@ export function settingsOf(config: IPAMConfigObject | undefined): IPAMSettings {
  */
 export function configProblems(settings: IPAMSettings): string[] {
   const problems: string[] = [];
-  if (!settings.autoAllocateBlocks && !settings.strictAffinity) problems.push('spec.autoAllocateBlocks: false requires spec.strictAffinity: true');
-  if (settings.emptyBlockReleaseSeconds < settings.ipCooldownSeconds) problems.push('spec.emptyBlockReleaseSeconds must be >= spec.ipCooldownSeconds');
+  if (!settings.autoAllocateBlocks && !settings.strictAffinity)
+    problems.push('spec.autoAllocateBlocks: false requires spec.strictAffinity: true');
+  if (settings.emptyBlockReleaseSeconds < settings.ipCooldownSeconds)
+    problems.push('spec.emptyBlockReleaseSeconds must be >= spec.ipCooldownSeconds');
   return problems;
 }

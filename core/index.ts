@@ -52,7 +52,14 @@ export * from './address/block-cidr.ts';
 export { matchesSelector, selectorToQuery } from './selector.ts';
 export * from './resources.ts';
 
-export type { Datastore, DeletePreconditions, ListOptions, PodListOptions, ResourceStore, StatusResourceStore } from './datastore/datastore.ts';
+export type {
+  Datastore,
+  DeletePreconditions,
+  ListOptions,
+  PodListOptions,
+  ResourceStore,
+  StatusResourceStore,
+} from './datastore/datastore.ts';
 export { MemoryDatastore } from './datastore/memory.ts';
 export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
 export { KubeDatastore } from './datastore/kube.ts';

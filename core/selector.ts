@@ -7,7 +7,10 @@
 import type { LabelSelector, LabelSelectorRequirement } from './resources.ts';
 
 /** True when `labels` satisfy `selector` (absent selector = everything). */
-export function matchesSelector(selector: LabelSelector | undefined, labels: Readonly<Record<string, string>> | undefined): boolean {
+export function matchesSelector(
+  selector: LabelSelector | undefined,
+  labels: Readonly<Record<string, string>> | undefined,
+): boolean {
   if (!selector) return true;
   const have = labels ?? {};
   for (const [key, value] of Object.entries(selector.matchLabels ?? {})) {
@@ -16,7 +19,10 @@ export function matchesSelector(selector: LabelSelector | undefined, labels: Rea
   return (selector.matchExpressions ?? []).every((requirement) => matchesRequirement(requirement, have));
 }
 
-function matchesRequirement(requirement: LabelSelectorRequirement, labels: Readonly<Record<string, string>>): boolean {
+function matchesRequirement(
+  requirement: LabelSelectorRequirement,
+  labels: Readonly<Record<string, string>>,
+): boolean {
   const value = labels[requirement.key];
   const values = requirement.values ?? [];
   switch (requirement.operator) {

@@ -103,7 +103,12 @@ export function cidrsOverlap(a: Cidr, b: Cidr): boolean {
 
 /** True when `inner` lies wholly inside `outer`. */
 export function cidrCovers(outer: Cidr, inner: Cidr): boolean {
-  return outer.family === inner.family && outer.prefixLength <= inner.prefixLength && inner.base >= outer.base && cidrLast(inner) <= cidrLast(outer);
+  return (
+    outer.family === inner.family &&
+    outer.prefixLength <= inner.prefixLength &&
+    inner.base >= outer.base &&
+    cidrLast(inner) <= cidrLast(outer)
+  );
 }
 
 function bytesToBigInt(bytes: readonly number[]): bigint {

@@ -34,10 +34,20 @@ type FamilyOutcome = AllocatedAddress | { reason: AssignFailure; message: string
  * @throws UnavailableError / ApiError from the datastore; RetriesExhaustedError when
  *   compare-and-swap keeps losing. Anything assigned before a throw is rolled back (best effort).
  */
-export async function autoAssign(ds: Datastore, request: AutoAssignRequest, options: AllocatorOptions = {}): Promise<AssignOutcome> {
+export async function autoAssign(
+  ds: Datastore,
+  request: AutoAssignRequest,
+  options: AllocatorOptions = {},
+): Promise<AssignOutcome> {
   const ctx = contextOf(ds, options);
-  const families: IPFamily[] = [...(request.ipv4 ?? true ? [4 as const] : []), ...(request.ipv6 ? [6 as const] : [])];
-  const [inputs, affine] = await Promise.all([gatherInputs(ctx, request), ds.blocks.list({ labelSelector: affineSelector(request.node) })]);
+  const families: IPFamily[] = [
+    ...((request.ipv4 ?? true) ? [4 as const] : []),
+    ...(request.ipv6 ? [6 as const] : []),
+  ];
+  const [inputs, affine] = await Promise.all([
+    gatherInputs(ctx, request),
+    ds.blocks.list({ labelSelector: affineSelector(request.node) }),
+  ]);
   const done: AllocatedAddress[] = [];
   try {
     for (const family of families) {
@@ -68,11 +78,24 @@ interface FamilyJob {
 
 async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome> {
   const { request, family, snapshot } = job;
-  const choice = selectPools(snapshot, { family, nodeLabels: job.nodeLabels, namespaceLabels: job.namespaceLabels, requested: request.pools });
+  const choice = selectPools(snapshot, {
+    family,
+    nodeLabels: job.nodeLabels,
+    namespaceLabels: job.namespaceLabels,
+    requested: request.pools,
+  });
   if ('refused' in choice) return { reason: 'PoolRefused', message: choice.refused };
-  if (choice.pools.length === 0) return { reason: 'NoPool', message: `no usable IPv${family} pool allows node "${request.node}"${request.pod ? ` and namespace "${request.pod.namespace}"` : ''}` };
+  if (choice.pools.length === 0)
+    return {
+      reason: 'NoPool',
+      message: `no usable IPv${family} pool allows node "${request.node}"${request.pod ? ` and namespace "${request.pod.namespace}"` : ''}`,
+    };
   const owner = ownerOf(request);
-  const base = { owner, cooldownSeconds: snapshot.settings.ipCooldownSeconds, reservations: snapshot.reservations };
+  const base = {
+    owner,
+    cooldownSeconds: snapshot.settings.ipCooldownSeconds,
+    reservations: snapshot.reservations,
+  };
   const own = { ...base, affinity: request.node };
   const eligible = inPools(choice.pools);
   let held = job.affine.filter((b) => cidrOf(b).family === family);
@@ -92,17 +115,26 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
   }
   const cooling = await allocateFromBlocks(ctx, affine, { ...own, mode: 'any' });
   if (cooling !== undefined) return found(cooling, request.handle, family);
-  const borrowed = snapshot.settings.strictAffinity ? undefined : await borrow(ctx, { ...base, mode: 'fresh' }, request.node, family, eligible);
+  const borrowed = snapshot.settings.strictAffinity
+    ? undefined
+    : await borrow(ctx, { ...base, mode: 'fresh' }, request.node, family, eligible);
   if (borrowed !== undefined) return found(borrowed, request.handle, family);
   return failure(job, choice.pools, limitHit, held.length);
 }
 
 function found(got: AllocatedAddress | 'handle', handle: string, family: IPFamily): FamilyOutcome {
-  return got === 'handle' ? { reason: 'HandleInUse', message: `handle ${handle} already holds an IPv${family} address` } : got;
+  return got === 'handle'
+    ? { reason: 'HandleInUse', message: `handle ${handle} already holds an IPv${family} address` }
+    : got;
 }
 
 /** Claims a block in the first pool (in preference order) that has one free. */
-async function claimFirst(ctx: Context, pools: readonly IPPool[], node: string, snapshot: PoolSnapshot): Promise<IPAMBlock | undefined> {
+async function claimFirst(
+  ctx: Context,
+  pools: readonly IPPool[],
+  node: string,
+  snapshot: PoolSnapshot,
+): Promise<IPAMBlock | undefined> {
   for (const pool of pools) {
     const block = await claimBlock(ctx, pool, node, snapshot.reservations);
     if (block) return block;
@@ -114,8 +146,16 @@ async function claimFirst(ctx: Context, pools: readonly IPPool[], node: string, 
  * Borrows from another node's (or an unowned) block of the allowed pools: one LIST of the
  * family's blocks, tried from a random start so borrowers spread out.
  */
-async function borrow(ctx: Context, options: TryOptions, node: string, family: IPFamily, eligible: (b: IPAMBlock) => boolean): Promise<AllocatedAddress | 'handle' | undefined> {
-  const blocks = (await ctx.ds.blocks.list({ labelSelector: familySelector(family) })).filter((b) => eligible(b) && b.spec.affinity !== node);
+async function borrow(
+  ctx: Context,
+  options: TryOptions,
+  node: string,
+  family: IPFamily,
+  eligible: (b: IPAMBlock) => boolean,
+): Promise<AllocatedAddress | 'handle' | undefined> {
+  const blocks = (await ctx.ds.blocks.list({ labelSelector: familySelector(family) })).filter(
+    (b) => eligible(b) && b.spec.affinity !== node,
+  );
   const start = Math.floor(ctx.random() * blocks.length);
   const order = [...blocks.slice(start), ...blocks.slice(0, start)];
   for (const mode of ['fresh', 'any'] as const) {
@@ -131,13 +171,20 @@ async function borrow(ctx: Context, options: TryOptions, node: string, family: I
 function failure(job: FamilyJob, pools: readonly IPPool[], limitHit: boolean, held: number): FamilyOutcome {
   const { request, family, snapshot } = job;
   const names = pools.map((p) => p.metadata.name).join(', ');
-  const borrowing = snapshot.settings.strictAffinity ? 'strictAffinity forbids borrowing' : 'no other block of these pools has a free address to borrow';
+  const borrowing = snapshot.settings.strictAffinity
+    ? 'strictAffinity forbids borrowing'
+    : 'no other block of these pools has a free address to borrow';
   if (limitHit) {
     return {
       reason: 'BlockLimit',
       message: `no free IPv${family} address for node "${request.node}": it holds ${held} blocks, the maxBlocksPerNode limit (${snapshot.settings.maxBlocksPerNode}, IPAMConfig "default"), all full; ${borrowing}`,
     };
   }
-  const claims = snapshot.settings.autoAllocateBlocks ? 'no free block left to claim' : 'autoAllocateBlocks is false';
-  return { reason: 'Exhausted', message: `no free IPv${family} address for node "${request.node}" in pools ${names}: ${claims}; ${borrowing}` };
+  const claims = snapshot.settings.autoAllocateBlocks
+    ? 'no free block left to claim'
+    : 'autoAllocateBlocks is false';
+  return {
+    reason: 'Exhausted',
+    message: `no free IPv${family} address for node "${request.node}" in pools ${names}: ${claims}; ${borrowing}`,
+  };
 }

@@ -29,15 +29,28 @@ export interface TryOptions {
  * affinity changed is passed over.
  * @returns the address, `'handle'` when a block already holds the owner's handle, or undefined
  */
-export async function allocateFromBlocks(ctx: Context, blocks: readonly IPAMBlock[], options: TryOptions): Promise<AllocatedAddress | 'handle' | undefined> {
+export async function allocateFromBlocks(
+  ctx: Context,
+  blocks: readonly IPAMBlock[],
+  options: TryOptions,
+): Promise<AllocatedAddress | 'handle' | undefined> {
   type Picked = { ordinal: number; allocation: Allocation } | 'handle' | undefined;
   for (const block of blocks) {
     const outcome = await updateBlock<Picked>(ctx, block, (current) => {
-      if (options.affinity !== undefined && current.spec.affinity !== options.affinity) return { skip: undefined };
+      if (options.affinity !== undefined && current.spec.affinity !== options.affinity)
+        return { skip: undefined };
       if (holdsHandle(current, options.owner.handle)) return { skip: 'handle' as const };
-      const ordinal = pickOrdinal(current, { nowMs: ctx.clock(), cooldownSeconds: options.cooldownSeconds, excluded: reservedIn(cidrOf(current), options.reservations), mode: options.mode });
-      const done = ordinal === undefined ? undefined : allocateOrdinal(current, ordinal, options.owner, ctx.clock());
-      return done && ordinal !== undefined ? { write: done.block, result: { ordinal, allocation: done.allocation } } : { skip: undefined };
+      const ordinal = pickOrdinal(current, {
+        nowMs: ctx.clock(),
+        cooldownSeconds: options.cooldownSeconds,
+        excluded: reservedIn(cidrOf(current), options.reservations),
+        mode: options.mode,
+      });
+      const done =
+        ordinal === undefined ? undefined : allocateOrdinal(current, ordinal, options.owner, ctx.clock());
+      return done && ordinal !== undefined
+        ? { write: done.block, result: { ordinal, allocation: done.allocation } }
+        : { skip: undefined };
     });
     if ('gone' in outcome || outcome.result === undefined) continue;
     if (outcome.result === 'handle') return 'handle';
@@ -58,7 +71,8 @@ export function reservedIn(block: Cidr, reservations: readonly Cidr[]): Set<numb
   for (const reservation of reservations) {
     if (!cidrsOverlap(block, reservation)) continue;
     const from = reservation.base > block.base ? Number(reservation.base - block.base) : 0;
-    const to = cidrLast(reservation) < cidrLast(block) ? Number(cidrLast(reservation) - block.base) : size - 1;
+    const to =
+      cidrLast(reservation) < cidrLast(block) ? Number(cidrLast(reservation) - block.base) : size - 1;
     for (let ordinal = from; ordinal <= to; ordinal++) out.add(ordinal);
   }
   return out;

@@ -26,7 +26,11 @@ export type CasOutcome<R> = { result: R; written?: IPAMBlock } | { gone: true };
  * @throws RetriesExhaustedError after `ctx.maxRetries` lost races; datastore errors other than
  *   Conflict / NotFound propagate
  */
-export async function updateBlock<R>(ctx: Context, block: IPAMBlock, change: (current: IPAMBlock) => Change<R>): Promise<CasOutcome<R>> {
+export async function updateBlock<R>(
+  ctx: Context,
+  block: IPAMBlock,
+  change: (current: IPAMBlock) => Change<R>,
+): Promise<CasOutcome<R>> {
   let current = block;
   for (let attempt = 1; ; attempt++) {
     const decided = change(current);
@@ -38,7 +42,11 @@ export async function updateBlock<R>(ctx: Context, block: IPAMBlock, change: (cu
       if (isNotFound(error)) return { gone: true };
       if (!isConflict(error)) throw error;
       ctx.stats.conflicts += 1;
-      if (attempt >= ctx.maxRetries) throw new RetriesExhaustedError(`IPAMBlock ${block.metadata.name}: gave up after ${attempt} conflicting writes`, attempt);
+      if (attempt >= ctx.maxRetries)
+        throw new RetriesExhaustedError(
+          `IPAMBlock ${block.metadata.name}: gave up after ${attempt} conflicting writes`,
+          attempt,
+        );
     }
     ctx.stats.retries += 1;
     await backoff(ctx, attempt);

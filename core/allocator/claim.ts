@@ -38,7 +38,12 @@ const MAX_REGIONS = 256n;
  * @returns the block (affine to `node`; possibly created by a concurrent call for the same node),
  *   or undefined when no free block was found
  */
-export async function claimBlock(ctx: Context, pool: IPPool, node: string, reservations: readonly Cidr[]): Promise<IPAMBlock | undefined> {
+export async function claimBlock(
+  ctx: Context,
+  pool: IPPool,
+  node: string,
+  reservations: readonly Cidr[],
+): Promise<IPAMBlock | undefined> {
   const cidr = poolCidr(pool);
   const blockSize = poolBlockSize(pool);
   const areaPrefix = Math.max(cidr.prefixLength, REGION_PREFIX[cidr.family]);
@@ -47,8 +52,19 @@ export async function claimBlock(ctx: Context, pool: IPPool, node: string, reser
   const offset = offsetFor(node, pool.metadata.name, areas * perArea);
   for (let step = 0n; step < areas && step < MAX_REGIONS; step++) {
     const index = (offset / perArea + step) % areas;
-    const area: Cidr = { family: cidr.family, base: cidr.base + (index << BigInt(bitsOf(cidr.family) - areaPrefix)), prefixLength: areaPrefix };
-    const block = await claimInArea(ctx, { pool, node, area, blockSize, reservations, start: step === 0n ? offset % perArea : 0n });
+    const area: Cidr = {
+      family: cidr.family,
+      base: cidr.base + (index << BigInt(bitsOf(cidr.family) - areaPrefix)),
+      prefixLength: areaPrefix,
+    };
+    const block = await claimInArea(ctx, {
+      pool,
+      node,
+      area,
+      blockSize,
+      reservations,
+      start: step === 0n ? offset % perArea : 0n,
+    });
     if (block) return block;
   }
   return undefined;
@@ -76,7 +92,9 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | un
     if (index === undefined) return undefined;
     const block = candidateAt(area, blockSize, index);
     try {
-      const created = await ctx.ds.blocks.create(newBlock({ cidr: block, pool: pool.metadata.name, node, nowMs: ctx.clock() }));
+      const created = await ctx.ds.blocks.create(
+        newBlock({ cidr: block, pool: pool.metadata.name, node, nowMs: ctx.clock() }),
+      );
       ctx.stats.claims += 1;
       return created;
     } catch (error) {
@@ -92,7 +110,12 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | un
 }
 
 /** Index spans of `area` covered by existing blocks of any size, or by whole reservations. */
-async function listTakenSpans(ctx: Context, area: Cidr, blockSize: number, reservations: readonly Cidr[]): Promise<Span[]> {
+async function listTakenSpans(
+  ctx: Context,
+  area: Cidr,
+  blockSize: number,
+  reservations: readonly Cidr[],
+): Promise<Span[]> {
   const metas = await ctx.ds.blocks.listMetadata({ labelSelector: regionSelector(regionOf(area)) });
   const ranges: Cidr[] = metas.map((meta) => cidrFromBlockName(meta.name)).filter((c) => c !== undefined);
   // A reservation covering a whole block makes that block useless; a smaller one only removes
@@ -149,7 +172,11 @@ function freeFrom(spans: readonly Span[], from: bigint): bigint {
 
 /** The block CIDR at `index` of the pool. */
 function candidateAt(pool: Cidr, blockSize: number, index: bigint): Cidr {
-  return { family: pool.family, base: pool.base + (index << BigInt(bitsOf(pool.family) - blockSize)), prefixLength: blockSize };
+  return {
+    family: pool.family,
+    base: pool.base + (index << BigInt(bitsOf(pool.family) - blockSize)),
+    prefixLength: blockSize,
+  };
 }
 
 /** Start index for `node` in a pool of `count` blocks: SHA-256(pool/node) mod count. */
@@ -164,7 +191,12 @@ function offsetFor(node: string, pool: string, count: bigint): bigint {
  * another size overlaps it (left over from an older pool layout).
  * @returns the block, or the name of the overlapping block that forbids it
  */
-export async function getOrClaimBlock(ctx: Context, pool: IPPool, node: string, block: Cidr): Promise<{ block: IPAMBlock } | { overlaps: string }> {
+export async function getOrClaimBlock(
+  ctx: Context,
+  pool: IPPool,
+  node: string,
+  block: Cidr,
+): Promise<{ block: IPAMBlock } | { overlaps: string }> {
   const name = blockNameOf(block);
   const existing = await ctx.ds.blocks.get(name);
   if (existing) return { block: existing };
@@ -175,7 +207,9 @@ export async function getOrClaimBlock(ctx: Context, pool: IPPool, node: string, 
   });
   if (other) return { overlaps: other.name };
   try {
-    const created = await ctx.ds.blocks.create(newBlock({ cidr: block, pool: pool.metadata.name, node, nowMs: ctx.clock() }));
+    const created = await ctx.ds.blocks.create(
+      newBlock({ cidr: block, pool: pool.metadata.name, node, nowMs: ctx.clock() }),
+    );
     ctx.stats.claims += 1;
     return { block: created };
   } catch (error) {

@@ -24,7 +24,15 @@ export interface AllocatorStats {
 
 /** A zeroed stats object. */
 export function newStats(): AllocatorStats {
-  return { conflicts: 0, retries: 0, claims: 0, claimCollisions: 0, borrows: 0, blocksReleased: 0, rollbacks: 0 };
+  return {
+    conflicts: 0,
+    retries: 0,
+    claims: 0,
+    claimCollisions: 0,
+    borrows: 0,
+    blocksReleased: 0,
+    rollbacks: 0,
+  };
 }
 
 /** Options every allocator entry point takes; all optional. */

@@ -27,10 +27,16 @@ export interface EmptyBlockRelease {
  * One pass over the blocks of `node` (or of every node): deletes the empty blocks that qualify.
  * @param query.settings defaults to IPAMConfig "default" (1 GET)
  */
-export async function releaseEmptyBlocks(ds: Datastore, query: { node?: string; settings?: IPAMSettings } = {}, options: AllocatorOptions = {}): Promise<EmptyBlockRelease> {
+export async function releaseEmptyBlocks(
+  ds: Datastore,
+  query: { node?: string; settings?: IPAMSettings } = {},
+  options: AllocatorOptions = {},
+): Promise<EmptyBlockRelease> {
   const ctx = contextOf(ds, options);
   const settings = query.settings ?? settingsOf(await ds.configs.get(IPAM_CONFIG_NAME));
-  const blocks = await ds.blocks.list(query.node === undefined ? {} : { labelSelector: affineSelector(query.node) });
+  const blocks = await ds.blocks.list(
+    query.node === undefined ? {} : { labelSelector: affineSelector(query.node) },
+  );
   const minAgeMs = Math.max(settings.emptyBlockReleaseSeconds, settings.ipCooldownSeconds) * 1000;
   const result: EmptyBlockRelease = { released: [], kept: [] };
   for (const group of byAffinity(blocks).values()) {
@@ -43,7 +49,8 @@ export async function releaseEmptyBlocks(ds: Datastore, query: { node?: string; 
     const owned = group[0]?.spec.affinity !== null;
     const keep = owned && idle.length === group.length ? idle.shift() : undefined;
     if (keep) result.kept.push(keep.metadata.name);
-    for (const block of idle) (await deleteIfUnchanged(ctx, block) ? result.released : result.kept).push(block.metadata.name);
+    for (const block of idle)
+      ((await deleteIfUnchanged(ctx, block)) ? result.released : result.kept).push(block.metadata.name);
   }
   return result;
 }

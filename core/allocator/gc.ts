@@ -35,9 +35,27 @@ function ofNetwork(address: AllocatedAddress, network: string): boolean {
  * Releases `node`'s allocations of `network` whose handle matches no valid attachment.
  * Cost: 1 LIST + 1 UPDATE per block touched.
  */
-export async function releaseForGC(ds: Datastore, request: GcRequest, options: AllocatorOptions = {}): Promise<ReleaseResult> {
+export async function releaseForGC(
+  ds: Datastore,
+  request: GcRequest,
+  options: AllocatorOptions = {},
+): Promise<ReleaseResult> {
   const ctx = contextOf(ds, options);
-  const valid = new Set(request.validAttachments.map((a) => handleOf(request.network, a.containerID, a.ifname)));
-  const stale = (await listNodeAllocations(ds, request.node)).filter((a) => ofNetwork(a, request.network) && !valid.has(a.allocation.handle));
-  return releaseAddresses(ds, stale.map((a) => ({ address: a.address, handle: a.allocation.handle, sequence: a.sequence, block: a.block })), { node: request.node }, ctx);
+  const valid = new Set(
+    request.validAttachments.map((a) => handleOf(request.network, a.containerID, a.ifname)),
+  );
+  const stale = (await listNodeAllocations(ds, request.node)).filter(
+    (a) => ofNetwork(a, request.network) && !valid.has(a.allocation.handle),
+  );
+  return releaseAddresses(
+    ds,
+    stale.map((a) => ({
+      address: a.address,
+      handle: a.allocation.handle,
+      sequence: a.sequence,
+      block: a.block,
+    })),
+    { node: request.node },
+    ctx,
+  );
 }

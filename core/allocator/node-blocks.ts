@@ -24,7 +24,11 @@ export interface NodeBlocksRelease {
  * Releases every block affine to `node`. Cost: 1 LIST + 1 write per block (more on conflicts).
  * @throws RetriesExhaustedError when a block keeps changing under us
  */
-export async function releaseNodeBlocks(ds: Datastore, node: string, options: AllocatorOptions = {}): Promise<NodeBlocksRelease> {
+export async function releaseNodeBlocks(
+  ds: Datastore,
+  node: string,
+  options: AllocatorOptions = {},
+): Promise<NodeBlocksRelease> {
   const ctx = contextOf(ds, options);
   const result: NodeBlocksRelease = { deleted: [], unowned: [] };
   for (const block of await ds.blocks.list({ labelSelector: affineSelector(node) })) {
@@ -34,17 +38,29 @@ export async function releaseNodeBlocks(ds: Datastore, node: string, options: Al
   return result;
 }
 
-async function releaseOne(ctx: Context, block: IPAMBlock, node: string): Promise<'deleted' | 'unowned' | 'gone'> {
+async function releaseOne(
+  ctx: Context,
+  block: IPAMBlock,
+  node: string,
+): Promise<'deleted' | 'unowned' | 'gone'> {
   let current: IPAMBlock | undefined = block;
   for (let attempt = 1; current && current.spec.affinity === node; attempt++) {
     if (isEmpty(current)) {
       if (await deleteIfUnchanged(ctx, current)) return 'deleted';
     } else {
-      const outcome = await updateBlock(ctx, current, (b) => (b.spec.affinity === node && !isEmpty(b) ? { write: setAffinity(b, null, ctx.clock()), result: true } : { skip: false }));
+      const outcome = await updateBlock(ctx, current, (b) =>
+        b.spec.affinity === node && !isEmpty(b)
+          ? { write: setAffinity(b, null, ctx.clock()), result: true }
+          : { skip: false },
+      );
       if ('gone' in outcome) return 'gone';
       if (outcome.result) return 'unowned';
     }
-    if (attempt >= ctx.maxRetries) throw new RetriesExhaustedError(`IPAMBlock ${block.metadata.name}: gave up releasing node ${node}'s affinity after ${attempt} attempts`, attempt);
+    if (attempt >= ctx.maxRetries)
+      throw new RetriesExhaustedError(
+        `IPAMBlock ${block.metadata.name}: gave up releasing node ${node}'s affinity after ${attempt} attempts`,
+        attempt,
+      );
     ctx.stats.retries += 1;
     await backoff(ctx, attempt);
     current = await ctx.ds.blocks.get(block.metadata.name);

@@ -35,9 +35,21 @@ export interface PoolSnapshot {
 
 /** Loads a snapshot: GET IPAMConfig `default`, LIST IPPools, LIST IPReservations (3 reads). */
 export async function loadSnapshot(ds: Datastore, nowMs: number = Date.now()): Promise<PoolSnapshot> {
-  const [config, pools, reservations] = await Promise.all([ds.configs.get(IPAM_CONFIG_NAME), ds.pools.list(), ds.reservations.list()]);
-  const cidrs = reservations.flatMap((r) => r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined));
-  return { settings: settingsOf(config), pools, ...usablePools(pools), reservations: cidrs, loadedAtMs: nowMs };
+  const [config, pools, reservations] = await Promise.all([
+    ds.configs.get(IPAM_CONFIG_NAME),
+    ds.pools.list(),
+    ds.reservations.list(),
+  ]);
+  const cidrs = reservations.flatMap((r) =>
+    r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined),
+  );
+  return {
+    settings: settingsOf(config),
+    pools,
+    ...usablePools(pools),
+    reservations: cidrs,
+    loadedAtMs: nowMs,
+  };
 }
 
 /** The pool's CIDR. */
@@ -57,7 +69,9 @@ export function poolBlockSize(pool: IPPool): number {
  */
 export function usablePools(pools: readonly IPPool[]): { usable: IPPool[]; shadowed: ShadowedPool[] } {
   const ordered = [...pools].sort(
-    (a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name),
+    (a, b) =>
+      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+      a.metadata.name.localeCompare(b.metadata.name),
   );
   const usable: IPPool[] = [];
   const shadowed: ShadowedPool[] = [];
@@ -92,22 +106,40 @@ export interface PoolRequest {
  * unlike Calico — still match both selectors, so a tenant cannot pick another namespace's pool.
  * @returns the pools, or a message naming the requested pool that is refused and why
  */
-export function selectPools(snapshot: PoolSnapshot, request: PoolRequest): { pools: IPPool[] } | { refused: string } {
+export function selectPools(
+  snapshot: PoolSnapshot,
+  request: PoolRequest,
+): { pools: IPPool[] } | { refused: string } {
   const ofFamily = (pool: IPPool): boolean => poolCidr(pool).family === request.family;
-  const allowed = (pool: IPPool): boolean => matchesSelector(pool.spec.nodeSelector, request.nodeLabels) && matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels);
+  const allowed = (pool: IPPool): boolean =>
+    matchesSelector(pool.spec.nodeSelector, request.nodeLabels) &&
+    matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels);
   const named = (request.requested ?? []).map((ref) => ({ ref, pool: findPool(snapshot.pools, ref) }));
   const mine = named.filter(({ pool }) => pool === undefined || ofFamily(pool));
   if (mine.length === 0) {
-    return { pools: snapshot.usable.filter((pool) => ofFamily(pool) && (pool.spec.assignmentMode ?? 'Automatic') === 'Automatic' && allowed(pool)) };
+    return {
+      pools: snapshot.usable.filter(
+        (pool) =>
+          ofFamily(pool) && (pool.spec.assignmentMode ?? 'Automatic') === 'Automatic' && allowed(pool),
+      ),
+    };
   }
   const pools: IPPool[] = [];
   for (const { ref, pool } of mine) {
     if (!pool) return { refused: `requested IP pool ${JSON.stringify(ref)} does not exist` };
     const shadow = snapshot.shadowed.find((s) => s.pool === pool.metadata.name);
-    if (shadow) return { refused: `requested IP pool "${pool.metadata.name}" overlaps older IP pool "${shadow.by}" and is not used` };
-    if (!snapshot.usable.includes(pool)) return { refused: `requested IP pool "${pool.metadata.name}" is disabled or being deleted` };
-    if (!matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels)) return { refused: `requested IP pool "${pool.metadata.name}" does not allow this namespace (namespaceSelector)` };
-    if (!matchesSelector(pool.spec.nodeSelector, request.nodeLabels)) return { refused: `requested IP pool "${pool.metadata.name}" does not allow this node (nodeSelector)` };
+    if (shadow)
+      return {
+        refused: `requested IP pool "${pool.metadata.name}" overlaps older IP pool "${shadow.by}" and is not used`,
+      };
+    if (!snapshot.usable.includes(pool))
+      return { refused: `requested IP pool "${pool.metadata.name}" is disabled or being deleted` };
+    if (!matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels))
+      return {
+        refused: `requested IP pool "${pool.metadata.name}" does not allow this namespace (namespaceSelector)`,
+      };
+    if (!matchesSelector(pool.spec.nodeSelector, request.nodeLabels))
+      return { refused: `requested IP pool "${pool.metadata.name}" does not allow this node (nodeSelector)` };
     pools.push(pool);
   }
   return { pools };
@@ -116,5 +148,7 @@ export function selectPools(snapshot: PoolSnapshot, request: PoolRequest): { poo
 /** A pool by name or by CIDR text. */
 function findPool(pools: readonly IPPool[], ref: string): IPPool | undefined {
   const cidr = parseCidr(ref);
-  return pools.find((pool) => pool.metadata.name === ref || (cidr !== undefined && pool.spec.cidr === formatCidr(cidr)));
+  return pools.find(
+    (pool) => pool.metadata.name === ref || (cidr !== undefined && pool.spec.cidr === formatCidr(cidr)),
+  );
 }

@@ -38,12 +38,25 @@ export interface HandleRelease extends HandleQuery {
  * Releases every address held by `handle` (one per family), with optional preconditions.
  * Cost: 1 LIST (+ 1 UPDATE per block holding the handle).
  */
-export async function releaseByHandle(ds: Datastore, handle: string, preconditions: HandleRelease = {}, options: AllocatorOptions = {}): Promise<ReleaseResult> {
+export async function releaseByHandle(
+  ds: Datastore,
+  handle: string,
+  preconditions: HandleRelease = {},
+  options: AllocatorOptions = {},
+): Promise<ReleaseResult> {
   const ctx = contextOf(ds, options);
   const blocks = await listBlocksOf(ds, preconditions.node);
   const result: ReleaseResult = { released: [], refused: [] };
-  for (const block of blocks.filter((b) => Object.values(b.spec.allocations).some((a) => a.handle === handle))) {
-    await releaseInBlock(ctx, block, handle, preconditions.podUID === undefined ? {} : { podUID: preconditions.podUID }, result);
+  for (const block of blocks.filter((b) =>
+    Object.values(b.spec.allocations).some((a) => a.handle === handle),
+  )) {
+    await releaseInBlock(
+      ctx,
+      block,
+      handle,
+      preconditions.podUID === undefined ? {} : { podUID: preconditions.podUID },
+      result,
+    );
   }
   return result;
 }
@@ -63,10 +76,17 @@ export interface AddressRelease {
  * ignored. Cost: 1 LIST unless every item names its block (then 1 GET per block), + 1 UPDATE per
  * block.
  */
-export async function releaseAddresses(ds: Datastore, items: readonly AddressRelease[], query: HandleQuery = {}, options: AllocatorOptions | Context = {}): Promise<ReleaseResult> {
+export async function releaseAddresses(
+  ds: Datastore,
+  items: readonly AddressRelease[],
+  query: HandleQuery = {},
+  options: AllocatorOptions | Context = {},
+): Promise<ReleaseResult> {
   const ctx = 'ds' in options ? options : contextOf(ds, options);
   const result: ReleaseResult = { released: [], refused: [] };
-  const listed = items.every((item) => item.block !== undefined) ? undefined : await listBlocksOf(ds, query.node);
+  const listed = items.every((item) => item.block !== undefined)
+    ? undefined
+    : await listBlocksOf(ds, query.node);
   for (const item of items) {
     const ip = parseIP(item.address);
     if (!ip) continue;
@@ -85,7 +105,11 @@ function blockHolds(block: IPAMBlock, ip: IP): boolean {
 }
 
 /** Every address `handle` holds (empty when none). Cost: 1 LIST. */
-export async function findByHandle(ds: Datastore, handle: string, query: HandleQuery = {}): Promise<AllocatedAddress[]> {
+export async function findByHandle(
+  ds: Datastore,
+  handle: string,
+  query: HandleQuery = {},
+): Promise<AllocatedAddress[]> {
   const out: AllocatedAddress[] = [];
   for (const block of await listBlocksOf(ds, query.node)) {
     for (const [key, allocation] of Object.entries(block.spec.allocations)) {
@@ -111,23 +135,35 @@ async function listBlocksOf(ds: Datastore, node: string | undefined): Promise<IP
   return ds.blocks.list(node === undefined ? {} : { labelSelector: nodeBlocksSelector(node) });
 }
 
-async function releaseInBlock(ctx: Context, block: IPAMBlock, handle: string, preconditions: ReleasePreconditions, result: ReleaseResult): Promise<void> {
+async function releaseInBlock(
+  ctx: Context,
+  block: IPAMBlock,
+  handle: string,
+  preconditions: ReleasePreconditions,
+  result: ReleaseResult,
+): Promise<void> {
   const outcome = await updateBlock<ReleaseResult>(ctx, block, (current) => {
     const done = releaseHandle(current, handle, preconditions, ctx.clock());
     const refused = done.refused.map((r) => describe(current, r.ordinal, r.allocation));
     const released = done.released.map((r) => describe(current, r.ordinal, r.allocation));
-    return released.length === 0 ? { skip: { released, refused } } : { write: done.block, result: { released, refused } };
+    return released.length === 0
+      ? { skip: { released, refused } }
+      : { write: done.block, result: { released, refused } };
   });
   if ('gone' in outcome) return;
   result.released.push(...outcome.result.released);
   result.refused.push(...outcome.result.refused);
-  if (outcome.written && isEmpty(outcome.written) && outcome.written.spec.affinity === null) await deleteIfUnchanged(ctx, outcome.written);
+  if (outcome.written && isEmpty(outcome.written) && outcome.written.spec.affinity === null)
+    await deleteIfUnchanged(ctx, outcome.written);
 }
 
 /** Deletes a block only if nobody wrote it since `block` was read. */
 export async function deleteIfUnchanged(ctx: Context, block: IPAMBlock): Promise<boolean> {
   try {
-    await ctx.ds.blocks.delete(block.metadata.name, { resourceVersion: block.metadata.resourceVersion, uid: block.metadata.uid });
+    await ctx.ds.blocks.delete(block.metadata.name, {
+      resourceVersion: block.metadata.resourceVersion,
+      uid: block.metadata.uid,
+    });
     ctx.stats.blocksReleased += 1;
     return true;
   } catch (error) {

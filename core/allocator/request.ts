@@ -7,11 +7,19 @@ import { releaseAddresses } from './release.ts';
 import type { AllocatedAddress, AssignRequestBase } from './types.ts';
 
 /** Snapshot and labels of a request: given ones are used, missing ones are read in parallel. */
-export async function gatherInputs(ctx: Context, request: AssignRequestBase): Promise<{ snapshot: PoolSnapshot; nodeLabels: Readonly<Record<string, string>>; namespaceLabels: Readonly<Record<string, string>> }> {
+export async function gatherInputs(
+  ctx: Context,
+  request: AssignRequestBase,
+): Promise<{
+  snapshot: PoolSnapshot;
+  nodeLabels: Readonly<Record<string, string>>;
+  namespaceLabels: Readonly<Record<string, string>>;
+}> {
   const [snapshot, nodeLabels, namespaceLabels] = await Promise.all([
     request.snapshot ?? loadSnapshot(ctx.ds, ctx.clock()),
     request.nodeLabels ?? ctx.ds.getNode(request.node).then((node) => node?.metadata.labels ?? {}),
-    request.namespaceLabels ?? (request.pod ? ctx.ds.getNamespace(request.pod.namespace).then((ns) => ns?.metadata.labels ?? {}) : {}),
+    request.namespaceLabels ??
+      (request.pod ? ctx.ds.getNamespace(request.pod.namespace).then((ns) => ns?.metadata.labels ?? {}) : {}),
   ]);
   return { snapshot, nodeLabels, namespaceLabels };
 }
@@ -21,7 +29,9 @@ export function ownerOf(request: AssignRequestBase): Owner {
   return {
     handle: request.handle,
     ...(request.network !== undefined ? { network: request.network } : {}),
-    ...(request.pod ? { namespace: request.pod.namespace, pod: request.pod.name, podUID: request.pod.uid } : {}),
+    ...(request.pod
+      ? { namespace: request.pod.namespace, pod: request.pod.name, podUID: request.pod.uid }
+      : {}),
     node: request.node,
   };
 }
@@ -30,5 +40,15 @@ export function ownerOf(request: AssignRequestBase): Owner {
 export async function rollback(ctx: Context, node: string, done: readonly AllocatedAddress[]): Promise<void> {
   if (done.length === 0) return;
   ctx.stats.rollbacks += 1;
-  await releaseAddresses(ctx.ds, done.map((a) => ({ address: a.address, handle: a.allocation.handle, sequence: a.sequence, block: a.block })), { node }, ctx);
+  await releaseAddresses(
+    ctx.ds,
+    done.map((a) => ({
+      address: a.address,
+      handle: a.allocation.handle,
+      sequence: a.sequence,
+      block: a.block,
+    })),
+    { node },
+    ctx,
+  );
 }

@@ -29,12 +29,18 @@ type One = AllocatedAddress | { reason: AssignFailure; message: string };
  * @returns the addresses, or a failure (NotInPool, Reserved, Taken, NotAllowed, HandleInUse, PoolRefused)
  * @throws datastore errors; RetriesExhaustedError. Earlier addresses are rolled back first.
  */
-export async function assignIP(ds: Datastore, request: StaticAssignRequest, options: AllocatorOptions = {}): Promise<AssignOutcome> {
+export async function assignIP(
+  ds: Datastore,
+  request: StaticAssignRequest,
+  options: AllocatorOptions = {},
+): Promise<AssignOutcome> {
   const ctx = contextOf(ds, options);
   const ips = request.addresses.map((text) => ({ text, ip: parseIP(text) }));
   const bad = ips.find(({ ip }) => ip === undefined);
-  if (bad) return { ok: false, reason: 'NotInPool', message: `${JSON.stringify(bad.text)} is not an IP address` };
-  if (new Set(ips.map(({ ip }) => ip?.family)).size !== ips.length) return { ok: false, reason: 'NotInPool', message: 'at most one address per IP family' };
+  if (bad)
+    return { ok: false, reason: 'NotInPool', message: `${JSON.stringify(bad.text)} is not an IP address` };
+  if (new Set(ips.map(({ ip }) => ip?.family)).size !== ips.length)
+    return { ok: false, reason: 'NotInPool', message: 'at most one address per IP family' };
   const inputs = await gatherInputs(ctx, request);
   const done: AllocatedAddress[] = [];
   try {
@@ -61,35 +67,74 @@ interface Inputs {
   namespaceLabels: Readonly<Record<string, string>>;
 }
 
-async function assignOne(ctx: Context, request: StaticAssignRequest, { text, ip }: { text: string; ip: IP }, inputs: Inputs): Promise<One> {
+async function assignOne(
+  ctx: Context,
+  request: StaticAssignRequest,
+  { text, ip }: { text: string; ip: IP },
+  inputs: Inputs,
+): Promise<One> {
   const pool = findAllowedPool(inputs, text, ip);
   if ('reason' in pool) return pool;
-  if (inputs.snapshot.reservations.some((r) => cidrContains(r, ip))) return { reason: 'Reserved', message: `${text} is inside an IPReservation` };
+  if (inputs.snapshot.reservations.some((r) => cidrContains(r, ip)))
+    return { reason: 'Reserved', message: `${text} is inside an IPReservation` };
   const blockCidr = blockCidrFor(ip, poolBlockSize(pool));
   const ordinal = ordinalOf(blockCidr, ip) ?? -1;
-  if (reservedOrdinals(blockCidr).includes(ordinal)) return { reason: 'Reserved', message: `${text} is reserved in block ${blockNameOf(blockCidr)} (network, gateway or broadcast address)` };
+  if (reservedOrdinals(blockCidr).includes(ordinal))
+    return {
+      reason: 'Reserved',
+      message: `${text} is reserved in block ${blockNameOf(blockCidr)} (network, gateway or broadcast address)`,
+    };
   const got = await getOrClaimBlock(ctx, pool, request.node, blockCidr);
-  if ('overlaps' in got) return { reason: 'NotAllowed', message: `${text}: block ${blockNameOf(blockCidr)} would overlap existing IPAMBlock "${got.overlaps}"` };
+  if ('overlaps' in got)
+    return {
+      reason: 'NotAllowed',
+      message: `${text}: block ${blockNameOf(blockCidr)} would overlap existing IPAMBlock "${got.overlaps}"`,
+    };
   if (inputs.snapshot.settings.strictAffinity && got.block.spec.affinity !== request.node) {
-    return { reason: 'NotAllowed', message: `${text}: block ${got.block.metadata.name} belongs to node "${got.block.spec.affinity ?? '(none)'}" and strictAffinity forbids borrowing` };
+    return {
+      reason: 'NotAllowed',
+      message: `${text}: block ${got.block.metadata.name} belongs to node "${got.block.spec.affinity ?? '(none)'}" and strictAffinity forbids borrowing`,
+    };
   }
   const outcome = await updateBlock<One>(ctx, got.block, (current) => {
     const holder = current.spec.allocations[ordinal];
-    if (holder) return { skip: { reason: 'Taken', message: `${text} is already allocated to ${holder.handle}` } };
-    if (holdsHandle(current, request.handle)) return { skip: { reason: 'HandleInUse', message: `handle ${request.handle} already holds an address in block ${current.metadata.name}` } };
+    if (holder)
+      return { skip: { reason: 'Taken', message: `${text} is already allocated to ${holder.handle}` } };
+    if (holdsHandle(current, request.handle))
+      return {
+        skip: {
+          reason: 'HandleInUse',
+          message: `handle ${request.handle} already holds an address in block ${current.metadata.name}`,
+        },
+      };
     const done = allocateOrdinal(current, ordinal, ownerOf(request), ctx.clock());
     if (!done) return { skip: { reason: 'Reserved', message: `${text} cannot be allocated` } };
     return { write: done.block, result: describe(done.block, ordinal, done.allocation) };
   });
-  if ('gone' in outcome) return { reason: 'Taken', message: `${text}: block ${got.block.metadata.name} was released concurrently; retry` };
+  if ('gone' in outcome)
+    return {
+      reason: 'Taken',
+      message: `${text}: block ${got.block.metadata.name} was released concurrently; retry`,
+    };
   return outcome.result;
 }
 
 /** The usable pool holding `ip` that this pod on this node may use. */
-function findAllowedPool(inputs: Inputs, text: string, ip: IP): IPPool | { reason: AssignFailure; message: string } {
-  const holder = inputs.snapshot.usable.find((p) => cidrContains(poolCidr(p), ip)) ?? inputs.snapshot.pools.find((p) => cidrContains(poolCidr(p), ip));
+function findAllowedPool(
+  inputs: Inputs,
+  text: string,
+  ip: IP,
+): IPPool | { reason: AssignFailure; message: string } {
+  const holder =
+    inputs.snapshot.usable.find((p) => cidrContains(poolCidr(p), ip)) ??
+    inputs.snapshot.pools.find((p) => cidrContains(poolCidr(p), ip));
   if (!holder) return { reason: 'NotInPool', message: `${text} is not in any IP pool` };
-  const allowed = selectPools(inputs.snapshot, { family: ip.family, nodeLabels: inputs.nodeLabels, namespaceLabels: inputs.namespaceLabels, requested: [holder.metadata.name] });
+  const allowed = selectPools(inputs.snapshot, {
+    family: ip.family,
+    nodeLabels: inputs.nodeLabels,
+    namespaceLabels: inputs.namespaceLabels,
+    requested: [holder.metadata.name],
+  });
   if ('refused' in allowed) return { reason: 'NotInPool', message: `${text}: ${allowed.refused}` };
   const pool = allowed.pools[0];
   return pool ?? { reason: 'NotInPool', message: `${text} is not in a usable IP pool` };

@@ -31,12 +31,27 @@ export function poolOf(block: IPAMBlock): string {
  * `sequence` starts at the clock in ms so a block deleted and claimed again never repeats a
  * sequence number a late release might still carry (Calico seeds it the same way).
  */
-export function newBlock(options: { cidr: Cidr; pool: string; node: string | null; nowMs: number }): IPAMBlock {
-  const spec = { cidr: `${addressTextAt(options.cidr, 0)}/${options.cidr.prefixLength}`, affinity: options.node, affinityClaimTime: rfc3339(options.nowMs), sequence: Math.floor(options.nowMs), allocations: {}, freed: [] };
+export function newBlock(options: {
+  cidr: Cidr;
+  pool: string;
+  node: string | null;
+  nowMs: number;
+}): IPAMBlock {
+  const spec = {
+    cidr: `${addressTextAt(options.cidr, 0)}/${options.cidr.prefixLength}`,
+    affinity: options.node,
+    affinityClaimTime: rfc3339(options.nowMs),
+    sequence: Math.floor(options.nowMs),
+    allocations: {},
+    freed: [],
+  };
   return {
     apiVersion: API_VERSION,
     kind: 'IPAMBlock',
-    metadata: { name: blockNameOf(options.cidr), labels: blockLabels(spec, options.pool, options.cidr.family) },
+    metadata: {
+      name: blockNameOf(options.cidr),
+      labels: blockLabels(spec, options.pool, options.cidr.family),
+    },
     spec,
   };
 }
@@ -80,10 +95,16 @@ export type Owner = Omit<Allocation, 'allocatedAt' | 'sequence'>;
  * Allocates `ordinal` to `owner`: bumps the block's sequence and records it on the allocation.
  * @returns the new block and the allocation, or undefined when the ordinal is reserved or taken
  */
-export function allocateOrdinal(block: IPAMBlock, ordinal: number, owner: Owner, nowMs: number): { block: IPAMBlock; allocation: Allocation } | undefined {
+export function allocateOrdinal(
+  block: IPAMBlock,
+  ordinal: number,
+  owner: Owner,
+  nowMs: number,
+): { block: IPAMBlock; allocation: Allocation } | undefined {
   const cidr = cidrOf(block);
   if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= blockOrdinals(cidr)) return undefined;
-  if (reservedOrdinals(cidr).includes(ordinal) || block.spec.allocations[ordinal] !== undefined) return undefined;
+  if (reservedOrdinals(cidr).includes(ordinal) || block.spec.allocations[ordinal] !== undefined)
+    return undefined;
   const sequence = block.spec.sequence + 1;
   const allocation: Allocation = { ...owner, allocatedAt: rfc3339(nowMs), sequence };
   const spec = {
@@ -112,18 +133,30 @@ export interface ReleasedOrdinal {
  * preconditions; refused ones are reported and left untouched. Freed ordinals go to the tail of
  * `freed` (least-recently-freed reuse). `block` is returned as is when nothing was released.
  */
-export function releaseHandle(block: IPAMBlock, handle: string, preconditions: ReleasePreconditions, nowMs: number): { block: IPAMBlock; released: ReleasedOrdinal[]; refused: ReleasedOrdinal[] } {
+export function releaseHandle(
+  block: IPAMBlock,
+  handle: string,
+  preconditions: ReleasePreconditions,
+  nowMs: number,
+): { block: IPAMBlock; released: ReleasedOrdinal[]; refused: ReleasedOrdinal[] } {
   const released: ReleasedOrdinal[] = [];
   const refused: ReleasedOrdinal[] = [];
   for (const [key, allocation] of Object.entries(block.spec.allocations)) {
     if (allocation.handle !== handle) continue;
-    const ok = (preconditions.sequence === undefined || preconditions.sequence === allocation.sequence) && (preconditions.podUID === undefined || allocation.podUID === undefined || preconditions.podUID === allocation.podUID);
+    const ok =
+      (preconditions.sequence === undefined || preconditions.sequence === allocation.sequence) &&
+      (preconditions.podUID === undefined ||
+        allocation.podUID === undefined ||
+        preconditions.podUID === allocation.podUID);
     (ok ? released : refused).push({ ordinal: Number(key), allocation });
   }
   if (released.length === 0) return { block, released, refused };
   const allocations = { ...block.spec.allocations };
   for (const { ordinal } of released) delete allocations[ordinal];
-  const freed = [...block.spec.freed, ...released.map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(nowMs) }))];
+  const freed = [
+    ...block.spec.freed,
+    ...released.map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(nowMs) })),
+  ];
   return { block: withSpec(block, { ...block.spec, allocations, freed }), released, refused };
 }
 

@@ -24,7 +24,8 @@ export function checkBlockInvariants(block: IPAMBlock, options: { nowMs?: number
   // I1: the name is derived from the CIDR, so two objects can never describe one block.
   if (blockNameOf(cidr) !== name) say(`name differs from ${blockNameOf(cidr)}, the name of its CIDR`);
   // I2: block size within the family's range (room for reserved ordinals + 1 pod).
-  if (!isAllowedBlockSize(cidr.family, cidr.prefixLength)) say(`block size /${cidr.prefixLength} is not allowed`);
+  if (!isAllowedBlockSize(cidr.family, cidr.prefixLength))
+    say(`block size /${cidr.prefixLength} is not allowed`);
   const size = blockOrdinals(cidr);
   const reserved = new Set(reservedOrdinals(cidr));
   const handles = new Map<string, number>();
@@ -32,14 +33,16 @@ export function checkBlockInvariants(block: IPAMBlock, options: { nowMs?: number
   for (const [key, allocation] of Object.entries(block.spec.allocations)) {
     const ordinal = Number(key);
     // I3: keys are canonical in-range ordinals, never a reserved one.
-    if (!/^(0|[1-9][0-9]*)$/.test(key) || ordinal >= size) say(`allocation key ${JSON.stringify(key)} is not an ordinal of the block`);
+    if (!/^(0|[1-9][0-9]*)$/.test(key) || ordinal >= size)
+      say(`allocation key ${JSON.stringify(key)} is not an ordinal of the block`);
     else if (reserved.has(ordinal)) say(`ordinal ${ordinal} is reserved but allocated`);
     // I4: one ordinal per handle per block (a handle holds one address per family).
     const previous = handles.get(allocation.handle);
     if (previous !== undefined) say(`handle ${allocation.handle} holds ordinals ${previous} and ${key}`);
     handles.set(allocation.handle, ordinal);
     // I5: sequence numbers are unique and never above the block's counter.
-    if (allocation.sequence > block.spec.sequence) say(`ordinal ${key} has sequence ${allocation.sequence} above the block's ${block.spec.sequence}`);
+    if (allocation.sequence > block.spec.sequence)
+      say(`ordinal ${key} has sequence ${allocation.sequence} above the block's ${block.spec.sequence}`);
     const same = sequences.get(allocation.sequence);
     if (same !== undefined) say(`ordinals ${same} and ${key} share sequence ${allocation.sequence}`);
     sequences.set(allocation.sequence, ordinal);
@@ -52,12 +55,19 @@ export function checkBlockInvariants(block: IPAMBlock, options: { nowMs?: number
   return problems;
 }
 
-function checkFreed(block: IPAMBlock, size: number, reserved: ReadonlySet<number>, nowMs: number | undefined, say: (text: string) => void): void {
+function checkFreed(
+  block: IPAMBlock,
+  size: number,
+  reserved: ReadonlySet<number>,
+  nowMs: number | undefined,
+  say: (text: string) => void,
+): void {
   const seen = new Set<number>();
   let last = -Infinity;
   for (const { ordinal, releasedAt } of block.spec.freed) {
     // I6: a freed ordinal is in range, not reserved, listed once, and not allocated.
-    if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= size || reserved.has(ordinal)) say(`freed ordinal ${ordinal} is not assignable`);
+    if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= size || reserved.has(ordinal))
+      say(`freed ordinal ${ordinal} is not assignable`);
     if (seen.has(ordinal)) say(`ordinal ${ordinal} is freed twice`);
     if (block.spec.allocations[ordinal] !== undefined) say(`ordinal ${ordinal} is both allocated and freed`);
     seen.add(ordinal);
@@ -79,8 +89,11 @@ function checkLabels(block: IPAMBlock, family: 4 | 6, say: (text: string) => voi
   }
   const want = blockLabels(block.spec, pool, family);
   const have = block.metadata.labels ?? {};
-  for (const [key, value] of Object.entries(want)) if (have[key] !== value) say(`label ${key} is ${JSON.stringify(have[key])}, want ${JSON.stringify(value)}`);
-  for (const key of Object.keys(have)) if (key.startsWith('node.ipam.blockipam.io/') && want[key] === undefined) say(`stale label ${key}`);
+  for (const [key, value] of Object.entries(want))
+    if (have[key] !== value)
+      say(`label ${key} is ${JSON.stringify(have[key])}, want ${JSON.stringify(value)}`);
+  for (const key of Object.keys(have))
+    if (key.startsWith('node.ipam.blockipam.io/') && want[key] === undefined) say(`stale label ${key}`);
 }
 
 function checkTime(text: string, what: string, nowMs: number | undefined, say: (text: string) => void): void {

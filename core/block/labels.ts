@@ -49,7 +49,11 @@ export function nodeLabel(node: string): string {
 
 /** The full label set of a block with this spec in pool `pool`. */
 export function blockLabels(spec: IPAMBlockSpec, pool: string, family: IPFamily): Record<string, string> {
-  const labels: Record<string, string> = { [POOL_LABEL]: pool, [FAMILY_LABEL]: String(family), [REGION_LABEL]: blockNameOf(regionOf(mustParseCidr(spec.cidr))) };
+  const labels: Record<string, string> = {
+    [POOL_LABEL]: pool,
+    [FAMILY_LABEL]: String(family),
+    [REGION_LABEL]: blockNameOf(regionOf(mustParseCidr(spec.cidr))),
+  };
   for (const allocation of Object.values(spec.allocations)) {
     if (allocation.node !== spec.affinity) labels[nodeLabel(allocation.node)] = 'borrowed';
   }
@@ -61,14 +65,21 @@ export function blockLabels(spec: IPAMBlockSpec, pool: string, family: IPFamily)
  * The labels a block should carry after a spec change: labels set by others are kept, the pool,
  * family and node labels are recomputed.
  */
-export function relabel(existing: Readonly<Record<string, string>> | undefined, spec: IPAMBlockSpec, pool: string, family: IPFamily): Record<string, string> {
+export function relabel(
+  existing: Readonly<Record<string, string>> | undefined,
+  spec: IPAMBlockSpec,
+  pool: string,
+  family: IPFamily,
+): Record<string, string> {
   const kept = Object.entries(existing ?? {}).filter(([key]) => !key.startsWith(NODE_LABEL_PREFIX));
   return { ...Object.fromEntries(kept), ...blockLabels(spec, pool, family) };
 }
 
 /** Selects the blocks affine to `node` (optionally of one family). */
 export function affineSelector(node: string, family?: IPFamily): LabelSelector {
-  return { matchLabels: { [nodeLabel(node)]: 'affine', ...(family ? { [FAMILY_LABEL]: String(family) } : {}) } };
+  return {
+    matchLabels: { [nodeLabel(node)]: 'affine', ...(family ? { [FAMILY_LABEL]: String(family) } : {}) },
+  };
 }
 
 /** Selects every block holding anything of `node`: affine, or with borrowed addresses. */

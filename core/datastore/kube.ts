@@ -7,9 +7,25 @@
 import type { KubeClientConfig } from '../kube/config.ts';
 import { KubeTransport } from '../kube/transport.ts';
 import { API_VERSION } from '../resources.ts';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject, Namespace, Node, ObjectMeta, Pod } from '../resources.ts';
+import type {
+  IPAMBlock,
+  IPAMConfigObject,
+  IPPool,
+  IPReservation,
+  KubeObject,
+  Namespace,
+  Node,
+  ObjectMeta,
+  Pod,
+} from '../resources.ts';
 import { selectorToQuery } from '../selector.ts';
-import type { Datastore, DeletePreconditions, ListOptions, PodListOptions, StatusResourceStore } from './datastore.ts';
+import type {
+  Datastore,
+  DeletePreconditions,
+  ListOptions,
+  PodListOptions,
+  StatusResourceStore,
+} from './datastore.ts';
 import { isNotFound } from '../errors/not-found.ts';
 
 const GROUP_PATH = `/apis/${API_VERSION}`;
@@ -45,12 +61,17 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
   }
 
   async list(options: ListOptions = {}): Promise<T[]> {
-    const list = await this.#api.request<List<T>>('GET', this.#path(), { query: { labelSelector: selectorToQuery(options.labelSelector) } });
+    const list = await this.#api.request<List<T>>('GET', this.#path(), {
+      query: { labelSelector: selectorToQuery(options.labelSelector) },
+    });
     return (list.items ?? []).map((item) => ({ ...item, apiVersion: API_VERSION, kind: this.#kind }));
   }
 
   async listMetadata(options: ListOptions = {}): Promise<ObjectMeta[]> {
-    const list = await this.#api.request<List<{ metadata: ObjectMeta }>>('GET', this.#path(), { query: { labelSelector: selectorToQuery(options.labelSelector) }, accept: METADATA_LIST });
+    const list = await this.#api.request<List<{ metadata: ObjectMeta }>>('GET', this.#path(), {
+      query: { labelSelector: selectorToQuery(options.labelSelector) },
+      accept: METADATA_LIST,
+    });
     return (list.items ?? []).map((item) => item.metadata);
   }
 
@@ -63,11 +84,17 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
   }
 
   updateStatus(object: T): Promise<T> {
-    return this.#api.request<T>('PUT', `${this.#path(object.metadata.name)}/status`, { body: this.#typed(object) });
+    return this.#api.request<T>('PUT', `${this.#path(object.metadata.name)}/status`, {
+      body: this.#typed(object),
+    });
   }
 
   async delete(name: string, preconditions: DeletePreconditions = {}): Promise<void> {
-    const body = { apiVersion: 'v1', kind: 'DeleteOptions', ...(preconditions.resourceVersion || preconditions.uid ? { preconditions } : {}) };
+    const body = {
+      apiVersion: 'v1',
+      kind: 'DeleteOptions',
+      ...(preconditions.resourceVersion || preconditions.uid ? { preconditions } : {}),
+    };
     await this.#api.request('DELETE', this.#path(name), { body });
   }
 
@@ -96,11 +123,18 @@ export class KubeDatastore implements Datastore {
     this.pools = new KubeResourceStore<IPPool>(this.transport, 'ippools', 'IPPool');
     this.blocks = new KubeResourceStore<IPAMBlock>(this.transport, 'ipamblocks', 'IPAMBlock');
     this.configs = new KubeResourceStore<IPAMConfigObject>(this.transport, 'ipamconfigs', 'IPAMConfig');
-    this.reservations = new KubeResourceStore<IPReservation>(this.transport, 'ipreservations', 'IPReservation');
+    this.reservations = new KubeResourceStore<IPReservation>(
+      this.transport,
+      'ipreservations',
+      'IPReservation',
+    );
   }
 
   getPod(namespace: string, name: string): Promise<Pod | undefined> {
-    return getOrUndefined<Pod>(this.transport, `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`);
+    return getOrUndefined<Pod>(
+      this.transport,
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
+    );
   }
 
   getNamespace(name: string): Promise<Namespace | undefined> {
@@ -112,12 +146,21 @@ export class KubeDatastore implements Datastore {
   }
 
   async listPods(options: PodListOptions = {}): Promise<Pod[]> {
-    const query = { labelSelector: selectorToQuery(options.labelSelector), fieldSelector: options.nodeName === undefined ? undefined : `spec.nodeName=${options.nodeName}` };
+    const query = {
+      labelSelector: selectorToQuery(options.labelSelector),
+      fieldSelector: options.nodeName === undefined ? undefined : `spec.nodeName=${options.nodeName}`,
+    };
     return (await this.transport.request<List<Pod>>('GET', '/api/v1/pods', { query })).items ?? [];
   }
 
   async listNodes(options: ListOptions = {}): Promise<Node[]> {
-    return (await this.transport.request<List<Node>>('GET', '/api/v1/nodes', { query: { labelSelector: selectorToQuery(options.labelSelector) } })).items ?? [];
+    return (
+      (
+        await this.transport.request<List<Node>>('GET', '/api/v1/nodes', {
+          query: { labelSelector: selectorToQuery(options.labelSelector) },
+        })
+      ).items ?? []
+    );
   }
 
   /** Closes the transport's idle connections. */

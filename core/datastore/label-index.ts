@@ -33,10 +33,12 @@ export class LabelIndex {
       const s = set ?? new Set<string>();
       if (!best || s.size < best.size) best = s;
     };
-    for (const [key, value] of Object.entries(selector?.matchLabels ?? {})) consider(this.#byPair.get(`${key}=${value}`));
+    for (const [key, value] of Object.entries(selector?.matchLabels ?? {}))
+      consider(this.#byPair.get(`${key}=${value}`));
     for (const requirement of selector?.matchExpressions ?? []) {
       if (requirement.operator === 'Exists') consider(this.#byKey.get(requirement.key));
-      if (requirement.operator === 'In' && requirement.values?.length === 1) consider(this.#byPair.get(`${requirement.key}=${requirement.values[0]}`));
+      if (requirement.operator === 'In' && requirement.values?.length === 1)
+        consider(this.#byPair.get(`${requirement.key}=${requirement.values[0]}`));
     }
     return best ? [...best] : undefined;
   }

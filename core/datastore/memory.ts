@@ -12,8 +12,24 @@ import { ConflictError } from '../errors/conflict.ts';
 import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
 import { matchesSelector } from '../selector.ts';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject, Namespace, Node, ObjectMeta, Pod } from '../resources.ts';
-import type { Datastore, DeletePreconditions, ListOptions, PodListOptions, StatusResourceStore } from './datastore.ts';
+import type {
+  IPAMBlock,
+  IPAMConfigObject,
+  IPPool,
+  IPReservation,
+  KubeObject,
+  Namespace,
+  Node,
+  ObjectMeta,
+  Pod,
+} from '../resources.ts';
+import type {
+  Datastore,
+  DeletePreconditions,
+  ListOptions,
+  PodListOptions,
+  StatusResourceStore,
+} from './datastore.ts';
 import { LabelIndex } from './label-index.ts';
 
 /** Counts of operations served, for tests and benchmarks. */
@@ -51,7 +67,10 @@ class MemoryResourceStore<T extends KubeObject> implements StatusResourceStore<T
   readonly #objects = new Map<string, T>();
   readonly #index = new LabelIndex();
 
-  constructor(kind: string, options: { hasStatus: boolean; revision: Revision; stats: MemoryStats; clock: () => number }) {
+  constructor(
+    kind: string,
+    options: { hasStatus: boolean; revision: Revision; stats: MemoryStats; clock: () => number },
+  ) {
     this.#kind = kind;
     this.#hasStatus = options.hasStatus;
     this.#revision = options.revision;
@@ -83,8 +102,12 @@ class MemoryResourceStore<T extends KubeObject> implements StatusResourceStore<T
     await settle(this.#stats, 'writes');
     const name = object.metadata.name;
     this.#checkName(name);
-    if (object.metadata.resourceVersion) throw new InvalidError(`${this.#kind} "${name}": metadata.resourceVersion: Invalid value: resourceVersion should not be set on objects to be created`);
-    if (this.#objects.has(name)) throw new AlreadyExistsError(`${this.#kind}/${name}`, `${this.#kind} "${name}" already exists`);
+    if (object.metadata.resourceVersion)
+      throw new InvalidError(
+        `${this.#kind} "${name}": metadata.resourceVersion: Invalid value: resourceVersion should not be set on objects to be created`,
+      );
+    if (this.#objects.has(name))
+      throw new AlreadyExistsError(`${this.#kind}/${name}`, `${this.#kind} "${name}" already exists`);
     const stored = structuredClone(object) as T & { status?: unknown };
     if (this.#hasStatus) delete stored.status;
     stored.metadata = {
@@ -114,10 +137,16 @@ class MemoryResourceStore<T extends KubeObject> implements StatusResourceStore<T
     if (!current) throw new NotFoundError(`${this.#kind}/${name}`, `${this.#kind} "${name}" not found`);
     const { uid, resourceVersion } = preconditions;
     if (uid !== undefined && uid !== current.metadata.uid) {
-      throw new ConflictError(`${this.#kind}/${name}`, `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${current.metadata.uid}`);
+      throw new ConflictError(
+        `${this.#kind}/${name}`,
+        `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${current.metadata.uid}`,
+      );
     }
     if (resourceVersion !== undefined && resourceVersion !== current.metadata.resourceVersion) {
-      throw new ConflictError(`${this.#kind}/${name}`, `Precondition failed: ResourceVersion in precondition: ${resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
+      throw new ConflictError(
+        `${this.#kind}/${name}`,
+        `Precondition failed: ResourceVersion in precondition: ${resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+      );
     }
     this.#objects.delete(name);
     this.#index.remove(name, current.metadata.labels);
@@ -142,15 +171,29 @@ class MemoryResourceStore<T extends KubeObject> implements StatusResourceStore<T
     if (!current) throw new NotFoundError(`${this.#kind}/${name}`, `${this.#kind} "${name}" not found`);
     const expected = object.metadata.resourceVersion;
     if (expected && expected !== current.metadata.resourceVersion) {
-      throw new ConflictError(`${this.#kind}/${name}`, `Operation cannot be fulfilled on ${this.#kind} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+      throw new ConflictError(
+        `${this.#kind}/${name}`,
+        `Operation cannot be fulfilled on ${this.#kind} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
     }
     if (object.metadata.uid && object.metadata.uid !== current.metadata.uid) {
-      throw new ConflictError(`${this.#kind}/${name}`, `Precondition failed: UID in precondition: ${object.metadata.uid}, UID in object meta: ${current.metadata.uid}`);
+      throw new ConflictError(
+        `${this.#kind}/${name}`,
+        `Precondition failed: UID in precondition: ${object.metadata.uid}, UID in object meta: ${current.metadata.uid}`,
+      );
     }
     const next = merge(current, structuredClone(object));
-    next.metadata = { ...next.metadata, uid: current.metadata.uid, creationTimestamp: current.metadata.creationTimestamp, resourceVersion: current.metadata.resourceVersion, generation: current.metadata.generation };
+    next.metadata = {
+      ...next.metadata,
+      uid: current.metadata.uid,
+      creationTimestamp: current.metadata.creationTimestamp,
+      resourceVersion: current.metadata.resourceVersion,
+      generation: current.metadata.generation,
+    };
     if (JSON.stringify(next) === JSON.stringify(current)) return structuredClone(current);
-    const specChanged = JSON.stringify((next as { spec?: unknown }).spec) !== JSON.stringify((current as { spec?: unknown }).spec);
+    const specChanged =
+      JSON.stringify((next as { spec?: unknown }).spec) !==
+      JSON.stringify((current as { spec?: unknown }).spec);
     next.metadata.resourceVersion = this.#revision.next();
     next.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     this.#index.remove(name, current.metadata.labels);
@@ -170,12 +213,16 @@ class MemoryResourceStore<T extends KubeObject> implements StatusResourceStore<T
       const object = this.#objects.get(name);
       if (object && matchesSelector(options.labelSelector, object.metadata.labels)) out.push(object);
     }
-    return out.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+    return out.sort((a, b) =>
+      a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
+    );
   }
 
   #checkName(name: string): void {
     if (name.length === 0 || name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
-      throw new InvalidError(`${this.#kind} "${name}" is invalid: metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
+      throw new InvalidError(
+        `${this.#kind} "${name}" is invalid: metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`,
+      );
     }
   }
 }
@@ -211,11 +258,18 @@ export class MemoryDatastore implements Datastore {
 
   constructor(seed: MemorySeed = {}, options: { clock?: () => number } = {}) {
     let revision = 1000;
-    const shared = { revision: { next: () => String(++revision) }, stats: this.stats, clock: options.clock ?? Date.now };
+    const shared = {
+      revision: { next: () => String(++revision) },
+      stats: this.stats,
+      clock: options.clock ?? Date.now,
+    };
     this.pools = new MemoryResourceStore<IPPool>('ippools', { ...shared, hasStatus: true });
     this.blocks = new MemoryResourceStore<IPAMBlock>('ipamblocks', { ...shared, hasStatus: false });
     this.configs = new MemoryResourceStore<IPAMConfigObject>('ipamconfigs', { ...shared, hasStatus: false });
-    this.reservations = new MemoryResourceStore<IPReservation>('ipreservations', { ...shared, hasStatus: false });
+    this.reservations = new MemoryResourceStore<IPReservation>('ipreservations', {
+      ...shared,
+      hasStatus: false,
+    });
     for (const pool of seed.pools ?? []) this.pools.seed(pool);
     for (const block of seed.blocks ?? []) this.blocks.seed(block);
     for (const config of seed.configs ?? []) this.configs.seed(config);
@@ -227,7 +281,9 @@ export class MemoryDatastore implements Datastore {
 
   async getPod(namespace: string, name: string): Promise<Pod | undefined> {
     await settle(this.stats, 'reads');
-    return copyOf(this.#pods.find((pod) => pod.metadata.namespace === namespace && pod.metadata.name === name));
+    return copyOf(
+      this.#pods.find((pod) => pod.metadata.namespace === namespace && pod.metadata.name === name),
+    );
   }
 
   async getNamespace(name: string): Promise<Namespace | undefined> {
@@ -243,12 +299,20 @@ export class MemoryDatastore implements Datastore {
   async listPods(options: PodListOptions = {}): Promise<Pod[]> {
     await settle(this.stats, 'reads');
     const { nodeName, labelSelector } = options;
-    return structuredClone(this.#pods.filter((pod) => (nodeName === undefined || pod.spec?.nodeName === nodeName) && matchesSelector(labelSelector, pod.metadata.labels)));
+    return structuredClone(
+      this.#pods.filter(
+        (pod) =>
+          (nodeName === undefined || pod.spec?.nodeName === nodeName) &&
+          matchesSelector(labelSelector, pod.metadata.labels),
+      ),
+    );
   }
 
   async listNodes(options: ListOptions = {}): Promise<Node[]> {
     await settle(this.stats, 'reads');
-    return structuredClone(this.#nodes.filter((node) => matchesSelector(options.labelSelector, node.metadata.labels)));
+    return structuredClone(
+      this.#nodes.filter((node) => matchesSelector(options.labelSelector, node.metadata.labels)),
+    );
   }
 }
 

@@ -42,16 +42,24 @@ export function loadKubeconfig(path: string, options: { context?: string } = {})
   const context = pick(doc, 'contexts', 'context', contextName, path);
   const cluster = pick(doc, 'clusters', 'cluster', context.cluster as string | undefined, path);
   const user = context.user === undefined ? {} : pick(doc, 'users', 'user', context.user as string, path);
-  if (user.exec !== undefined || user['auth-provider'] !== undefined) throw new KubeconfigError(`kubeconfig ${path}: exec and auth-provider credentials are not supported`);
+  if (user.exec !== undefined || user['auth-provider'] !== undefined)
+    throw new KubeconfigError(`kubeconfig ${path}: exec and auth-provider credentials are not supported`);
   const server = cluster.server;
-  if (typeof server !== 'string' || server === '') throw new KubeconfigError(`kubeconfig ${path}: cluster has no server`);
+  if (typeof server !== 'string' || server === '')
+    throw new KubeconfigError(`kubeconfig ${path}: cluster has no server`);
   const base = dirname(path);
   const file = (key: string, dataKey: string, from: Dict): Buffer | undefined => {
     if (typeof from[dataKey] === 'string') return Buffer.from(from[dataKey], 'base64');
-    if (typeof from[key] === 'string') return readFileSync(isAbsolute(from[key]) ? from[key] : join(base, from[key]));
+    if (typeof from[key] === 'string')
+      return readFileSync(isAbsolute(from[key]) ? from[key] : join(base, from[key]));
     return undefined;
   };
-  const tokenFile = typeof user.tokenFile === 'string' ? (isAbsolute(user.tokenFile) ? user.tokenFile : join(base, user.tokenFile)) : undefined;
+  const tokenFile =
+    typeof user.tokenFile === 'string'
+      ? isAbsolute(user.tokenFile)
+        ? user.tokenFile
+        : join(base, user.tokenFile)
+      : undefined;
   return strip({
     server: server.replace(/\/+$/, ''),
     ca: file('certificate-authority', 'certificate-authority-data', cluster),
@@ -70,27 +78,40 @@ export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccoun
  * In-cluster config: KUBERNETES_SERVICE_HOST / _PORT, the service-account CA and token file.
  * @throws KubeconfigError when not running in a pod
  */
-export function inClusterConfig(env: Readonly<Record<string, string | undefined>> = process.env, dir: string = SERVICE_ACCOUNT_DIR): KubeClientConfig {
+export function inClusterConfig(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  dir: string = SERVICE_ACCOUNT_DIR,
+): KubeClientConfig {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT;
-  if (!host || !port) throw new KubeconfigError('not running in a cluster: KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT are unset');
+  if (!host || !port)
+    throw new KubeconfigError(
+      'not running in a cluster: KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT are unset',
+    );
   let ca: Buffer;
   try {
     ca = readFileSync(join(dir, 'ca.crt'));
   } catch (error) {
     throw new KubeconfigError(`cannot read the service-account CA: ${(error as Error).message}`);
   }
-  return { server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, ca, tokenFile: join(dir, 'token') };
+  return {
+    server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    ca,
+    tokenFile: join(dir, 'token'),
+  };
 }
 
 function pick(doc: Dict, list: string, field: string, name: string | undefined, path: string): Dict {
   const entries = (Array.isArray(doc[list]) ? doc[list] : []) as Dict[];
   const entry = name === undefined ? entries[0] : entries.find((e) => e.name === name);
   const value = entry?.[field];
-  if (typeof value !== 'object' || value === null) throw new KubeconfigError(`kubeconfig ${path}: no ${field} ${JSON.stringify(name ?? '(first)')}`);
+  if (typeof value !== 'object' || value === null)
+    throw new KubeconfigError(`kubeconfig ${path}: no ${field} ${JSON.stringify(name ?? '(first)')}`);
   return value as Dict;
 }
 
 function strip(config: KubeClientConfig): KubeClientConfig {
-  return Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) as unknown as KubeClientConfig;
+  return Object.fromEntries(
+    Object.entries(config).filter(([, v]) => v !== undefined),
+  ) as unknown as KubeClientConfig;
 }

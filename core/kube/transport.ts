@@ -39,7 +39,17 @@ export interface RequestOptions {
 const DEFAULT_TIMEOUT_MS = 30_000;
 // 60 s: service-account tokens rotate hourly; re-reading the file each minute is plenty.
 const TOKEN_FILE_TTL_MS = 60_000;
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ECONNABORTED',
+]);
 
 export class KubeTransport {
   readonly stats: TransportStats = { requests: 0, byMethod: {} };
@@ -59,7 +69,13 @@ export class KubeTransport {
     this.#agent =
       this.#url.protocol === 'http:'
         ? new http.Agent({ keepAlive: true })
-        : new https.Agent({ keepAlive: true, ca: config.ca, cert: config.cert, key: config.key, rejectUnauthorized: !config.insecureSkipTLSVerify });
+        : new https.Agent({
+            keepAlive: true,
+            ca: config.ca,
+            cert: config.cert,
+            key: config.key,
+            rejectUnauthorized: !config.insecureSkipTLSVerify,
+          });
   }
 
   /**
@@ -84,7 +100,10 @@ export class KubeTransport {
 
   #send(method: Method, path: string, options: RequestOptions): Promise<{ status: number; text: string }> {
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const headers: Record<string, string> = { Accept: options.accept ?? 'application/json', 'User-Agent': 'blockipam' };
+    const headers: Record<string, string> = {
+      Accept: options.accept ?? 'application/json',
+      'User-Agent': 'blockipam',
+    };
     if (body !== undefined) {
       headers['Content-Type'] = options.contentType ?? 'application/json';
       headers['Content-Length'] = String(Buffer.byteLength(body));
@@ -93,13 +112,30 @@ export class KubeTransport {
     if (token) headers.Authorization = `Bearer ${token}`;
     const lib = this.#url.protocol === 'http:' ? http : https;
     return new Promise((resolve, reject) => {
-      const req = lib.request({ protocol: this.#url.protocol, hostname: this.#url.hostname.replace(/^\[|\]$/g, ''), port: this.#url.port, method, path, headers, agent: this.#agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', (error) => reject(networkError(error, method, path)));
-      });
-      req.setTimeout(this.#timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${this.#timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+      const req = lib.request(
+        {
+          protocol: this.#url.protocol,
+          hostname: this.#url.hostname.replace(/^\[|\]$/g, ''),
+          port: this.#url.port,
+          method,
+          path,
+          headers,
+          agent: this.#agent,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+          );
+          res.on('error', (error) => reject(networkError(error, method, path)));
+        },
+      );
+      req.setTimeout(this.#timeoutMs, () =>
+        req.destroy(
+          Object.assign(new Error(`no answer within ${this.#timeoutMs} ms`), { code: 'ETIMEDOUT' }),
+        ),
+      );
       req.on('error', (error) => reject(networkError(error, method, path)));
       req.end(body);
     });
@@ -107,7 +143,8 @@ export class KubeTransport {
 
   #pathWithQuery(path: string, query: RequestOptions['query']): string {
     const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query ?? {})) if (value !== undefined && value !== '') params.set(key, value);
+    for (const [key, value] of Object.entries(query ?? {}))
+      if (value !== undefined && value !== '') params.set(key, value);
     const text = params.toString();
     return `${this.#url.pathname.replace(/\/+$/, '')}${path}${text ? `?${text}` : ''}`;
   }
@@ -117,7 +154,8 @@ export class KubeTransport {
     const file = this.#config.tokenFile;
     if (!file) return undefined;
     const now = Date.now();
-    if (!this.#token || now - this.#token.readAt > TOKEN_FILE_TTL_MS) this.#token = { value: readFileSync(file, 'utf8').trim(), readAt: now };
+    if (!this.#token || now - this.#token.readAt > TOKEN_FILE_TTL_MS)
+      this.#token = { value: readFileSync(file, 'utf8').trim(), readAt: now };
     return this.#token.value;
   }
 }
@@ -140,7 +178,10 @@ export function errorFor(status: number, text: string, what: string): Error {
   const message = parsed.message ?? `${what}: HTTP ${status}`;
   const object = parsed.details?.name ? `${parsed.details.kind ?? 'object'}/${parsed.details.name}` : what;
   if (status === 404) return new NotFoundError(object, message);
-  if (status === 409) return parsed.reason === 'AlreadyExists' ? new AlreadyExistsError(object, message) : new ConflictError(object, message);
+  if (status === 409)
+    return parsed.reason === 'AlreadyExists'
+      ? new AlreadyExistsError(object, message)
+      : new ConflictError(object, message);
   if (status === 422 || status === 400) return new InvalidError(message, status);
   if (status === 429 || status >= 500) return new UnavailableError(`${what}: HTTP ${status}: ${message}`);
   return new ApiError(`${what}: HTTP ${status}: ${message}`, status);
@@ -148,6 +189,9 @@ export function errorFor(status: number, text: string, what: string): Error {
 
 function networkError(error: Error & { code?: string }, method: string, path: string): Error {
   const code = error.code ?? '';
-  if (NETWORK_CODES.has(code) || /socket hang up/.test(error.message)) return new UnavailableError(`${method} ${path}: API server unreachable: ${error.message}`, { cause: error });
+  if (NETWORK_CODES.has(code) || /socket hang up/.test(error.message))
+    return new UnavailableError(`${method} ${path}: API server unreachable: ${error.message}`, {
+      cause: error,
+    });
   return new ApiError(`${method} ${path}: ${error.message}`, 0);
 }

@@ -75,15 +75,20 @@ describe('block names', () => {
     });
   }
   it('refuses names that are not a canonical masked CIDR', () => {
-    for (const name of ['10-244-3-65-26', 'FD00---122', 'default', '10-244-3-64', '1-2-3-4-5-26']) assert.equal(cidrFromBlockName(name), undefined, name);
+    for (const name of ['10-244-3-65-26', 'FD00---122', 'default', '10-244-3-64', '1-2-3-4-5-26'])
+      assert.equal(cidrFromBlockName(name), undefined, name);
   });
   it('round-trips any IPv6 block', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: (1n << 128n) - 1n }), fc.integer({ min: 116, max: 126 }), (value, size) => {
-        const cidr = blockCidrFor({ family: 6, value }, size);
-        const back = cidrFromBlockName(blockNameOf(cidr));
-        assert.deepEqual(back, cidr);
-      }),
+      fc.property(
+        fc.bigInt({ min: 0n, max: (1n << 128n) - 1n }),
+        fc.integer({ min: 116, max: 126 }),
+        (value, size) => {
+          const cidr = blockCidrFor({ family: 6, value }, size);
+          const back = cidrFromBlockName(blockNameOf(cidr));
+          assert.deepEqual(back, cidr);
+        },
+      ),
     );
   });
 });
@@ -97,15 +102,20 @@ describe('ordinals', () => {
   });
   it('ordinal ↔ address round-trips for random blocks and offsets', () => {
     fc.assert(
-      fc.property(fc.boolean(), fc.bigInt({ min: 0n, max: (1n << 128n) - 1n }), fc.integer({ min: 0, max: 4095 }), (v6, raw, offset) => {
-        const family = v6 ? 6 : 4;
-        const size = v6 ? 116 : 20;
-        const value = v6 ? raw : raw & 0xffffffffn;
-        const block = blockCidrFor({ family, value }, size);
-        const address = parseIP(addressTextAt(block, offset));
-        assert.ok(address);
-        assert.equal(ordinalOf(block, address), offset);
-      }),
+      fc.property(
+        fc.boolean(),
+        fc.bigInt({ min: 0n, max: (1n << 128n) - 1n }),
+        fc.integer({ min: 0, max: 4095 }),
+        (v6, raw, offset) => {
+          const family = v6 ? 6 : 4;
+          const size = v6 ? 116 : 20;
+          const value = v6 ? raw : raw & 0xffffffffn;
+          const block = blockCidrFor({ family, value }, size);
+          const address = parseIP(addressTextAt(block, offset));
+          assert.ok(address);
+          assert.equal(ordinalOf(block, address), offset);
+        },
+      ),
     );
   });
   it('reserved ordinals: network, gateway and (IPv4) broadcast', () => {
@@ -115,8 +125,14 @@ describe('ordinals', () => {
     assert.equal(formatIP(gatewayOf(mustParseCidr('10.244.3.64/26'))), '10.244.3.65');
   });
   it('allowed block sizes: v4 /20–/30, v6 /116–/126', () => {
-    assert.deepEqual([19, 20, 30, 31, 32].map((s) => isAllowedBlockSize(4, s)), [false, true, true, false, false]);
-    assert.deepEqual([115, 116, 126, 127, 128].map((s) => isAllowedBlockSize(6, s)), [false, true, true, false, false]);
+    assert.deepEqual(
+      [19, 20, 30, 31, 32].map((s) => isAllowedBlockSize(4, s)),
+      [false, true, true, false, false],
+    );
+    assert.deepEqual(
+      [115, 116, 126, 127, 128].map((s) => isAllowedBlockSize(6, s)),
+      [false, true, true, false, false],
+    );
   });
   it('overlap is symmetric and family-aware', () => {
     const a = mustParseCidr('10.0.0.0/16');

@@ -1,7 +1,18 @@
 // autoAssign on the memory datastore: affine → claim → borrow, limits, dual-stack, pool choice.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { autoAssign, blockCidrFor, findByHandle, loadSnapshot, mustParseCidr, newBlock, nodeLabel, ordinalOf, parseIP, releaseByHandle } from '../../core/index.ts';
+import {
+  autoAssign,
+  blockCidrFor,
+  findByHandle,
+  loadSnapshot,
+  mustParseCidr,
+  newBlock,
+  nodeLabel,
+  ordinalOf,
+  parseIP,
+  releaseByHandle,
+} from '../../core/index.ts';
 import { pod, pool, reservation, T0, world } from './fixtures.ts';
 
 describe('autoAssign: blocks', () => {
@@ -23,10 +34,21 @@ describe('autoAssign: blocks', () => {
   it('a warm allocation (snapshot and labels given) costs 1 read + 1 write', async () => {
     const w = world();
     const snapshot = await loadSnapshot(w.ds);
-    await autoAssign(w.ds, { ...pod('a'), node: 'n1', snapshot, nodeLabels: {}, namespaceLabels: {} }, w.options);
+    await autoAssign(
+      w.ds,
+      { ...pod('a'), node: 'n1', snapshot, nodeLabels: {}, namespaceLabels: {} },
+      w.options,
+    );
     const before = { ...w.ds.stats };
-    await autoAssign(w.ds, { ...pod('b'), node: 'n1', snapshot, nodeLabels: {}, namespaceLabels: {} }, w.options);
-    assert.deepEqual({ reads: w.ds.stats.reads - before.reads, writes: w.ds.stats.writes - before.writes }, { reads: 1, writes: 1 });
+    await autoAssign(
+      w.ds,
+      { ...pod('b'), node: 'n1', snapshot, nodeLabels: {}, namespaceLabels: {} },
+      w.options,
+    );
+    assert.deepEqual(
+      { reads: w.ds.stats.reads - before.reads, writes: w.ds.stats.writes - before.writes },
+      { reads: 1, writes: 1 },
+    );
   });
 
   it('claims a second block when the first is full', async () => {
@@ -39,11 +61,18 @@ describe('autoAssign: blocks', () => {
   });
 
   it('stops at maxBlocksPerNode with a message naming the limit', async () => {
-    const w = world({ pools: [pool('tiny', { cidr: '10.9.0.0/24', blockSize: 30 })], config: { maxBlocksPerNode: 3 } });
-    for (let i = 0; i < 3; i++) assert.equal((await autoAssign(w.ds, { ...pod(`p${i}`), node: 'n1' }, w.options)).ok, true);
+    const w = world({
+      pools: [pool('tiny', { cidr: '10.9.0.0/24', blockSize: 30 })],
+      config: { maxBlocksPerNode: 3 },
+    });
+    for (let i = 0; i < 3; i++)
+      assert.equal((await autoAssign(w.ds, { ...pod(`p${i}`), node: 'n1' }, w.options)).ok, true);
     const fourth = await autoAssign(w.ds, { ...pod('p3'), node: 'n1' }, w.options);
     assert.equal(fourth.ok, false);
-    assert.ok(!fourth.ok && fourth.reason === 'BlockLimit' && /maxBlocksPerNode limit \(3/.test(fourth.message), JSON.stringify(fourth));
+    assert.ok(
+      !fourth.ok && fourth.reason === 'BlockLimit' && /maxBlocksPerNode limit \(3/.test(fourth.message),
+      JSON.stringify(fourth),
+    );
   });
 
   it('borrows from another node when no block can be claimed, and labels the borrower', async () => {
@@ -58,14 +87,23 @@ describe('autoAssign: blocks', () => {
   });
 
   it('strictAffinity forbids borrowing', async () => {
-    const w = world({ pools: [pool('one-block', { cidr: '10.1.0.0/26' })], config: { strictAffinity: true } });
+    const w = world({
+      pools: [pool('one-block', { cidr: '10.1.0.0/26' })],
+      config: { strictAffinity: true },
+    });
     await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
     const b = await autoAssign(w.ds, { ...pod('b'), node: 'n2' }, w.options);
-    assert.ok(!b.ok && b.reason === 'Exhausted' && /strictAffinity forbids borrowing/.test(b.message), JSON.stringify(b));
+    assert.ok(
+      !b.ok && b.reason === 'Exhausted' && /strictAffinity forbids borrowing/.test(b.message),
+      JSON.stringify(b),
+    );
   });
 
   it('prefers a never-used address in a new block over a cooling one', async () => {
-    const w = world({ pools: [pool('p', { cidr: '10.2.0.0/24', blockSize: 30 })], config: { ipCooldownSeconds: 60, emptyBlockReleaseSeconds: 60 } });
+    const w = world({
+      pools: [pool('p', { cidr: '10.2.0.0/24', blockSize: 30 })],
+      config: { ipCooldownSeconds: 60, emptyBlockReleaseSeconds: 60 },
+    });
     const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
     assert.ok(a.ok);
     await releaseByHandle(w.ds, 'net.a.eth0', { node: 'n1' }, w.options);
@@ -75,11 +113,17 @@ describe('autoAssign: blocks', () => {
     assert.notEqual(b.ipv4.address, a.ipv4.address);
     w.now.ms += 60_000;
     const c = await autoAssign(w.ds, { ...pod('c'), node: 'n1' }, w.options);
-    assert.ok(c.ok && c.ipv4?.address === a.ipv4.address, 'cooled-down address reused before claiming a third block');
+    assert.ok(
+      c.ok && c.ipv4?.address === a.ipv4.address,
+      'cooled-down address reused before claiming a third block',
+    );
   });
 
   it('skips addresses an IPReservation covers and blocks it covers wholly', async () => {
-    const w = world({ pools: [pool('p', { cidr: '10.3.0.0/25' })], reservations: [reservation('r', ['10.3.0.0/26', '10.3.0.66/31'])] });
+    const w = world({
+      pools: [pool('p', { cidr: '10.3.0.0/25' })],
+      reservations: [reservation('r', ['10.3.0.0/26', '10.3.0.66/31'])],
+    });
     const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
     assert.ok(a.ok && a.ipv4);
     assert.equal(a.ipv4.blockCidr, '10.3.0.64/26');
@@ -92,7 +136,10 @@ describe('autoAssign: blocks', () => {
     const second = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
     assert.ok(!second.ok && second.reason === 'HandleInUse');
     const held = await findByHandle(w.ds, 'net.a.eth0', { node: 'n1' });
-    assert.deepEqual(held.map((h) => h.address), [first.ok ? first.ipv4?.address : '']);
+    assert.deepEqual(
+      held.map((h) => h.address),
+      [first.ok ? first.ipv4?.address : ''],
+    );
   });
 
   it('claims in a /48 IPv6 pool (2^74 blocks) without enumerating it', async () => {
@@ -106,8 +153,12 @@ describe('autoAssign: blocks', () => {
 
 describe('autoAssign: claim search', () => {
   it('fills a pool spanning two regions completely, one block per node, then borrows', async () => {
-    const w = world({ pools: [pool('p', { cidr: '10.40.0.0/15', blockSize: 20 })], config: { maxBlocksPerNode: 1 } });
-    for (let i = 0; i < 32; i++) assert.equal((await autoAssign(w.ds, { ...pod(`p${i}`), node: `node-${i}` }, w.options)).ok, true);
+    const w = world({
+      pools: [pool('p', { cidr: '10.40.0.0/15', blockSize: 20 })],
+      config: { maxBlocksPerNode: 1 },
+    });
+    for (let i = 0; i < 32; i++)
+      assert.equal((await autoAssign(w.ds, { ...pod(`p${i}`), node: `node-${i}` }, w.options)).ok, true);
     const names = (await w.ds.blocks.list()).map((b) => b.spec.cidr);
     assert.equal(new Set(names).size, 32, 'every /20 of the /15 claimed once');
     const extra = await autoAssign(w.ds, { ...pod('late'), node: 'node-late' }, w.options);
@@ -117,12 +168,23 @@ describe('autoAssign: claim search', () => {
   it('a claim reads 2 lists (affine blocks, one /16 region), not the 10,000 blocks of the pool', async () => {
     // 10,000 blocks spread over all 64 /16 regions of the /10 (7919 is prime: distinct indexes).
     const at = (i: number): bigint => (10n << 24n) + BigInt((i * 7919) % 65536) * 64n;
-    const blocks = Array.from({ length: 10_000 }, (_, i) => newBlock({ cidr: blockCidrFor({ family: 4, value: at(i) }, 26), pool: 'big', node: `old-${i}`, nowMs: T0 }));
+    const blocks = Array.from({ length: 10_000 }, (_, i) =>
+      newBlock({
+        cidr: blockCidrFor({ family: 4, value: at(i) }, 26),
+        pool: 'big',
+        node: `old-${i}`,
+        nowMs: T0,
+      }),
+    );
     const w = world({ pools: [pool('big', { cidr: '10.0.0.0/10' })] });
     for (const b of blocks) w.ds.blocks.seed(b);
     const snapshot = await loadSnapshot(w.ds);
     const before = { ...w.ds.stats };
-    const got = await autoAssign(w.ds, { ...pod('new'), node: 'node-new', snapshot, nodeLabels: {}, namespaceLabels: {} }, w.options);
+    const got = await autoAssign(
+      w.ds,
+      { ...pod('new'), node: 'node-new', snapshot, nodeLabels: {}, namespaceLabels: {} },
+      w.options,
+    );
     assert.ok(got.ok && got.ipv4);
     assert.equal(w.ds.stats.reads - before.reads, 2);
     const listed = w.ds.stats.listed - before.listed;
@@ -153,26 +215,61 @@ describe('autoAssign: dual-stack', () => {
 describe('autoAssign: pool choice', () => {
   const pools = [
     pool('general', { cidr: '10.10.0.0/16', nodeSelector: { matchLabels: { zone: 'a' } } }),
-    pool('tenant', { cidr: '10.11.0.0/16', assignmentMode: 'Manual', namespaceSelector: { matchLabels: { tenant: 'blue' } } }),
+    pool('tenant', {
+      cidr: '10.11.0.0/16',
+      assignmentMode: 'Manual',
+      namespaceSelector: { matchLabels: { tenant: 'blue' } },
+    }),
     pool('overlapping', { cidr: '10.10.128.0/17' }, '2026-11-02T00:00:00Z'),
   ];
   const nodes = { n1: { zone: 'a' }, n2: { zone: 'b' } };
   const namespaces = { blue: { tenant: 'blue' }, red: { tenant: 'red' } };
   const cases: [string, { node: string; ns: string; pools?: string[] }, string][] = [
     ['nodeSelector matches: automatic pool', { node: 'n1', ns: 'red' }, 'pool general'],
-    ['nodeSelector does not match, Manual skipped, overlapping pool shadowed', { node: 'n2', ns: 'red' }, 'NoPool'],
-    ['requested Manual pool allowed by namespaceSelector', { node: 'n2', ns: 'blue', pools: ['tenant'] }, 'pool tenant'],
+    [
+      'nodeSelector does not match, Manual skipped, overlapping pool shadowed',
+      { node: 'n2', ns: 'red' },
+      'NoPool',
+    ],
+    [
+      'requested Manual pool allowed by namespaceSelector',
+      { node: 'n2', ns: 'blue', pools: ['tenant'] },
+      'pool tenant',
+    ],
     ['requested pool by CIDR', { node: 'n2', ns: 'blue', pools: ['10.11.0.0/16'] }, 'pool tenant'],
-    ['requested pool must still match its namespaceSelector', { node: 'n1', ns: 'red', pools: ['tenant'] }, 'PoolRefused: namespaceSelector'],
-    ['requested pool that overlaps an older pool is refused', { node: 'n1', ns: 'red', pools: ['overlapping'] }, 'PoolRefused: overlaps older IP pool "general"'],
-    ['requested pool that does not exist', { node: 'n1', ns: 'red', pools: ['nope'] }, 'PoolRefused: does not exist'],
+    [
+      'requested pool must still match its namespaceSelector',
+      { node: 'n1', ns: 'red', pools: ['tenant'] },
+      'PoolRefused: namespaceSelector',
+    ],
+    [
+      'requested pool that overlaps an older pool is refused',
+      { node: 'n1', ns: 'red', pools: ['overlapping'] },
+      'PoolRefused: overlaps older IP pool "general"',
+    ],
+    [
+      'requested pool that does not exist',
+      { node: 'n1', ns: 'red', pools: ['nope'] },
+      'PoolRefused: does not exist',
+    ],
   ];
   for (const [title, req, want] of cases) {
     it(title, async () => {
       const w = world({ pools, nodes, namespaces });
-      const got = await autoAssign(w.ds, { ...pod('x', req.ns), node: req.node, ...(req.pools ? { pools: req.pools } : {}) }, w.options);
-      const summary = got.ok ? `pool ${got.ipv4?.pool}` : got.reason === 'PoolRefused' ? `PoolRefused: ${got.message}` : got.reason;
-      assert.ok(summary.startsWith(want.split(':')[0]!) && summary.includes(want.split(': ')[1] ?? ''), `${summary} vs ${want}`);
+      const got = await autoAssign(
+        w.ds,
+        { ...pod('x', req.ns), node: req.node, ...(req.pools ? { pools: req.pools } : {}) },
+        w.options,
+      );
+      const summary = got.ok
+        ? `pool ${got.ipv4?.pool}`
+        : got.reason === 'PoolRefused'
+          ? `PoolRefused: ${got.message}`
+          : got.reason;
+      assert.ok(
+        summary.startsWith(want.split(':')[0]!) && summary.includes(want.split(': ')[1] ?? ''),
+        `${summary} vs ${want}`,
+      );
     });
   }
 });

@@ -5,7 +5,18 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
-import { addressTextAt, autoAssign, assignIP, checkBlockInvariants, cidrFromBlockName, cidrsOverlap, mustParseCidr, releaseAddresses, releaseByHandle, releaseEmptyBlocks } from '../../core/index.ts';
+import {
+  addressTextAt,
+  autoAssign,
+  assignIP,
+  checkBlockInvariants,
+  cidrFromBlockName,
+  cidrsOverlap,
+  mustParseCidr,
+  releaseAddresses,
+  releaseByHandle,
+  releaseEmptyBlocks,
+} from '../../core/index.ts';
 import type { AssignOutcome } from '../../core/index.ts';
 import { pool, world } from './fixtures.ts';
 import type { World } from './fixtures.ts';
@@ -20,11 +31,23 @@ type Op =
   | { kind: 'tick'; seconds: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('auto' as const), node: fc.nat(2), dual: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('static' as const), node: fc.nat(2), host: fc.nat(63) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat(), stale: fc.boolean() }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({ kind: fc.constant('auto' as const), node: fc.nat(2), dual: fc.boolean() }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('static' as const), node: fc.nat(2), host: fc.nat(63) }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat(), stale: fc.boolean() }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'releaseBlocks' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), seconds: fc.integer({ min: 1, max: 400 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('tick' as const), seconds: fc.integer({ min: 1, max: 400 }) }),
+  },
 );
 
 /** Live handles → address per family, as the model believes. */
@@ -42,7 +65,15 @@ async function run(w: World, model: Model, batch: readonly Op[], counter: { n: n
           o.kind === 'auto'
             ? await autoAssign(w.ds, { handle, node, ipv6: o.dual }, w.options)
             : await assignIP(w.ds, { handle, node, addresses: [`10.50.0.${o.host}`] }, w.options);
-        if (out.ok) model.set(handle, { node, addresses: new Map([out.ipv4, out.ipv6].filter((a) => a !== undefined).map((a) => [a.family, { address: a.address, sequence: a.sequence }])) });
+        if (out.ok)
+          model.set(handle, {
+            node,
+            addresses: new Map(
+              [out.ipv4, out.ipv6]
+                .filter((a) => a !== undefined)
+                .map((a) => [a.family, { address: a.address, sequence: a.sequence }]),
+            ),
+          });
       } else if (o.kind === 'release' && live.length > 0) {
         const handle = live[o.pick % live.length]!;
         if (targets.has(handle)) return;
@@ -50,7 +81,12 @@ async function run(w: World, model: Model, batch: readonly Op[], counter: { n: n
         const entry = model.get(handle)!;
         const v4 = entry.addresses.get(4);
         if (o.stale && v4) {
-          const r = await releaseAddresses(w.ds, [{ address: v4.address, handle, sequence: v4.sequence - 1 }], { node: entry.node }, w.options);
+          const r = await releaseAddresses(
+            w.ds,
+            [{ address: v4.address, handle, sequence: v4.sequence - 1 }],
+            { node: entry.node },
+            w.options,
+          );
           assert.equal(r.released.length, 0, 'stale sequence released something');
           return;
         }
@@ -67,36 +103,57 @@ async function run(w: World, model: Model, batch: readonly Op[], counter: { n: n
 
 async function verify(w: World, model: Model): Promise<void> {
   const blocks = await w.ds.blocks.list();
-  assert.deepEqual(blocks.flatMap((b) => checkBlockInvariants(b, { nowMs: w.now.ms })), []);
+  assert.deepEqual(
+    blocks.flatMap((b) => checkBlockInvariants(b, { nowMs: w.now.ms })),
+    [],
+  );
   for (let i = 0; i < blocks.length; i++) {
     for (let j = i + 1; j < blocks.length; j++) {
-      assert.ok(!cidrsOverlap(cidrFromBlockName(blocks[i]!.metadata.name)!, cidrFromBlockName(blocks[j]!.metadata.name)!), 'blocks overlap');
+      assert.ok(
+        !cidrsOverlap(
+          cidrFromBlockName(blocks[i]!.metadata.name)!,
+          cidrFromBlockName(blocks[j]!.metadata.name)!,
+        ),
+        'blocks overlap',
+      );
     }
   }
   const held = new Map<string, string[]>();
   for (const b of blocks) {
     for (const [key, a] of Object.entries(b.spec.allocations)) {
-      held.set(a.handle, [...(held.get(a.handle) ?? []), addressTextAt(mustParseCidr(b.spec.cidr), Number(key))]);
+      held.set(a.handle, [
+        ...(held.get(a.handle) ?? []),
+        addressTextAt(mustParseCidr(b.spec.cidr), Number(key)),
+      ]);
     }
   }
   const want = new Map([...model].map(([h, e]) => [h, [...e.addresses.values()].map((a) => a.address)]));
-  assert.deepEqual(new Map([...held].map(([h, a]) => [h, a.sort()])), new Map([...want].map(([h, a]) => [h, a.sort()])));
+  assert.deepEqual(
+    new Map([...held].map(([h, a]) => [h, a.sort()])),
+    new Map([...want].map(([h, a]) => [h, a.sort()])),
+  );
 }
 
 it('random concurrent operation sequences keep every invariant and lose nothing', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 12 }), async (batches) => {
-      const w = world({
-        pools: [pool('v4', { cidr: '10.50.0.0/26', blockSize: 29 }), pool('v6', { cidr: 'fd00:50::/120', blockSize: 126 })],
-        config: { maxBlocksPerNode: 2, ipCooldownSeconds: 30, emptyBlockReleaseSeconds: 60 },
-      });
-      const model: Model = new Map();
-      const counter = { n: 0 };
-      for (const batch of batches) {
-        await run(w, model, batch, counter);
-        await verify(w, model);
-      }
-    }),
+    fc.asyncProperty(
+      fc.array(fc.array(op, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 12 }),
+      async (batches) => {
+        const w = world({
+          pools: [
+            pool('v4', { cidr: '10.50.0.0/26', blockSize: 29 }),
+            pool('v6', { cidr: 'fd00:50::/120', blockSize: 126 }),
+          ],
+          config: { maxBlocksPerNode: 2, ipCooldownSeconds: 30, emptyBlockReleaseSeconds: 60 },
+        });
+        const model: Model = new Map();
+        const counter = { n: 0 };
+        for (const batch of batches) {
+          await run(w, model, batch, counter);
+          await verify(w, model);
+        }
+      },
+    ),
     { numRuns: 60 },
   );
 });

@@ -3,11 +3,27 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { contextOf } from '../../core/allocator/context.ts';
 import { deleteIfUnchanged } from '../../core/allocator/release.ts';
-import { assignIP, autoAssign, findByHandle, mustParseCidr, newBlock, releaseAddresses, releaseByHandle, releaseEmptyBlocks, releaseForGC, releaseNodeBlocks, validatePool } from '../../core/index.ts';
+import {
+  assignIP,
+  autoAssign,
+  findByHandle,
+  mustParseCidr,
+  newBlock,
+  releaseAddresses,
+  releaseByHandle,
+  releaseEmptyBlocks,
+  releaseForGC,
+  releaseNodeBlocks,
+  validatePool,
+} from '../../core/index.ts';
 import { pod, pool, reservation, world } from './fixtures.ts';
 
 describe('assignIP (static)', () => {
-  const pools = [pool('v4', { cidr: '10.20.0.0/16' }), pool('v6', { cidr: 'fd00:20::/64' }), pool('other-ns', { cidr: '10.21.0.0/16', namespaceSelector: { matchLabels: { team: 'x' } } })];
+  const pools = [
+    pool('v4', { cidr: '10.20.0.0/16' }),
+    pool('v6', { cidr: 'fd00:20::/64' }),
+    pool('other-ns', { cidr: '10.21.0.0/16', namespaceSelector: { matchLabels: { team: 'x' } } }),
+  ];
   const cases: [string, string[], string][] = [
     ['a free address in a pool', ['10.20.5.10'], 'ok'],
     ['dual-stack pair', ['10.20.5.10', 'fd00:20::a'], 'ok'],
@@ -36,13 +52,17 @@ describe('assignIP (static)', () => {
   it('all-or-nothing: a taken IPv6 address rolls the IPv4 one back', async () => {
     const w = world({ pools });
     await assignIP(w.ds, { ...pod('a'), node: 'n1', addresses: ['fd00:20::a'] }, w.options);
-    const got = await assignIP(w.ds, { ...pod('b'), node: 'n1', addresses: ['10.20.5.10', 'fd00:20::a'] }, w.options);
+    const got = await assignIP(
+      w.ds,
+      { ...pod('b'), node: 'n1', addresses: ['10.20.5.10', 'fd00:20::a'] },
+      w.options,
+    );
     assert.ok(!got.ok && got.reason === 'Taken');
     assert.deepEqual(await findByHandle(w.ds, 'net.b.eth0'), []);
     assert.deepEqual(await w.problems(), []);
   });
 
-  it('strictAffinity refuses an address in another node\'s block', async () => {
+  it("strictAffinity refuses an address in another node's block", async () => {
     const w = world({ pools, config: { strictAffinity: true } });
     await assignIP(w.ds, { ...pod('a'), node: 'n1', addresses: ['10.20.5.10'] }, w.options);
     const got = await assignIP(w.ds, { ...pod('b'), node: 'n2', addresses: ['10.20.5.11'] }, w.options);
@@ -51,9 +71,14 @@ describe('assignIP (static)', () => {
 
   it('refuses a block that would overlap a leftover block of another size', async () => {
     const w = world({ pools: [pool('v4', { cidr: '10.20.0.0/16', blockSize: 28 })] });
-    await w.ds.blocks.create(newBlock({ cidr: mustParseCidr('10.20.5.0/26'), pool: 'old', node: 'n9', nowMs: w.now.ms }));
+    await w.ds.blocks.create(
+      newBlock({ cidr: mustParseCidr('10.20.5.0/26'), pool: 'old', node: 'n9', nowMs: w.now.ms }),
+    );
     const got = await assignIP(w.ds, { ...pod('a'), node: 'n1', addresses: ['10.20.5.20'] }, w.options);
-    assert.ok(!got.ok && got.reason === 'NotAllowed' && got.message.includes('10-20-5-0-26'), JSON.stringify(got));
+    assert.ok(
+      !got.ok && got.reason === 'NotAllowed' && got.message.includes('10-20-5-0-26'),
+      JSON.stringify(got),
+    );
   });
 });
 
@@ -64,42 +89,80 @@ describe('release', () => {
     assert.ok(a.ok && a.ipv4);
     const before = await w.ds.blocks.get(a.ipv4.block);
     const item = { address: a.ipv4.address, handle: 'net.a.eth0' };
-    const stale = await releaseAddresses(w.ds, [{ ...item, sequence: a.ipv4.sequence - 1 }], { node: 'n1' }, w.options);
+    const stale = await releaseAddresses(
+      w.ds,
+      [{ ...item, sequence: a.ipv4.sequence - 1 }],
+      { node: 'n1' },
+      w.options,
+    );
     assert.equal(stale.released.length, 0);
     assert.equal(stale.refused.length, 1);
     assert.deepEqual(await w.ds.blocks.get(a.ipv4.block), before, 'block not written');
-    const exact = await releaseAddresses(w.ds, [{ ...item, sequence: a.ipv4.sequence }], { node: 'n1' }, w.options);
+    const exact = await releaseAddresses(
+      w.ds,
+      [{ ...item, sequence: a.ipv4.sequence }],
+      { node: 'n1' },
+      w.options,
+    );
     assert.equal(exact.released.length, 1);
   });
 
   it('identity is handle + pod UID: another UID cannot release', async () => {
     const w = world();
     await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
-    assert.equal((await releaseByHandle(w.ds, 'net.a.eth0', { podUID: 'uid-other' }, w.options)).released.length, 0);
-    assert.equal((await releaseByHandle(w.ds, 'net.a.eth0', { podUID: 'uid-a' }, w.options)).released.length, 1);
+    assert.equal(
+      (await releaseByHandle(w.ds, 'net.a.eth0', { podUID: 'uid-other' }, w.options)).released.length,
+      0,
+    );
+    assert.equal(
+      (await releaseByHandle(w.ds, 'net.a.eth0', { podUID: 'uid-a' }, w.options)).released.length,
+      1,
+    );
   });
 
   it('releasing what is not there is success (empty result)', async () => {
     const w = world();
-    assert.deepEqual(await releaseByHandle(w.ds, 'net.ghost.eth0', { node: 'n1' }, w.options), { released: [], refused: [] });
+    assert.deepEqual(await releaseByHandle(w.ds, 'net.ghost.eth0', { node: 'n1' }, w.options), {
+      released: [],
+      refused: [],
+    });
   });
 
   it('an exact address release by (address, handle, sequence) frees only that address', async () => {
     const w = world({ pools: [pool('v4', { cidr: '10.5.0.0/16' }), pool('v6', { cidr: 'fd00:5::/64' })] });
     const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1', ipv6: true }, w.options);
     assert.ok(a.ok && a.ipv4 && a.ipv6);
-    const done = await releaseAddresses(w.ds, [{ address: a.ipv6.address, handle: 'net.a.eth0', sequence: a.ipv6.sequence }], { node: 'n1' }, w.options);
-    assert.deepEqual(done.released.map((r) => r.address), [a.ipv6.address]);
-    assert.deepEqual((await findByHandle(w.ds, 'net.a.eth0')).map((r) => r.address), [a.ipv4.address]);
+    const done = await releaseAddresses(
+      w.ds,
+      [{ address: a.ipv6.address, handle: 'net.a.eth0', sequence: a.ipv6.sequence }],
+      { node: 'n1' },
+      w.options,
+    );
+    assert.deepEqual(
+      done.released.map((r) => r.address),
+      [a.ipv6.address],
+    );
+    assert.deepEqual(
+      (await findByHandle(w.ds, 'net.a.eth0')).map((r) => r.address),
+      [a.ipv4.address],
+    );
   });
 
-  it('GC releases the node\'s allocations of the network that no valid attachment names', async () => {
+  it("GC releases the node's allocations of the network that no valid attachment names", async () => {
     const w = world();
-    for (const id of ['keep', 'drop1', 'drop2']) await autoAssign(w.ds, { ...pod(id), network: 'net', node: 'n1' }, w.options);
+    for (const id of ['keep', 'drop1', 'drop2'])
+      await autoAssign(w.ds, { ...pod(id), network: 'net', node: 'n1' }, w.options);
     await autoAssign(w.ds, { handle: 'net.x.other.eth0', network: 'net.x', node: 'n1' }, w.options);
     await autoAssign(w.ds, { ...pod('elsewhere'), network: 'net', node: 'n2' }, w.options);
-    const done = await releaseForGC(w.ds, { node: 'n1', network: 'net', validAttachments: [{ containerID: 'keep', ifname: 'eth0' }] }, w.options);
-    assert.deepEqual(done.released.map((r) => r.allocation.handle).sort(), ['net.drop1.eth0', 'net.drop2.eth0']);
+    const done = await releaseForGC(
+      w.ds,
+      { node: 'n1', network: 'net', validAttachments: [{ containerID: 'keep', ifname: 'eth0' }] },
+      w.options,
+    );
+    assert.deepEqual(done.released.map((r) => r.allocation.handle).sort(), [
+      'net.drop1.eth0',
+      'net.drop2.eth0',
+    ]);
     assert.equal((await findByHandle(w.ds, 'net.x.other.eth0')).length, 1, 'network "net.x" untouched');
     assert.equal((await findByHandle(w.ds, 'net.elsewhere.eth0')).length, 1, 'other node untouched');
   });
@@ -107,7 +170,10 @@ describe('release', () => {
 
 describe('releaseEmptyBlocks (anti-ping-pong)', () => {
   it('releases an empty block only after the delay, and a node keeps one block', async () => {
-    const w = world({ pools: [pool('p', { cidr: '10.6.0.0/24', blockSize: 30 })], config: { emptyBlockReleaseSeconds: 300 } });
+    const w = world({
+      pools: [pool('p', { cidr: '10.6.0.0/24', blockSize: 30 })],
+      config: { emptyBlockReleaseSeconds: 300 },
+    });
     for (const id of ['a', 'b', 'c']) await autoAssign(w.ds, { ...pod(id), node: 'n1' }, w.options);
     for (const id of ['a', 'b']) await releaseByHandle(w.ds, `net.${id}.eth0`, { node: 'n1' }, w.options);
     w.now.ms += 299_000;
@@ -122,7 +188,10 @@ describe('releaseEmptyBlocks (anti-ping-pong)', () => {
   });
 
   it('a block written after it was read survives (delete preconditions)', async () => {
-    const w = world({ pools: [pool('p', { cidr: '10.7.0.0/24', blockSize: 30 })], config: { emptyBlockReleaseSeconds: 0 } });
+    const w = world({
+      pools: [pool('p', { cidr: '10.7.0.0/24', blockSize: 30 })],
+      config: { emptyBlockReleaseSeconds: 0 },
+    });
     for (const id of ['a', 'b']) await autoAssign(w.ds, { ...pod(id), node: 'n1' }, w.options);
     await releaseByHandle(w.ds, 'net.b.eth0', { node: 'n1' }, w.options);
     const stale = await w.ds.blocks.list();
@@ -144,8 +213,13 @@ describe('validatePool', () => {
     await autoAssign(w.ds, { ...pod('x'), node: 'n1' }, w.options);
     await w.ds.pools.delete('a');
     const got = await validatePool(w.ds, pool('a', { cidr: '10.31.0.0/16', blockSize: 28 }));
-    assert.ok(!got.ok && /overlaps IPAMBlock "10-31-[0-9-]+-26" of block size 26/.test(got.message), JSON.stringify(got));
-    assert.deepEqual(await validatePool(w.ds, pool('a', { cidr: '10.31.0.0/16', blockSize: 26 })), { ok: true });
+    assert.ok(
+      !got.ok && /overlaps IPAMBlock "10-31-[0-9-]+-26" of block size 26/.test(got.message),
+      JSON.stringify(got),
+    );
+    assert.deepEqual(await validatePool(w.ds, pool('a', { cidr: '10.31.0.0/16', blockSize: 26 })), {
+      ok: true,
+    });
   });
 });
 
@@ -161,6 +235,10 @@ describe('releaseNodeBlocks (node deleted)', () => {
     assert.equal(left?.spec.affinity, null);
     assert.deepEqual(await w.problems(), []);
     await releaseByHandle(w.ds, 'net.b.eth0', {}, w.options);
-    assert.equal(await w.ds.blocks.get(done.unowned[0]!), undefined, 'an unowned block goes with its last allocation');
+    assert.equal(
+      await w.ds.blocks.get(done.unowned[0]!),
+      undefined,
+      'an unowned block goes with its last allocation',
+    );
   });
 });

@@ -8,7 +8,13 @@ import type { Owner } from '../../core/block/block.ts';
 import type { IPAMBlock } from '../../core/index.ts';
 
 const T0 = Date.parse('2026-11-29T08:00:00Z');
-const owner = (n: number, node = 'node-a'): Owner => ({ handle: `net.c${n}.eth0`, namespace: 'ns', pod: `pod-${n}`, podUID: `uid-${n}`, node });
+const owner = (n: number, node = 'node-a'): Owner => ({
+  handle: `net.c${n}.eth0`,
+  namespace: 'ns',
+  pod: `pod-${n}`,
+  podUID: `uid-${n}`,
+  node,
+});
 
 function fresh(cidr = '10.0.0.0/26', node: string | null = 'node-a'): IPAMBlock {
   return newBlock({ cidr: mustParseCidr(cidr), pool: 'p', node, nowMs: T0 });
@@ -25,8 +31,13 @@ function filled(block: IPAMBlock, n: number, nowMs = T0): IPAMBlock {
   return b;
 }
 
-const pick = (b: IPAMBlock, nowMs: number, cooldownSeconds = 0, mode: 'fresh' | 'any' = 'fresh', excluded?: Set<number>): number | undefined =>
-  pickOrdinal(b, { nowMs, cooldownSeconds, mode, ...(excluded ? { excluded } : {}) });
+const pick = (
+  b: IPAMBlock,
+  nowMs: number,
+  cooldownSeconds = 0,
+  mode: 'fresh' | 'any' = 'fresh',
+  excluded?: Set<number>,
+): number | undefined => pickOrdinal(b, { nowMs, cooldownSeconds, mode, ...(excluded ? { excluded } : {}) });
 
 describe('pickOrdinal', () => {
   it('starts after the network and gateway ordinals', () => {
@@ -76,7 +87,8 @@ describe('allocateOrdinal', () => {
   });
   it('refuses reserved, taken and out-of-range ordinals', () => {
     const b = allocateOrdinal(fresh(), 2, owner(1), T0)!.block;
-    for (const ordinal of [0, 1, 63, 2, 64, -1, 2.5]) assert.equal(allocateOrdinal(b, ordinal, owner(2), T0), undefined, String(ordinal));
+    for (const ordinal of [0, 1, 63, 2, 64, -1, 2.5])
+      assert.equal(allocateOrdinal(b, ordinal, owner(2), T0), undefined, String(ordinal));
   });
   it('labels a borrowing node', () => {
     const b = allocateOrdinal(fresh(), 2, owner(1, 'node-b'), T0)!.block;
@@ -125,16 +137,48 @@ describe('checkBlockInvariants', () => {
     assert.deepEqual(checkBlockInvariants(fresh('fd00::ffc0/122')), []);
   });
   const corrupt: [string, (b: IPAMBlock) => void, RegExp][] = [
-    ['reserved ordinal allocated', (b) => (b.spec.allocations[0] = { ...b.spec.allocations[2]!, handle: 'x', sequence: 1 }), /ordinal 0 is reserved/],
-    ['one handle twice', (b) => (b.spec.allocations[9] = { ...b.spec.allocations[2]!, sequence: 1 }), /holds ordinals/],
-    ['allocated and freed', (b) => b.spec.freed.push({ ordinal: 2, releasedAt: '2026-11-29T08:00:02Z' }), /both allocated and freed/],
-    ['duplicate sequence', (b) => (b.spec.allocations[4]!.sequence = b.spec.allocations[2]!.sequence), /share sequence/],
-    ['sequence above the counter', (b) => (b.spec.allocations[2]!.sequence = b.spec.sequence + 5), /above the block's/],
-    ['freed out of order', (b) => b.spec.freed.push({ ordinal: 30, releasedAt: '2026-11-29T07:00:00Z' }), /out of release order/],
+    [
+      'reserved ordinal allocated',
+      (b) => (b.spec.allocations[0] = { ...b.spec.allocations[2]!, handle: 'x', sequence: 1 }),
+      /ordinal 0 is reserved/,
+    ],
+    [
+      'one handle twice',
+      (b) => (b.spec.allocations[9] = { ...b.spec.allocations[2]!, sequence: 1 }),
+      /holds ordinals/,
+    ],
+    [
+      'allocated and freed',
+      (b) => b.spec.freed.push({ ordinal: 2, releasedAt: '2026-11-29T08:00:02Z' }),
+      /both allocated and freed/,
+    ],
+    [
+      'duplicate sequence',
+      (b) => (b.spec.allocations[4]!.sequence = b.spec.allocations[2]!.sequence),
+      /share sequence/,
+    ],
+    [
+      'sequence above the counter',
+      (b) => (b.spec.allocations[2]!.sequence = b.spec.sequence + 5),
+      /above the block's/,
+    ],
+    [
+      'freed out of order',
+      (b) => b.spec.freed.push({ ordinal: 30, releasedAt: '2026-11-29T07:00:00Z' }),
+      /out of release order/,
+    ],
     ['name not derived from the CIDR', (b) => (b.metadata.name = '10-0-0-64-26'), /name differs/],
-    ['missing borrower label', (b) => (b.spec.allocations[2]!.node = 'node-z'), /label node\.ipam\.blockipam\.io\/\w+ is undefined/],
+    [
+      'missing borrower label',
+      (b) => (b.spec.allocations[2]!.node = 'node-z'),
+      /label node\.ipam\.blockipam\.io\/\w+ is undefined/,
+    ],
     ['stale node label', (b) => (b.metadata.labels![nodeLabel('node-q')] = 'borrowed'), /stale label/],
-    ['ordinal key out of range', (b) => (b.spec.allocations[64] = { ...b.spec.allocations[2]!, handle: 'y', sequence: 2 }), /not an ordinal/],
+    [
+      'ordinal key out of range',
+      (b) => (b.spec.allocations[64] = { ...b.spec.allocations[2]!, handle: 'y', sequence: 2 }),
+      /not an ordinal/,
+    ],
     ['timestamp in the future', (b) => (b.spec.affinityClaimTime = '2027-01-01T00:00:00Z'), /in the future/],
   ];
   for (const [title, damage, problem] of corrupt) {
@@ -142,7 +186,10 @@ describe('checkBlockInvariants', () => {
       const b = structuredClone(good);
       damage(b);
       const problems = checkBlockInvariants(b, { nowMs: T0 + 1000 });
-      assert.ok(problems.some((p) => problem.test(p)), problems.join('\n'));
+      assert.ok(
+        problems.some((p) => problem.test(p)),
+        problems.join('\n'),
+      );
     });
   }
 });
@@ -155,20 +202,34 @@ describe('encoding size', () => {
     handle: `k8s-pod-network.${n.toString(16).padStart(64, 'a')}.eth0`,
     network: 'k8s-pod-network',
     namespace: 'team-payments-production-eu-west'.slice(0, 32),
-    pod: `checkout-service-frontend-canary-with-long-name-7d9f8c6b5d-${String(n).padStart(5, 'x')}`.slice(0, 60),
+    pod: `checkout-service-frontend-canary-with-long-name-7d9f8c6b5d-${String(n).padStart(5, 'x')}`.slice(
+      0,
+      60,
+    ),
     podUID: '0b3c2f1e-8f3a-4a57-9c1d-2e6f4b7a9c0d',
     node: 'ip-10-20-130-140.eu-central-1.compute.internal',
   });
   it('a full /26 (61 allocations, the most it holds) is under 32 KiB of JSON', () => {
     let b = fresh();
-    for (let i = 0; i < 61; i++) b = allocateOrdinal(b, pickOrdinal(b, { nowMs: T0, cooldownSeconds: 0, mode: 'fresh' })!, owner64(i), T0)!.block;
+    for (let i = 0; i < 61; i++)
+      b = allocateOrdinal(
+        b,
+        pickOrdinal(b, { nowMs: T0, cooldownSeconds: 0, mode: 'fresh' })!,
+        owner64(i),
+        T0,
+      )!.block;
     assert.equal(Object.keys(b.spec.allocations).length, 61);
     const bytes = Buffer.byteLength(JSON.stringify(b));
     assert.ok(bytes < 32 * 1024, `${bytes} bytes`);
   });
   it('even 64 allocation entries (one per ordinal of a /26) are under 32 KiB', () => {
     const b = fresh();
-    const allocations = Object.fromEntries(Array.from({ length: 64 }, (_, i) => [String(i), { ...owner64(i), allocatedAt: '2026-11-29T08:00:00Z', sequence: b.spec.sequence + i + 1 }]));
+    const allocations = Object.fromEntries(
+      Array.from({ length: 64 }, (_, i) => [
+        String(i),
+        { ...owner64(i), allocatedAt: '2026-11-29T08:00:00Z', sequence: b.spec.sequence + i + 1 },
+      ]),
+    );
     const bytes = Buffer.byteLength(JSON.stringify({ ...b, spec: { ...b.spec, allocations } }));
     assert.ok(bytes < 32 * 1024, `${bytes} bytes`);
   });

@@ -25,7 +25,13 @@ function block(cidr: string, labels: Record<string, string> = {}): IPAMBlock {
 }
 
 function pool(name: string, cidr: string): IPPool {
-  return { apiVersion: 'ipam.blockipam.io/v1alpha1', kind: 'IPPool', metadata: { name }, spec: { cidr, blockSize: 26 }, status: { allocated: 5 } };
+  return {
+    apiVersion: 'ipam.blockipam.io/v1alpha1',
+    kind: 'IPPool',
+    metadata: { name },
+    spec: { cidr, blockSize: 26 },
+    status: { allocated: 5 },
+  };
 }
 
 /** Registers the suite under `title` for the datastore `make()` returns. */
@@ -41,7 +47,9 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
 
     it('create sets uid, resourceVersion, creationTimestamp; get returns the stored object', async () => {
       const created = await ds.blocks.create(block('10.200.0.0/26'));
-      assert.ok(created.metadata.uid && created.metadata.resourceVersion && created.metadata.creationTimestamp);
+      assert.ok(
+        created.metadata.uid && created.metadata.resourceVersion && created.metadata.creationTimestamp,
+      );
       const got = await ds.blocks.get('10-200-0-0-26');
       assert.equal(got?.metadata.uid, created.metadata.uid);
       assert.equal(got?.metadata.resourceVersion, created.metadata.resourceVersion);
@@ -59,32 +67,86 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
     it('list filters by label selector (matchLabels, Exists, DoesNotExist, In, NotIn) and sorts by name', async () => {
       await ds.blocks.create(block('10.200.0.128/26', { 'contract.test/color': 'red' }));
       await ds.blocks.create(block('10.200.0.64/26', { 'contract.test/color': 'blue' }));
-      const names = async (labelSelector: Parameters<Datastore['blocks']['list']>[0]): Promise<string[]> => (await ds.blocks.list(labelSelector)).map((b) => b.metadata.name);
+      const names = async (labelSelector: Parameters<Datastore['blocks']['list']>[0]): Promise<string[]> =>
+        (await ds.blocks.list(labelSelector)).map((b) => b.metadata.name);
       const pool = { 'ipam.blockipam.io/pool': 'contract' };
-      assert.deepEqual(await names({ labelSelector: { matchLabels: pool } }), ['10-200-0-0-26', '10-200-0-128-26', '10-200-0-64-26']);
-      assert.deepEqual(await names({ labelSelector: { matchLabels: { ...pool, 'contract.test/color': 'red' } } }), ['10-200-0-128-26']);
-      assert.deepEqual(await names({ labelSelector: { matchLabels: pool, matchExpressions: [{ key: 'contract.test/color', operator: 'Exists' }] } }), ['10-200-0-128-26', '10-200-0-64-26']);
-      assert.deepEqual(await names({ labelSelector: { matchLabels: pool, matchExpressions: [{ key: 'contract.test/color', operator: 'DoesNotExist' }] } }), ['10-200-0-0-26']);
-      assert.deepEqual(await names({ labelSelector: { matchExpressions: [{ key: 'contract.test/color', operator: 'In', values: ['blue', 'green'] }] } }), ['10-200-0-64-26']);
-      assert.deepEqual(await names({ labelSelector: { matchLabels: pool, matchExpressions: [{ key: 'contract.test/color', operator: 'NotIn', values: ['blue'] }] } }), ['10-200-0-0-26', '10-200-0-128-26']);
-      const metas = await ds.blocks.listMetadata({ labelSelector: { matchLabels: { 'contract.test/color': 'red' } } });
-      assert.deepEqual(metas.map((m) => [m.name, m.labels?.['contract.test/color']]), [['10-200-0-128-26', 'red']]);
+      assert.deepEqual(await names({ labelSelector: { matchLabels: pool } }), [
+        '10-200-0-0-26',
+        '10-200-0-128-26',
+        '10-200-0-64-26',
+      ]);
+      assert.deepEqual(
+        await names({ labelSelector: { matchLabels: { ...pool, 'contract.test/color': 'red' } } }),
+        ['10-200-0-128-26'],
+      );
+      assert.deepEqual(
+        await names({
+          labelSelector: {
+            matchLabels: pool,
+            matchExpressions: [{ key: 'contract.test/color', operator: 'Exists' }],
+          },
+        }),
+        ['10-200-0-128-26', '10-200-0-64-26'],
+      );
+      assert.deepEqual(
+        await names({
+          labelSelector: {
+            matchLabels: pool,
+            matchExpressions: [{ key: 'contract.test/color', operator: 'DoesNotExist' }],
+          },
+        }),
+        ['10-200-0-0-26'],
+      );
+      assert.deepEqual(
+        await names({
+          labelSelector: {
+            matchExpressions: [{ key: 'contract.test/color', operator: 'In', values: ['blue', 'green'] }],
+          },
+        }),
+        ['10-200-0-64-26'],
+      );
+      assert.deepEqual(
+        await names({
+          labelSelector: {
+            matchLabels: pool,
+            matchExpressions: [{ key: 'contract.test/color', operator: 'NotIn', values: ['blue'] }],
+          },
+        }),
+        ['10-200-0-0-26', '10-200-0-128-26'],
+      );
+      const metas = await ds.blocks.listMetadata({
+        labelSelector: { matchLabels: { 'contract.test/color': 'red' } },
+      });
+      assert.deepEqual(
+        metas.map((m) => [m.name, m.labels?.['contract.test/color']]),
+        [['10-200-0-128-26', 'red']],
+      );
     });
 
     it('update with the current resourceVersion succeeds and changes it; a stale one throws Conflict', async () => {
       const current = await ds.blocks.get('10-200-0-0-26');
       assert.ok(current);
-      const updated = await ds.blocks.update({ ...current, spec: { ...current.spec, sequence: current.spec.sequence + 1 } });
+      const updated = await ds.blocks.update({
+        ...current,
+        spec: { ...current.spec, sequence: current.spec.sequence + 1 },
+      });
       assert.notEqual(updated.metadata.resourceVersion, current.metadata.resourceVersion);
       assert.equal(updated.spec.sequence, current.spec.sequence + 1);
-      await assert.rejects(ds.blocks.update({ ...current, spec: { ...current.spec, sequence: current.spec.sequence + 2 } }), isConflict);
+      await assert.rejects(
+        ds.blocks.update({ ...current, spec: { ...current.spec, sequence: current.spec.sequence + 2 } }),
+        isConflict,
+      );
       assert.equal((await ds.blocks.get('10-200-0-0-26'))?.spec.sequence, current.spec.sequence + 1);
     });
 
     it('two concurrent updates from the same resourceVersion: exactly one wins', async () => {
       const current = await ds.blocks.get('10-200-0-64-26');
       assert.ok(current);
-      const results = await Promise.allSettled([1, 2].map((n) => ds.blocks.update({ ...current, spec: { ...current.spec, sequence: current.spec.sequence + n } })));
+      const results = await Promise.allSettled(
+        [1, 2].map((n) =>
+          ds.blocks.update({ ...current, spec: { ...current.spec, sequence: current.spec.sequence + n } }),
+        ),
+      );
       assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
       const lost = results.find((r) => r.status === 'rejected');
       assert.ok(lost && isConflict(lost.reason));
@@ -99,7 +161,10 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
 
     it('update and delete of a missing object throw NotFound', async () => {
       const ghost = block('10.200.1.0/26');
-      await assert.rejects(ds.blocks.update({ ...ghost, metadata: { ...ghost.metadata, resourceVersion: '1' } }), isNotFound);
+      await assert.rejects(
+        ds.blocks.update({ ...ghost, metadata: { ...ghost.metadata, resourceVersion: '1' } }),
+        isNotFound,
+      );
       await assert.rejects(ds.blocks.delete('10-200-1-0-26'), isNotFound);
     });
 
@@ -107,15 +172,24 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
       const current = await ds.blocks.get('10-200-0-128-26');
       assert.ok(current);
       await ds.blocks.update({ ...current, spec: { ...current.spec, sequence: current.spec.sequence + 1 } });
-      await assert.rejects(ds.blocks.delete(current.metadata.name, { resourceVersion: current.metadata.resourceVersion }), isConflict);
-      await assert.rejects(ds.blocks.delete(current.metadata.name, { uid: '00000000-0000-0000-0000-000000000000' }), isConflict);
+      await assert.rejects(
+        ds.blocks.delete(current.metadata.name, { resourceVersion: current.metadata.resourceVersion }),
+        isConflict,
+      );
+      await assert.rejects(
+        ds.blocks.delete(current.metadata.name, { uid: '00000000-0000-0000-0000-000000000000' }),
+        isConflict,
+      );
       assert.ok(await ds.blocks.get(current.metadata.name));
     });
 
     it('delete with matching preconditions removes the object', async () => {
       const current = await ds.blocks.get('10-200-0-128-26');
       assert.ok(current);
-      await ds.blocks.delete(current.metadata.name, { resourceVersion: current.metadata.resourceVersion, uid: current.metadata.uid });
+      await ds.blocks.delete(current.metadata.name, {
+        resourceVersion: current.metadata.resourceVersion,
+        uid: current.metadata.uid,
+      });
       assert.equal(await ds.blocks.get(current.metadata.name), undefined);
     });
 
@@ -124,16 +198,30 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
       assert.ok(old);
       await ds.blocks.delete(old.metadata.name);
       const fresh = await ds.blocks.create(block('10.200.0.0/26'));
-      await assert.rejects(ds.blocks.update({ ...old, metadata: { ...old.metadata, resourceVersion: fresh.metadata.resourceVersion } }), isConflict);
+      await assert.rejects(
+        ds.blocks.update({
+          ...old,
+          metadata: { ...old.metadata, resourceVersion: fresh.metadata.resourceVersion },
+        }),
+        isConflict,
+      );
     });
 
     it('pools: status is dropped on create, kept by update, and written only by updateStatus', async () => {
       const created = await ds.pools.create(pool('contract-pool', '10.201.0.0/16'));
       assert.equal(created.status?.allocated, undefined);
-      const withStatus = await ds.pools.updateStatus({ ...created, status: { allocated: 7 }, spec: { ...created.spec, disabled: true } });
+      const withStatus = await ds.pools.updateStatus({
+        ...created,
+        status: { allocated: 7 },
+        spec: { ...created.spec, disabled: true },
+      });
       assert.equal(withStatus.status?.allocated, 7);
       assert.notEqual(withStatus.spec.disabled, true);
-      const updated = await ds.pools.update({ ...withStatus, status: { allocated: 1 }, spec: { ...withStatus.spec, disabled: true } });
+      const updated = await ds.pools.update({
+        ...withStatus,
+        status: { allocated: 1 },
+        spec: { ...withStatus.spec, disabled: true },
+      });
       assert.equal(updated.spec.disabled, true);
       assert.equal(updated.status?.allocated, 7);
       await assert.rejects(ds.pools.updateStatus({ ...created, status: { allocated: 9 } }), isConflict);

@@ -1,12 +1,25 @@
 /** Plain-object fixtures and a fake clock for the allocator tests (memory datastore). */
 import { checkBlockInvariants, MemoryDatastore, newStats } from '../../core/index.ts';
-import type { AllocatorOptions, AllocatorStats, IPAMConfigSpec, IPPool, IPPoolSpec, IPReservation, MemorySeed } from '../../core/index.ts';
+import type {
+  AllocatorOptions,
+  AllocatorStats,
+  IPAMConfigSpec,
+  IPPool,
+  IPPoolSpec,
+  IPReservation,
+  MemorySeed,
+} from '../../core/index.ts';
 
 export const T0 = Date.parse('2026-11-29T08:00:00Z');
 
 /** An IPPool object; `created` orders pools (older wins an overlap). */
 export function pool(name: string, spec: IPPoolSpec, created = '2026-11-01T00:00:00Z'): IPPool {
-  return { apiVersion: 'ipam.blockipam.io/v1alpha1', kind: 'IPPool', metadata: { name, creationTimestamp: created }, spec };
+  return {
+    apiVersion: 'ipam.blockipam.io/v1alpha1',
+    kind: 'IPPool',
+    metadata: { name, creationTimestamp: created },
+    spec,
+  };
 }
 
 export function reservation(name: string, cidrs: string[]): IPReservation {
@@ -24,14 +37,24 @@ export interface World {
 }
 
 /** A memory datastore seeded with pools, config, reservations, nodes and namespaces. */
-export function world(seed: { pools?: IPPool[]; config?: IPAMConfigSpec; reservations?: IPReservation[]; nodes?: Record<string, Record<string, string>>; namespaces?: Record<string, Record<string, string>> } = {}): World {
+export function world(
+  seed: {
+    pools?: IPPool[];
+    config?: IPAMConfigSpec;
+    reservations?: IPReservation[];
+    nodes?: Record<string, Record<string, string>>;
+    namespaces?: Record<string, Record<string, string>>;
+  } = {},
+): World {
   const now = { ms: T0 };
   const memorySeed: MemorySeed = {
     pools: seed.pools ?? [pool('default-v4', { cidr: '10.244.0.0/16' })],
     configs: seed.config ? [{ metadata: { name: 'default' }, spec: seed.config }] : [],
     reservations: seed.reservations ?? [],
     nodes: Object.entries(seed.nodes ?? {}).map(([name, labels]) => ({ metadata: { name, labels } })),
-    namespaces: Object.entries(seed.namespaces ?? {}).map(([name, labels]) => ({ metadata: { name, labels } })),
+    namespaces: Object.entries(seed.namespaces ?? {}).map(([name, labels]) => ({
+      metadata: { name, labels },
+    })),
   };
   const ds = new MemoryDatastore(memorySeed, { clock: () => now.ms });
   const stats = newStats();
@@ -50,6 +73,9 @@ export function world(seed: { pools?: IPPool[]; config?: IPAMConfigSpec; reserva
 }
 
 /** A pod reference for handle `net.<id>.eth0`. */
-export function pod(id: string, namespace = 'default'): { handle: string; pod: { namespace: string; name: string; uid: string } } {
+export function pod(
+  id: string,
+  namespace = 'default',
+): { handle: string; pod: { namespace: string; name: string; uid: string } } {
   return { handle: `net.${id}.eth0`, pod: { namespace, name: `pod-${id}`, uid: `uid-${id}` } };
 }

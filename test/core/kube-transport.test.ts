@@ -7,8 +7,21 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { isAlreadyExists, isApiError, isConflict, isInvalid, isNotFound, isUnavailable } from '../../core/index.ts';
-import { errorFor, inClusterConfig, isKubeconfigError, KubeTransport, loadKubeconfig } from '../../core/kube/index.ts';
+import {
+  isAlreadyExists,
+  isApiError,
+  isConflict,
+  isInvalid,
+  isNotFound,
+  isUnavailable,
+} from '../../core/index.ts';
+import {
+  errorFor,
+  inClusterConfig,
+  isKubeconfigError,
+  KubeTransport,
+  loadKubeconfig,
+} from '../../core/kube/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'blockipam-kubeconfig-'));
 const write = (name: string, text: string): string => {
@@ -54,7 +67,16 @@ contexts:
   });
   it('reads a named context with inline data, a token file and insecure-skip-tls-verify', () => {
     const config = loadKubeconfig(path, { context: 'other' });
-    assert.deepEqual([config.ca?.toString(), config.cert?.toString(), config.key?.toString(), config.tokenFile, config.insecureSkipTLSVerify], ['INLINE-CA', 'CERT', 'KEY', join(dir, 'token'), true]);
+    assert.deepEqual(
+      [
+        config.ca?.toString(),
+        config.cert?.toString(),
+        config.key?.toString(),
+        config.tokenFile,
+        config.insecureSkipTLSVerify,
+      ],
+      ['INLINE-CA', 'CERT', 'KEY', join(dir, 'token'), true],
+    );
   });
   it('refuses exec credentials, unknown contexts and missing files with KubeconfigError', () => {
     assert.throws(() => loadKubeconfig(path, { context: 'execy' }), isKubeconfigError);
@@ -63,14 +85,21 @@ contexts:
   });
   it('in-cluster: service host/port, CA and token file', () => {
     write('ca.crt', 'SA-CA');
-    const config = inClusterConfig({ KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' }, dir);
-    assert.deepEqual([config.server, config.ca?.toString(), config.tokenFile], ['https://[fd00::1]:443', 'SA-CA', join(dir, 'token')]);
+    const config = inClusterConfig(
+      { KUBERNETES_SERVICE_HOST: 'fd00::1', KUBERNETES_SERVICE_PORT: '443' },
+      dir,
+    );
+    assert.deepEqual(
+      [config.server, config.ca?.toString(), config.tokenFile],
+      ['https://[fd00::1]:443', 'SA-CA', join(dir, 'token')],
+    );
     assert.throws(() => inClusterConfig({}, dir), isKubeconfigError);
   });
 });
 
 describe('errorFor', () => {
-  const status = (reason: string, message = 'msg'): string => JSON.stringify({ kind: 'Status', reason, message, details: { name: 'x', kind: 'ipamblocks' } });
+  const status = (reason: string, message = 'msg'): string =>
+    JSON.stringify({ kind: 'Status', reason, message, details: { name: 'x', kind: 'ipamblocks' } });
   const cases: [number, string, (e: unknown) => boolean][] = [
     [404, status('NotFound'), isNotFound],
     [409, status('AlreadyExists'), isAlreadyExists],
@@ -81,8 +110,13 @@ describe('errorFor', () => {
     [503, 'not json', isUnavailable],
     [403, status('Forbidden'), isApiError],
   ];
-  for (const [code, body, guard] of cases) it(`HTTP ${code} → ${guard.name}`, () => assert.ok(guard(errorFor(code, body, 'GET /x'))));
-  it('keeps the API server message', () => assert.match(errorFor(422, status('Invalid', 'spec.cidr: Invalid value: "x"'), 'POST').message, /spec\.cidr/));
+  for (const [code, body, guard] of cases)
+    it(`HTTP ${code} → ${guard.name}`, () => assert.ok(guard(errorFor(code, body, 'GET /x'))));
+  it('keeps the API server message', () =>
+    assert.match(
+      errorFor(422, status('Invalid', 'spec.cidr: Invalid value: "x"'), 'POST').message,
+      /spec\.cidr/,
+    ));
 });
 
 describe('KubeTransport', () => {
@@ -96,7 +130,10 @@ describe('KubeTransport', () => {
       req.on('end', () => {
         seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
         if (req.url?.startsWith('/hang')) return; // never answers
-        if (req.url?.startsWith('/missing')) return void res.writeHead(404).end(JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'gone' }));
+        if (req.url?.startsWith('/missing'))
+          return void res
+            .writeHead(404)
+            .end(JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'gone' }));
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true }));
       });
     });
@@ -110,9 +147,17 @@ describe('KubeTransport', () => {
 
   it('sends JSON with the bearer token and query, counts requests', async () => {
     const api = new KubeTransport({ server: url, token: 't0k' });
-    const got = await api.request<{ ok: boolean }>('POST', '/apis/x', { body: { a: 1 }, query: { labelSelector: 'a=b,c', empty: '' } });
+    const got = await api.request<{ ok: boolean }>('POST', '/apis/x', {
+      body: { a: 1 },
+      query: { labelSelector: 'a=b,c', empty: '' },
+    });
     assert.deepEqual(got, { ok: true });
-    assert.deepEqual(seen.at(-1), { method: 'POST', url: '/apis/x?labelSelector=a%3Db%2Cc', auth: 'Bearer t0k', body: '{"a":1}' });
+    assert.deepEqual(seen.at(-1), {
+      method: 'POST',
+      url: '/apis/x?labelSelector=a%3Db%2Cc',
+      auth: 'Bearer t0k',
+      body: '{"a":1}',
+    });
     await assert.rejects(api.request('GET', '/missing'), isNotFound);
     assert.deepEqual(api.stats, { requests: 2, byMethod: { POST: 1, GET: 1 } });
     api.close();

@@ -2,4 +2,6 @@
 import { MemoryDatastore } from '../../core/index.ts';
 import { datastoreContract } from './datastore-contract.ts';
 
-datastoreContract('memory', () => Promise.resolve({ ds: new MemoryDatastore(), cleanup: () => Promise.resolve() }));
+datastoreContract('memory', () =>
+  Promise.resolve({ ds: new MemoryDatastore(), cleanup: () => Promise.resolve() }),
+);

@@ -3,7 +3,15 @@
 // API cost of a warm allocation.
 import assert from 'node:assert/strict';
 import { after, beforeEach, describe, it } from 'node:test';
-import { autoAssign, checkBlockInvariants, findByHandle, loadSnapshot, releaseAddresses, releaseByHandle, validatePool } from '../../core/index.ts';
+import {
+  autoAssign,
+  checkBlockInvariants,
+  findByHandle,
+  loadSnapshot,
+  releaseAddresses,
+  releaseByHandle,
+  validatePool,
+} from '../../core/index.ts';
 import type { IPPool, KubeDatastore } from '../../core/index.ts';
 import { kubeDatastore, wipe } from './core-cluster.ts';
 
@@ -15,7 +23,13 @@ after(async () => {
 });
 
 const pool = (name: string, spec: IPPool['spec']): IPPool => ({ metadata: { name }, spec });
-const req = (id: string, node = 'node-1') => ({ handle: `k8s-pod-network.${id}.eth0`, node, pod: { namespace: 'default', name: id, uid: `uid-${id}` }, nodeLabels: {}, namespaceLabels: {} });
+const req = (id: string, node = 'node-1') => ({
+  handle: `k8s-pod-network.${id}.eth0`,
+  node,
+  pod: { namespace: 'default', name: id, uid: `uid-${id}` },
+  nodeLabels: {},
+  namespaceLabels: {},
+});
 
 async function problems(): Promise<string[]> {
   return (await ds.blocks.list()).flatMap((b) => checkBlockInvariants(b, { nowMs: Date.now() }));
@@ -32,7 +46,10 @@ describe('core allocator on kube-apiserver', () => {
     const dual = await autoAssign(ds, { ...req('dual'), ipv6: true });
     assert.ok(dual.ok && dual.ipv4 && dual.ipv6);
     assert.equal(dual.ipv6.block, v6.ipv6.block, 'same node, same IPv6 block');
-    assert.deepEqual((await findByHandle(ds, 'k8s-pod-network.dual.eth0', { node: 'node-1' })).map((a) => a.family).sort(), [4, 6]);
+    assert.deepEqual(
+      (await findByHandle(ds, 'k8s-pod-network.dual.eth0', { node: 'node-1' })).map((a) => a.family).sort(),
+      [4, 6],
+    );
     assert.deepEqual(await problems(), []);
   });
 
@@ -43,7 +60,11 @@ describe('core allocator on kube-apiserver', () => {
     assert.equal((await autoAssign(ds, { ...req('b'), ipv6: true })).ok, true);
     const third = await autoAssign(ds, { ...req('c'), ipv6: true });
     assert.ok(!third.ok && third.reason === 'Exhausted', JSON.stringify(third));
-    assert.deepEqual(await findByHandle(ds, 'k8s-pod-network.c.eth0'), [], 'the IPv4 address was rolled back');
+    assert.deepEqual(
+      await findByHandle(ds, 'k8s-pod-network.c.eth0'),
+      [],
+      'the IPv4 address was rolled back',
+    );
     assert.deepEqual(await problems(), []);
   });
 
@@ -62,10 +83,15 @@ describe('core allocator on kube-apiserver', () => {
     assert.equal((await autoAssign(ds, req('x'))).ok, true);
     await ds.pools.delete('resize');
     const verdict = await validatePool(ds, pool('resize', { cidr: '10.83.0.0/16', blockSize: 28 }));
-    assert.ok(!verdict.ok && /overlaps IPAMBlock "10-83-[0-9-]+-26" of block size 26/.test(verdict.message), JSON.stringify(verdict));
+    assert.ok(
+      !verdict.ok && /overlaps IPAMBlock "10-83-[0-9-]+-26" of block size 26/.test(verdict.message),
+      JSON.stringify(verdict),
+    );
     await releaseByHandle(ds, 'k8s-pod-network.x.eth0', { node: 'node-1' });
     for (const b of await ds.blocks.list()) await ds.blocks.delete(b.metadata.name);
-    assert.deepEqual(await validatePool(ds, pool('resize', { cidr: '10.83.0.0/16', blockSize: 28 })), { ok: true });
+    assert.deepEqual(await validatePool(ds, pool('resize', { cidr: '10.83.0.0/16', blockSize: 28 })), {
+      ok: true,
+    });
   });
 
   it('a release with a stale sequence number changes nothing', async () => {
@@ -89,7 +115,8 @@ describe('core allocator on kube-apiserver', () => {
     const before = { ...ds.transport.stats.byMethod };
     assert.equal((await autoAssign(ds, { ...req('second'), snapshot })).ok, true);
     const delta: Record<string, number> = {};
-    for (const [method, count] of Object.entries(ds.transport.stats.byMethod)) if (count !== (before[method] ?? 0)) delta[method] = count - (before[method] ?? 0);
+    for (const [method, count] of Object.entries(ds.transport.stats.byMethod))
+      if (count !== (before[method] ?? 0)) delta[method] = count - (before[method] ?? 0);
     assert.deepEqual(delta, { GET: 1, PUT: 1 });
   });
 });

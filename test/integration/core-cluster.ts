@@ -18,7 +18,13 @@ export function installCrds(): void {
   if (installed) return;
   const apply = kubectl(['apply', '-f', crdDir]);
   if (apply.status !== 0) throw new Error(`kubectl apply crds failed: ${apply.stderr}`);
-  const wait = kubectl(['wait', '--for', 'condition=established', '--timeout=60s', ...KINDS.map((k) => `crd/${k}.ipam.blockipam.io`)]);
+  const wait = kubectl([
+    'wait',
+    '--for',
+    'condition=established',
+    '--timeout=60s',
+    ...KINDS.map((k) => `crd/${k}.ipam.blockipam.io`),
+  ]);
   if (wait.status !== 0) throw new Error(`CRDs not established: ${wait.stderr}`);
   installed = true;
 }

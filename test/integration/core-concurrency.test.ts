@@ -6,7 +6,17 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { addressTextAt, autoAssign, checkBlockInvariants, loadSnapshot, mustParseCidr, newStats, releaseByHandle, releaseEmptyBlocks, releaseNodeBlocks } from '../../core/index.ts';
+import {
+  addressTextAt,
+  autoAssign,
+  checkBlockInvariants,
+  loadSnapshot,
+  mustParseCidr,
+  newStats,
+  releaseByHandle,
+  releaseEmptyBlocks,
+  releaseNodeBlocks,
+} from '../../core/index.ts';
 import type { AllocatorStats, KubeDatastore, PoolSnapshot } from '../../core/index.ts';
 import { kubeDatastore, wipe } from './core-cluster.ts';
 
@@ -17,7 +27,10 @@ let ds: KubeDatastore;
 before(async () => {
   ds = kubeDatastore();
   await wipe(ds);
-  await ds.configs.create({ metadata: { name: 'default' }, spec: { maxBlocksPerNode: 1, emptyBlockReleaseSeconds: 0 } });
+  await ds.configs.create({
+    metadata: { name: 'default' },
+    spec: { maxBlocksPerNode: 1, emptyBlockReleaseSeconds: 0 },
+  });
   await ds.pools.create({ metadata: { name: 'concurrency' }, spec: { cidr: '10.60.0.0/23', blockSize: 26 } });
 });
 after(async () => {
@@ -28,11 +41,28 @@ after(async () => {
 /** handle → address, as the allocator reported. */
 type Model = Map<string, string>;
 
-async function allocate(node: string, ids: readonly number[], snapshot: PoolSnapshot, stats: AllocatorStats, model: Model): Promise<void> {
+async function allocate(
+  node: string,
+  ids: readonly number[],
+  snapshot: PoolSnapshot,
+  stats: AllocatorStats,
+  model: Model,
+): Promise<void> {
   const outcomes = await Promise.all(
     ids.map((i) => {
       const handle = `k8s-pod-network.${node}-c${i}.eth0`;
-      return autoAssign(ds, { handle, node, pod: { namespace: 'load', name: `${node}-p${i}`, uid: `${node}-u${i}` }, snapshot, nodeLabels: {}, namespaceLabels: {} }, { stats }).then((o) => ({ handle, o }));
+      return autoAssign(
+        ds,
+        {
+          handle,
+          node,
+          pod: { namespace: 'load', name: `${node}-p${i}`, uid: `${node}-u${i}` },
+          snapshot,
+          nodeLabels: {},
+          namespaceLabels: {},
+        },
+        { stats },
+      ).then((o) => ({ handle, o }));
     }),
   );
   for (const { handle, o } of outcomes) {
@@ -43,7 +73,10 @@ async function allocate(node: string, ids: readonly number[], snapshot: PoolSnap
 
 async function verify(model: Model): Promise<void> {
   const blocks = await ds.blocks.list();
-  assert.deepEqual(blocks.flatMap((b) => checkBlockInvariants(b, { nowMs: Date.now() })), []);
+  assert.deepEqual(
+    blocks.flatMap((b) => checkBlockInvariants(b, { nowMs: Date.now() })),
+    [],
+  );
   const persisted = new Map<string, string>();
   for (const block of blocks) {
     for (const [ordinal, allocation] of Object.entries(block.spec.allocations)) {
@@ -57,7 +90,11 @@ async function verify(model: Model): Promise<void> {
 }
 
 /** Runs releaseEmptyBlocks over all nodes until `stop.now`; counts passes. */
-async function releaseLoop(snapshot: PoolSnapshot, stats: AllocatorStats, stop: { now: boolean; passes: number; released: number }): Promise<void> {
+async function releaseLoop(
+  snapshot: PoolSnapshot,
+  stats: AllocatorStats,
+  stop: { now: boolean; passes: number; released: number },
+): Promise<void> {
   while (!stop.now) {
     const done = await releaseEmptyBlocks(ds, { settings: snapshot.settings }, { stats });
     stop.passes += 1;
@@ -78,7 +115,10 @@ it('9 nodes × 50 parallel allocations with borrowing, node deletion and a concu
     await Promise.all(NODES.map((node) => allocate(node, ids, snapshot, stats, model)));
     await verify(model);
     assert.equal(model.size, NODES.length * PER_NODE);
-    assert.ok(stats.borrows >= PER_NODE, `9 nodes share 8 blocks (maxBlocksPerNode 1): ≥ ${PER_NODE} borrowed, got ${stats.borrows}`);
+    assert.ok(
+      stats.borrows >= PER_NODE,
+      `9 nodes share 8 blocks (maxBlocksPerNode 1): ≥ ${PER_NODE} borrowed, got ${stats.borrows}`,
+    );
     const phase1 = { ...stats, ms: Date.now() - t0 };
 
     const [deletedA, deletedB, churner] = [NODES[0]!, NODES[1]!, NODES[8]!];
@@ -92,14 +132,22 @@ it('9 nodes × 50 parallel allocations with borrowing, node deletion and a concu
       const mine = [...model.keys()].filter((h) => h.includes(`.${churner}-`));
       await Promise.all(mine.map((h) => releaseByHandle(ds, h, { node: churner }, { stats })));
       for (const h of mine) model.delete(h);
-      await allocate(churner, ids.map((i) => i + 1000), snapshot, stats, model);
+      await allocate(
+        churner,
+        ids.map((i) => i + 1000),
+        snapshot,
+        stats,
+        model,
+      );
     };
     await Promise.all([deleteNode(deletedA), deleteNode(deletedB), churn()]);
     stop.now = true;
     await loop;
     await verify(model);
     console.log(`phase 1 (450 allocations): ${JSON.stringify(phase1)}`);
-    console.log(`total: ${JSON.stringify(stats)}; release loop passes ${stop.passes}, blocks released by it ${stop.released}; API requests ${ds.transport.stats.requests}; ${Date.now() - t0} ms`);
+    console.log(
+      `total: ${JSON.stringify(stats)}; release loop passes ${stop.passes}, blocks released by it ${stop.released}; API requests ${ds.transport.stats.requests}; ${Date.now() - t0} ms`,
+    );
   } finally {
     stop.now = true;
     await loop;

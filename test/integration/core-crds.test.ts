@@ -17,7 +17,10 @@ after(async () => {
   ds.close();
 });
 
-const pool = (name: string, spec: Record<string, unknown>): IPPool => ({ metadata: { name }, spec: spec as unknown as IPPool['spec'] });
+const pool = (name: string, spec: Record<string, unknown>): IPPool => ({
+  metadata: { name },
+  spec: spec as unknown as IPPool['spec'],
+});
 
 /** Asserts the promise fails with 422 and a message matching every pattern. */
 async function rejected(promise: Promise<unknown>, ...patterns: RegExp[]): Promise<void> {
@@ -34,18 +37,42 @@ describe('IPPool schema', () => {
     ['cidr that is not a CIDR', pool('bad-1', { cidr: '10.0.0.0' }), [/spec\.cidr/, /must be a CIDR/]],
     ['cidr with host bits', pool('bad-2', { cidr: '10.0.0.1/16' }), [/spec\.cidr/, /strictly masked/]],
     ['non-canonical IPv6', pool('bad-3', { cidr: 'FD00::/64', blockSize: 122 }), [/spec\.cidr/, /canonical/]],
-    ['IPv4 block size /32 (ptp cannot use it)', pool('bad-4', { cidr: '10.0.0.0/16', blockSize: 32 }), [/spec\.blockSize/, /20-30 for an IPv4/]],
+    [
+      'IPv4 block size /32 (ptp cannot use it)',
+      pool('bad-4', { cidr: '10.0.0.0/16', blockSize: 32 }),
+      [/spec\.blockSize/, /20-30 for an IPv4/],
+    ],
     ['IPv4 block size /31', pool('bad-5', { cidr: '10.0.0.0/16', blockSize: 31 }), [/spec\.blockSize/]],
     ['IPv6 block size /128', pool('bad-6', { cidr: 'fd00::/64', blockSize: 128 }), [/spec\.blockSize/]],
-    ['IPv6 block size /26', pool('bad-7', { cidr: 'fd00::/64', blockSize: 26 }), [/spec\.blockSize/, /116-126 for an IPv6/]],
+    [
+      'IPv6 block size /26',
+      pool('bad-7', { cidr: 'fd00::/64', blockSize: 26 }),
+      [/spec\.blockSize/, /116-126 for an IPv6/],
+    ],
     ['block size below 20', pool('bad-8', { cidr: '10.0.0.0/8', blockSize: 19 }), [/spec\.blockSize/]],
-    ['pool smaller than its default block', pool('bad-9', { cidr: '10.0.0.0/28' }), [/spec\.cidr/, /at least one block/]],
+    [
+      'pool smaller than its default block',
+      pool('bad-9', { cidr: '10.0.0.0/28' }),
+      [/spec\.cidr/, /at least one block/],
+    ],
     ['link-local range', pool('bad-10', { cidr: '169.254.0.0/16' }), [/spec\.cidr/, /link-local/]],
-    ['unknown assignmentMode', pool('bad-11', { cidr: '10.0.0.0/16', assignmentMode: 'Sometimes' }), [/spec\.assignmentMode/]],
-    ['selector operator In without values', pool('bad-12', { cidr: '10.0.0.0/16', nodeSelector: { matchExpressions: [{ key: 'a', operator: 'In' }] } }), [/spec\.nodeSelector\.matchExpressions\[0\]/]],
+    [
+      'unknown assignmentMode',
+      pool('bad-11', { cidr: '10.0.0.0/16', assignmentMode: 'Sometimes' }),
+      [/spec\.assignmentMode/],
+    ],
+    [
+      'selector operator In without values',
+      pool('bad-12', {
+        cidr: '10.0.0.0/16',
+        nodeSelector: { matchExpressions: [{ key: 'a', operator: 'In' }] },
+      }),
+      [/spec\.nodeSelector\.matchExpressions\[0\]/],
+    ],
     ['name longer than a label value', pool('p'.repeat(64), { cidr: '10.0.0.0/16' }), [/63 characters/]],
   ];
-  for (const [title, object, patterns] of cases) it(`rejects ${title}`, () => rejected(ds.pools.create(object), ...patterns));
+  for (const [title, object, patterns] of cases)
+    it(`rejects ${title}`, () => rejected(ds.pools.create(object), ...patterns));
 
   it('accepts a valid pool and applies defaults', async () => {
     const created = await ds.pools.create(pool('good', { cidr: '10.70.0.0/16' }));
@@ -54,16 +81,31 @@ describe('IPPool schema', () => {
   });
   it('cidr and blockSize are immutable', async () => {
     const good = (await ds.pools.get('good'))!;
-    await rejected(ds.pools.update({ ...good, spec: { ...good.spec, cidr: '10.71.0.0/16' } }), /spec\.cidr/, /immutable/);
-    await rejected(ds.pools.update({ ...good, spec: { ...good.spec, blockSize: 27 } }), /spec\.blockSize/, /immutable/);
+    await rejected(
+      ds.pools.update({ ...good, spec: { ...good.spec, cidr: '10.71.0.0/16' } }),
+      /spec\.cidr/,
+      /immutable/,
+    );
+    await rejected(
+      ds.pools.update({ ...good, spec: { ...good.spec, blockSize: 27 } }),
+      /spec\.blockSize/,
+      /immutable/,
+    );
     const sized = await ds.pools.create(pool('sized', { cidr: '10.72.0.0/16', blockSize: 26 }));
-    await rejected(ds.pools.update({ ...sized, spec: { ...sized.spec, blockSize: 27 } }), /spec\.blockSize/, /immutable/);
+    await rejected(
+      ds.pools.update({ ...sized, spec: { ...sized.spec, blockSize: 27 } }),
+      /spec\.blockSize/,
+      /immutable/,
+    );
     const updated = await ds.pools.update({ ...sized, spec: { ...sized.spec, disabled: true } });
     assert.equal(updated.spec.disabled, true, 'other fields stay mutable');
   });
   it('kubectl get ippools shows CIDR, block size, used and free; short name and category work', async () => {
     const sized = (await ds.pools.get('sized'))!;
-    await ds.pools.updateStatus({ ...sized, status: { capacity: 1000, allocated: 12, free: 988, blocks: 1 } });
+    await ds.pools.updateStatus({
+      ...sized,
+      status: { capacity: 1000, allocated: 12, free: 988, blocks: 1 },
+    });
     const out = kubectl(['get', 'ipp', 'sized']);
     assert.equal(out.status, 0, out.stderr);
     assert.match(out.stdout, /NAME\s+CIDR\s+BLOCK SIZE\s+USED\s+FREE\s+AGE/);
@@ -74,37 +116,77 @@ describe('IPPool schema', () => {
 });
 
 describe('IPAMConfig schema', () => {
-  const config = (name: string, spec: Record<string, unknown>): IPAMConfigObject => ({ metadata: { name }, spec });
+  const config = (name: string, spec: Record<string, unknown>): IPAMConfigObject => ({
+    metadata: { name },
+    spec,
+  });
   const cases: [string, IPAMConfigObject, RegExp[]][] = [
     ['a name other than "default"', config('other', {}), [/must be named "default"/]],
-    ['autoAllocateBlocks false without strictAffinity', config('default', { autoAllocateBlocks: false }), [/spec\.autoAllocateBlocks/, /requires strictAffinity/]],
-    ['cooldown longer than the empty-block delay', config('default', { ipCooldownSeconds: 600 }), [/spec\.emptyBlockReleaseSeconds/, /ipCooldownSeconds/]],
+    [
+      'autoAllocateBlocks false without strictAffinity',
+      config('default', { autoAllocateBlocks: false }),
+      [/spec\.autoAllocateBlocks/, /requires strictAffinity/],
+    ],
+    [
+      'cooldown longer than the empty-block delay',
+      config('default', { ipCooldownSeconds: 600 }),
+      [/spec\.emptyBlockReleaseSeconds/, /ipCooldownSeconds/],
+    ],
     ['maxBlocksPerNode 0', config('default', { maxBlocksPerNode: 0 }), [/spec\.maxBlocksPerNode/]],
   ];
-  for (const [title, object, patterns] of cases) it(`rejects ${title}`, () => rejected(ds.configs.create(object), ...patterns));
+  for (const [title, object, patterns] of cases)
+    it(`rejects ${title}`, () => rejected(ds.configs.create(object), ...patterns));
   it('accepts autoAllocateBlocks false with strictAffinity, and fills defaults', async () => {
-    const created = await ds.configs.create(config('default', { autoAllocateBlocks: false, strictAffinity: true }));
-    assert.deepEqual(created.spec, { autoAllocateBlocks: false, strictAffinity: true, maxBlocksPerNode: 20, ipCooldownSeconds: 0, emptyBlockReleaseSeconds: 300, leakGracePeriodSeconds: 900 });
+    const created = await ds.configs.create(
+      config('default', { autoAllocateBlocks: false, strictAffinity: true }),
+    );
+    assert.deepEqual(created.spec, {
+      autoAllocateBlocks: false,
+      strictAffinity: true,
+      maxBlocksPerNode: 20,
+      ipCooldownSeconds: 0,
+      emptyBlockReleaseSeconds: 300,
+      leakGracePeriodSeconds: 900,
+    });
     await ds.configs.delete('default');
   });
 });
 
 describe('IPAMBlock and IPReservation schemas', () => {
-  const block = (cidr: string): IPAMBlock => newBlock({ cidr: mustParseCidr(cidr), pool: 'good', node: 'n1', nowMs: Date.now() });
+  const block = (cidr: string): IPAMBlock =>
+    newBlock({ cidr: mustParseCidr(cidr), pool: 'good', node: 'n1', nowMs: Date.now() });
   it('rejects a name not derived from the CIDR', async () => {
     const b = block('10.70.0.0/26');
-    await rejected(ds.blocks.create({ ...b, metadata: { ...b.metadata, name: '10-70-0-64-26' } }), /name must be the CIDR/);
+    await rejected(
+      ds.blocks.create({ ...b, metadata: { ...b.metadata, name: '10-70-0-64-26' } }),
+      /name must be the CIDR/,
+    );
   });
   it('rejects a /31 block', async () => {
     const b = block('10.70.0.0/26');
-    await rejected(ds.blocks.create({ ...b, metadata: { ...b.metadata, name: '10-70-0-0-31' }, spec: { ...b.spec, cidr: '10.70.0.0/31' } }), /spec\.cidr/, /\/20-\/30/);
+    await rejected(
+      ds.blocks.create({
+        ...b,
+        metadata: { ...b.metadata, name: '10-70-0-0-31' },
+        spec: { ...b.spec, cidr: '10.70.0.0/31' },
+      }),
+      /spec\.cidr/,
+      /\/20-\/30/,
+    );
   });
   it('rejects a decreasing sequence number', async () => {
     const created = await ds.blocks.create(block('10.70.0.0/26'));
-    await rejected(ds.blocks.update({ ...created, spec: { ...created.spec, sequence: created.spec.sequence - 1 } }), /spec\.sequence/, /never decreases/);
+    await rejected(
+      ds.blocks.update({ ...created, spec: { ...created.spec, sequence: created.spec.sequence - 1 } }),
+      /spec\.sequence/,
+      /never decreases/,
+    );
   });
   it('rejects a reservation that is not a masked CIDR', async () => {
-    const r: IPReservation = { metadata: { name: 'r' }, spec: { reservedCIDRs: ['10.70.0.0/24', '10.70.1.1/24'] } };
+    const r: IPReservation = {
+      metadata: { name: 'r' },
+      spec: { reservedCIDRs: ['10.70.0.0/24', '10.70.1.1/24'] },
+    };
     await rejected(ds.reservations.create(r), /spec\.reservedCIDRs\[1\]/);
   });
 });
