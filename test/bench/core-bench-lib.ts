@@ -28,8 +28,9 @@ async function countRequests(
   op: (i: number) => Promise<void>,
 ): Promise<PerOp> {
   const before = { ...ds.transport.stats.byMethod };
+  const t0 = performance.now();
   for (let i = 0; i < runs; i++) await op(i);
-  const out: PerOp = {};
+  const out: PerOp = { ms: Math.round(((performance.now() - t0) / runs) * 10) / 10 };
   for (const [method, n] of Object.entries(ds.transport.stats.byMethod))
     if (n !== (before[method] ?? 0)) out[method] = (n - (before[method] ?? 0)) / runs;
   return out;
