@@ -11,7 +11,7 @@ import { cidrOf } from '../block/block.ts';
 import { affineSelector, familySelector } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
-import { allocateFromBlocks, inPools } from './block-choice.ts';
+import { allocateFromBlocks, holdsHandle, inPools } from './block-choice.ts';
 import type { TryOptions } from './block-choice.ts';
 import { claimBlock } from './claim.ts';
 import { contextOf } from './context.ts';
@@ -44,6 +44,7 @@ export async function autoAssign(
     ...((request.ipv4 ?? true) ? [4 as const] : []),
     ...(request.ipv6 ? [6 as const] : []),
   ];
+  if (families.length === 0) return { ok: false, reason: 'NoPool', message: 'no IP family requested' };
   const [inputs, affine] = await Promise.all([
     gatherInputs(ctx, request),
     ds.blocks.list({ labelSelector: affineSelector(request.node) }),
@@ -99,6 +100,7 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
   const own = { ...base, affinity: request.node };
   const eligible = inPools(choice.pools);
   let held = job.affine.filter((b) => cidrOf(b).family === family);
+  if (held.some((b) => holdsHandle(b, request.handle))) return found('handle', request.handle, family);
   let affine = held.filter(eligible);
   let limitHit = false;
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {

@@ -273,3 +273,20 @@ describe('autoAssign: pool choice', () => {
     });
   }
 });
+
+describe('autoAssign: handle already holding an address', () => {
+  it('is refused even when another affine block has room', async () => {
+    const w = world({ pools: [pool('p', { cidr: '10.12.0.0/24', blockSize: 30 })] });
+    await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options); // fills block 1 (one pod per /30)
+    await autoAssign(w.ds, { ...pod('b'), node: 'n1' }, w.options); // claims block 2
+    await releaseByHandle(w.ds, 'net.b.eth0', { node: 'n1' }, w.options); // block 2 has room again
+    const again = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    assert.ok(!again.ok && again.reason === 'HandleInUse', JSON.stringify(again));
+    assert.equal((await findByHandle(w.ds, 'net.a.eth0')).length, 1);
+  });
+  it('no family requested is a failure value', async () => {
+    const w = world();
+    const got = await autoAssign(w.ds, { ...pod('a'), node: 'n1', ipv4: false }, w.options);
+    assert.ok(!got.ok && got.reason === 'NoPool');
+  });
+});
