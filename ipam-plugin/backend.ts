@@ -5,6 +5,7 @@
  * datastore is a thrown {@link BackendUnavailableError} (reported as CNI code 11).
  */
 import type { Family } from './addr.ts';
+import type { HostLock } from './lock.ts';
 import type { NetConf } from './netconf.ts';
 import type { IpConfig } from './result.ts';
 
@@ -40,7 +41,9 @@ export interface AddRequest {
    * `timeoutMs` after the lock is held). Reads that need no lock (pod, namespace, snapshot)
    * belong before it, so the lock is held only for the compare-and-swap step.
    */
-  readonly critical: <T>(step: (signal: AbortSignal) => Promise<T>) => Promise<T>;
+  readonly critical: <T>(step: (signal: AbortSignal) => Promise<T>, held?: HostLock) => Promise<T>;
+  /** Takes the host lock only if it is free right now (for {@link critical}'s `held`). */
+  readonly tryLock: () => Promise<HostLock | undefined>;
 }
 
 export type AddOutcome =

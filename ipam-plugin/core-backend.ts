@@ -33,6 +33,7 @@ import type { NetConf } from './netconf.ts';
 import type { IpConfig } from './result.ts';
 import { loadInputs, type Inputs, type SnapshotCacheOptions } from './snapshot-cache.ts';
 import { poolStatus } from './pool-status.ts';
+import { prefetchAffineBlocks } from './prefetch.ts';
 
 export interface CoreBackendOptions {
   readonly ds: Datastore;
@@ -92,6 +93,10 @@ function toAddOutcome(o: AssignOutcome): AddOutcome {
   }
 }
 
+type PodContext =
+  | { pod?: CorePodRef; namespaceLabels: Record<string, string>; pools: string[]; ips: string[] }
+  | { problem: string };
+
 export function createCoreBackend(o: CoreBackendOptions): Backend {
   const { ds, conf } = o;
   let annotationReads = 0;
@@ -103,12 +108,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     node,
   });
 
-  async function podContext(
-    req: AddRequest,
-  ): Promise<
-    | { pod?: CorePodRef; namespaceLabels: Record<string, string>; pools: string[]; ips: string[] }
-    | { problem: string }
-  > {
+  async function podContext(req: AddRequest): Promise<PodContext> {
     if (!req.pod) return { namespaceLabels: {}, pools: [], ips: [] };
     annotationReads += 2;
     const [pod, ns] = await Promise.all([
@@ -126,35 +126,56 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     };
   }
 
-  async function add(req: AddRequest): Promise<AddOutcome> {
-    const pc = await podContext(req);
-    if ('problem' in pc) return { kind: 'rejected', message: pc.problem };
-    const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : pc.ips;
-    const pools = pc.pools.length > 0 ? pc.pools : [...req.pools[4], ...req.pools[6]];
-    const assign = async (inputs: Inputs): Promise<AssignOutcome> => {
+  type Prepared = { pc: Exclude<PodContext, { problem: string }>; inputs: Inputs };
+
+  /** Allocates with core; a failure decided on cached inputs is re-decided on fresh ones. */
+  async function allocate(req: AddRequest, p: Prepared, view: Datastore): Promise<AddOutcome> {
+    const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : p.pc.ips;
+    const pools = p.pc.pools.length > 0 ? p.pc.pools : [...req.pools[4], ...req.pools[6]];
+    const assign = (inputs: Inputs): Promise<AssignOutcome> => {
       snapshotCached = inputs.cached;
       const base = {
         handle: handleOf(req.attachment),
         network: req.attachment.network,
         node: req.node,
-        ...(pc.pod ? { pod: pc.pod } : {}),
+        ...(p.pc.pod ? { pod: p.pc.pod } : {}),
         nodeLabels: inputs.nodeLabels,
-        namespaceLabels: pc.namespaceLabels,
+        namespaceLabels: p.pc.namespaceLabels,
         ...(pools.length > 0 ? { pools } : {}),
         snapshot: inputs.snapshot,
       };
       return staticIPs.length > 0
-        ? assignIP(ds, { ...base, addresses: staticIPs })
-        : autoAssign(ds, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
+        ? assignIP(view, { ...base, addresses: staticIPs })
+        : autoAssign(view, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
     };
-    const inputs = await loadInputs(ds, cache(req.node));
-    const outcome = await req.critical(async (signal) => {
-      const first = await race(guard(assign(inputs)), signal);
-      const confirm =
-        !first.ok && inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken';
-      return confirm ? race(guard(loadInputs(ds, cache(req.node), true).then(assign)), signal) : first;
-    });
-    return toAddOutcome(outcome);
+    const first = await assign(p.inputs);
+    const confirm =
+      !first.ok && p.inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken';
+    return toAddOutcome(confirm ? await assign(await loadInputs(ds, cache(req.node), true)) : first);
+  }
+
+  async function prepare(req: AddRequest): Promise<Prepared | { problem: string }> {
+    const [pc, inputs] = await Promise.all([podContext(req), loadInputs(ds, cache(req.node))]);
+    return 'problem' in pc ? pc : { pc, inputs };
+  }
+
+  /**
+   * Lock free at once (no other ADD on this node): reads and the affine LIST in parallel under
+   * the lock. Otherwise: reads first, then wait for the lock and LIST + UPDATE under it.
+   */
+  async function add(req: AddRequest): Promise<AddOutcome> {
+    const held = req.staticIPs.length === 0 ? await req.tryLock() : undefined;
+    if (held) {
+      return req.critical(async (signal) => {
+        const view = prefetchAffineBlocks(ds, req.node);
+        const p = await race(guard(prepare(req)), signal);
+        if ('problem' in p) return { kind: 'rejected', message: p.problem };
+        return race(guard(allocate(req, p, view)), signal);
+      }, held);
+    }
+    const p = await prepare(req);
+    if ('problem' in p) return { kind: 'rejected', message: p.problem };
+    return req.critical((signal) => race(guard(allocate(req, p, ds)), signal));
   }
 
   return {

@@ -53,6 +53,8 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
     io.stderr.write(about);
     return 0;
   }
+  /** ms since process start when dispatch began (Node's performance.now origin). */
+  const startMs = performance.now();
   let stdin: string | undefined;
   const readStdin = (): string => (stdin ??= io.readStdin());
   let log: Logger | undefined;
@@ -74,9 +76,18 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       log,
       backend: async () => (backend ??= await deps.backend(conf)),
       lock: () => (deps.lock ?? acquireHostLock)(deps.lockName ?? defaultLockName, conf.lockTimeoutMs),
+      tryLock: () =>
+        (deps.lock ?? acquireHostLock)(deps.lockName ?? defaultLockName, 0).catch((e: unknown) => {
+          if (isLockTimeoutError(e)) return undefined;
+          throw e;
+        }),
     };
     const out = await commands[env.command](ctx);
-    log.log('info', 'done', backend?.stats?.() ?? {});
+    log.log('info', 'done', {
+      ...backend?.stats?.(),
+      startMs: Math.round(startMs),
+      totalMs: Math.round(performance.now()),
+    });
     return out === undefined ? 0 : emit(io, out);
   } catch (e) {
     const err = asCniError(e);

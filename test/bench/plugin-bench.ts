@@ -12,7 +12,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
@@ -195,7 +195,7 @@ async function main(): Promise<void> {
   const lines: string[] = [
     '## CNI plugin',
     '',
-    `Measured by \`node test/bench/plugin-bench.ts\` on ${new Date().toISOString().slice(0, 10)}: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback, Node ${process.version}.`,
+    `Measured by \`node test/bench/plugin-bench.ts\` on ${new Date().toISOString().slice(0, 10)}: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback, Node ${process.version}; load average at the start ${loadavg()[0]?.toFixed(1)} (other sessions share the machine).`,
     "Each IPAM binary is exec'd directly with the environment and stdin ptp would pass (cniVersion 1.0.0, CNI_ARGS with the five K8S_POD_* keys); times are spawn-to-exit wall clock.",
     `Sequential: ${WARMUP} warm-up ADDs, then ${RUNS} ADDs, then their ${RUNS} DELs. API requests come from kube-apiserver's \`apiserver_request_total\` (deltas per phase, divided by the number of calls).`,
     '',
