@@ -22,6 +22,8 @@ const argv = process.argv.slice(2);
 const RUNS = Number(argv[argv.indexOf('--runs') + 1] ?? 0) || 60;
 const WARMUP = 5;
 const BURST = 100;
+/** Calls per IPAM in the request-counting phase. */
+const COUNT = 20;
 const cp = controlPlane();
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-bench-'));
 const must = (args: string[], input?: string): void => {
@@ -134,14 +136,35 @@ async function phase(
   return { ms, requests: total(d), failures };
 }
 
-async function sequential(ipam: Ipam) {
+/** Warm-up, then API requests per ADD and per DEL over COUNT calls (this IPAM alone). */
+async function counted(ipam: Ipam) {
   const warm = Array.from({ length: WARMUP }, (_, i) => `${ipam.label}-w${i}`);
   await phase(ipam, 'ADD', warm);
-  const ids = Array.from({ length: RUNS }, (_, i) => `${ipam.label}-s${i}`);
+  const ids = Array.from({ length: COUNT }, (_, i) => `${ipam.label}-c${i}`);
   const add = await phase(ipam, 'ADD', ids);
   const del = await phase(ipam, 'DEL', ids);
   await phase(ipam, 'DEL', warm);
-  return { add, del };
+  return { add: add.requests / COUNT, del: del.requests / COUNT };
+}
+
+/**
+ * Latency: RUNS rounds, each running one ADD of every IPAM in turn, then the same for DEL, so
+ * that load from elsewhere on the machine falls on all of them alike.
+ */
+async function interleaved(list: readonly Ipam[]) {
+  const out = new Map(list.map((i) => [i.label, { add: [] as number[], del: [] as number[], failures: 0 }]));
+  for (const cmd of ['ADD', 'DEL'] as const) {
+    for (let n = 0; n < RUNS; n++) {
+      for (const ipam of list) {
+        const r = await timed(ipam.bin, cniEnv(cmd, `${ipam.label}-s${n}`), netconf(ipam));
+        const o = out.get(ipam.label);
+        if (!o) continue;
+        (cmd === 'ADD' ? o.add : o.del).push(r.ms);
+        if (r.status !== 0) o.failures++;
+      }
+    }
+  }
+  return out;
 }
 
 async function burst(ipam: Ipam) {
@@ -173,7 +196,7 @@ async function startup() {
 function selfCounted(): { add: number[]; annotation: number[]; del: number[] } {
   const lines = readFileSync(bipamLog, 'utf8')
     .split('\n')
-    .filter((l) => l.includes('"msg":"done"') && l.includes('-s'));
+    .filter((l) => l.includes('"msg":"done"') && (l.includes('-s') || l.includes('-c')));
   const parsed = lines.map(
     (l) => JSON.parse(l) as { cmd: string; apiRequests: number; annotationReads: number },
   );
@@ -187,8 +210,9 @@ function selfCounted(): { add: number[]; annotation: number[]; del: number[] } {
 
 async function main(): Promise<void> {
   const s = await startup();
-  const seq = new Map<string, Awaited<ReturnType<typeof sequential>>>();
-  for (const ipam of ipams) seq.set(ipam.label, await sequential(ipam));
+  const counts = new Map<string, Awaited<ReturnType<typeof counted>>>();
+  for (const ipam of ipams) counts.set(ipam.label, await counted(ipam));
+  const seq = await interleaved(ipams);
   const bursts = new Map<string, Awaited<ReturnType<typeof burst>>>();
   for (const ipam of [ipams[0], ipams[2]] as Ipam[]) bursts.set(ipam.label, await burst(ipam));
   const self = selfCounted();
@@ -197,7 +221,7 @@ async function main(): Promise<void> {
     '',
     `Measured by \`node test/bench/plugin-bench.ts\` on ${new Date().toISOString().slice(0, 10)}: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback, Node ${process.version}; load average at the start ${loadavg()[0]?.toFixed(1)} (other sessions share the machine).`,
     "Each IPAM binary is exec'd directly with the environment and stdin ptp would pass (cniVersion 1.0.0, CNI_ARGS with the five K8S_POD_* keys); times are spawn-to-exit wall clock.",
-    `Sequential: ${WARMUP} warm-up ADDs, then ${RUNS} ADDs, then their ${RUNS} DELs. API requests come from kube-apiserver's \`apiserver_request_total\` (deltas per phase, divided by the number of calls).`,
+    `Per IPAM, ${WARMUP} warm-up ADDs, then ${COUNT} ADDs and their DELs alone to count API requests (kube-apiserver's own \`apiserver_request_total\`, delta per phase / calls). Latency: ${RUNS} rounds of one ADD per IPAM in turn, then the same for DEL, so that load from elsewhere falls on all three alike.`,
     '',
     '### Start-up (VERSION, standalone executable)',
     '',
@@ -206,17 +230,18 @@ async function main(): Promise<void> {
     `| blockipam (Node SEA, ${Math.round(Number(spawnSync('stat', ['-c', '%s', blockipam], { encoding: 'utf8' }).stdout) / 1e6)} MB) | ${fmt(pct(s.version, 50))} | ${fmt(pct(s.version, 99))} |`,
     `| empty \`node\` process (floor) | ${fmt(pct(s.empty, 50))} | ${fmt(pct(s.empty, 99))} |`,
     '',
-    '### ADD and DEL latency (sequential, one node)',
+    '### ADD and DEL latency (sequential calls, one node)',
     '',
     '| IPAM | ADD p50 ms | ADD p99 ms | DEL p50 ms | DEL p99 ms | API requests / ADD | API requests / DEL | failures |',
     '|---|---|---|---|---|---|---|---|',
   ];
   for (const ipam of ipams) {
     const r = seq.get(ipam.label);
-    if (!r) continue;
-    const req = (n: number): string => (ipam.api ? (n / RUNS).toFixed(2) : '0 (files)');
+    const c = counts.get(ipam.label);
+    if (!r || !c) continue;
+    const req = (n: number): string => (ipam.api ? n.toFixed(2) : '0 (files)');
     lines.push(
-      `| ${ipam.label} | ${fmt(pct(r.add.ms, 50))} | ${fmt(pct(r.add.ms, 99))} | ${fmt(pct(r.del.ms, 50))} | ${fmt(pct(r.del.ms, 99))} | ${req(r.add.requests)} | ${req(r.del.requests)} | ${r.add.failures + r.del.failures} |`,
+      `| ${ipam.label} | ${fmt(pct(r.add, 50))} | ${fmt(pct(r.add, 99))} | ${fmt(pct(r.del, 50))} | ${fmt(pct(r.del, 99))} | ${req(c.add)} | ${req(c.del)} | ${r.failures} |`,
     );
   }
   lines.push(
