@@ -1,0 +1,169 @@
+/**
+ * The backend on core's allocator over the memory datastore: annotations steer pool and static
+ * address, the uncontended path reads the affine blocks once (prefetched), a stale prefetch
+ * still yields unique addresses (compare-and-swap), duplicate ADD, DEL, CHECK, GC, STATUS.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { isConflict, MemoryDatastore, type IPPool } from '../../core/index.ts';
+import type { AddRequest, Backend } from '../../ipam-plugin/backend.ts';
+import { createCoreBackend } from '../../ipam-plugin/core-backend.ts';
+import type { HostLock } from '../../ipam-plugin/lock.ts';
+import { parseNetConf } from '../../ipam-plugin/netconf.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'bipam-core-backend-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+const pool = (name: string, cidr: string, extra: Partial<IPPool['spec']> = {}): IPPool => ({
+  apiVersion: 'ipam.blockipam.io/v1alpha1',
+  kind: 'IPPool',
+  metadata: { name, creationTimestamp: `2026-01-0${name.length % 9}T00:00:00Z` },
+  spec: { cidr, blockSize: 26, ...extra },
+});
+
+function setup(seedPods = true): { ds: MemoryDatastore; backend: Backend } {
+  const ds = new MemoryDatastore({
+    pools: [pool('auto', '10.50.0.0/16'), pool('manual', '10.60.0.0/16', { assignmentMode: 'Manual' })],
+    namespaces: [
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name: 'ns1', annotations: { 'ipam.blockipam.io/ippools': '["manual"]' } },
+      },
+    ],
+    pods: seedPods
+      ? [
+          { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p1', namespace: 'ns1', uid: 'uid-p1' } },
+          {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: {
+              name: 'p2',
+              namespace: 'ns1',
+              uid: 'uid-p2',
+              annotations: { 'ipam.blockipam.io/ip-addrs': '["10.60.7.7"]' },
+            },
+          },
+        ]
+      : [],
+  });
+  const conf = parseNetConf(
+    JSON.stringify({
+      cniVersion: '1.1.0',
+      name: 'n',
+      ipam: { type: 'blockipam', nodeName: 'node-1', cacheDir: join(tmp, String(Math.random())) },
+    }),
+  );
+  return { ds, backend: createCoreBackend({ ds, conf, cacheKey: 'test' }) };
+}
+
+const noLock: HostLock = { release: () => Promise.resolve() };
+function req(id: string, extra: Partial<AddRequest> = {}): AddRequest {
+  return {
+    attachment: { network: 'n', containerID: id, ifname: 'eth0' },
+    node: 'node-1',
+    families: [4],
+    pools: { 4: [], 6: [] },
+    staticIPs: [],
+    critical: (step) => step(AbortSignal.timeout(10_000)),
+    tryLock: () => Promise.resolve(noLock),
+    ...extra,
+  };
+}
+const address = (o: Awaited<ReturnType<Backend['add']>>): string =>
+  o.kind === 'allocated' ? (o.ips[0]?.address ?? '') : o.kind;
+
+void describe('core backend (memory datastore)', () => {
+  void it('namespace annotation picks the Manual pool; pod annotation gives the static address', async () => {
+    const { backend } = setup();
+    assert.match(
+      address(await backend.add(req('a', { pod: { namespace: 'ns1', name: 'p1' } }))),
+      /^10\.60\./,
+    );
+    assert.equal(
+      address(await backend.add(req('b', { pod: { namespace: 'ns1', name: 'p2' } }))),
+      '10.60.7.7/26',
+    );
+    assert.match(address(await backend.add(req('c'))), /^10\.50\.\d+\.\d+\/26$/);
+  });
+  void it('uncontended ADD lists the affine blocks once; contended path lists inside the lock', async () => {
+    const { ds, backend } = setup();
+    await backend.add(req('warm'));
+    let lists = 0;
+    const orig = ds.blocks.list.bind(ds.blocks);
+    ds.blocks.list = (o) => (lists++, orig(o));
+    await backend.add(req('x'));
+    assert.equal(lists, 1);
+    await backend.add(req('y', { tryLock: () => Promise.resolve(undefined) }));
+    assert.equal(lists, 2);
+  });
+  void it('a prefetched LIST made stale by another writer still gives unique, stored addresses', async () => {
+    const { ds, backend } = setup();
+    await backend.add(req('warm'));
+    const other = createCoreBackend({
+      ds,
+      conf: parseNetConf(
+        JSON.stringify({
+          cniVersion: '1.1.0',
+          name: 'n',
+          ipam: { type: 'blockipam', nodeName: 'node-1', cacheDir: join(tmp, 'o') },
+        }),
+      ),
+      cacheKey: 't',
+    });
+    // The first ADD's critical step lets another ADD write the block between prefetch and UPDATE.
+    const racing = req('r1', {
+      critical: async (step) => {
+        const s = step(AbortSignal.timeout(10_000));
+        await other.add(req('r2'));
+        return s;
+      },
+    });
+    let conflicts = 0;
+    const update = ds.blocks.update.bind(ds.blocks);
+    ds.blocks.update = (o) =>
+      update(o).catch((e: unknown) => {
+        if (isConflict(e)) conflicts++;
+        throw e;
+      });
+    const [a, b] = [address(await backend.add(racing)), address(await other.add(req('r3')))];
+    assert.equal(conflicts, 1, 'the stale prefetch cost exactly one compare-and-swap conflict');
+    const stored = (await ds.blocks.list()).flatMap((bl) =>
+      Object.values(bl.spec.allocations).map((al) => al.handle),
+    );
+    assert.ok(a.startsWith('10.50.') && b.startsWith('10.50.'));
+    assert.deepEqual(stored.sort(), ['n.r1.eth0', 'n.r2.eth0', 'n.r3.eth0', 'n.warm.eth0']);
+  });
+  void it('duplicate ADD is refused and changes nothing; DEL releases; CHECK sees it', async () => {
+    const { backend } = setup();
+    const first = address(await backend.add(req('d')));
+    assert.equal((await backend.add(req('d'))).kind, 'duplicate');
+    const att = { network: 'n', containerID: 'd', ifname: 'eth0' };
+    assert.deepEqual(await backend.check(att, [first.split('/')[0] as string]), { kind: 'ok' });
+    assert.equal((await backend.check(att, ['10.99.9.9'])).kind, 'mismatch');
+    assert.equal(
+      await backend.del({ attachment: att, node: 'node-1', hintIPs: [], signal: AbortSignal.timeout(1000) }),
+      1,
+    );
+    assert.equal((await backend.check(att, [])).kind, 'missing');
+  });
+  void it("GC releases this network's stale allocations on this node only", async () => {
+    const { backend } = setup();
+    for (const id of ['g1', 'g2']) await backend.add(req(id));
+    const out = await backend.gc({
+      network: 'n',
+      node: 'node-1',
+      valid: [{ containerID: 'g1', ifname: 'eth0' }],
+      signal: AbortSignal.timeout(1000),
+    });
+    assert.deepEqual(out.released, ['n.g2.eth0']);
+  });
+  void it('STATUS: available, and unavailable for a pool with no room', async () => {
+    const { backend } = setup();
+    assert.deepEqual(await backend.status('node-1', [4], { 4: [], 6: [] }), { kind: 'available' });
+    assert.equal((await backend.status('node-1', [6], { 4: [], 6: [] })).kind, 'unavailable');
+  });
+});
