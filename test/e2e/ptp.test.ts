@@ -145,7 +145,10 @@ for (const [flavourOrFn, tag] of flavours) {
     void it('SIGKILL mid-ADD leaves nothing that a later ADD, DEL or GC cannot clean', async (t) => {
       const conf = w.conflist(0, ipam()).plugins[0] as Record<string, unknown>;
       const killed: string[] = [];
-      for (let delay = 10; delay <= 250; delay += 20) {
+      // Kill times sweep 10..250 ms, then keep growing (a slow machine) until some kill lands
+      // after the allocation was stored, so both kinds of leftovers are exercised.
+      const stored = (): boolean => killed.some((id) => fx.allocations().has(handle(id)));
+      for (let delay = 10; delay <= 250 || (delay <= 5000 && !stored()); delay += delay < 250 ? 20 : 250) {
         const id = `${tag}-k${delay}`;
         killed.push(id);
         await runInNode(w, 0, 'ADD', id, conf, {}, undefined, delay);
