@@ -174,10 +174,25 @@ import included), reading everything with paginated LISTs (500 per page) and run
 check; every run exits 0. Machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB; the API server,
 etcd and ipamctl share those cores.`);
   } finally {
-    await cleanCluster(ds, [ns]);
+    await cleanCluster(ds);
+    await deleteAllPods(ds, ns);
     await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
     ds.close();
   }
+}
+
+/**
+ * Deletes every pod of `ns`. kube-apiserver cuts a DELETE collection at its own request timeout
+ * (60 s) — 20,000 pods take longer on 2 cores — so it is sent again until the LIST is empty.
+ */
+async function deleteAllPods(ds: KubeDatastore, ns: string): Promise<void> {
+  const path = `/api/v1/namespaces/${ns}/pods`;
+  for (let attempt = 1; attempt <= 20; attempt++) {
+    await ds.transport.request('DELETE', path, { query: { gracePeriodSeconds: '0' } }).catch(() => undefined);
+    const left = await ds.transport.request<{ items?: unknown[] }>('GET', path, { query: { limit: '1' } });
+    if ((left.items ?? []).length === 0) return;
+  }
+  process.stderr.write(`pods of ${ns} still present after 20 DELETE collections\n`);
 }
 
 await main();
