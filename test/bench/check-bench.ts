@@ -15,6 +15,7 @@ import { cpus, totalmem } from 'node:os';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { format } from 'prettier';
 import { addressTextAt, KubeDatastore, parseCidr } from '../../core/index.ts';
 import { KubeTransport, loadKubeconfig } from '../../core/kube/index.ts';
 import type { Pod } from '../../core/index.ts';
@@ -45,6 +46,7 @@ const NODES = 50;
 // 16 requests in flight: keeps both cores of the API server busy without 429s.
 const CONCURRENCY = 16;
 const root = fileURLToPath(new URL('../../', import.meta.url));
+const PRETTIER = JSON.parse(readFileSync(`${root}.prettierrc.json`, 'utf8')) as Record<string, unknown>;
 
 /** Runs `work` over `items` with at most CONCURRENCY in flight. */
 async function bounded<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
@@ -126,7 +128,7 @@ function median(xs: readonly number[]): number {
 }
 
 /** Replaces the body of `## ipamctl` in docs/benchmarks.md (creating the file or section). */
-function writeSection(body: string): void {
+async function writeSection(body: string): Promise<void> {
   const path = `${root}docs/benchmarks.md`;
   let text: string;
   try {
@@ -135,7 +137,8 @@ function writeSection(body: string): void {
     text = '# Benchmarks\n';
   }
   const start = text.indexOf('\n## ipamctl\n');
-  const section = `\n## ipamctl\n\n${body.trim()}\n`;
+  // Formatted as the repository's `prettier --check .` expects (padded tables).
+  const section = `\n${(await format(`## ipamctl\n\n${body.trim()}\n`, { parser: 'markdown', ...PRETTIER })).trimEnd()}\n`;
   if (start < 0) text = `${text.trimEnd()}\n${section}`;
   else {
     const end = text.indexOf('\n## ', start + 1);
@@ -158,7 +161,7 @@ async function main(): Promise<void> {
     const fmt = (s: number): string => `${s.toFixed(2)} s`;
     const line = `check over ${BLOCKS} blocks / ${BLOCKS * PER_BLOCK} allocations / ${BLOCKS * PER_BLOCK} pods / ${NODES} nodes: median ${fmt(median(times))} (min ${fmt(Math.min(...times))}, max ${fmt(Math.max(...times))}, ${RUNS} runs, exit 0 each)`;
     console.log(line);
-    writeSection(`Measured by \`node_modules/.bin/node test/bench/check-bench.ts\` (${new Date().toISOString().slice(0, 10)}).
+    await writeSection(`Measured by \`node_modules/.bin/node test/bench/check-bench.ts\` (${new Date().toISOString().slice(0, 10)}).
 
 | What | Figure |
 | --- | --- |
