@@ -18,8 +18,10 @@ export function describeFailure(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   if (isCliError(error) || isKubeconfigError(error)) return message;
   if (isUnavailable(error)) return `cannot reach the Kubernetes API server (${message}); nothing was changed`;
-  if (isNotFound(error) && /ipam\.blockipam\.io/.test(message))
-    return `the blockipam CRDs are not installed in this cluster (${message})`;
+  // A LIST of a kind the API server does not serve answers 404 "page not found".
+  if (isNotFound(error) && /ipam\.blockipam\.io/.test(`${error.object} ${message}`)) {
+    return `the blockipam CRDs are not installed in this cluster (kubectl apply -f crds/): ${error.object}: ${message}`;
+  }
   if (isApiError(error) && (error.status === 401 || error.status === 403))
     return `the API server refused the request: ${message}`;
   if (isConflict(error))

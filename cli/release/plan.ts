@@ -64,7 +64,7 @@ export async function recheck(ds: KubeDatastore, leak: LeakedAllocation): Promis
   }
   if (leak.namespace && leak.pod) {
     const pod = await ds.getPod(leak.namespace, leak.pod);
-    if (pod && (leak.podUID === undefined || pod.metadata.uid === leak.podUID))
+    if (pod && (!leak.podUID || pod.metadata.uid === leak.podUID))
       return `its pod ${leak.namespace}/${leak.pod} exists`;
   }
   if (leak.reason === 'leaked-node-deleted' && (await ds.getNode(leak.node)))
