@@ -167,6 +167,14 @@ async function interleaved(list: readonly Ipam[]) {
   return out;
 }
 
+/** Latency of consecutive calls of one IPAM: RUNS ADDs back to back, then their DELs. */
+async function backToBack(ipam: Ipam) {
+  const ids = Array.from({ length: RUNS }, (_, i) => `${ipam.label}-q${i}`);
+  const add = await phase(ipam, 'ADD', ids);
+  const del = await phase(ipam, 'DEL', ids);
+  return { add: add.ms, del: del.ms, failures: add.failures + del.failures };
+}
+
 async function burst(ipam: Ipam) {
   const ids = Array.from({ length: BURST }, (_, i) => `${ipam.label}-b${i}`);
   const before = await counters();
@@ -196,7 +204,7 @@ async function startup() {
 function selfCounted(): { add: number[]; annotation: number[]; del: number[] } {
   const lines = readFileSync(bipamLog, 'utf8')
     .split('\n')
-    .filter((l) => l.includes('"msg":"done"') && (l.includes('-s') || l.includes('-c')));
+    .filter((l) => l.includes('"msg":"done"') && /"containerID":"blockipam-[scq]/.test(l));
   const parsed = lines.map(
     (l) => JSON.parse(l) as { cmd: string; apiRequests: number; annotationReads: number },
   );
@@ -213,6 +221,8 @@ async function main(): Promise<void> {
   const counts = new Map<string, Awaited<ReturnType<typeof counted>>>();
   for (const ipam of ipams) counts.set(ipam.label, await counted(ipam));
   const seq = await interleaved(ipams);
+  const b2b = new Map<string, Awaited<ReturnType<typeof backToBack>>>();
+  for (const ipam of ipams) b2b.set(ipam.label, await backToBack(ipam));
   const bursts = new Map<string, Awaited<ReturnType<typeof burst>>>();
   for (const ipam of [ipams[0], ipams[2]] as Ipam[]) bursts.set(ipam.label, await burst(ipam));
   const self = selfCounted();
@@ -221,7 +231,7 @@ async function main(): Promise<void> {
     '',
     `Measured by \`node test/bench/plugin-bench.ts\` on ${new Date().toISOString().slice(0, 10)}: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback, Node ${process.version}; load average at the start ${loadavg()[0]?.toFixed(1)} (other sessions share the machine).`,
     "Each IPAM binary is exec'd directly with the environment and stdin ptp would pass (cniVersion 1.0.0, CNI_ARGS with the five K8S_POD_* keys); times are spawn-to-exit wall clock.",
-    `Per IPAM, ${WARMUP} warm-up ADDs, then ${COUNT} ADDs and their DELs alone to count API requests (kube-apiserver's own \`apiserver_request_total\`, delta per phase / calls). Latency: ${RUNS} rounds of one ADD per IPAM in turn, then the same for DEL, so that load from elsewhere falls on all three alike.`,
+    `Per IPAM, ${WARMUP} warm-up ADDs, then ${COUNT} ADDs and their DELs alone to count API requests (kube-apiserver's own \`apiserver_request_total\`, delta per phase / calls). Latency: ${RUNS} ADDs then their DELs per IPAM, spaced and back to back (below).`,
     '',
     '### Start-up (VERSION, standalone executable)',
     '',
@@ -230,19 +240,26 @@ async function main(): Promise<void> {
     `| blockipam (Node SEA, ${Math.round(Number(spawnSync('stat', ['-c', '%s', blockipam], { encoding: 'utf8' }).stdout) / 1e6)} MB) | ${fmt(pct(s.version, 50))} | ${fmt(pct(s.version, 99))} |`,
     `| empty \`node\` process (floor) | ${fmt(pct(s.empty, 50))} | ${fmt(pct(s.empty, 99))} |`,
     '',
-    '### ADD and DEL latency (sequential calls, one node)',
+    '### ADD and DEL latency, one node',
     '',
-    '| IPAM | ADD p50 ms | ADD p99 ms | DEL p50 ms | DEL p99 ms | API requests / ADD | API requests / DEL | failures |',
-    '|---|---|---|---|---|---|---|---|',
+    '*Spaced*: the three IPAMs take turns, so consecutive calls of one IPAM are ~100 ms apart. *Back to back*: one IPAM alone, each call starting when the previous one ended (a node starting pods one after another).',
+    '',
+    '| IPAM | calls | ADD p50 ms | ADD p99 ms | DEL p50 ms | DEL p99 ms | API requests / ADD | API requests / DEL | failures |',
+    '|---|---|---|---|---|---|---|---|---|',
   ];
-  for (const ipam of ipams) {
-    const r = seq.get(ipam.label);
-    const c = counts.get(ipam.label);
-    if (!r || !c) continue;
-    const req = (n: number): string => (ipam.api ? n.toFixed(2) : '0 (files)');
-    lines.push(
-      `| ${ipam.label} | ${fmt(pct(r.add, 50))} | ${fmt(pct(r.add, 99))} | ${fmt(pct(r.del, 50))} | ${fmt(pct(r.del, 99))} | ${req(c.add)} | ${req(c.del)} | ${r.failures} |`,
-    );
+  for (const [mode, data] of [
+    ['spaced', seq],
+    ['back to back', b2b],
+  ] as const) {
+    for (const ipam of ipams) {
+      const r = data.get(ipam.label);
+      const c = counts.get(ipam.label);
+      if (!r || !c) continue;
+      const req = (n: number): string => (ipam.api ? n.toFixed(2) : '0 (files)');
+      lines.push(
+        `| ${ipam.label} | ${mode} | ${fmt(pct(r.add, 50))} | ${fmt(pct(r.add, 99))} | ${fmt(pct(r.del, 50))} | ${fmt(pct(r.del, 99))} | ${req(c.add)} | ${req(c.del)} | ${r.failures} |`,
+      );
+    }
   }
   lines.push(
     '',
