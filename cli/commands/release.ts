@@ -3,7 +3,6 @@
  * (docs/design-cli.md §Release safety). Prints its plan; changes nothing without --yes.
  */
 import { resolve } from 'node:path';
-import { releaseAddresses } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { readReport } from '../audit/report.ts';
@@ -16,6 +15,7 @@ import { CliError, EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
 import { renderTable } from '../output.ts';
+import { applyPlan } from '../release/apply.ts';
 import { leakedInEveryReport, recheckAll } from '../release/plan.ts';
 import type { Candidate } from '../release/plan.ts';
 
@@ -126,6 +126,7 @@ async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidat
   );
 }
 
+/** Prints the skips and the plan, then (with --yes) releases; returns the exit code. */
 async function execute(
   ds: KubeDatastore,
   candidates: readonly Candidate[],
@@ -149,43 +150,24 @@ async function execute(
     return skipped.length > 0 && args.ip !== undefined ? EXIT.PROBLEMS : EXIT.OK;
   }
   println(io.stdout, `${args.yes ? 'Releasing' : 'Would release'} ${go.length} allocation(s):`);
-  const headers = ['ADDRESS', 'BLOCK', 'HANDLE', 'SEQUENCE', 'POD', 'NODE', 'REASON'];
-  println(
-    io.stdout,
-    renderTable({
-      headers,
-      rows: go.map((l) => [
-        l.address,
-        l.block,
-        l.handle,
-        String(l.sequence),
-        l.pod ? `${l.namespace ?? ''}/${l.pod}` : '-',
-        l.node,
-        l.reason,
-      ]),
-    }),
-  );
+  println(io.stdout, planTable(go));
   if (!args.yes) {
     println(io.stderr, 'Nothing was changed: re-run with --yes to release these.');
     return EXIT.UNCONFIRMED;
   }
-  const result = await releaseAddresses(
-    ds,
-    go.map((l) => ({
-      address: l.address,
-      handle: l.handle,
-      sequence: l.sequence,
-      block: l.block,
-      ...(l.podUID ? { podUID: l.podUID } : {}),
-    })),
-  );
-  const released = new Set(result.released.map((r) => `${r.block}|${r.address}`));
-  const missed = go.filter((l) => !released.has(`${l.block}|${l.address}`));
-  for (const l of missed)
-    println(
-      io.stdout,
-      `not released ${l.address} (IPAMBlock ${l.block}): it changed after the re-check (handle / sequence precondition)`,
-    );
-  println(io.stdout, `Released ${released.size} of ${go.length}.`);
-  return missed.length === 0 ? EXIT.OK : EXIT.PROBLEMS;
+  return applyPlan(ds, go, io);
+}
+
+function planTable(go: readonly LeakedAllocation[]): string {
+  const headers = ['ADDRESS', 'BLOCK', 'HANDLE', 'SEQUENCE', 'POD', 'NODE', 'REASON'];
+  const rows = go.map((l) => [
+    l.address,
+    l.block,
+    l.handle,
+    String(l.sequence),
+    l.pod ? `${l.namespace ?? ''}/${l.pod}` : '-',
+    l.node,
+    l.reason,
+  ]);
+  return renderTable({ headers, rows });
 }

@@ -9,6 +9,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { assignIP, autoAssign, handleOf, releaseByHandle } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
 import type { Report } from '../../cli/audit/report.ts';
+import { applyPlan } from '../../cli/release/apply.ts';
 import {
   adminDatastore,
   blockObject,
@@ -154,6 +155,33 @@ describe('ipamctl release (real API server)', () => {
     assert.match(out.stdout, /Nothing to release\./);
     const owner = await ipamctl(['show', '--ip', address, '-o', 'json']);
     assert.equal((JSON.parse(owner.stdout) as { owners: { handle: string }[] }).owners[0]?.handle, handleB);
+  });
+
+  test('the write carries handle + sequence preconditions: an entry that changed after the re-check is left alone', async () => {
+    await seedTwoLeaks();
+    const r1 = await report('race');
+    const [a, b] = (JSON.parse(readFileSync(r1, 'utf8')) as Report).leaked;
+    assert.ok(a && b);
+    // As if .8 was released and handed out again (same handle, next sequence) between re-check and write.
+    const block = await ds.blocks.get('10-244-0-0-26');
+    assert.ok(block?.spec.allocations[8]);
+    block.spec.sequence += 1;
+    block.spec.allocations[8] = { ...block.spec.allocations[8], sequence: block.spec.sequence };
+    await ds.blocks.update(block);
+    let stdout = '';
+    const code = await applyPlan(ds, [a, b], {
+      argv: [],
+      env: {},
+      stdout: { write: (t: string) => (stdout += t) },
+      stderr: { write: () => true },
+    });
+    assert.equal(code, 1);
+    assert.match(
+      stdout,
+      /not released 10\.244\.0\.8 \(IPAMBlock 10-244-0-0-26\): it changed after the re-check/,
+    );
+    assert.match(stdout, /Released 1 of 2\./);
+    assert.deepEqual(await allocations(), { 8: 'net.b.eth0' });
   });
 
   test('a report from another cluster is refused and nothing is released', async () => {

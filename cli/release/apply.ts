@@ -1,0 +1,39 @@
+/**
+ * The write step of `ipamctl release`: frees planned allocations with handle + sequence-number
+ * (+ pod UID) preconditions through core's releaseAddresses (each a compare-and-swap UPDATE of
+ * its block). An entry that changed after the re-check is left alone and reported.
+ */
+import { releaseAddresses } from '../../core/index.ts';
+import type { KubeDatastore } from '../../core/index.ts';
+import type { LeakedAllocation } from '../audit/problems.ts';
+import { EXIT, println } from '../io.ts';
+import type { ExitCode, Io } from '../io.ts';
+
+/**
+ * Releases with handle + sequence-number (+ pod UID) preconditions (core's releaseAddresses);
+ * an entry that changed since the re-check is left alone and reported.
+ * @returns 0 when everything was released, 1 otherwise
+ */
+export async function applyPlan(
+  ds: KubeDatastore,
+  go: readonly LeakedAllocation[],
+  io: Io,
+): Promise<ExitCode> {
+  const items = go.map((l) => ({
+    address: l.address,
+    handle: l.handle,
+    sequence: l.sequence,
+    block: l.block,
+    ...(l.podUID ? { podUID: l.podUID } : {}),
+  }));
+  const result = await releaseAddresses(ds, items);
+  const released = new Set(result.released.map((r) => `${r.block}|${r.address}`));
+  const missed = go.filter((l) => !released.has(`${l.block}|${l.address}`));
+  for (const l of missed)
+    println(
+      io.stdout,
+      `not released ${l.address} (IPAMBlock ${l.block}): it changed after the re-check (handle / sequence precondition)`,
+    );
+  println(io.stdout, `Released ${released.size} of ${go.length}.`);
+  return missed.length === 0 ? EXIT.OK : EXIT.PROBLEMS;
+}
