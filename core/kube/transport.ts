@@ -5,7 +5,12 @@
  * docs/design-core.md §Import cost). Counts requests for the benchmarks.
  */
 import { readFileSync } from 'node:fs';
-import http from 'node:http';
+import type {
+  Agent as HttpAgent,
+  ClientRequest,
+  IncomingMessage,
+  RequestOptions as HttpRequestOptions,
+} from 'node:http';
 import https from 'node:https';
 import { AlreadyExistsError } from '../errors/already-exists.ts';
 import { ApiError } from '../errors/api-error.ts';
@@ -19,6 +24,12 @@ import type { KubeClientConfig } from './config.ts';
 export interface TransportStats {
   requests: number;
   byMethod: Record<string, number>;
+}
+
+/** How requests are sent: node:https (or node:http) request and its keep-alive agent. */
+interface Client {
+  request: (options: HttpRequestOptions, callback: (res: IncomingMessage) => void) => ClientRequest;
+  agent: HttpAgent;
 }
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -54,7 +65,9 @@ const NETWORK_CODES = new Set([
 export class KubeTransport {
   readonly stats: TransportStats = { requests: 0, byMethod: {} };
   readonly #config: KubeClientConfig;
-  readonly #agent: http.Agent;
+  /** The request function and keep-alive agent; node:http is only loaded for an http:// server. */
+  #client: Promise<Client> | undefined;
+  #ready: Client | undefined;
   readonly #timeoutMs: number;
   readonly #url: URL;
   #token: { value: string; readAt: number } | undefined;
@@ -66,16 +79,6 @@ export class KubeTransport {
     this.#config = config;
     this.#url = new URL(config.server);
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    this.#agent =
-      this.#url.protocol === 'http:'
-        ? new http.Agent({ keepAlive: true })
-        : new https.Agent({
-            keepAlive: true,
-            ca: config.ca,
-            cert: config.cert,
-            key: config.key,
-            rejectUnauthorized: !config.insecureSkipTLSVerify,
-          });
   }
 
   /**
@@ -95,10 +98,40 @@ export class KubeTransport {
 
   /** Closes idle keep-alive connections (lets the process exit). */
   close(): void {
-    this.#agent.destroy();
+    this.#ready?.agent.destroy();
+    this.#ready = undefined;
+    this.#client = undefined;
   }
 
-  #send(method: Method, path: string, options: RequestOptions): Promise<{ status: number; text: string }> {
+  #connect(): Promise<Client> {
+    const config = this.#config;
+    this.#client ??= (
+      this.#url.protocol === 'http:'
+        ? // Loading node:http costs ~25 ms of CPU at start-up; only plain-HTTP servers (tests) need it.
+          import('node:http').then((http) => ({
+            request: http.request,
+            agent: new http.Agent({ keepAlive: true }),
+          }))
+        : Promise.resolve({
+            request: https.request,
+            agent: new https.Agent({
+              keepAlive: true,
+              ca: config.ca,
+              cert: config.cert,
+              key: config.key,
+              rejectUnauthorized: !config.insecureSkipTLSVerify,
+            }),
+          })
+    ).then((client) => (this.#ready = client));
+    return this.#client;
+  }
+
+  async #send(
+    method: Method,
+    path: string,
+    options: RequestOptions,
+  ): Promise<{ status: number; text: string }> {
+    const client = await this.#connect();
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     const headers: Record<string, string> = {
       Accept: options.accept ?? 'application/json',
@@ -110,9 +143,8 @@ export class KubeTransport {
     }
     const token = this.#bearer();
     if (token) headers.Authorization = `Bearer ${token}`;
-    const lib = this.#url.protocol === 'http:' ? http : https;
     return new Promise((resolve, reject) => {
-      const req = lib.request(
+      const req = client.request(
         {
           protocol: this.#url.protocol,
           hostname: this.#url.hostname.replace(/^\[|\]$/g, ''),
@@ -120,7 +152,7 @@ export class KubeTransport {
           method,
           path,
           headers,
-          agent: this.#agent,
+          agent: client.agent,
         },
         (res) => {
           const chunks: Buffer[] = [];
