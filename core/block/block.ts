@@ -151,11 +151,14 @@ export function releaseHandle(
     (ok ? released : refused).push({ ordinal: Number(key), allocation });
   }
   if (released.length === 0) return { block, released, refused };
+  // Never earlier than the last release: nodes' clocks differ, and `freed` stays in order (I7).
+  const last = block.spec.freed.at(-1);
+  const releaseTime = Math.max(nowMs, last ? Date.parse(last.releasedAt) : 0);
   const allocations = { ...block.spec.allocations };
   for (const { ordinal } of released) delete allocations[ordinal];
   const freed = [
     ...block.spec.freed,
-    ...released.map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(nowMs) })),
+    ...released.map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(releaseTime) })),
   ];
   return { block: withSpec(block, { ...block.spec, allocations, freed }), released, refused };
 }

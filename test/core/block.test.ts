@@ -234,3 +234,16 @@ describe('encoding size', () => {
     assert.ok(bytes < 32 * 1024, `${bytes} bytes`);
   });
 });
+
+describe('release order under clock skew', () => {
+  it('a release by a node whose clock is behind keeps freed in order', () => {
+    let b = filled(fresh(), 2);
+    b = releaseHandle(b, 'net.c1.eth0', {}, T0 + 60_000).block;
+    b = releaseHandle(b, 'net.c2.eth0', {}, T0 + 1_000).block; // a node 59 s behind
+    assert.deepEqual(checkBlockInvariants(b, { nowMs: T0 + 60_000 }), []);
+    assert.deepEqual(
+      b.spec.freed.map((f) => f.releasedAt),
+      ['2026-11-29T08:01:00Z', '2026-11-29T08:01:00Z'],
+    );
+  });
+});
