@@ -23,6 +23,7 @@ export function printSummary(out: TextOut, report: Report, limit: number): void 
   println(
     out,
     `  at resourceVersions ${Object.entries(resourceVersions)
+      .sort(([a], [b]) => (a === 'ipamblocks' ? -1 : b === 'ipamblocks' ? 1 : a.localeCompare(b)))
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   );
@@ -47,7 +48,7 @@ export function printSummary(out: TextOut, report: Report, limit: number): void 
   println(out);
   const leaks =
     report.leaked.length > 0
-      ? `; ${report.leaked.length} leaked allocations can be released with ipamctl release --from-report`
+      ? `; ${report.leaked.length} leaked allocation(s) can be released (check -o FILE, then release --from-report FILE)`
       : '';
   println(
     out,
