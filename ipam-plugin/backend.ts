@@ -5,7 +5,6 @@
  * datastore is a thrown {@link BackendUnavailableError} (reported as CNI code 11).
  */
 import type { Family } from './addr.ts';
-import type { HostLock } from './lock.ts';
 import type { NetConf } from './netconf.ts';
 import type { IpConfig } from './result.ts';
 
@@ -41,9 +40,9 @@ export interface AddRequest {
    * `timeoutMs` after the lock is held). Reads that need no lock (pod, namespace, snapshot)
    * belong before it, so the lock is held only for the compare-and-swap step.
    */
-  readonly critical: <T>(step: (signal: AbortSignal) => Promise<T>, held?: HostLock) => Promise<T>;
-  /** Takes the host lock only if it is free right now (for {@link critical}'s `held`). */
-  readonly tryLock: () => Promise<HostLock | undefined>;
+  readonly critical: <T>(step: (signal: AbortSignal, waited: boolean) => Promise<T>) => Promise<T>;
+  /** Whether the host lock is free right now (a racy hint: no other ADD is in its critical step). */
+  readonly lockFree: () => Promise<boolean>;
 }
 
 export type AddOutcome =

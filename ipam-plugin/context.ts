@@ -16,8 +16,8 @@ export interface CommandContext {
   backend(): Promise<Backend>;
   /** Takes the host lock, waiting at most `conf.lockTimeoutMs`. */
   lock(): Promise<HostLock>;
-  /** Takes the host lock if it is free right now, else undefined. */
-  tryLock(): Promise<HostLock | undefined>;
+  /** Whether the host lock is free right now (a racy hint). */
+  lockFree(): Promise<boolean>;
 }
 
 /** A command's output: the document for stdout (ADD), or undefined (nothing on stdout). */
@@ -30,20 +30,19 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
 }
 
 /**
- * Runs `step` holding the host lock (`held`, or taken here), with an AbortSignal that fires
- * `conf.timeoutMs` after the lock was obtained. The lock is released on every path.
+ * Runs `step` holding the host lock, with an AbortSignal that fires `conf.timeoutMs` after the
+ * lock was obtained and whether it had to wait for another holder. Released on every path.
  * @throws whatever `step` throws; LockTimeoutError when the lock is not obtained in time
  */
 export async function underLock<T>(
   ctx: CommandContext,
-  step: (signal: AbortSignal) => Promise<T>,
-  held?: HostLock,
+  step: (signal: AbortSignal, waited: boolean) => Promise<T>,
 ): Promise<T> {
   const waitStart = Date.now();
-  const lock = held ?? (await ctx.lock());
+  const lock = await ctx.lock();
   ctx.log.log('debug', 'host lock held', { waitedMs: Date.now() - waitStart });
   try {
-    return await step(AbortSignal.timeout(ctx.conf.timeoutMs));
+    return await step(AbortSignal.timeout(ctx.conf.timeoutMs), lock.waited ?? false);
   } finally {
     await lock.release();
   }

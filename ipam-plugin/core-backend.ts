@@ -160,22 +160,20 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   }
 
   /**
-   * Lock free at once (no other ADD on this node): reads and the affine LIST in parallel under
-   * the lock. Otherwise: reads first, then wait for the lock and LIST + UPDATE under it.
+   * Reads (pod, namespace, snapshot) happen before the lock. When the lock looks free, the
+   * affine-block LIST starts with them and is used under the lock if it was obtained without
+   * waiting (no other ADD ran its critical step meanwhile, most likely): one round trip under
+   * the lock. Otherwise core LISTs under the lock: LIST + UPDATE. The lock is never held across
+   * a TLS handshake or the annotation reads, so hand-over stays fast under a burst.
    */
   async function add(req: AddRequest): Promise<AddOutcome> {
-    const held = req.staticIPs.length === 0 ? await req.tryLock() : undefined;
-    if (held) {
-      return req.critical(async (signal) => {
-        const view = prefetchAffineBlocks(ds, req.node);
-        const p = await race(guard(prepare(req)), signal);
-        if ('problem' in p) return { kind: 'rejected', message: p.problem };
-        return race(guard(allocate(req, p, view)), signal);
-      }, held);
-    }
+    const view =
+      req.staticIPs.length === 0 && (await req.lockFree()) ? prefetchAffineBlocks(ds, req.node) : undefined;
     const p = await prepare(req);
     if ('problem' in p) return { kind: 'rejected', message: p.problem };
-    return req.critical((signal) => race(guard(allocate(req, p, ds)), signal));
+    return req.critical((signal, waited) =>
+      race(guard(allocate(req, p, view && !waited ? view : ds)), signal),
+    );
   }
 
   return {

@@ -16,7 +16,13 @@ import { version } from './commands/version.ts';
 import type { Command, CommandContext } from './context.ts';
 import { parseEnv, type CniCommand, type Env } from './env.ts';
 import { CniCode, CniError, toErrorDocument } from './errors.ts';
-import { acquireHostLock, defaultLockName, isLockTimeoutError, type HostLock } from './lock.ts';
+import {
+  acquireHostLock,
+  defaultLockName,
+  isHostLockFree,
+  isLockTimeoutError,
+  type HostLock,
+} from './lock.ts';
 import { createLogger, type Logger, type Sink } from './log.ts';
 import { parseNetConf } from './netconf.ts';
 import { currentVersion, isSupportedVersion, requireCommandAllowed, supportedVersions } from './versions.ts';
@@ -35,6 +41,8 @@ export interface Deps {
   readonly lock?: (name: string, timeoutMs: number) => Promise<HostLock>;
   /** Default {@link defaultLockName}. */
   readonly lockName?: string;
+  /** Default: {@link isHostLockFree}. */
+  readonly lockFree?: (name: string) => Promise<boolean>;
 }
 
 const commands: Readonly<Record<Exclude<CniCommand, 'VERSION'>, Command>> = {
@@ -76,11 +84,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       log,
       backend: async () => (backend ??= await deps.backend(conf)),
       lock: () => (deps.lock ?? acquireHostLock)(deps.lockName ?? defaultLockName, conf.lockTimeoutMs),
-      tryLock: () =>
-        (deps.lock ?? acquireHostLock)(deps.lockName ?? defaultLockName, 0).catch((e: unknown) => {
-          if (isLockTimeoutError(e)) return undefined;
-          throw e;
-        }),
+      lockFree: () => (deps.lockFree ?? isHostLockFree)(deps.lockName ?? defaultLockName),
     };
     const out = await commands[env.command](ctx);
     log.log('info', 'done', {

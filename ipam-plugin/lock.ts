@@ -17,6 +17,8 @@ export const defaultLockName = 'blockipam/ipam.lock';
 const pollMs = 200;
 
 export interface HostLock {
+  /** True when another process held the lock when this one first asked (it had to wait). */
+  readonly waited?: boolean;
   /** Releases the lock; idempotent. */
   release(): Promise<void>;
 }
@@ -70,18 +72,30 @@ function waitForHolder(name: string, until: number): Promise<void> {
  */
 export async function acquireHostLock(name: string = defaultLockName, timeoutMs = 60_000): Promise<HostLock> {
   const until = Date.now() + timeoutMs;
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const server = await tryBind(name);
-    if (server) return holding(server);
+    if (server) return holding(server, attempt > 0);
     if (Date.now() >= until)
       throw new LockTimeoutError(`host lock ${name} not acquired within ${timeoutMs} ms`);
     await waitForHolder(name, until);
   }
 }
 
-function holding(server: Server): HostLock {
+/**
+ * Whether the lock is free right now: binds and at once unbinds the name. A hint only (the
+ * answer can be stale the moment it is returned).
+ */
+export async function isHostLockFree(name: string = defaultLockName): Promise<boolean> {
+  const server = await tryBind(name);
+  if (!server) return false;
+  await holding(server, false).release();
+  return true;
+}
+
+function holding(server: Server, waited: boolean): HostLock {
   let released = false;
   return {
+    waited,
     release() {
       if (released) return Promise.resolve();
       released = true;

@@ -34,8 +34,8 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
     families: ctx.conf.families,
     pools: ctx.conf.pools,
     staticIPs,
-    critical: (step, held) => underLock(ctx, step, held),
-    tryLock: () => ctx.tryLock(),
+    critical: (step) => underLock(ctx, step),
+    lockFree: () => ctx.lockFree(),
   });
   const ips = allocatedOrThrow(outcome);
   ctx.log.log('info', 'allocated', { ips: ips.map((i) => i.address) });

@@ -11,7 +11,6 @@ import { after, describe, it } from 'node:test';
 import { isConflict, MemoryDatastore, type IPPool } from '../../core/index.ts';
 import type { AddRequest, Backend } from '../../ipam-plugin/backend.ts';
 import { createCoreBackend } from '../../ipam-plugin/core-backend.ts';
-import type { HostLock } from '../../ipam-plugin/lock.ts';
 import { parseNetConf } from '../../ipam-plugin/netconf.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-core-backend-'));
@@ -60,7 +59,6 @@ function setup(seedPods = true): { ds: MemoryDatastore; backend: Backend } {
   return { ds, backend: createCoreBackend({ ds, conf, cacheKey: 'test' }) };
 }
 
-const noLock: HostLock = { release: () => Promise.resolve() };
 function req(id: string, extra: Partial<AddRequest> = {}): AddRequest {
   return {
     attachment: { network: 'n', containerID: id, ifname: 'eth0' },
@@ -68,8 +66,8 @@ function req(id: string, extra: Partial<AddRequest> = {}): AddRequest {
     families: [4],
     pools: { 4: [], 6: [] },
     staticIPs: [],
-    critical: (step) => step(AbortSignal.timeout(10_000)),
-    tryLock: () => Promise.resolve(noLock),
+    critical: (step) => step(AbortSignal.timeout(10_000), false),
+    lockFree: () => Promise.resolve(true),
     ...extra,
   };
 }
@@ -89,7 +87,7 @@ void describe('core backend (memory datastore)', () => {
     );
     assert.match(address(await backend.add(req('c'))), /^10\.50\.\d+\.\d+\/26$/);
   });
-  void it('uncontended ADD lists the affine blocks once; contended path lists inside the lock', async () => {
+  void it('a free lock: the affine blocks are listed once (prefetched); a busy lock: listed under the lock', async () => {
     const { ds, backend } = setup();
     await backend.add(req('warm'));
     let lists = 0;
@@ -97,8 +95,10 @@ void describe('core backend (memory datastore)', () => {
     ds.blocks.list = (o) => (lists++, orig(o));
     await backend.add(req('x'));
     assert.equal(lists, 1);
-    await backend.add(req('y', { tryLock: () => Promise.resolve(undefined) }));
+    await backend.add(req('y', { lockFree: () => Promise.resolve(false) }));
     assert.equal(lists, 2);
+    await backend.add(req('z', { critical: (step) => step(AbortSignal.timeout(10_000), true) }));
+    assert.equal(lists, 4, 'a prefetch made while another holder ran is not used: core lists again');
   });
   void it('a prefetched LIST made stale by another writer still gives unique, stored addresses', async () => {
     const { ds, backend } = setup();
@@ -114,12 +114,11 @@ void describe('core backend (memory datastore)', () => {
       ),
       cacheKey: 't',
     });
-    // The first ADD's critical step lets another ADD write the block between prefetch and UPDATE.
+    // Another ADD writes the block after r1's prefetched LIST and before r1's critical step.
     const racing = req('r1', {
       critical: async (step) => {
-        const s = step(AbortSignal.timeout(10_000));
         await other.add(req('r2'));
-        return s;
+        return step(AbortSignal.timeout(10_000), false);
       },
     });
     let conflicts = 0;
