@@ -7,19 +7,19 @@
  * Warm cost (an affine block has room, snapshot and labels given): 1 LIST + 1 UPDATE.
  */
 import type { IPFamily } from '../address/ip.ts';
-import { cidrOf, isEmpty } from '../block/block.ts';
+import { cidrOf } from '../block/block.ts';
 import { affineSelector, familySelector } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { allocateFromBlocks, holdsHandle, inPools } from './block-choice.ts';
 import type { TryOptions } from './block-choice.ts';
 import { claimBlock } from './claim.ts';
+import type { BlockLimit } from './claim.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
 import { assigned } from './describe.ts';
 import { selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
-import { deleteIfUnchanged } from './release.ts';
 import { gatherInputs, ownerOf, rollback } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, AutoAssignRequest } from './types.ts';
 
@@ -107,13 +107,17 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const got = await allocateFromBlocks(ctx, affine, { ...own, mode: 'fresh' });
     if (got !== undefined) return found(got, request.handle, family);
-    limitHit = held.length >= snapshot.settings.maxBlocksPerNode;
-    if (!snapshot.settings.autoAllocateBlocks || limitHit) break;
-    const claim = await claimWithinLimit(ctx, choice.pools, request.node, family, snapshot);
-    if (!claim) break;
-    const fresh = claim.block && (await allocateFromBlocks(ctx, [claim.block], { ...own, mode: 'fresh' }));
-    if (fresh) return found(fresh, request.handle, family);
-    held = claim.held;
+    limitHit ||= held.length >= snapshot.settings.maxBlocksPerNode;
+    if (!snapshot.settings.autoAllocateBlocks || held.length >= snapshot.settings.maxBlocksPerNode) break;
+    const limit = { held: held.length, max: snapshot.settings.maxBlocksPerNode };
+    const claimed = await claimFirst(ctx, choice.pools, request.node, snapshot, limit);
+    if (!claimed) break;
+    // 'limit': a concurrent ADD of this node claimed meanwhile — use its block (next round).
+    limitHit = claimed === 'limit';
+    const fresh =
+      claimed === 'limit' ? undefined : await allocateFromBlocks(ctx, [claimed], { ...own, mode: 'fresh' });
+    if (fresh !== undefined) return found(fresh, request.handle, family);
+    held = await ctx.ds.blocks.list({ labelSelector: affineSelector(request.node, family) });
     affine = held.filter(eligible);
   }
   const cooling = await allocateFromBlocks(ctx, affine, { ...own, mode: 'any' });
@@ -137,41 +141,13 @@ async function claimFirst(
   pools: readonly IPPool[],
   node: string,
   snapshot: PoolSnapshot,
-): Promise<IPAMBlock | undefined> {
+  limit: BlockLimit,
+): Promise<IPAMBlock | 'limit' | undefined> {
   for (const pool of pools) {
-    const block = await claimBlock(ctx, pool, node, snapshot.reservations);
+    const block = await claimBlock(ctx, pool, node, snapshot.reservations, limit);
     if (block) return block;
   }
   return undefined;
-}
-
-/**
- * Claims a block, then re-lists the node's blocks of the family: if concurrent claims took it past
- * maxBlocksPerNode and the new block is among the excess (order: creationTimestamp, name — the
- * same for every observer) and still empty, it is deleted again (resourceVersion + uid
- * preconditions). Costs one LIST per claim; keeps the limit close to exact without a host lock.
- * @returns undefined when no block could be claimed; `block` absent when ours was excess
- */
-async function claimWithinLimit(
-  ctx: Context,
-  pools: readonly IPPool[],
-  node: string,
-  family: IPFamily,
-  snapshot: PoolSnapshot,
-): Promise<{ block?: IPAMBlock; held: IPAMBlock[] } | undefined> {
-  const claimed = await claimFirst(ctx, pools, node, snapshot);
-  if (!claimed) return undefined;
-  const held = await ctx.ds.blocks.list({ labelSelector: affineSelector(node, family) });
-  const order = [...held].sort(
-    (a, b) =>
-      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-      a.metadata.name.localeCompare(b.metadata.name),
-  );
-  const excess = order
-    .slice(snapshot.settings.maxBlocksPerNode)
-    .find((b) => b.metadata.name === claimed.metadata.name);
-  if (!excess || !isEmpty(excess) || !(await deleteIfUnchanged(ctx, excess))) return { block: claimed, held };
-  return { held: held.filter((b) => b !== excess) };
 }
 
 /**

@@ -11,7 +11,7 @@ import { blockNameOf, cidrFromBlockName } from '../address/block-cidr.ts';
 import { bitsOf, cidrLast, cidrsOverlap } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { newBlock } from '../block/block.ts';
-import { REGION_PREFIX, regionOf, regionSelector } from '../block/labels.ts';
+import { nodeLabel, REGION_PREFIX, regionOf, regionSelector } from '../block/labels.ts';
 import { isAlreadyExists } from '../errors/already-exists.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import type { Context } from './context.ts';
@@ -43,7 +43,8 @@ export async function claimBlock(
   pool: IPPool,
   node: string,
   reservations: readonly Cidr[],
-): Promise<IPAMBlock | undefined> {
+  limit?: BlockLimit,
+): Promise<IPAMBlock | 'limit' | undefined> {
   const cidr = poolCidr(pool);
   const blockSize = poolBlockSize(pool);
   const areaPrefix = Math.max(cidr.prefixLength, REGION_PREFIX[cidr.family]);
@@ -64,13 +65,25 @@ export async function claimBlock(
       blockSize,
       reservations,
       start: step === 0n ? offset % perArea : 0n,
+      ...(limit ? { limit } : {}),
     });
     if (block) return block;
   }
   return undefined;
 }
 
+/**
+ * maxBlocksPerNode as the caller saw it: `held` blocks when it listed the node's blocks. The
+ * region LIST right before the CREATE is a fresher view; when it shows the node at the limit
+ * already (a concurrent ADD of the node claimed meanwhile), the claim stops with 'limit'.
+ */
+export interface BlockLimit {
+  held: number;
+  max: number;
+}
+
 interface AreaClaim {
+  limit?: BlockLimit;
   pool: IPPool;
   node: string;
   /** The part of the pool searched: the pool ∩ one region. */
@@ -82,9 +95,10 @@ interface AreaClaim {
 }
 
 /** One LIST of the region's block metadata, then CREATEs until one wins or the area is full. */
-async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | undefined> {
+async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'limit' | undefined> {
   const { area, blockSize, node, pool } = job;
-  const taken = await listTakenSpans(ctx, area, blockSize, job.reservations);
+  const { taken, affineHere } = await listTakenSpans(ctx, area, blockSize, job.reservations, node);
+  if (job.limit && Math.max(job.limit.held, affineHere) >= job.limit.max) return 'limit';
   const count = 1n << BigInt(blockSize - area.prefixLength);
   let start = job.start;
   for (let attempt = 0; attempt < MAX_CREATE_ATTEMPTS; attempt++) {
@@ -115,13 +129,18 @@ async function listTakenSpans(
   area: Cidr,
   blockSize: number,
   reservations: readonly Cidr[],
-): Promise<Span[]> {
+  node: string,
+): Promise<{ taken: Span[]; affineHere: number }> {
   const metas = await ctx.ds.blocks.listMetadata({ labelSelector: regionSelector(regionOf(area)) });
   const ranges: Cidr[] = metas.map((meta) => cidrFromBlockName(meta.name)).filter((c) => c !== undefined);
   // A reservation covering a whole block makes that block useless; a smaller one only removes
   // ordinals (block.ts pickOrdinal's `excluded`).
   ranges.push(...reservations.filter((r) => r.family === area.family && r.prefixLength <= blockSize));
-  return mergeSpans(ranges.map((range) => spanOf(area, blockSize, range)).filter((s) => s !== undefined));
+  const mine = nodeLabel(node);
+  return {
+    taken: mergeSpans(ranges.map((range) => spanOf(area, blockSize, range)).filter((s) => s !== undefined)),
+    affineHere: metas.filter((meta) => meta.labels?.[mine] === 'affine').length,
+  };
 }
 
 /** The block indexes of `pool` a range touches, or undefined when it lies outside the pool. */

@@ -53,7 +53,7 @@ async function main(): Promise<void> {
     '|---|---|',
     `| warm allocations per second (affine block has room) | ${memory['warm allocations/s']} |`,
     `| allocations that claim a new block, per second | ${memory['allocations that claim a block/s']} |`,
-    `| datastore reads per claim (LIST affine blocks, metadata LIST of one /16 region, LIST affine blocks for the limit check) | ${memory['reads per claim']} |`,
+    `| datastore reads per claim (LIST affine blocks, metadata LIST of one /16 region) | ${memory['reads per claim']} |`,
     '',
     'The claim search starts at a node-derived offset, LISTs the block metadata of one /16 region (≤ 1,024 blocks of /26; ~160 here) and jumps over merged taken spans: its cost grows with the blocks of a region, never with the pool size or the total number of blocks.',
     '',

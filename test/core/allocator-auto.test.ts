@@ -13,6 +13,8 @@ import {
   parseIP,
   releaseByHandle,
 } from '../../core/index.ts';
+import { claimBlock } from '../../core/allocator/claim.ts';
+import { contextOf } from '../../core/allocator/context.ts';
 import { pod, pool, reservation, T0, world } from './fixtures.ts';
 
 describe('autoAssign: blocks', () => {
@@ -165,7 +167,7 @@ describe('autoAssign: claim search', () => {
     assert.ok(extra.ok && extra.ipv4?.borrowed);
   });
 
-  it('a claim reads 3 lists (affine blocks, one /16 region, affine blocks again), not the 10,000 blocks of the pool', async () => {
+  it('a claim reads 2 lists (affine blocks, one /16 region), not the 10,000 blocks of the pool', async () => {
     // 10,000 blocks spread over all 64 /16 regions of the /10 (7919 is prime: distinct indexes).
     const at = (i: number): bigint => (10n << 24n) + BigInt((i * 7919) % 65536) * 64n;
     const blocks = Array.from({ length: 10_000 }, (_, i) =>
@@ -186,7 +188,7 @@ describe('autoAssign: claim search', () => {
       w.options,
     );
     assert.ok(got.ok && got.ipv4);
-    assert.equal(w.ds.stats.reads - before.reads, 3);
+    assert.equal(w.ds.stats.reads - before.reads, 2);
     const listed = w.ds.stats.listed - before.listed;
     assert.ok(listed > 1 && listed < 400, `listed ${listed} objects: one region's blocks (~156), not 10,000`);
     assert.ok(!blocks.some((b) => b.spec.cidr === got.ipv4?.blockCidr));
@@ -274,8 +276,22 @@ describe('autoAssign: pool choice', () => {
   }
 });
 
+describe('claimBlock: fresh view of the limit', () => {
+  it('stops with "limit" when the region LIST shows the node already at maxBlocksPerNode', async () => {
+    const w = world({ pools: [pool('p', { cidr: '10.14.0.0/24', blockSize: 28 })] });
+    const p = (await loadSnapshot(w.ds)).usable[0]!;
+    const ctx = contextOf(w.ds, w.options);
+    const first = await claimBlock(ctx, p, 'n1', [], { held: 0, max: 1 });
+    assert.ok(first && first !== 'limit');
+    // The caller listed 0 blocks before a concurrent ADD claimed `first`: the region LIST sees it.
+    assert.equal(await claimBlock(ctx, p, 'n1', [], { held: 0, max: 1 }), 'limit');
+    const second = await claimBlock(ctx, p, 'n1', [], { held: 0, max: 2 });
+    assert.ok(second && second !== 'limit' && second.metadata.name !== first.metadata.name);
+  });
+});
+
 describe('autoAssign: maxBlocksPerNode under parallel ADDs', () => {
-  it('52 parallel allocations on one node with the limit at 4 end with 4 blocks (excess claims undone)', async () => {
+  it('52 parallel allocations on one node with the limit at 4 (memory store) end with 4 blocks', async () => {
     const w = world({
       pools: [pool('p', { cidr: '10.13.0.0/24', blockSize: 28 })],
       config: { maxBlocksPerNode: 4 },
