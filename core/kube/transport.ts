@@ -48,6 +48,13 @@ export interface RequestOptions {
 
 // 30 s: API requests normally take milliseconds; this only bounds a hung connection.
 const DEFAULT_TIMEOUT_MS = 30_000;
+// 429 Too Many Requests is the API server's "retry later" (priority and fairness, or a CRD's
+// storage still initialising right after it became Established). client-go retries it honouring
+// Retry-After; so do we, boundedly: at most 5 retries, each wait capped at 1 s so a CNI call's
+// budget is not spent here.
+const MAX_429_RETRIES = 5;
+const MAX_429_WAIT_MS = 1_000;
+const DEFAULT_429_WAIT_MS = 200;
 // 60 s: service-account tokens rotate hourly; re-reading the file each minute is plenty.
 const TOKEN_FILE_TTL_MS = 60_000;
 const NETWORK_CODES = new Set([
@@ -86,14 +93,23 @@ export class KubeTransport {
    * @param path absolute API path, e.g. "/apis/ipam.blockipam.io/v1alpha1/ippools"
    * @throws NotFoundError (404), AlreadyExistsError (409 AlreadyExists), ConflictError (409),
    *   InvalidError (422, 400 — with the server's message), UnavailableError (no connection,
-   *   timeout, 429, 5xx), ApiError (anything else)
+   *   timeout, 429 after 5 retries, 5xx), ApiError (anything else)
    */
   async request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
-    this.stats.requests += 1;
-    this.stats.byMethod[method] = (this.stats.byMethod[method] ?? 0) + 1;
-    const { status, text } = await this.#send(method, this.#pathWithQuery(path, options.query), options);
-    if (status >= 200 && status < 300) return (text === '' ? undefined : JSON.parse(text)) as T;
-    throw errorFor(status, text, `${method} ${path}`);
+    for (let retry = 0; ; retry++) {
+      this.stats.requests += 1;
+      this.stats.byMethod[method] = (this.stats.byMethod[method] ?? 0) + 1;
+      const { status, text, retryAfter } = await this.#send(
+        method,
+        this.#pathWithQuery(path, options.query),
+        options,
+      );
+      if (status >= 200 && status < 300) return (text === '' ? undefined : JSON.parse(text)) as T;
+      if (status !== 429 || retry >= MAX_429_RETRIES) throw errorFor(status, text, `${method} ${path}`);
+      const seconds = Number(retryAfter);
+      const waitMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : DEFAULT_429_WAIT_MS;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, MAX_429_WAIT_MS)));
+    }
   }
 
   /** Closes idle keep-alive connections (lets the process exit). */
@@ -130,7 +146,7 @@ export class KubeTransport {
     method: Method,
     path: string,
     options: RequestOptions,
-  ): Promise<{ status: number; text: string }> {
+  ): Promise<{ status: number; text: string; retryAfter: string | undefined }> {
     const client = await this.#connect();
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     const headers: Record<string, string> = {
@@ -158,7 +174,11 @@ export class KubeTransport {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+            resolve({
+              status: res.statusCode ?? 0,
+              text: Buffer.concat(chunks).toString('utf8'),
+              retryAfter: res.headers['retry-after'],
+            }),
           );
           res.on('error', (error) => reject(networkError(error, method, path)));
         },

@@ -123,6 +123,7 @@ describe('KubeTransport', () => {
   let server: http.Server;
   let url = '';
   const seen: { method?: string; url?: string; auth?: string; body: string }[] = [];
+  let busyLeft = 0;
   before(async () => {
     server = http.createServer((req, res) => {
       let body = '';
@@ -130,6 +131,22 @@ describe('KubeTransport', () => {
       req.on('end', () => {
         seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
         if (req.url?.startsWith('/hang')) return; // never answers
+        if (req.url?.startsWith('/busy-then-ok') && busyLeft > 0) {
+          busyLeft -= 1;
+          return void res
+            .writeHead(429, { 'retry-after': '0' })
+            .end(
+              JSON.stringify({
+                kind: 'Status',
+                reason: 'TooManyRequests',
+                message: 'storage is (re)initializing',
+              }),
+            );
+        }
+        if (req.url?.startsWith('/always-busy'))
+          return void res
+            .writeHead(429, { 'retry-after': '0' })
+            .end(JSON.stringify({ kind: 'Status', reason: 'TooManyRequests', message: 'slow down' }));
         if (req.url?.startsWith('/missing'))
           return void res
             .writeHead(404)
@@ -160,6 +177,19 @@ describe('KubeTransport', () => {
     });
     await assert.rejects(api.request('GET', '/missing'), isNotFound);
     assert.deepEqual(api.stats, { requests: 2, byMethod: { POST: 1, GET: 1 } });
+    api.close();
+  });
+  it('429 (e.g. a new CRD whose storage is initialising) is retried honouring Retry-After', async () => {
+    busyLeft = 2;
+    const api = new KubeTransport({ server: url });
+    assert.deepEqual(await api.request('GET', '/busy-then-ok'), { ok: true });
+    assert.equal(api.stats.requests, 3);
+    api.close();
+  });
+  it('429 that persists → Unavailable after 5 retries', async () => {
+    const api = new KubeTransport({ server: url });
+    await assert.rejects(api.request('GET', '/always-busy'), isUnavailable);
+    assert.equal(api.stats.requests, 6);
     api.close();
   });
   it('a server that does not answer in time → Unavailable', async () => {
