@@ -49,3 +49,40 @@ export function defineCommand<A>(spec: {
     },
   };
 }
+
+/**
+ * A yargs `coerce` for an integer flag: the value must be written as a decimal integer within
+ * [min, max]. Declare the option as `type: 'string'` so the message can quote what was typed
+ * (yargs turns "abc" into NaN for number options).
+ * @throws Error `--FLAG must be an integer …, not "VALUE"` (yargs reports it as a usage error, exit 2)
+ */
+export function integerFlag(
+  flag: string,
+  range: { min?: number; max?: number; what?: string } = {},
+): (value: unknown) => number | undefined {
+  const { min, max, what } = range;
+  const bounds =
+    min !== undefined && max !== undefined
+      ? ` from ${min} to ${max}`
+      : min !== undefined
+        ? ` ≥ ${min}`
+        : max !== undefined
+          ? ` ≤ ${max}`
+          : '';
+  return (value: unknown) => {
+    if (value === undefined) return undefined;
+    // A repeated flag arrives as an array: the last one wins, as with kubectl.
+    const text = String(Array.isArray(value) ? value.at(-1) : value);
+    const n = Number(text);
+    if (
+      !/^-?[0-9]+$/.test(text.trim()) ||
+      !Number.isSafeInteger(n) ||
+      (min !== undefined && n < min) ||
+      (max !== undefined && n > max)
+    )
+      throw new Error(
+        `--${flag} must be an integer${bounds}${what ? ` (${what})` : ''}, not ${JSON.stringify(text)}`,
+      );
+    return n;
+  };
+}

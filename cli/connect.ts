@@ -64,9 +64,16 @@ export async function resolveConnection(flags: ConnectionFlags, io: Io): Promise
       return one;
     });
     kc.loadFromOptions(mergeFirstWins(loaded));
-    if (flags.context) kc.setCurrentContext(flags.context);
   } catch (error) {
     throw new CliError(`cannot load kubeconfig ${files.join(':')}: ${(error as Error).message}`);
+  }
+  if (flags.context) {
+    // client-node's setCurrentContext accepts any name; the failure would surface later as "no cluster".
+    if (!kc.getContextObject(flags.context))
+      throw new CliError(
+        `context ${JSON.stringify(flags.context)} is not found in kubeconfig ${files.join(':')} (contexts: ${kc.contexts.map((c) => c.name).join(', ') || 'none'})`,
+      );
+    kc.setCurrentContext(flags.context);
   }
   return toClientConfig(kc, files.join(':'));
 }
@@ -123,7 +130,9 @@ async function toClientConfig(kc: KubeConfig, source: string): Promise<KubeClien
 }
 
 // 30 s: one LIST of thousands of blocks takes a few seconds on a small API server.
-const DEFAULT_REQUEST_TIMEOUT_S = 30;
+export const DEFAULT_REQUEST_TIMEOUT_S = 30;
+// 1 day: far beyond any request; keeps the timer within Node's limit (2^31 − 1 ms ≈ 24.8 days).
+export const MAX_REQUEST_TIMEOUT_S = 86400;
 
 /** An open connection: the datastore (its `transport` also serves raw requests) and the server URL. */
 export interface Connection {

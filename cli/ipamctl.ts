@@ -10,7 +10,9 @@ import { releaseCommand } from './commands/release.ts';
 import { showCommand } from './commands/show.ts';
 import { poolCommand } from './commands/pool.ts';
 import { configCommand } from './commands/config.ts';
+import { integerFlag } from './command.ts';
 import type { CommandContext, CommandFactory, GlobalFlags } from './command.ts';
+import { DEFAULT_REQUEST_TIMEOUT_S, MAX_REQUEST_TIMEOUT_S } from './connect.ts';
 import { reportFailure } from './errors.ts';
 import { EXIT, println } from './io.ts';
 import type { ExitCode, Io } from './io.ts';
@@ -36,10 +38,11 @@ function parser(ctx: CommandContext): Argv<GlobalFlags> {
     })
     .option('context', { type: 'string', global: true, describe: 'Kubeconfig context to use' })
     .option('request-timeout', {
-      type: 'number',
+      type: 'string',
       global: true,
-      default: 30,
-      describe: 'Seconds to wait for one API request',
+      default: String(DEFAULT_REQUEST_TIMEOUT_S),
+      coerce: integerFlag('request-timeout', { min: 1, max: MAX_REQUEST_TIMEOUT_S, what: 'seconds' }),
+      describe: 'Seconds to wait for one API request (integer)',
     }) as unknown as Argv<GlobalFlags>;
   return COMMANDS.reduce((y, factory) => y.command(factory(ctx)), base)
     .demandCommand(1, 'Name a command (see --help).')
@@ -50,6 +53,31 @@ function parser(ctx: CommandContext): Argv<GlobalFlags> {
     .version(false)
     .wrap(Math.min(110, Number(ctx.io.env.COLUMNS) || 110))
     .exitProcess(false);
+}
+
+/** The command tree, for the help hint of a usage error. */
+const COMMAND_TREE: Readonly<Record<string, readonly string[]>> = {
+  check: [],
+  show: [],
+  release: [],
+  pool: ['create', 'list', 'disable', 'enable', 'delete'],
+  config: ['get', 'set'],
+};
+/** Global flags that take a value as the next word. */
+const VALUE_FLAGS = new Set(['--kubeconfig', '--context', '--request-timeout']);
+
+/** The longest real command the words of `argv` name ("pool create", "pool", or ''). */
+function knownCommand(argv: readonly string[]): string {
+  const words: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (VALUE_FLAGS.has(arg)) i++;
+    else if (!arg.startsWith('-')) words.push(arg);
+  }
+  const [top, sub] = words;
+  const subs = top !== undefined ? COMMAND_TREE[top] : undefined;
+  if (top === undefined || !subs) return '';
+  return sub !== undefined && subs.includes(sub) ? `${top} ${sub}` : top;
 }
 
 /**
@@ -66,8 +94,7 @@ export async function run(io: Io): Promise<ExitCode> {
     output = text;
   });
   if (failure) {
-    const leading = io.argv.findIndex((a) => a.startsWith('-'));
-    const command = io.argv.slice(0, Math.min(2, leading < 0 ? io.argv.length : leading)).join(' ');
+    const command = knownCommand(io.argv);
     println(io.stderr, `ipamctl: ${failure.message}`);
     println(io.stderr, `Run "ipamctl ${command ? `${command} ` : ''}--help" for usage.`);
     return EXIT.ERROR;

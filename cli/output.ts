@@ -42,8 +42,3 @@ export function print(out: TextOut, format: Format, data: unknown, table: () => 
 function bigintReplacer(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
 }
-
-/** A number for data output: a JSON number when exact, else its decimal text. */
-export function countOf(value: bigint): number | string {
-  return value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
-}

@@ -1,13 +1,19 @@
 /**
- * The whole audit: snapshot → every check → problems, leaked allocations, counts. The one step
- * that reads again is the confirmation of "pod IP with no allocation" candidates (a pod's IP is
- * set after its allocation, so a block LIST taken BEFORE the pod LIST can miss a fresh
- * allocation): the blocks are listed again and each candidate pod re-read; only a pod that still
- * has the IP, with the same UID, while the later block LIST shows no allocation, is reported.
+ * The whole audit: snapshot → every check → problems, leaked allocations, counts. One step reads
+ * again: the confirmation. When any owner finding (leak, pod on a deleted node, leaked address in
+ * use) or "pod IP with no allocation" candidate exists, the blocks are listed again AFTER the pod
+ * and node LISTs:
+ * - an owner finding is kept only if that later LIST still holds the allocation (same block,
+ *   ordinal, handle and sequence number) — an allocation released (and its pod deleted) between
+ *   the first block LIST and the pod LIST is not a leak;
+ * - a pod-IP candidate is kept only if the later LIST has no allocation of the IP and a re-read
+ *   of the pod still shows the IP with the same UID (a pod's IP is set after its allocation).
+ * docs/design-cli.md §The snapshot.
  */
-import type { KubeDatastore } from '../../core/index.ts';
+import type { IPAMBlock, KubeDatastore } from '../../core/index.ts';
 import {
   affinityProblems,
+  blockSizeProblems,
   blocksOutsidePools,
   duplicateAddresses,
   invariantProblems,
@@ -16,18 +22,18 @@ import {
 import {
   allocatedAddresses,
   isLivePod,
-  leakProblems,
   liveIPUsers,
   managedRanges,
+  ownerFindings,
   podIPs,
   podIPProblems,
   unallocatedProblem,
 } from './owner-checks.ts';
-import type { UnallocatedCandidate } from './owner-checks.ts';
-import { PROBLEM_KINDS } from './problems.ts';
+import type { OwnerFinding, UnallocatedCandidate } from './owner-checks.ts';
+import { leakKey, PROBLEM_KINDS } from './problems.ts';
 import type { LeakedAllocation, Problem, ProblemKind } from './problems.ts';
 import { relistBlocks, takeSnapshot } from './snapshot.ts';
-import type { Progress, Snapshot } from './snapshot.ts';
+import type { Snapshot, SnapshotOptions } from './snapshot.ts';
 
 /** Object counts of the snapshot. */
 export interface AuditCounts {
@@ -50,25 +56,30 @@ export interface AuditResult {
  * Reads the cluster (no lock, no write) and runs every check.
  * @throws transport errors (UnavailableError when the API server cannot be reached)
  */
-export async function runAudit(
-  ds: KubeDatastore,
-  progress?: Progress,
-  nowMs: number = Date.now(),
-): Promise<AuditResult> {
-  const snapshot = await takeSnapshot(ds.transport, progress, nowMs);
+export async function runAudit(ds: KubeDatastore, options: SnapshotOptions = {}): Promise<AuditResult> {
+  const { progress } = options;
+  const snapshot = await takeSnapshot(ds.transport, options);
   const ipUsers = liveIPUsers(snapshot.pods, managedRanges(snapshot));
-  const leaks = leakProblems(snapshot, ipUsers);
+  const candidates = ownerFindings(snapshot, ipUsers);
   const ipChecks = podIPProblems(snapshot, ipUsers);
-  const confirmed = await confirmUnallocated(ds, snapshot, ipChecks.candidates, progress);
+  let owners: OwnerFinding[] = [];
+  let unallocated: Problem[] = [];
+  if (candidates.length > 0 || ipChecks.candidates.length > 0) {
+    const again = await relistBlocks(ds.transport, progress);
+    snapshot.resourceVersions['ipamblocks (confirmation)'] = again.resourceVersion;
+    owners = stillHeld(candidates, again.items);
+    unallocated = await confirmUnallocated(ds, again.items, ipChecks.candidates);
+  }
   const problems = [
     ...duplicateAddresses(snapshot.blocks),
     ...overlapProblems(snapshot),
     ...blocksOutsidePools(snapshot),
     ...invariantProblems(snapshot),
+    ...blockSizeProblems(snapshot),
     ...affinityProblems(snapshot),
-    ...leaks.problems,
+    ...owners.map((f) => f.problem),
     ...ipChecks.problems,
-    ...confirmed,
+    ...unallocated,
   ];
   const order = Object.keys(PROBLEM_KINDS) as ProblemKind[];
   problems.sort(
@@ -81,24 +92,38 @@ export async function runAudit(
     nodes: snapshot.nodes.size,
     pods: snapshot.pods.length,
   };
-  return { snapshot, counts, problems, leaked: leaks.leaked };
+  const leaked = owners.flatMap((f) => (f.leak ? [f.leak] : []));
+  return { snapshot, counts, problems, leaked };
+}
+
+/** The findings whose allocation `blocks` (the confirmation LIST) still holds unchanged. */
+function stillHeld(findings: readonly OwnerFinding[], blocks: readonly IPAMBlock[]): OwnerFinding[] {
+  const held = new Set<string>();
+  for (const block of blocks)
+    for (const [key, a] of Object.entries(block.spec.allocations))
+      held.add(
+        leakKey({ block: block.metadata.name, ordinal: Number(key), handle: a.handle, sequence: a.sequence }),
+      );
+  return findings.filter((f) => held.has(leakKey(f.allocation)));
 }
 
 async function confirmUnallocated(
   ds: KubeDatastore,
-  snapshot: Snapshot,
+  blocks: readonly IPAMBlock[],
   candidates: readonly UnallocatedCandidate[],
-  progress?: Progress,
 ): Promise<Problem[]> {
-  if (candidates.length === 0) return [];
-  const again = await relistBlocks(ds.transport, progress);
-  snapshot.resourceVersions['ipamblocks (confirmation)'] = again.resourceVersion;
-  const allocated = allocatedAddresses(again.items);
+  const allocated = allocatedAddresses(blocks);
   const out: Problem[] = [];
   for (const candidate of candidates.filter((c) => !allocated.has(c.address))) {
     const { namespace, name, uid } = candidate.pod.metadata;
     const now = await ds.getPod(namespace ?? '', name);
-    if (now && now.metadata.uid === uid && isLivePod(now) && podIPs(now).includes(candidate.address))
+    if (
+      now &&
+      now.metadata.uid === uid &&
+      !now.metadata.deletionTimestamp &&
+      isLivePod(now) &&
+      podIPs(now).includes(candidate.address)
+    )
       out.push(unallocatedProblem(candidate));
   }
   return out;

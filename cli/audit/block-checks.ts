@@ -1,8 +1,8 @@
 /**
  * Checks of blocks against blocks and pools (DESIGN §7): one address in two blocks, overlapping
  * blocks, overlapping pools, blocks outside every pool, broken block invariants (core's
- * checkBlockInvariants), blocks affine to deleted nodes, empty blocks. Pure functions of the
- * snapshot.
+ * checkBlockInvariants), blocks whose size is not their pool's blockSize, blocks affine to deleted
+ * nodes, empty blocks. Pure functions of the snapshot.
  */
 import {
   addressTextAt,
@@ -11,6 +11,8 @@ import {
   cidrLast,
   formatCidr,
   parseCidr,
+  POOL_LABEL,
+  poolBlockSize,
 } from '../../core/index.ts';
 import type { Cidr, IPAMBlock, IPPool } from '../../core/index.ts';
 import { problem } from './problems.ts';
@@ -128,6 +130,39 @@ export function invariantProblems(snapshot: Snapshot): Problem[] {
       problem('invalid-block', text, [`IPAMBlock/${block.metadata.name}`]),
     ),
   );
+}
+
+/**
+ * Blocks whose prefix length differs from their pool's blockSize (Calico #10778: a pool recreated
+ * with another blockSize over old blocks; the allocator's region arithmetic assumes one size per
+ * pool). The pool is the one named by the block's pool label; a block without a live labelled
+ * pool is judged against the pools covering it (none covering: block-outside-pools says so).
+ */
+export function blockSizeProblems(snapshot: Snapshot): Problem[] {
+  const pools = snapshot.pools.flatMap((p) => {
+    const cidr = parseCidr(p.spec.cidr);
+    return cidr ? [{ pool: p, cidr }] : [];
+  });
+  const out: Problem[] = [];
+  for (const block of snapshot.blocks) {
+    const cidr = parseCidr(block.spec.cidr);
+    if (!cidr) continue;
+    const label = block.metadata.labels?.[POOL_LABEL];
+    const named = pools.filter((p) => p.pool.metadata.name === label);
+    const judges = named.length > 0 ? named : pools.filter((p) => cidrCovers(p.cidr, cidr));
+    for (const { pool } of judges) {
+      const size = poolBlockSize(pool);
+      if (size === cidr.prefixLength) continue;
+      out.push(
+        problem(
+          'block-size-mismatch',
+          `IPAMBlock ${block.metadata.name} (${formatCidr(cidr)}) is a /${cidr.prefixLength} block but its IPPool ${pool.metadata.name} has blockSize ${size}`,
+          [`IPAMBlock/${block.metadata.name}`, `IPPool/${pool.metadata.name}`],
+        ),
+      );
+    }
+  }
+  return out;
 }
 
 /** Blocks affine to a node that no longer exists, and empty blocks (information). */

@@ -1,12 +1,14 @@
 /**
  * Checks of allocations against their owners and of pod IPs against allocations (DESIGN §7).
  * Identity is handle + pod UID, never the pod name (DESIGN §4): an allocation is leaked when its
- * pod is gone, when a pod of that name now has another UID, or (for any allocation) when its node
- * is gone — unless its address is some live pod's IP, which is then reported instead and never
- * offered for release. Pure functions of the snapshot.
+ * pod is gone, when a pod of that name now has another UID, or (for a pod-less allocation) when
+ * its node is gone — unless its address is some live pod's IP, which is then reported instead
+ * and never offered for release. An allocation whose pod object (same UID) still exists is never
+ * leaked; if its node is gone it is reported as `pod-on-deleted-node`. Pure functions of the
+ * snapshot.
  */
 import { addressTextAt, cidrContains, formatIP, parseCidr, parseIP } from '../../core/index.ts';
-import type { Allocation, Cidr } from '../../core/index.ts';
+import type { Allocation, Cidr, IPAMBlock } from '../../core/index.ts';
 import { rangedBlocks } from './block-checks.ts';
 import { problem } from './problems.ts';
 import type { LeakedAllocation, LeakReason, Problem } from './problems.ts';
@@ -51,21 +53,27 @@ export function managedRanges(snapshot: Snapshot): Cidr[] {
   return [...pools, ...rangedBlocks(snapshot.blocks).map((b) => b.cidr)];
 }
 
-/** Why an allocation is leaked, or undefined when its owner is still there. */
-function leakReason(
+/**
+ * What the owner check finds for one allocation: a leak reason, 'pod-on-deleted-node' (the node
+ * is gone but the pod object — same UID — still exists: never leaked while it does), or
+ * undefined when the owner is there.
+ */
+export function ownerVerdict(
   allocation: Allocation,
   pods: ReadonlyMap<string, AuditPod>,
   nodes: ReadonlySet<string>,
-): LeakReason | undefined {
+): LeakReason | 'pod-on-deleted-node' | undefined {
+  const nodeGone = !nodes.has(allocation.node);
   if (allocation.namespace && allocation.pod) {
     const pod = pods.get(`${allocation.namespace}/${allocation.pod}`);
     if (!pod) return 'leaked-pod-deleted';
     if (allocation.podUID && pod.metadata.uid !== allocation.podUID) return 'leaked-pod-uid';
+    return nodeGone ? 'pod-on-deleted-node' : undefined;
   }
-  return nodes.has(allocation.node) ? undefined : 'leaked-node-deleted';
+  return nodeGone ? 'leaked-node-deleted' : undefined;
 }
 
-function leakMessage(leak: LeakedAllocation, reason: LeakReason): string {
+function leakMessage(leak: LeakedAllocation, verdict: LeakReason | 'pod-on-deleted-node'): string {
   const owner = leak.pod
     ? `pod ${leak.namespace}/${leak.pod} (uid ${leak.podUID ?? '?'})`
     : `handle ${leak.handle}`;
@@ -73,65 +81,89 @@ function leakMessage(leak: LeakedAllocation, reason: LeakReason): string {
     'leaked-pod-deleted': 'the pod no longer exists',
     'leaked-pod-uid': 'a pod of that name exists with another UID',
     'leaked-node-deleted': `node ${leak.node} no longer exists`,
-  }[reason];
+    'pod-on-deleted-node': `node ${leak.node} no longer exists, but the pod object still does: not offered for release while it exists`,
+  }[verdict];
   return `${leak.address} (IPAMBlock ${leak.block}, handle ${leak.handle}, sequence ${leak.sequence}) is held by ${owner} on node ${leak.node}: ${why}`;
 }
 
-/** Leaked allocations (and the problems naming them), plus allocations whose address a live pod uses. */
-export function leakProblems(
-  snapshot: Snapshot,
-  ipUsers: ReadonlyMap<string, AuditPod[]>,
-): { problems: Problem[]; leaked: LeakedAllocation[] } {
+/**
+ * One owner-check finding about one allocation; `leak` is set when it may be released. Findings
+ * are candidates until audit.ts confirms the allocation against a block LIST taken after the
+ * pod and node LISTs.
+ */
+export interface OwnerFinding {
+  problem: Problem;
+  /** The allocation the finding is about (its key: block + ordinal + handle + sequence). */
+  allocation: LeakedAllocation;
+  leak?: LeakedAllocation;
+}
+
+/** The allocation at `key` of `block` as a report entry (reason filled in by the caller). */
+function entryOf(
+  blockName: string,
+  address: string,
+  ordinal: number,
+  allocation: Allocation,
+  reason: LeakReason,
+): LeakedAllocation {
+  const { handle, sequence, node, namespace, pod, podUID, allocatedAt } = allocation;
+  return {
+    address,
+    block: blockName,
+    ordinal,
+    handle,
+    sequence,
+    node,
+    namespace,
+    pod,
+    podUID,
+    allocatedAt,
+    reason,
+  };
+}
+
+/**
+ * Leaked allocations (with the problems naming them), allocations whose node is gone while their
+ * pod object exists, and leaked allocations whose address a live pod uses (never releasable).
+ */
+export function ownerFindings(snapshot: Snapshot, ipUsers: ReadonlyMap<string, AuditPod[]>): OwnerFinding[] {
   const pods = new Map(snapshot.pods.map((pod) => [podName(pod), pod]));
-  const problems: Problem[] = [];
-  const leaked: LeakedAllocation[] = [];
+  const out: OwnerFinding[] = [];
   for (const block of snapshot.blocks) {
     const cidr = parseCidr(block.spec.cidr);
     if (!cidr) continue;
     for (const [key, allocation] of Object.entries(block.spec.allocations)) {
-      const reason = leakReason(allocation, pods, snapshot.nodes);
-      if (!reason) continue;
+      const verdict = ownerVerdict(allocation, pods, snapshot.nodes);
+      if (!verdict) continue;
       const address = addressTextAt(cidr, Number(key));
-      const { handle, sequence, node, namespace, pod, podUID, allocatedAt } = allocation;
-      const leak: LeakedAllocation = {
-        address,
-        block: block.metadata.name,
-        ordinal: Number(key),
-        handle,
-        sequence,
-        node,
-        namespace,
-        pod,
-        podUID,
-        allocatedAt,
-        reason,
-      };
-      const users = ipUsers.get(address);
-      if (users?.length) {
-        problems.push(
-          problem(
-            'ip-in-use-by-other-pod',
-            `${leakMessage(leak, reason)}; but pod ${users.map(podName).join(', ')} uses ${address}: not offered for release`,
-            [`IPAMBlock/${leak.block}`, ...users.map((u) => `Pod/${podName(u)}`)],
-          ),
-        );
+      const reason = verdict === 'pod-on-deleted-node' ? 'leaked-node-deleted' : verdict;
+      const entry = entryOf(block.metadata.name, address, Number(key), allocation, reason);
+      const podObject = entry.pod ? [`Pod/${entry.namespace ?? ''}/${entry.pod}`] : [];
+      if (verdict === 'pod-on-deleted-node') {
+        const objects = [`IPAMBlock/${entry.block}`, ...podObject, `Node/${entry.node}`];
+        out.push({ problem: problem(verdict, leakMessage(entry, verdict), objects), allocation: entry });
         continue;
       }
-      leaked.push(leak);
-      problems.push(
-        problem(reason, leakMessage(leak, reason), [
-          `IPAMBlock/${leak.block}`,
-          ...(pod ? [`Pod/${namespace ?? ''}/${pod}`] : []),
-          `Node/${node}`,
-        ]),
-      );
+      const users = ipUsers.get(address);
+      if (users?.length) {
+        const message = `${leakMessage(entry, verdict)}; but pod ${users.map(podName).join(', ')} uses ${address}: not offered for release`;
+        const objects = [`IPAMBlock/${entry.block}`, ...users.map((u) => `Pod/${podName(u)}`)];
+        out.push({ problem: problem('ip-in-use-by-other-pod', message, objects), allocation: entry });
+        continue;
+      }
+      const objects = [`IPAMBlock/${entry.block}`, ...podObject, `Node/${entry.node}`];
+      out.push({
+        problem: problem(verdict, leakMessage(entry, verdict), objects),
+        allocation: entry,
+        leak: entry,
+      });
     }
   }
-  return { problems, leaked };
+  return out;
 }
 
 /** Canonical address → pod UIDs (or '' when none recorded) of every allocation in `blocks`. */
-export function allocatedAddresses(blocks: Snapshot['blocks']): Map<string, string[]> {
+export function allocatedAddresses(blocks: readonly IPAMBlock[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   for (const block of blocks) {
     const cidr = parseCidr(block.spec.cidr);
@@ -167,7 +199,10 @@ export function podIPProblems(
           users.map((u) => `Pod/${podName(u)}`),
         ),
       );
-    if (!allocated.has(address)) for (const pod of users) candidates.push({ address, pod });
+    // A terminating pod's address is released (CNI DEL) before the pod object goes, while
+    // status.podIP stays: no allocation is then expected.
+    if (!allocated.has(address))
+      for (const pod of users.filter((u) => !u.metadata.deletionTimestamp)) candidates.push({ address, pod });
   }
   return { problems, candidates };
 }

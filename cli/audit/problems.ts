@@ -12,10 +12,14 @@ export const PROBLEM_KINDS = {
   'overlapping-pools': 'Pools whose CIDRs overlap',
   'block-outside-pools': 'Blocks outside every pool',
   'invalid-block': 'Blocks breaking a block invariant',
+  'block-size-mismatch': "Blocks whose size is not their pool's blockSize",
   'leaked-pod-deleted': 'Leaked: allocations of deleted pods',
   'leaked-pod-uid': 'Leaked: allocations of an earlier pod with the same name (another UID)',
   'leaked-node-deleted': 'Leaked: allocations of deleted nodes',
-  'ip-in-use-by-other-pod': "Allocations whose pod is gone but whose address is a live pod's IP",
+  'pod-on-deleted-node':
+    'Allocations of deleted nodes whose pod object still exists (not offered for release while the pod exists)',
+  'ip-in-use-by-other-pod':
+    "Leaked allocations whose address is another live pod's IP (not offered for release)",
   'pod-ip-unallocated': 'Pod IPs in blockipam ranges with no allocation',
   'duplicate-pod-ip': 'One pod IP used by more than one live pod',
   'block-affinity-deleted-node': 'Blocks affine to deleted nodes',
@@ -63,7 +67,11 @@ export function problem(kind: ProblemKind, message: string, objects: string[]): 
   return { kind, severity: INFO_KINDS.has(kind) ? 'info' : 'problem', message, objects };
 }
 
-/** The identity of a leaked allocation: the same key in two reports means the same allocation. */
-export function leakKey(leak: Pick<LeakedAllocation, 'block' | 'address' | 'handle' | 'sequence'>): string {
-  return `${leak.block}|${leak.address}|${leak.handle}|${leak.sequence}`;
+/**
+ * The identity of an allocation: block + ordinal + handle + sequence number. The same key in two
+ * reports (or in a report and a block) means the same allocation; the address is derived from
+ * block + ordinal and never trusted on its own.
+ */
+export function leakKey(leak: Pick<LeakedAllocation, 'block' | 'ordinal' | 'handle' | 'sequence'>): string {
+  return `${leak.block}|${leak.ordinal}|${leak.handle}|${leak.sequence}`;
 }

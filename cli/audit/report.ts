@@ -70,24 +70,30 @@ export async function readReport(path: string): Promise<Report> {
   } catch (error) {
     throw new CliError(`cannot read the report ${path}: ${(error as Error).message}`);
   }
-  const report = doc as Partial<Report>;
   const bad = (what: string): CliError => new CliError(`${path} is not an ipamctl check report: ${what}`);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad('not a JSON object');
+  const report = doc as Partial<Report>;
   if (report.kind !== REPORT_KIND) throw bad(`kind is ${JSON.stringify(report.kind)}, want ${REPORT_KIND}`);
   if (report.version !== REPORT_VERSION)
     throw bad(`version ${JSON.stringify(report.version)} is not supported (want ${REPORT_VERSION})`);
   if (typeof report.cluster?.kubeSystemUID !== 'string' || report.cluster.kubeSystemUID === '')
     throw bad('no cluster.kubeSystemUID');
   if (!Array.isArray(report.leaked)) throw bad('no leaked list');
-  for (const leak of report.leaked) {
+  for (const [i, entry] of (report.leaked as unknown[]).entries()) {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
+      throw bad(`leaked entry ${i + 1} is not an object`);
+    const leak = entry as Partial<LeakedAllocation>;
     const ok =
       typeof leak.address === 'string' &&
       typeof leak.block === 'string' &&
+      Number.isInteger(leak.ordinal) &&
       typeof leak.handle === 'string' &&
       Number.isInteger(leak.sequence) &&
+      typeof leak.reason === 'string' &&
       leak.reason in PROBLEM_KINDS;
     if (!ok)
       throw bad(
-        `leaked entry ${JSON.stringify(leak).slice(0, 200)} lacks address, block, handle, sequence or reason`,
+        `leaked entry ${i + 1} ${JSON.stringify(leak).slice(0, 200)} lacks address, block, ordinal, handle, sequence or reason`,
       );
   }
   return report as Report;

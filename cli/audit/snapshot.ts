@@ -80,12 +80,21 @@ export async function listAll<T>(
 
 const GROUP = `/apis/${API_VERSION}`;
 
+/** Options of {@link takeSnapshot}. */
+export interface SnapshotOptions {
+  progress?: Progress;
+  /** Recorded as the snapshot's start, ms; default Date.now(). */
+  nowMs?: number;
+  /**
+   * Test seam: runs after the block LIST and before the other LISTs — exactly where churn
+   * (a release, a pod deletion) makes the two views disagree.
+   */
+  afterBlockList?: () => Promise<void>;
+}
+
 /** Reads the snapshot: blocks first, then what justifies them (see the module comment). */
-export async function takeSnapshot(
-  api: KubeTransport,
-  progress?: Progress,
-  nowMs: number = Date.now(),
-): Promise<Snapshot> {
+export async function takeSnapshot(api: KubeTransport, options: SnapshotOptions = {}): Promise<Snapshot> {
+  const { progress, nowMs = Date.now() } = options;
   const resourceVersions: Record<string, string> = {};
   const read = async <T>(kind: string, path: string): Promise<T[]> => {
     const { items, resourceVersion } = await listAll<T>(api, path, kind, progress);
@@ -93,6 +102,7 @@ export async function takeSnapshot(
     return items;
   };
   const blocks = await read<IPAMBlock>('ipamblocks', `${GROUP}/ipamblocks`);
+  await options.afterBlockList?.();
   const [pools, reservations, configs, nodes, pods] = await Promise.all([
     read<IPPool>('ippools', `${GROUP}/ippools`),
     read<IPReservation>('ipreservations', `${GROUP}/ipreservations`),

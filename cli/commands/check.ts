@@ -7,7 +7,7 @@ import { runAudit } from '../audit/audit.ts';
 import { buildReport, writeReport } from '../audit/report.ts';
 import { printSummary } from '../audit/summary.ts';
 import type { Progress } from '../audit/snapshot.ts';
-import { defineCommand } from '../command.ts';
+import { defineCommand, integerFlag } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { clusterIdentity, connect } from '../connect.ts';
 import { reportFailure } from '../errors.ts';
@@ -16,10 +16,13 @@ import type { ExitCode, Io } from '../io.ts';
 
 interface CheckArgs extends GlobalFlags {
   output?: string;
-  limit: number;
+  /** Always set (default 20); optional only in the type yargs infers for a coerced option. */
+  limit?: number;
   quiet: boolean;
 }
 
+// 20 findings per kind: a screenful; -o FILE has them all.
+const DEFAULT_LIMIT = 20;
 // 1,000 objects: below this a LIST takes well under a second and progress would be noise.
 const PROGRESS_THRESHOLD = 1000;
 
@@ -36,9 +39,10 @@ export function checkCommand(ctx: CommandContext) {
           describe: 'Write the JSON report (for release --from-report) to FILE',
         })
         .option('limit', {
-          type: 'number',
-          default: 20,
-          describe: 'Findings printed per problem kind (0 = all)',
+          type: 'string',
+          default: String(DEFAULT_LIMIT),
+          coerce: integerFlag('limit', { min: 0, what: '0 = all' }),
+          describe: 'Findings printed per problem kind (integer, 0 = all)',
         })
         .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress on stderr' })
         .example(
@@ -52,8 +56,6 @@ export function checkCommand(ctx: CommandContext) {
 }
 
 async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
-  if (!Number.isInteger(args.limit) || args.limit < 0)
-    return reportFailure(io.stderr, new Error('--limit must be a whole number ≥ 0'));
   let conn;
   try {
     conn = await connect(args, io);
@@ -62,10 +64,10 @@ async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
   }
   try {
     const cluster = await clusterIdentity(conn);
-    const result = await runAudit(conn.ds, args.quiet ? undefined : progressTo(io));
+    const result = await runAudit(conn.ds, args.quiet ? {} : { progress: progressTo(io) });
     const report = buildReport(result, cluster);
     if (args.output) await writeReport(resolve(io.cwd ?? process.cwd(), args.output), report);
-    printSummary(io.stdout, report, args.limit);
+    printSummary(io.stdout, report, args.limit ?? DEFAULT_LIMIT);
     if (args.output) println(io.stdout, `Report written to ${args.output}`);
     return report.problemCount === 0 ? EXIT.OK : EXIT.PROBLEMS;
   } catch (error) {

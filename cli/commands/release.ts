@@ -3,7 +3,8 @@
  * (docs/design-cli.md §Release safety). Prints its plan; changes nothing without --yes.
  */
 import { resolve } from 'node:path';
-import type { KubeDatastore } from '../../core/index.ts';
+import { cidrContains, formatIP, parseCidr } from '../../core/index.ts';
+import type { IP, KubeDatastore } from '../../core/index.ts';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { readReport } from '../audit/report.ts';
 import { defineCommand } from '../command.ts';
@@ -16,7 +17,7 @@ import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
 import { renderTable } from '../output.ts';
 import { applyPlan } from '../release/apply.ts';
-import { leakedInEveryReport, recheckAll } from '../release/plan.ts';
+import { leakedInEveryReport, recheckAll, reservedMessage } from '../release/plan.ts';
 import type { Candidate } from '../release/plan.ts';
 
 interface ReleaseArgs extends GlobalFlags {
@@ -102,7 +103,9 @@ async function fromReports(
 }
 
 async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidate[]> {
-  const info = await lookupAddress(ds, parseAddress(args.ip ?? ''));
+  const ip = parseAddress(args.ip ?? '');
+  if (args.block !== undefined) await checkBlockArg(ds, args.block, ip);
+  const info = await lookupAddress(ds, ip);
   const holders = info.holders.filter(
     (h) => args.block === undefined || h.block.metadata.name === args.block,
   );
@@ -110,6 +113,10 @@ async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidat
     throw new CliError(
       `${info.address} is allocated in ${holders.map((h) => h.block.metadata.name).join(' and ')}: name one with --block`,
     );
+  // Core's releaseHandle would append a reserved ordinal to `freed`, handing out the network /
+  // gateway / broadcast address later: refuse, also with --force.
+  const reserved = holders.find((h) => info.reservedIn.includes(h.block.metadata.name));
+  if (reserved) throw new CliError(reservedMessage(info.address, reserved.block.metadata.name));
   const targets: LeakedAllocation[] = holders.map(({ block, ordinal, allocation }) => ({
     ...allocation,
     address: info.address,
@@ -124,6 +131,15 @@ async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidat
   return candidates.map((c) =>
     c.skip && !/no longer allocated/.test(c.skip) ? { ...c, skip: `${c.skip} (--force overrides)` } : c,
   );
+}
+
+/** @throws CliError when `--block NAME` does not exist or does not contain `ip` */
+async function checkBlockArg(ds: KubeDatastore, name: string, ip: IP): Promise<void> {
+  const block = await ds.blocks.get(name);
+  if (!block) throw new CliError(`no such IPAMBlock ${name}`);
+  const cidr = parseCidr(block.spec.cidr);
+  if (!cidr || !cidrContains(cidr, ip))
+    throw new CliError(`${formatIP(ip)} is not in IPAMBlock ${name} (${block.spec.cidr})`);
 }
 
 /** Prints the skips and the plan, then (with --yes) releases; returns the exit code. */

@@ -11,7 +11,7 @@ import { reportFailure } from '../errors.ts';
 import { EXIT } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
-import { countOf, print } from '../output.ts';
+import { print } from '../output.ts';
 import type { Format } from '../output.ts';
 import { blockUsage, poolUsage } from '../show/usage.ts';
 
@@ -83,11 +83,12 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
     return;
   }
   const usage = poolUsage(pools, blocks);
+  // Decimal strings for IPv4 and IPv6 alike: one type per field (an IPv6 pool's counts exceed 2^53).
   const data = usage.map((u) => ({
     ...u,
-    capacity: countOf(u.capacity),
-    used: countOf(u.used),
-    free: countOf(u.free),
+    capacity: u.capacity.toString(),
+    used: u.used.toString(),
+    free: u.free.toString(),
   }));
   print(io.stdout, args.output, data, () => ({
     headers: ['POOL', 'CIDR', 'BLOCK SIZE', 'CAPACITY', 'USED', 'FREE', 'BLOCKS', 'DISABLED'],

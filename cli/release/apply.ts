@@ -4,7 +4,7 @@
  * its block). An entry that changed after the re-check is left alone and reported.
  */
 import { releaseAddresses } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
+import type { Allocation, KubeDatastore } from '../../core/index.ts';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
@@ -28,12 +28,25 @@ export async function applyPlan(
   }));
   const result = await releaseAddresses(ds, items);
   const released = new Set(result.released.map((r) => `${r.block}|${r.address}`));
+  const refused = new Map(result.refused.map((r) => [`${r.block}|${r.address}`, r.allocation]));
   const missed = go.filter((l) => !released.has(`${l.block}|${l.address}`));
   for (const l of missed)
     println(
       io.stdout,
-      `not released ${l.address} (IPAMBlock ${l.block}): it changed after the re-check (handle / sequence precondition)`,
+      `not released ${l.address} (IPAMBlock ${l.block}): ${whyRefused(l, refused.get(`${l.block}|${l.address}`))}`,
     );
   println(io.stdout, `Released ${released.size} of ${go.length}.`);
   return missed.length === 0 ? EXIT.OK : EXIT.PROBLEMS;
+}
+
+/** Which precondition kept `planned` from being freed; `now` is the allocation the write found. */
+function whyRefused(planned: LeakedAllocation, now: Allocation | undefined): string {
+  if (!now)
+    return `handle ${planned.handle} no longer holds it (released or re-allocated after the re-check)`;
+  const reasons: string[] = [];
+  if (now.sequence !== planned.sequence)
+    reasons.push(`sequence number is now ${now.sequence}, not ${planned.sequence} (re-allocated)`);
+  if (planned.podUID !== undefined && now.podUID !== undefined && now.podUID !== planned.podUID)
+    reasons.push(`pod UID is ${now.podUID}, not ${planned.podUID} (pod UID precondition)`);
+  return `the write's preconditions refused it: ${reasons.join('; ') || 'the allocation changed after the re-check'}`;
 }

@@ -1,11 +1,13 @@
 /**
  * What `ipamctl release` may free, decided twice: from the reports (only allocations EVERY report
- * calls leaked, keyed by block + address + handle + sequence number) and again from the cluster
- * as it is now (the allocation still holds that handle and sequence number, its pod has not come
- * back, its node has not come back, and no live pod has the address as its IP). The write itself
- * carries handle + sequence-number (+ pod UID) preconditions, so even a change after this
+ * calls leaked, keyed by block + ordinal + handle + sequence number) and again from the cluster
+ * as it is now: the block still holds that handle and sequence number at that ordinal, and the
+ * owner THE BLOCK records (pod + UID, or node for a pod-less allocation) is gone, and no live pod
+ * has the address as its IP. A report's owner fields are never trusted. The write carries
+ * handle + sequence-number + the block's pod UID as preconditions, so even a change after this
  * re-check cannot make it free a newer allocation (docs/design-cli.md §Release safety).
  */
+import { addressTextAt, parseCidr, reservedOrdinals } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
 import { isLivePod } from '../audit/owner-checks.ts';
 import type { AuditPod } from '../audit/snapshot.ts';
@@ -16,6 +18,7 @@ import { CliError } from '../io.ts';
 
 /** An allocation to release, with the evidence. */
 export interface Candidate {
+  /** With no skip: the allocation as its block records it (owner fields from the block). */
   leak: LeakedAllocation;
   /** Why it is NOT released (undefined: it will be). */
   skip?: string;
@@ -52,27 +55,73 @@ export async function livePodsWithIP(ds: KubeDatastore, address: string): Promis
 }
 
 /**
- * Re-checks one allocation against the cluster now (1 GET of the block, ≤ 1 GET of the pod,
- * ≤ 1 GET of the node, 1 pod LIST by IP).
- * @returns why it must not be released, or undefined when it still is leaked
+ * Re-checks one report entry against the cluster now (1 GET of the block, ≤ 1 GET of the pod,
+ * ≤ 1 GET of the node, 1 pod LIST by IP). The entry only names an allocation — block + ordinal +
+ * handle + sequence number; its address must be that ordinal's. Its owner (pod, pod UID, node) is
+ * read from the block, never from the entry: a hand-edited report cannot make a live pod's
+ * allocation look leaked.
+ * @returns the allocation as the block records it (what the write's preconditions carry), or why
+ *   it must not be released
  */
-export async function recheck(ds: KubeDatastore, leak: LeakedAllocation): Promise<string | undefined> {
-  const block = await ds.blocks.get(leak.block);
-  const allocation = block?.spec.allocations[String(leak.ordinal)];
-  if (!allocation || allocation.handle !== leak.handle || allocation.sequence !== leak.sequence) {
-    return 'no longer allocated with that handle and sequence number (released or re-allocated since the report)';
-  }
-  if (leak.namespace && leak.pod) {
-    const pod = await ds.getPod(leak.namespace, leak.pod);
-    if (pod && (!leak.podUID || pod.metadata.uid === leak.podUID))
-      return `its pod ${leak.namespace}/${leak.pod} exists`;
-  }
-  if (leak.reason === 'leaked-node-deleted' && (await ds.getNode(leak.node)))
-    return `node ${leak.node} exists again`;
+export async function recheck(
+  ds: KubeDatastore,
+  entry: LeakedAllocation,
+): Promise<{ leak: LeakedAllocation } | { skip: string }> {
+  const block = await ds.blocks.get(entry.block);
+  const allocation = block?.spec.allocations[String(entry.ordinal)];
+  if (!block || !allocation || allocation.handle !== entry.handle || allocation.sequence !== entry.sequence)
+    return {
+      skip: 'no longer allocated with that handle and sequence number (released or re-allocated since the report)',
+    };
+  const cidr = parseCidr(block.spec.cidr);
+  if (!cidr || addressTextAt(cidr, entry.ordinal) !== entry.address)
+    return {
+      skip: `${entry.address} is not ordinal ${entry.ordinal} of IPAMBlock ${entry.block} (${block.spec.cidr}): an edited or corrupt report`,
+    };
+  if (reservedOrdinals(cidr).includes(entry.ordinal))
+    return { skip: reservedMessage(entry.address, entry.block) };
+  const { handle, sequence, node, namespace, pod, podUID, allocatedAt } = allocation;
+  const leak: LeakedAllocation = {
+    address: entry.address,
+    block: entry.block,
+    ordinal: entry.ordinal,
+    handle,
+    sequence,
+    node,
+    namespace,
+    pod,
+    podUID,
+    allocatedAt,
+    reason: entry.reason,
+  };
+  const alive = await ownerAlive(ds, leak);
+  if (alive) return { skip: alive };
   const users = await livePodsWithIP(ds, leak.address);
   if (users.length > 0)
-    return `live pod ${users.map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}`).join(', ')} has this IP`;
-  return undefined;
+    return {
+      skip: `live pod ${users.map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name}`).join(', ')} has this IP`,
+    };
+  return { leak };
+}
+
+/**
+ * Why the owner recorded in the block is still there, or undefined when it is gone: an allocation
+ * with a pod is leaked only when that pod is missing or has another UID (whatever its node); a
+ * pod-less one only when its node is missing.
+ */
+async function ownerAlive(ds: KubeDatastore, owner: LeakedAllocation): Promise<string | undefined> {
+  if (owner.namespace && owner.pod) {
+    const pod = await ds.getPod(owner.namespace, owner.pod);
+    if (pod && (!owner.podUID || pod.metadata.uid === owner.podUID))
+      return `its pod ${owner.namespace}/${owner.pod} exists${owner.podUID ? ` (uid ${owner.podUID})` : ''}`;
+    return undefined;
+  }
+  return (await ds.getNode(owner.node)) ? `its node ${owner.node} exists` : undefined;
+}
+
+/** The refusal for an allocation on a reserved ordinal (a corrupt block; core would mis-free it). */
+export function reservedMessage(address: string, block: string): string {
+  return `${address} is a reserved address of IPAMBlock ${block} (network, gateway or broadcast), yet allocated: the block is corrupt. ipamctl will not release it; fix the block by hand (kubectl edit ipamblock ${block}: remove the allocation)`;
 }
 
 // 8 parallel re-checks: bounded so a release of thousands of leaks does not flood the API server.
@@ -88,8 +137,8 @@ export async function recheckAll(
   const worker = async (): Promise<void> => {
     for (let i = next++; i < leaks.length; i = next++) {
       const leak = leaks[i] as LeakedAllocation;
-      const skip = await recheck(ds, leak);
-      out[i] = skip === undefined ? { leak } : { leak, skip };
+      const verdict = await recheck(ds, leak);
+      out[i] = 'skip' in verdict ? { leak, skip: verdict.skip } : verdict;
     }
   };
   await Promise.all(Array.from({ length: Math.min(RECHECK_CONCURRENCY, leaks.length) }, worker));

@@ -46,7 +46,7 @@ describe('ipamctl show, pool, config (real API server)', () => {
     ds.close();
   });
 
-  test('show: pool capacity / used / free / blocks, as a table and as JSON', async () => {
+  test('show: pool capacity / used / free / blocks, as a table and as JSON (counts as decimal strings)', async () => {
     await seed();
     const table = await ipamctl(['show']);
     assert.equal(table.code, 0, table.stderr);
@@ -62,9 +62,9 @@ describe('ipamctl show, pool, config (real API server)', () => {
         cidr: '10.244.0.0/24',
         blockSize: 26,
         disabled: false,
-        capacity: 244,
-        used: 2,
-        free: 242,
+        capacity: '244',
+        used: '2',
+        free: '242',
         blocks: 2,
       },
     ]);
@@ -218,5 +218,50 @@ describe('ipamctl show, pool, config (real API server)', () => {
       /autoAllocateBlocks: false requires spec\.strictAffinity: true\. Nothing was changed\./,
     );
     assert.equal((await ds.configs.get('default'))?.spec.strictAffinity, true);
+  });
+  test('pool delete selects blocks by pool label: a shadowed overlapping pool is deleted without touching the other pool’s blocks', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(blockObject({ cidr: '10.244.8.0/26', pool: 'p4', affinity: 'n1' }));
+    // Made by kubectl past validation, inside p4: shadowed, never used.
+    await ds.pools.create(poolObject('p4-inner', '10.244.8.0/24'));
+    const dry = await ipamctl(['pool', 'delete', 'p4-inner']);
+    assert.equal(dry.code, 3, dry.stderr);
+    assert.match(dry.stdout, /Would delete IPPool p4-inner .* and its 0 empty block\(s\)\./);
+    const done = await ipamctl(['pool', 'delete', 'p4-inner', '--yes']);
+    assert.equal(done.code, 0, done.stderr);
+    assert.equal(await ds.pools.get('p4-inner'), undefined);
+    assert.ok(await ds.blocks.get('10-244-8-0-26'), "p4's empty block is kept");
+    // Also while p4 holds allocations inside p4-inner's range.
+    await ds.pools.create(poolObject('p4-inner', '10.244.8.0/24'));
+    const allocations = [
+      { ordinal: 5, handle: 'net.a.eth0', node: 'n1', namespace: ns, pod: 'a', podUID: 'u' },
+    ];
+    await ds.blocks.create(blockObject({ cidr: '10.244.8.64/26', pool: 'p4', affinity: 'n1', allocations }));
+    const again = await ipamctl(['pool', 'delete', 'p4-inner', '--yes']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(await ds.pools.get('p4-inner'), undefined);
+    assert.deepEqual(
+      (await ds.blocks.list()).map((b) => b.metadata.name),
+      ['10-244-8-0-26', '10-244-8-64-26'],
+    );
+    assert.ok(await ds.pools.get('p4'));
+  });
+
+  test('pool create of an existing name: a clear refusal, nothing changed', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    const out = await ipamctl(['pool', 'create', 'p4', '--cidr', '10.99.0.0/16']);
+    assert.equal(out.code, 2);
+    assert.match(
+      out.stderr,
+      /^ipamctl: IPPool p4 already exists \(10\.244\.0\.0\/16\); nothing was changed\n$/,
+    );
+    assert.equal((await ds.pools.get('p4'))?.spec.cidr, '10.244.0.0/16');
+  });
+
+  test('config set refuses a key given twice', async () => {
+    const out = await ipamctl(['config', 'set', 'maxBlocksPerNode=4', 'maxBlocksPerNode=5']);
+    assert.equal(out.code, 2);
+    assert.match(out.stderr, /maxBlocksPerNode is given twice \(maxBlocksPerNode=4, maxBlocksPerNode=5\)/);
+    assert.equal(await ds.configs.get('default'), undefined);
   });
 });

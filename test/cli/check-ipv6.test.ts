@@ -68,7 +68,7 @@ describe('ipamctl on IPv6 (real API server)', () => {
     );
   });
 
-  test('show: a /64 pool of /122 blocks has an exact capacity beyond 2^53 (a string in JSON)', async () => {
+  test('show: a /64 pool of /122 blocks has an exact capacity beyond 2^53 (a decimal string in JSON, as for IPv4)', async () => {
     const shown = JSON.parse((await ipamctl(['show', '-o', 'json'])).stdout) as {
       name: string;
       capacity: unknown;
@@ -77,7 +77,7 @@ describe('ipamctl on IPv6 (real API server)', () => {
     // 2^58 blocks × (64 − 2 reserved) assignable addresses.
     assert.deepEqual(
       shown.map((p) => [p.name, p.capacity, p.used]),
-      [['p6', ((1n << 58n) * 62n).toString(), 2]],
+      [['p6', ((1n << 58n) * 62n).toString(), '2']],
     );
   });
 });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { autoAssign, handleOf } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
+import type { KubeDatastore, Pod } from '../../core/index.ts';
 import type { Report } from '../../cli/audit/report.ts';
 import {
   adminDatastore,
@@ -15,6 +15,7 @@ import {
   createNamespace,
   createNode,
   createPod,
+  deletePod,
   ipamctl,
   kubeSystemUID,
   poolObject,
@@ -103,8 +104,8 @@ describe('ipamctl check (real API server)', () => {
     );
     const { code, stdout, report } = await check('duplicate');
     assert.equal(code, 1);
-    // Two blocks over one range necessarily overlap as well.
-    assert.deepEqual(kinds(report), ['duplicate-address', 'overlapping-blocks']);
+    // Two blocks over one range necessarily overlap as well; the /27 is not the pool's block size.
+    assert.deepEqual(kinds(report), ['block-size-mismatch', 'duplicate-address', 'overlapping-blocks']);
     const dup = report.problems.find((p) => p.kind === 'duplicate-address');
     assert.match(
       dup?.message ?? '',
@@ -207,9 +208,10 @@ describe('ipamctl check (real API server)', () => {
     );
     const { code, report } = await check('overlap');
     assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['overlapping-blocks']);
+    // The /25 is not the pool's block size either.
+    assert.deepEqual(kinds(report), ['block-size-mismatch', 'overlapping-blocks']);
     assert.match(
-      report.problems[0]?.message ?? '',
+      report.problems.find((p) => p.kind === 'overlapping-blocks')?.message ?? '',
       /IPAMBlock 10-244-0-0-25 \(10\.244\.0\.0\/25\) overlaps IPAMBlock 10-244-0-64-26/,
     );
   });
@@ -298,5 +300,89 @@ describe('ipamctl check (real API server)', () => {
       stdout,
       /Information \(1\):\n {2}Empty blocks \[empty-block\] \(1\):\n {4}- IPAMBlock 10-244-0-64-26/,
     );
+  });
+  test('a block whose size differs from its pool’s blockSize: block-size-mismatch', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16', 26));
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.64/28',
+        pool: 'p4',
+        affinity: 'n1',
+        allocations: [own(3, 'net.s.eth0')],
+      }),
+    );
+    const { code, stdout, report } = await check('size');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['block-size-mismatch']);
+    assert.equal(
+      report.problems[0]?.message,
+      'IPAMBlock 10-244-0-64-28 (10.244.0.64/28) is a /28 block but its IPPool p4 has blockSize 26',
+    );
+    assert.match(stdout, /\[block-size-mismatch\] \(1\)/);
+  });
+
+  test('pod object still there but its node deleted: pod-on-deleted-node, never offered for release', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    // One pod running with the address as its IP, one still pending (no IP yet).
+    const running = await createPod(ds, {
+      namespace: ns,
+      name: 'running',
+      node: 'gone-node',
+      ip: '10.244.0.7',
+    });
+    const pending = await createPod(ds, { namespace: ns, name: 'pending', node: 'gone-node' });
+    const owner = (pod: typeof running) => ({
+      node: 'gone-node',
+      namespace: ns,
+      pod: pod.metadata.name,
+      podUID: pod.metadata.uid ?? '',
+    });
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/26',
+        pool: 'p4',
+        affinity: 'n1',
+        allocations: [own(7, 'net.run.eth0', owner(running)), own(8, 'net.pend.eth0', owner(pending))],
+      }),
+    );
+    const { code, stdout, report } = await check('pod-on-deleted-node');
+    assert.equal(code, 1);
+    assert.deepEqual(kinds(report), ['pod-on-deleted-node']);
+    assert.deepEqual(report.leaked, []);
+    assert.match(stdout, /Allocations of deleted nodes whose pod object still exists/);
+    assert.match(
+      stdout,
+      new RegExp(
+        `10\\.244\\.0\\.8 .* is held by pod ${ns}/pending .*: node gone-node no longer exists, but the pod object still does`,
+      ),
+    );
+    assert.doesNotMatch(stdout, /ip-in-use-by-other-pod/);
+  });
+  test('a terminating pod whose IP was already released is not pod-ip-unallocated', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    // A finalizer keeps the pod object after the DELETE, with deletionTimestamp set: the window in
+    // which CNI DEL has released the address but the pod still shows status.podIP.
+    const pod = await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${ns}/pods`, {
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'leaving', finalizers: ['ipamctl-test/hold'] },
+        spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+      },
+    });
+    await setPodIP(ds, pod, '10.244.1.9');
+    await deletePod(ds, ns, 'leaving');
+    const path = `/api/v1/namespaces/${ns}/pods/leaving`;
+    try {
+      assert.ok((await ds.getPod(ns, 'leaving'))?.metadata.deletionTimestamp);
+      const { code, report } = await check('terminating');
+      assert.equal(code, 0, JSON.stringify(report.problems));
+      assert.deepEqual(kinds(report), []);
+    } finally {
+      await ds.transport.request('PATCH', path, {
+        body: { metadata: { finalizers: null } },
+        contentType: 'application/merge-patch+json',
+      });
+    }
   });
 });

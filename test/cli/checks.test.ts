@@ -60,7 +60,7 @@ describe('leakedInEveryReport', () => {
   const leak = (address: string, sequence: number): LeakedAllocation => ({
     address,
     block: '10-244-0-0-26',
-    ordinal: 0,
+    ordinal: Number(address.split('.').at(-1)),
     handle: `h-${address}`,
     sequence,
     node: 'n1',
@@ -72,7 +72,7 @@ describe('leakedInEveryReport', () => {
     report: { cluster: { kubeSystemUID: uid, server: 's' }, leaked } as Report,
   });
 
-  test('keeps entries present in every report, same handle and sequence number', () => {
+  test('keeps entries present in every report, same block, ordinal, handle and sequence number', () => {
     const got = leakedInEveryReport(
       [
         report('u', [leak('10.244.0.5', 1), leak('10.244.0.6', 2), leak('10.244.0.7', 3)]),

@@ -52,8 +52,32 @@ describe('ipamctl errors and discovery (real API server)', () => {
   // Each row: arguments, the message expected on stderr.
   const badFlags: [string[], RegExp][] = [
     [['check', '--bogus'], /Unknown argument: bogus\nRun "ipamctl check --help" for usage\./],
-    [['check', '--limit', '-1'], /--limit must be a whole number/],
-    [['frobnicate'], /Unknown argument: frobnicate/],
+    [
+      ['check', '--limit', '-1'],
+      /--limit must be an integer ≥ 0 \(0 = all\), not "-1"\nRun "ipamctl check --help"/,
+    ],
+    [['check', '--limit', 'abc'], /--limit must be an integer ≥ 0 \(0 = all\), not "abc"/],
+    [
+      ['check', '--request-timeout', '-1'],
+      /--request-timeout must be an integer from 1 to 86400 \(seconds\), not "-1"/,
+    ],
+    [
+      ['check', '--request-timeout', 'abc'],
+      /--request-timeout must be an integer from 1 to 86400 \(seconds\), not "abc"/,
+    ],
+    [['show', '--request-timeout', '0'], /--request-timeout must be an integer from 1 to 86400/],
+    [
+      ['pool', 'create', 'x', '--cidr', '10.1.0.0/16', '--block-size', 'abc'],
+      /--block-size must be an integer \(a prefix length\), not "abc"/,
+    ],
+    [
+      ['pool', 'create', 'x', '--cidr', '10.1.0.0/16', '--block-size', '26.5'],
+      /--block-size must be an integer/,
+    ],
+    [['frobnicate'], /Unknown argument: frobnicate\nRun "ipamctl --help" for usage\./],
+    [['pool', 'frobnicate'], /Run "ipamctl pool --help" for usage\./],
+    [['pool', 'create', 'x', '--bogus'], /Run "ipamctl pool create --help" for usage\./],
+    [['check', '--context', 'nope'], /context "nope" is not found in kubeconfig .*\(contexts: /],
     [[], /Name a command/],
     [['release'], /Give --from-report FILE… or --ip ADDRESS\./],
     [['release', '--ip', 'not-an-ip', '--yes'], /"not-an-ip" is not an IP address/],
@@ -108,6 +132,9 @@ describe('ipamctl errors and discovery (real API server)', () => {
     copyFileSync(admin, join(home, '.kube', 'config'));
     const viaHome = await ipamctl(['check'], { env: { HOME: home } });
     assert.equal(viaHome.code, 0, viaHome.stderr);
+    // --context picks an existing context; an unknown one is a clear exit 2 (bad-usage table).
+    const named = await ipamctl(['check', '--kubeconfig', admin, '--context', 'admin']);
+    assert.equal(named.code, 0, named.stderr);
     const none = await ipamctl(['check'], { env: { HOME: join(dir, 'nowhere') } });
     assert.equal(none.code, 2);
     assert.match(

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { assignIP, autoAssign, handleOf, releaseByHandle } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
+import type { LeakedAllocation } from '../../cli/audit/problems.ts';
 import type { Report } from '../../cli/audit/report.ts';
 import { applyPlan } from '../../cli/release/apply.ts';
 import {
@@ -23,6 +24,13 @@ import {
   setPodIP,
   uniqueNamespace,
 } from './cluster.ts';
+
+const io = (out: { stdout: string }) => ({
+  argv: [],
+  env: {},
+  stdout: { write: (t: string) => (out.stdout += t) },
+  stderr: { write: () => true },
+});
 
 const dir = mkdtempSync(join(tmpdir(), 'ipamctl-release-'));
 const ns = uniqueNamespace('ipamctl-release');
@@ -178,7 +186,7 @@ describe('ipamctl release (real API server)', () => {
     assert.equal(code, 1);
     assert.match(
       stdout,
-      /not released 10\.244\.0\.8 \(IPAMBlock 10-244-0-0-26\): it changed after the re-check/,
+      /not released 10\.244\.0\.8 \(IPAMBlock 10-244-0-0-26\): the write's preconditions refused it: sequence number is now 1003, not 1002 \(re-allocated\)/,
     );
     assert.match(stdout, /Released 1 of 2\./);
     assert.deepEqual(await allocations(), { 8: 'net.b.eth0' });
@@ -228,7 +236,9 @@ describe('ipamctl release (real API server)', () => {
     assert.equal(refused.code, 1);
     assert.match(
       refused.stdout,
-      new RegExp(`skip 10\\.244\\.0\\.20 .*its pod ${ns}/live exists \\(--force overrides\\)`),
+      new RegExp(
+        `skip 10\\.244\\.0\\.20 .*its pod ${ns}/live exists \\(uid ${live.metadata.uid ?? ''}\\) \\(--force overrides\\)`,
+      ),
     );
     const dry = await ipamctl(['release', '--ip', '10.244.0.7']);
     assert.equal(dry.code, 3);
@@ -239,5 +249,129 @@ describe('ipamctl release (real API server)', () => {
     const none = await ipamctl(['release', '--ip', '10.244.0.7', '--yes']);
     assert.equal(none.code, 0);
     assert.match(none.stdout, /10\.244\.0\.7 is not allocated: nothing to release\./);
+  });
+  // Defect 1: a hand-edited report must not free a live pod's allocation. Each case edits a genuine
+  // leaked entry to point at pend's allocation and rewrites the owner fields.
+  const tamperings: [string, (leak: LeakedAllocation, uid: string) => LeakedAllocation][] = [
+    // owner fields removed, node set to one that does not exist
+    [
+      'no pod, nonexistent node',
+      (leak) => {
+        const { pod: _p, podUID: _u, namespace: _n, ...rest } = leak;
+        return { ...rest, node: 'nonexistent-node', reason: 'leaked-node-deleted' };
+      },
+    ],
+    // a nonexistent pod name carrying pend's real UID
+    ['nonexistent pod name, real UID', (leak, uid) => ({ ...leak, pod: 'no-such-pod', podUID: uid })],
+  ];
+  for (const [name, tamper] of tamperings) {
+    test(`a tampered report (${name}) cannot release a live pod's allocation`, async () => {
+      await seedTwoLeaks();
+      const pend = await createPod(ds, { namespace: ns, name: 'pend', node: 'n1' });
+      const got = await autoAssign(ds, {
+        handle: handleOf('k8s-pod-network', 'cpend', 'eth0'),
+        node: 'n1',
+        pod: { namespace: ns, name: 'pend', uid: pend.metadata.uid ?? '' },
+      });
+      assert.ok(got.ok && got.ipv4);
+      const genuine = JSON.parse(readFileSync(await report(`genuine-${name}`), 'utf8')) as Report;
+      const leak = genuine.leaked.find((l) => l.address === '10.244.0.7');
+      assert.ok(leak);
+      const edited = tamper(
+        {
+          ...leak,
+          address: got.ipv4.address,
+          ordinal: got.ipv4.ordinal,
+          handle: handleOf('k8s-pod-network', 'cpend', 'eth0'),
+          sequence: got.ipv4.sequence,
+        },
+        pend.metadata.uid ?? '',
+      );
+      const path = join(dir, `tamper-${name.replace(/\W+/g, '-')}.json`);
+      writeFileSync(path, JSON.stringify({ ...genuine, leaked: [edited] }));
+      const out = await ipamctl(['release', '--from-report', path, '--yes']);
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      assert.match(out.stdout, new RegExp(`skip ${got.ipv4.address.replace(/\./g, '\\.')} .*pod ${ns}/pend`));
+      assert.match(out.stdout, /Nothing to release\./);
+      assert.equal((await allocations())[got.ipv4.ordinal], handleOf('k8s-pod-network', 'cpend', 'eth0'));
+    });
+  }
+
+  test('a report entry whose address is not its block + ordinal is skipped', async () => {
+    await seedTwoLeaks();
+    const genuine = JSON.parse(readFileSync(await report('mismatch'), 'utf8')) as Report;
+    const leaked = genuine.leaked.map((l) =>
+      l.address === '10.244.0.7' ? { ...l, address: '10.244.0.9' } : l,
+    );
+    const path = join(dir, 'mismatch-edited.json');
+    writeFileSync(path, JSON.stringify({ ...genuine, leaked }));
+    const out = await ipamctl(['release', '--from-report', path, '--yes']);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /skip 10\.244\.0\.9 .*is not ordinal 7 of IPAMBlock 10-244-0-0-26/);
+    assert.match(out.stdout, /Released 1 of 1\./);
+    assert.deepEqual(await allocations(), { 7: 'net.a.eth0' });
+  });
+
+  test('a write refused by the pod-UID precondition says so', async () => {
+    await seedTwoLeaks();
+    const [a] = (JSON.parse(readFileSync(await report('uid-pre'), 'utf8')) as Report).leaked;
+    assert.ok(a);
+    const out = { stdout: '' };
+    const code = await applyPlan(ds, [{ ...a, podUID: 'not-the-recorded-uid' }], io(out));
+    assert.equal(code, 1);
+    assert.match(out.stdout, /not released 10\.244\.0\.7 \(IPAMBlock 10-244-0-0-26\): .*pod UID/);
+    assert.doesNotMatch(out.stdout, /handle \/ sequence precondition/);
+    assert.deepEqual(await allocations(), { 7: 'net.a.eth0', 8: 'net.b.eth0' });
+  });
+
+  test('--ip refuses a reserved ordinal (corrupt block): exit 2, nothing changed', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.244.0.0/26',
+        pool: 'p4',
+        affinity: 'n1',
+        allocations: [{ ordinal: 0, handle: 'net.z.eth0', node: 'gone-node' }],
+      }),
+    );
+    const before = await ds.blocks.get('10-244-0-0-26');
+    for (const extra of [[], ['--force']]) {
+      const out = await ipamctl(['release', '--ip', '10.244.0.0', '--yes', ...extra]);
+      assert.equal(out.code, 2, out.stdout + out.stderr);
+      assert.match(out.stderr, /10\.244\.0\.0 is a reserved address of IPAMBlock 10-244-0-0-26.*corrupt/);
+    }
+    assert.deepEqual((await ds.blocks.get('10-244-0-0-26'))?.spec, before?.spec);
+  });
+
+  test('--ip with --block: a block that does not exist or does not contain the address is exit 2', async () => {
+    await seedTwoLeaks();
+    await ds.blocks.create(blockObject({ cidr: '10.244.1.0/26', pool: 'p4', affinity: 'n1' }));
+    const missing = await ipamctl(['release', '--ip', '10.244.0.7', '--block', 'nonexistent', '--yes']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /no such IPAMBlock nonexistent/);
+    const elsewhere = await ipamctl(['release', '--ip', '10.244.0.7', '--block', '10-244-1-0-26', '--yes']);
+    assert.equal(elsewhere.code, 2);
+    assert.match(elsewhere.stderr, /10\.244\.0\.7 is not in IPAMBlock 10-244-1-0-26 \(10\.244\.1\.0\/26\)/);
+    assert.deepEqual(await allocations(), { 7: 'net.a.eth0', 8: 'net.b.eth0' });
+  });
+
+  test('a report with null entries, or that is null, is refused with a clear message', async () => {
+    await seedTwoLeaks();
+    const genuine = JSON.parse(readFileSync(await report('nulls'), 'utf8')) as Report;
+    const withNull = join(dir, 'null-entry.json');
+    writeFileSync(withNull, JSON.stringify({ ...genuine, leaked: [null, ...genuine.leaked] }));
+    const out = await ipamctl(['release', '--from-report', withNull, '--yes']);
+    assert.equal(out.code, 2);
+    assert.match(
+      out.stderr,
+      /null-entry\.json is not an ipamctl check report: leaked entry 1 is not an object/,
+    );
+    assert.doesNotMatch(out.stderr, /TypeError/);
+    const nullDoc = join(dir, 'null-doc.json');
+    writeFileSync(nullDoc, 'null');
+    const doc = await ipamctl(['release', '--from-report', nullDoc, '--yes']);
+    assert.equal(doc.code, 2);
+    assert.match(doc.stderr, /null-doc\.json is not an ipamctl check report: not a JSON object/);
+    assert.deepEqual(await allocations(), { 7: 'net.a.eth0', 8: 'net.b.eth0' });
   });
 });

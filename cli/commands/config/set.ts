@@ -23,14 +23,24 @@ interface SetArgs extends GlobalFlags {
 type Key = keyof IPAMConfigSpec;
 const KEYS = Object.keys(DEFAULT_SETTINGS) as Key[];
 
-/** Applies "key=value" assignments to `spec`. @throws CliError for an unknown key or a bad value */
+/**
+ * Applies "key=value" assignments to `spec`.
+ * @throws CliError for an unknown key, a key given twice, or a bad value
+ */
 export function applySettings(spec: IPAMConfigSpec, assignments: readonly string[]): IPAMConfigSpec {
   const out: Record<string, unknown> = { ...spec };
+  const given = new Map<Key, string>();
   for (const text of assignments) {
     const eq = text.indexOf('=');
     const key = text.slice(0, eq) as Key;
     if (eq < 0 || !KEYS.includes(key))
       throw new CliError(`${JSON.stringify(text)}: want KEY=VALUE with KEY one of ${KEYS.join(', ')}`);
+    const first = given.get(key);
+    if (first !== undefined)
+      throw new CliError(
+        `${key} is given twice (${first}, ${text}): give each setting once. Nothing was changed.`,
+      );
+    given.set(key, text);
     const value = text.slice(eq + 1);
     if (value === '') delete out[key];
     else if (typeof DEFAULT_SETTINGS[key] === 'boolean') {

@@ -3,9 +3,9 @@
  * overlap with other pools, nor with blocks of another size) before the API server's schema
  * sees it.
  */
-import { API_VERSION, parseCidr, validatePool } from '../../../core/index.ts';
+import { API_VERSION, isAlreadyExists, parseCidr, validatePool } from '../../../core/index.ts';
 import type { IPPool, LabelSelector } from '../../../core/index.ts';
-import { defineCommand } from '../../command.ts';
+import { defineCommand, integerFlag } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import { withConnection } from '../with-connection.ts';
@@ -44,6 +44,10 @@ export function poolFromArgs(args: CreateArgs): IPPool {
   return { apiVersion: API_VERSION, kind: 'IPPool', metadata: { name: args.name }, spec };
 }
 
+function alreadyExists(pool: IPPool): CliError {
+  return new CliError(`IPPool ${pool.metadata.name} already exists (${pool.spec.cidr}); nothing was changed`);
+}
+
 export function poolCreateCommand(ctx: CommandContext) {
   return defineCommand<CreateArgs>({
     ctx,
@@ -57,7 +61,11 @@ export function poolCreateCommand(ctx: CommandContext) {
           demandOption: true,
           describe: 'Pool CIDR, strictly masked, e.g. 10.244.0.0/16',
         })
-        .option('block-size', { type: 'number', describe: 'Block prefix length (default 26 / 122)' })
+        .option('block-size', {
+          type: 'string',
+          coerce: integerFlag('block-size', { what: 'a prefix length' }),
+          describe: 'Block prefix length (default 26 / 122)',
+        })
         .option('node-selector', { type: 'string', describe: 'Nodes allowed: label k=v[,k2=v2]' })
         .option('namespace-selector', { type: 'string', describe: 'Namespaces allowed: label k=v[,k2=v2]' })
         .option('mode', {
@@ -74,9 +82,17 @@ export function poolCreateCommand(ctx: CommandContext) {
     run: (args) =>
       withConnection(args, ctx.io, async (conn) => {
         const pool = poolFromArgs(args);
+        const existing = await conn.ds.pools.get(args.name);
+        if (existing) throw alreadyExists(existing);
         const verdict = await validatePool(conn.ds, pool);
         if (!verdict.ok) throw new CliError(`refused: ${verdict.message}`);
-        await conn.ds.pools.create(pool);
+        try {
+          await conn.ds.pools.create(pool);
+        } catch (error) {
+          // Created by someone else since the GET.
+          const now = isAlreadyExists(error) ? await conn.ds.pools.get(args.name) : undefined;
+          throw now ? alreadyExists(now) : error;
+        }
         println(ctx.io.stdout, `IPPool ${args.name} (${args.cidr}) created.`);
         return EXIT.OK;
       }),

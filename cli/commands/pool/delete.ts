@@ -1,11 +1,12 @@
 /**
- * `ipamctl pool delete NAME --yes`: refuses while any block inside the pool holds an allocation.
+ * `ipamctl pool delete NAME --yes`: refuses while any block of the pool (by pool label) holds an
+ * allocation.
  * Otherwise: disable the pool (so allocators stop using it), re-list its blocks, delete each
  * (empty) block with resourceVersion + uid preconditions, then delete the pool with its own —
  * any allocation that slips in between makes a precondition fail and stops the deletion
  * (docs/design-cli.md §pool delete).
  */
-import { cidrCovers, parseCidr } from '../../../core/index.ts';
+import { POOL_LABEL } from '../../../core/index.ts';
 import type { IPAMBlock, IPPool, KubeDatastore } from '../../../core/index.ts';
 import { defineCommand } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
@@ -18,14 +19,13 @@ interface DeleteArgs extends GlobalFlags {
   yes: boolean;
 }
 
-/** Blocks whose CIDR lies inside the pool's. */
+/**
+ * The pool's blocks: those labelled `ipam.blockipam.io/pool=<name>` (core/block/labels.ts). Not
+ * "blocks inside its CIDR": a pool made with kubectl can overlap another pool, whose blocks
+ * (empty or not) are not this pool's to judge or delete.
+ */
 async function blocksOf(ds: KubeDatastore, pool: IPPool): Promise<IPAMBlock[]> {
-  const cidr = parseCidr(pool.spec.cidr);
-  const blocks = await ds.blocks.list();
-  return blocks.filter((b) => {
-    const bc = parseCidr(b.spec.cidr);
-    return cidr !== undefined && bc !== undefined && cidrCovers(cidr, bc);
-  });
+  return ds.blocks.list({ labelSelector: { matchLabels: { [POOL_LABEL]: pool.metadata.name } } });
 }
 
 /** @throws CliError naming the blocks that still hold allocations */
