@@ -8,12 +8,12 @@
 import { KubeDatastore } from '../core/datastore/kube.ts';
 import type { KubeClientConfig } from '../core/kube/config.ts';
 import { isKubeconfigError } from '../core/kube/kubeconfig-error.ts';
-import { KubeTransport } from '../core/kube/transport.ts';
 import type { Backend } from './backend.ts';
 import { createCoreBackend } from './core-backend.ts';
 import { CniCode, CniError } from './errors.ts';
 import { loadKubeconfigCached } from './kubeconfig-cache.ts';
 import type { NetConf } from './netconf.ts';
+import { SerialTransport } from './serial-transport.ts';
 
 /** 10 s per request: a hung connection must fail well inside the ADD budget (default 30 s). */
 const requestTimeoutMs = 10_000;
@@ -26,7 +26,8 @@ export async function createKubeBackend(conf: NetConf): Promise<Backend> {
     if (isKubeconfigError(e)) throw new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', e.message);
     throw e;
   }
-  const transport = new KubeTransport(cfg, { timeoutMs: Math.min(requestTimeoutMs, conf.timeoutMs) });
+  // One connection, requests in sequence (serial-transport.ts): one TLS handshake per call.
+  const transport = new SerialTransport(cfg, { timeoutMs: Math.min(requestTimeoutMs, conf.timeoutMs) });
   return createCoreBackend({
     ds: new KubeDatastore(transport),
     conf,

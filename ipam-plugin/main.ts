@@ -10,7 +10,16 @@ import { dispatch } from './dispatch.ts';
 /** 5 s: after the result is written, a lingering handle must not hold up the runtime. */
 const lingerMs = 5_000;
 
+/** Commands that reach the API server (VERSION and the about text never load TLS). */
+const apiCommands = new Set(['ADD', 'DEL', 'CHECK', 'GC', 'STATUS']);
+
 async function main(): Promise<void> {
+  // Load node:https (and so node:tls) first thing for commands that will need it. Loading
+  // node:tls starts the parse of Node's bundled root certificates on a helper thread, and the
+  // first secure context waits for it (~10-20 ms, docs/design-plugin.md "Start-up budget").
+  // Started here, that parse runs on the second core while this thread reads stdin, validates
+  // the netconf and evaluates the backend, instead of after them.
+  if (apiCommands.has(process.env.CNI_COMMAND ?? '')) process.getBuiltinModule('node:https');
   const code = await dispatch(
     {
       env: process.env,

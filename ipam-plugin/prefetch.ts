@@ -1,7 +1,8 @@
 /**
  * A Datastore view whose first LIST of this node's affine blocks is a read started earlier
- * (in parallel with the pod and namespace GETs), so an uncontended ADD costs two round trips
- * (GETs ‖ LIST, then the UPDATE) instead of three. The request count is unchanged. A LIST that
+ * (before the lock, with the pod and namespace GETs; on the one connection of
+ * serial-transport.ts they go in sequence), so an uncontended ADD sends only the UPDATE while
+ * holding the host lock. The request count is unchanged. A LIST that
  * is stale by the time it is used only costs a compare-and-swap conflict and a re-read inside
  * core (correctness never rests on it); core-backend.ts uses the view only when the host lock
  * was free at once, so another ADD on this node is unlikely to have written in between.
