@@ -12,12 +12,11 @@
  * Usage: node scripts/demo.ts [--pods-per-node N]   (N: 1-20, default 2)
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startControlPlane } from '../test/helpers/control-plane.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cpDir = join(root, 'test', 'control-plane');
 const argv = process.argv.slice(2);
 const perNodeArg = argv.includes('--pods-per-node') ? Number(argv[argv.indexOf('--pods-per-node') + 1]) : 2;
 if (!Number.isInteger(perNodeArg) || perNodeArg < 1 || perNodeArg > 20) {
@@ -29,26 +28,12 @@ if (process.getuid?.() !== 0) {
   process.exit(2);
 }
 
-function parseEnvFile(path: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    const eq = line.indexOf('=');
-    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1);
-  }
-  return out;
-}
-
-const up = spawnSync('bash', [join(cpDir, 'up.sh'), '--owner-pid', String(process.pid)], {
-  stdio: ['ignore', 'pipe', 'inherit'],
-  encoding: 'utf8',
-});
-if (up.status !== 0) process.exit(1);
-const env = parseEnvFile(up.stdout.trim().split('\n').pop() ?? '');
+const plane = startControlPlane();
+if (!plane) process.exit(1);
+const env = plane.env;
 Object.assign(process.env, env);
 const kubeconfig = env.CP_ADMIN_KUBECONFIG ?? '';
-const stop = (): void => {
-  spawnSync('bash', [join(cpDir, 'down.sh'), env.CP_RUN_DIR ?? '']);
-};
+const stop = (): void => plane.stop();
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.on(signal, () => {
     stop();

@@ -8,13 +8,13 @@
  * Usage: node scripts/run-tests.ts [glob ...]   (default: test/**\/*.test.ts)
  * Exits 1 when the globs match no test file (a typo must not pass as green).
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { globSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { globSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+import { startControlPlane } from '../test/helpers/control-plane.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cpDir = join(root, 'test', 'control-plane');
 
 const globs = process.argv.slice(2);
 const files = [
@@ -25,30 +25,16 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const up = spawnSync('bash', [join(cpDir, 'up.sh'), '--owner-pid', String(process.pid)], {
-  stdio: ['ignore', 'pipe', 'inherit'],
-  encoding: 'utf8',
-});
-if (up.status !== 0) {
+const plane = startControlPlane();
+if (!plane) {
   console.error('run-tests: the control plane did not start');
   process.exit(1);
 }
-const envFile = up.stdout.trim().split('\n').pop() ?? '';
-const cpEnv: Record<string, string> = {};
-for (const line of readFileSync(envFile, 'utf8').split('\n')) {
-  const eq = line.indexOf('=');
-  if (eq > 0) cpEnv[line.slice(0, eq)] = line.slice(eq + 1);
-}
+const cpEnv = plane.env;
+const stop = (): void => plane.stop();
 console.log(
   `control plane: kube-apiserver ${cpEnv.CP_SERVER_VERSION} at ${cpEnv.CP_API_URL} (started in ${cpEnv.CP_STARTUP_SECONDS} s)`,
 );
-
-let stopped = false;
-function stop(): void {
-  if (stopped) return;
-  stopped = true;
-  spawnSync('bash', [join(cpDir, 'down.sh'), cpEnv.CP_RUN_DIR ?? ''], { stdio: 'inherit' });
-}
 
 // The runner gets its own process group, recorded in the run dir: down.sh (also when the
 // watchdog calls it after this launcher was SIGKILLed) stops the whole test run with it.

@@ -54,13 +54,40 @@ function fromEnv(env: Record<string, string | undefined>): ControlPlane | undefi
   };
 }
 
-function parseEnvFile(path: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
+/** A control plane started by {@link startControlPlane}: its CP_* variables and how to stop it. */
+export interface StartedControlPlane {
+  /** CP_* variables of the env file up.sh wrote (CP_RUN_DIR, CP_API_URL, CP_BIN, ...). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Stops it through down.sh (recorded PIDs only); idempotent. */
+  stop(): void;
+}
+
+/**
+ * Starts a control plane with test/control-plane/up.sh, owned by this process (its watchdog
+ * stops it if this process dies, SIGKILL included). up.sh's progress goes to stderr.
+ * @returns undefined when up.sh failed (its log tails are on stderr)
+ */
+export function startControlPlane(): StartedControlPlane | undefined {
+  const cpDir = join(repoRoot, 'test', 'control-plane');
+  const up = spawnSync('bash', [join(cpDir, 'up.sh'), '--owner-pid', String(process.pid)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  if (up.status !== 0) return undefined;
+  const env: Record<string, string> = {};
+  for (const line of readFileSync(up.stdout.trim().split('\n').pop() ?? '', 'utf8').split('\n')) {
     const eq = line.indexOf('=');
-    if (eq > 0) out[line.slice(0, eq)] = line.slice(eq + 1);
+    if (eq > 0) env[line.slice(0, eq)] = line.slice(eq + 1);
   }
-  return out;
+  let stopped = false;
+  return {
+    env,
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      spawnSync('bash', [join(cpDir, 'down.sh'), env.CP_RUN_DIR ?? ''], { stdio: 'inherit' });
+    },
+  };
 }
 
 /**
@@ -71,20 +98,13 @@ export function controlPlane(): ControlPlane {
   if (cached) return cached;
   const given = fromEnv(process.env);
   if (given) return (cached = given);
-  const cpDir = join(repoRoot, 'test', 'control-plane');
-  const up = spawnSync('bash', [join(cpDir, 'up.sh'), '--owner-pid', String(process.pid)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    encoding: 'utf8',
-  });
-  if (up.status !== 0) throw new Error('test/control-plane/up.sh failed');
-  const env = parseEnvFile(up.stdout.trim().split('\n').pop() ?? '');
-  const started = fromEnv(env);
-  if (!started) throw new Error('up.sh wrote no usable env file');
-  process.on('exit', () => {
-    spawnSync('bash', [join(cpDir, 'down.sh'), started.runDir]);
-  });
-  Object.assign(process.env, env);
-  return (cached = started);
+  const started = startControlPlane();
+  if (!started) throw new Error('test/control-plane/up.sh failed');
+  const plane = fromEnv(started.env);
+  if (!plane) throw new Error('up.sh wrote no usable env file');
+  process.on('exit', () => started.stop());
+  Object.assign(process.env, started.env);
+  return (cached = plane);
 }
 
 /** Result of a kubectl run. */
