@@ -5,6 +5,8 @@
  *               findByHandle, listNodeAllocations, releaseEmptyBlocks, releaseNodeBlocks,
  *               loadSnapshot
  * Validation:   validatePool, checkBlockInvariants, configProblems
+ * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
+ *               seed blocks exactly as the allocator writes them)
  * Datastores:   Datastore (port), MemoryDatastore, KubeDatastore (over core/kube's lean transport)
  * Errors:       NotFoundError, AlreadyExistsError, ConflictError, UnavailableError, InvalidError,
  *               ApiError, RetriesExhaustedError (+ isX guards)
@@ -15,7 +17,12 @@
 export { autoAssign } from './allocator/auto-assign.ts';
 export { assignIP } from './allocator/static-assign.ts';
 export { findByHandle, listNodeAllocations, releaseAddresses, releaseByHandle } from './allocator/release.ts';
-export type { AddressRelease, HandleQuery, HandleRelease } from './allocator/release.ts';
+export type {
+  AddressRelease,
+  AddressReleaseResult,
+  HandleQuery,
+  HandleRelease,
+} from './allocator/release.ts';
 export { releaseForGC } from './allocator/gc.ts';
 export type { Attachment, GcRequest } from './allocator/gc.ts';
 export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
@@ -41,8 +48,28 @@ export type {
 export { validatePool } from './pool-validation.ts';
 
 export { checkBlockInvariants } from './block/invariants.ts';
-export { capacityOf, emptySinceMs, isEmpty, newBlock } from './block/block.ts';
-export { FAMILY_LABEL, POOL_LABEL, affineSelector, nodeBlocksSelector, nodeLabel } from './block/labels.ts';
+export {
+  allocateOrdinal,
+  capacityOf,
+  cidrOf,
+  emptySinceMs,
+  isAssignable,
+  isEmpty,
+  newBlock,
+  pickOrdinal,
+  releaseHandle,
+} from './block/block.ts';
+export type { Owner, PickOptions, ReleasedOrdinal, ReleasePreconditions } from './block/block.ts';
+export {
+  FAMILY_LABEL,
+  POOL_LABEL,
+  REGION_LABEL,
+  affineSelector,
+  blockLabels,
+  isNodeLabel,
+  nodeBlocksSelector,
+  nodeLabel,
+} from './block/labels.ts';
 
 export { configProblems, DEFAULT_SETTINGS, IPAM_CONFIG_NAME, settingsOf } from './config.ts';
 export type { IPAMSettings } from './config.ts';

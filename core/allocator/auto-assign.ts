@@ -4,11 +4,14 @@
  * node's block (unless strictAffinity) → a failure naming the cause. Dual-stack is all-or-nothing:
  * when the second family fails, the first is released again (by handle + sequence).
  *
- * Warm cost (an affine block has room, snapshot and labels given): 1 LIST + 1 UPDATE.
+ * Warm cost (an affine block has room, snapshot and labels given): 1 LIST + 1 UPDATE. The LIST
+ * selects every block carrying the node's label — its affine blocks and the blocks it borrowed
+ * from — so a handle that already holds an address anywhere for this node is refused (HandleInUse)
+ * before anything is written.
  */
 import type { IPFamily } from '../address/ip.ts';
 import { cidrOf } from '../block/block.ts';
-import { affineSelector, familySelector } from '../block/labels.ts';
+import { affineSelector, familySelector, nodeBlocksSelector } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { allocateFromBlocks, holdsHandle, inPools } from './block-choice.ts';
@@ -46,14 +49,14 @@ export async function autoAssign(
     ...(request.ipv6 ? [6 as const] : []),
   ];
   if (families.length === 0) return { ok: false, reason: 'NoPool', message: 'no IP family requested' };
-  const [inputs, affine] = await Promise.all([
+  const [inputs, mine] = await Promise.all([
     gatherInputs(ctx, request),
-    ds.blocks.list({ labelSelector: affineSelector(request.node) }),
+    ds.blocks.list({ labelSelector: nodeBlocksSelector(request.node) }),
   ]);
   const done: AllocatedAddress[] = [];
   try {
     for (const family of families) {
-      const outcome = await assignFamily(ctx, { request, family, affine, ...inputs });
+      const outcome = await assignFamily(ctx, { request, family, mine, ...inputs });
       if ('reason' in outcome) {
         await rollback(ctx, request.node, done);
         return { ok: false, ...outcome };
@@ -72,7 +75,8 @@ export async function autoAssign(
 interface FamilyJob {
   request: AutoAssignRequest;
   family: IPFamily;
-  affine: readonly IPAMBlock[];
+  /** Every block holding anything of the node: affine, or with addresses it borrowed. */
+  mine: readonly IPAMBlock[];
   snapshot: PoolSnapshot;
   nodeLabels: Readonly<Record<string, string>>;
   namespaceLabels: Readonly<Record<string, string>>;
@@ -100,8 +104,9 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
   };
   const own = { ...base, affinity: request.node };
   const eligible = inPools(choice.pools);
-  let held = job.affine.filter((b) => cidrOf(b).family === family);
-  if (held.some((b) => holdsHandle(b, request.handle))) return found('handle', request.handle, family);
+  const ofFamily = job.mine.filter((b) => cidrOf(b).family === family);
+  if (ofFamily.some((b) => holdsHandle(b, request.handle))) return found('handle', request.handle, family);
+  let held = ofFamily.filter((b) => b.spec.affinity === request.node);
   let affine = held.filter(eligible);
   let limitHit = false;
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {

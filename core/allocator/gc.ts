@@ -7,8 +7,9 @@ import type { Datastore } from '../datastore/datastore.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions } from './context.ts';
 import { listNodeAllocations, releaseAddresses } from './release.ts';
+import type { AddressReleaseResult } from './release.ts';
 import { handleOf } from './types.ts';
-import type { AllocatedAddress, ReleaseResult } from './types.ts';
+import type { AllocatedAddress } from './types.ts';
 
 /** A live attachment (`cni.dev/valid-attachments` entry). */
 export interface Attachment {
@@ -33,13 +34,15 @@ function ofNetwork(address: AllocatedAddress, network: string): boolean {
 
 /**
  * Releases `node`'s allocations of `network` whose handle matches no valid attachment.
- * Cost: 1 LIST + 1 UPDATE per block touched.
+ * Borrowed allocations (in other nodes' or unowned blocks) are found too: the LIST selects the
+ * node's label, which every block holding one of its allocations carries.
+ * Cost: 1 LIST + 1 GET + 1 UPDATE per block touched. `gone`: stale allocations released meanwhile.
  */
 export async function releaseForGC(
   ds: Datastore,
   request: GcRequest,
   options: AllocatorOptions = {},
-): Promise<ReleaseResult> {
+): Promise<AddressReleaseResult> {
   const ctx = contextOf(ds, options);
   const valid = new Set(
     request.validAttachments.map((a) => handleOf(request.network, a.containerID, a.ifname)),

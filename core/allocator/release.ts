@@ -71,30 +71,45 @@ export interface AddressRelease {
   block?: string;
 }
 
+/** Result of {@link releaseAddresses}: a {@link ReleaseResult} plus the items with nothing to free. */
+export interface AddressReleaseResult extends ReleaseResult {
+  /**
+   * Items whose address does not hold their handle (any more): no block there, the ordinal free or
+   * held by another handle, the block deleted meanwhile, or an unparseable address. Nothing was
+   * written for them; as input, in input order.
+   */
+  gone: AddressRelease[];
+}
+
 /**
  * Releases exact (address, handle[, sequence, podUID]) items; mismatches are refused, absent ones
- * ignored. Cost: 1 LIST unless every item names its block (then 1 GET per block), + 1 UPDATE per
- * block.
+ * returned in `gone`. Cost: 1 LIST unless every item names its block (then 1 GET per block), + 1
+ * UPDATE per block.
  */
 export async function releaseAddresses(
   ds: Datastore,
   items: readonly AddressRelease[],
   query: HandleQuery = {},
   options: AllocatorOptions | Context = {},
-): Promise<ReleaseResult> {
+): Promise<AddressReleaseResult> {
   const ctx = 'ds' in options ? options : contextOf(ds, options);
-  const result: ReleaseResult = { released: [], refused: [] };
+  const result: AddressReleaseResult = { released: [], refused: [], gone: [] };
   const listed = items.every((item) => item.block !== undefined)
     ? undefined
     : await listBlocksOf(ds, query.node);
   for (const item of items) {
     const ip = parseIP(item.address);
-    if (!ip) continue;
-    const block = listed ? listed.find((b) => blockHolds(b, ip)) : await ds.blocks.get(item.block ?? '');
-    const ordinal = block && blockHolds(block, ip) ? ordinalOf(cidrOf(block), ip) : undefined;
-    if (!block || ordinal === undefined || block.spec.allocations[ordinal]?.handle !== item.handle) continue;
+    const block = !ip
+      ? undefined
+      : listed
+        ? listed.find((b) => blockHolds(b, ip))
+        : await ds.blocks.get(item.block ?? '');
+    const ordinal = ip && block && blockHolds(block, ip) ? ordinalOf(cidrOf(block), ip) : undefined;
+    const holds =
+      block !== undefined && ordinal !== undefined && block.spec.allocations[ordinal]?.handle === item.handle;
     // One ordinal per handle per block (invariant I4): releasing the handle here frees exactly it.
-    await releaseInBlock(ctx, block, item.handle, item, result);
+    const touched = holds ? await releaseInBlock(ctx, block, item.handle, item, result) : 0;
+    if (touched === 0) result.gone.push(item);
   }
   return result;
 }
@@ -135,13 +150,14 @@ async function listBlocksOf(ds: Datastore, node: string | undefined): Promise<IP
   return ds.blocks.list(node === undefined ? {} : { labelSelector: nodeBlocksSelector(node) });
 }
 
+/** Releases `handle` in `block` under CAS; returns how many allocations were released or refused. */
 async function releaseInBlock(
   ctx: Context,
   block: IPAMBlock,
   handle: string,
   preconditions: ReleasePreconditions,
   result: ReleaseResult,
-): Promise<void> {
+): Promise<number> {
   const outcome = await updateBlock<ReleaseResult>(ctx, block, (current) => {
     const done = releaseHandle(current, handle, preconditions, ctx.clock());
     const refused = done.refused.map((r) => describe(current, r.ordinal, r.allocation));
@@ -150,11 +166,12 @@ async function releaseInBlock(
       ? { skip: { released, refused } }
       : { write: done.block, result: { released, refused } };
   });
-  if ('gone' in outcome) return;
+  if ('gone' in outcome) return 0;
   result.released.push(...outcome.result.released);
   result.refused.push(...outcome.result.refused);
   if (outcome.written && isEmpty(outcome.written) && outcome.written.spec.affinity === null)
     await deleteIfUnchanged(ctx, outcome.written);
+  return outcome.result.released.length + outcome.result.refused.length;
 }
 
 /** Deletes a block only if nobody wrote it since `block` was read. */

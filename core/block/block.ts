@@ -75,17 +75,35 @@ export interface PickOptions {
 export function pickOrdinal(block: IPAMBlock, options: PickOptions): number | undefined {
   const { allocations, freed } = block.spec;
   const excluded = options.excluded ?? new Set<number>();
-  const size = blockOrdinals(cidrOf(block));
-  const used = new Set<number>(reservedOrdinals(cidrOf(block)));
+  const cidr = cidrOf(block);
+  const size = blockOrdinals(cidr);
+  const used = new Set<number>(reservedOrdinals(cidr));
   for (const entry of freed) used.add(entry.ordinal);
   for (let ordinal = 0; ordinal < size; ordinal++) {
     if (!used.has(ordinal) && allocations[ordinal] === undefined && !excluded.has(ordinal)) return ordinal;
   }
   const cooledBefore = options.nowMs - options.cooldownSeconds * 1000;
-  const available = freed.filter((entry) => !excluded.has(entry.ordinal));
+  // Defensive: a corrupted `freed` (reserved, out-of-range or still-allocated entries, I6) must
+  // not hide the good entries behind it — allocateOrdinal would refuse what we return.
+  const available = freed.filter(
+    (entry) =>
+      !excluded.has(entry.ordinal) &&
+      isAssignable(cidr, entry.ordinal) &&
+      allocations[entry.ordinal] === undefined,
+  );
   const cooled = available.find((entry) => Date.parse(entry.releasedAt) <= cooledBefore);
   if (cooled) return cooled.ordinal;
   return options.mode === 'any' ? available[0]?.ordinal : undefined;
+}
+
+/** True when `ordinal` can hold an allocation in a block of `cidr`: in range and not reserved. */
+export function isAssignable(cidr: Cidr, ordinal: number): boolean {
+  return (
+    Number.isInteger(ordinal) &&
+    ordinal >= 0 &&
+    ordinal < blockOrdinals(cidr) &&
+    !reservedOrdinals(cidr).includes(ordinal)
+  );
 }
 
 /** Who an allocation is for; `node` is the node the pod runs on. */
@@ -101,9 +119,7 @@ export function allocateOrdinal(
   owner: Owner,
   nowMs: number,
 ): { block: IPAMBlock; allocation: Allocation } | undefined {
-  const cidr = cidrOf(block);
-  if (!Number.isInteger(ordinal) || ordinal < 0 || ordinal >= blockOrdinals(cidr)) return undefined;
-  if (reservedOrdinals(cidr).includes(ordinal) || block.spec.allocations[ordinal] !== undefined)
+  if (!isAssignable(cidrOf(block), ordinal) || block.spec.allocations[ordinal] !== undefined)
     return undefined;
   const sequence = block.spec.sequence + 1;
   const allocation: Allocation = { ...owner, allocatedAt: rfc3339(nowMs), sequence };
@@ -125,6 +141,8 @@ export interface ReleasePreconditions {
 /** One allocation released, or one refused because a precondition did not hold. */
 export interface ReleasedOrdinal {
   ordinal: number;
+  /** The `allocations` key it was stored under (the ordinal in decimal, unless corrupted). */
+  key: string;
   allocation: Allocation;
 }
 
@@ -132,6 +150,9 @@ export interface ReleasedOrdinal {
  * Releases every ordinal of `block` held by `handle` whose sequence (and pod UID) match the given
  * preconditions; refused ones are reported and left untouched. Freed ordinals go to the tail of
  * `freed` (least-recently-freed reuse). `block` is returned as is when nothing was released.
+ * An allocation found on a key that is not an assignable ordinal (a corrupted block: reserved,
+ * out of range, not canonical) is removed but never enters `freed` (I6), so it can never be
+ * picked and refused ahead of the good entries behind it.
  */
 export function releaseHandle(
   block: IPAMBlock,
@@ -148,17 +169,23 @@ export function releaseHandle(
       (preconditions.podUID === undefined ||
         allocation.podUID === undefined ||
         preconditions.podUID === allocation.podUID);
-    (ok ? released : refused).push({ ordinal: Number(key), allocation });
+    (ok ? released : refused).push({ ordinal: Number(key), key, allocation });
   }
   if (released.length === 0) return { block, released, refused };
   // Never earlier than the last release: nodes' clocks differ, and `freed` stays in order (I7).
   const last = block.spec.freed.at(-1);
   const releaseTime = Math.max(nowMs, last ? Date.parse(last.releasedAt) : 0);
   const allocations = { ...block.spec.allocations };
-  for (const { ordinal } of released) delete allocations[ordinal];
+  for (const { key } of released) delete allocations[key];
+  const cidr = cidrOf(block);
+  const listed = new Set(block.spec.freed.map((entry) => entry.ordinal));
   const freed = [
     ...block.spec.freed,
-    ...released.map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(releaseTime) })),
+    ...released
+      .filter(
+        ({ ordinal, key }) => key === String(ordinal) && isAssignable(cidr, ordinal) && !listed.has(ordinal),
+      )
+      .map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(releaseTime) })),
   ];
   return { block: withSpec(block, { ...block.spec, allocations, freed }), released, refused };
 }

@@ -6,7 +6,7 @@
 import { blockNameOf, blockOrdinals, isAllowedBlockSize, reservedOrdinals } from '../address/block-cidr.ts';
 import { parseCidr } from '../address/ip.ts';
 import type { IPAMBlock } from '../resources.ts';
-import { blockLabels, POOL_LABEL } from './labels.ts';
+import { blockLabels, isNodeLabel, nodeLabel, POOL_LABEL } from './labels.ts';
 
 /**
  * Checks one block. Problems are sentences naming the block and the ordinal, e.g.
@@ -80,8 +80,7 @@ function checkFreed(
 }
 
 function checkLabels(block: IPAMBlock, family: 4 | 6, say: (text: string) => void): void {
-  // I8: labels match the spec (pool, family, affine node, every borrowing node) — lookups by label
-  // would otherwise miss allocations.
+  // I8: labels match the spec (pool, family, region) — lookups by label would otherwise miss blocks.
   const pool = block.metadata.labels?.[POOL_LABEL];
   if (!pool) {
     say(`lacks the ${POOL_LABEL} label`);
@@ -89,11 +88,27 @@ function checkLabels(block: IPAMBlock, family: 4 | 6, say: (text: string) => voi
   }
   const want = blockLabels(block.spec, pool, family);
   const have = block.metadata.labels ?? {};
-  for (const [key, value] of Object.entries(want))
-    if (have[key] !== value)
-      say(`label ${key} is ${JSON.stringify(have[key])}, want ${JSON.stringify(value)}`);
+  // I9: a node's label is set iff the node is the block's affinity ("affine") or holds an
+  // allocation in it ("borrowed"): one LIST on the label's existence finds all of a node's
+  // addresses (duplicate ADD, release, GC, CHECK).
+  const holders = new Map<string, string>();
+  for (const [key, allocation] of Object.entries(block.spec.allocations))
+    if (
+      allocation.node &&
+      allocation.node !== block.spec.affinity &&
+      !holders.has(nodeLabel(allocation.node))
+    )
+      holders.set(nodeLabel(allocation.node), `node ${JSON.stringify(allocation.node)} holds ordinal ${key}`);
+  for (const [key, value] of Object.entries(want)) {
+    if (have[key] === value) continue;
+    const holder = holders.get(key);
+    if (holder !== undefined && have[key] === undefined)
+      say(`${holder} but the label ${key}=${value} is missing: lookups by node would miss it`);
+    else say(`label ${key} is ${JSON.stringify(have[key])}, want ${JSON.stringify(value)}`);
+  }
   for (const key of Object.keys(have))
-    if (key.startsWith('node.ipam.blockipam.io/') && want[key] === undefined) say(`stale label ${key}`);
+    if (isNodeLabel(key) && want[key] === undefined)
+      say(`stale label ${key}: no allocation of that node here and not its affinity`);
 }
 
 function checkTime(text: string, what: string, nowMs: number | undefined, say: (text: string) => void): void {

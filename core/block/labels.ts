@@ -42,6 +42,11 @@ export function nodeKey(node: string): string {
   return createHash('sha256').update(node).digest('hex').slice(0, 40);
 }
 
+/** True for a node label key (`node.ipam.blockipam.io/<nodeKey>`). */
+export function isNodeLabel(key: string): boolean {
+  return key.startsWith(NODE_LABEL_PREFIX);
+}
+
 /** The label key that ties a block to `node`. */
 export function nodeLabel(node: string): string {
   return NODE_LABEL_PREFIX + nodeKey(node);
@@ -71,7 +76,7 @@ export function relabel(
   pool: string,
   family: IPFamily,
 ): Record<string, string> {
-  const kept = Object.entries(existing ?? {}).filter(([key]) => !key.startsWith(NODE_LABEL_PREFIX));
+  const kept = Object.entries(existing ?? {}).filter(([key]) => !isNodeLabel(key));
   return { ...Object.fromEntries(kept), ...blockLabels(spec, pool, family) };
 }
 

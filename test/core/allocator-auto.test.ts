@@ -305,6 +305,38 @@ describe('autoAssign: maxBlocksPerNode under parallel ADDs', () => {
   });
 });
 
+describe('autoAssign: maxBlocksPerNode is exceeded by at most the concurrent claimers − 1', () => {
+  it('3 claimers of one node in 3 pools, all past their checks before any CREATE: 1 + 2 blocks', async () => {
+    // The worst case the bound allows (docs/design-core.md §6): claims of one node in different
+    // pools do not meet on one CIDR, so each in-flight claim can add a block past the limit.
+    const w = world({
+      pools: ['p1', 'p2', 'p3'].map((name, i) => pool(name, { cidr: `10.9${i}.0.0/24`, blockSize: 28 })),
+      config: { maxBlocksPerNode: 1 },
+    });
+    const create = w.ds.blocks.create.bind(w.ds.blocks);
+    const waiting: (() => void)[] = [];
+    w.ds.blocks.create = async (block) => {
+      await new Promise<void>((resolve) => {
+        waiting.push(resolve);
+        if (waiting.length === 3) for (const go of waiting) go();
+      });
+      return create(block);
+    };
+    const outcomes = await Promise.all(
+      ['p1', 'p2', 'p3'].map((p, i) =>
+        autoAssign(w.ds, { ...pod(`c${i}`), node: 'n1', pools: [p] }, w.options),
+      ),
+    );
+    assert.ok(outcomes.every((o) => o.ok));
+    assert.equal((await w.ds.blocks.list()).length, 3, 'limit 1 + (3 claimers − 1)');
+    // Once the node holds its limit, no later ADD claims again: they all borrow or use its blocks.
+    w.ds.blocks.create = create;
+    const later = await autoAssign(w.ds, { ...pod('later'), node: 'n1', pools: ['p1'] }, w.options);
+    assert.ok(later.ok);
+    assert.equal((await w.ds.blocks.list()).length, 3);
+  });
+});
+
 describe('autoAssign: handle already holding an address', () => {
   it('is refused even when another affine block has room', async () => {
     const w = world({ pools: [pool('p', { cidr: '10.12.0.0/24', blockSize: 30 })] });

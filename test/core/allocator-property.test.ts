@@ -1,7 +1,9 @@
 // Property test (fast-check): random batches of concurrent allocate / static assign / release
-// (exact, stale-sequence, by handle) / empty-block release / clock moves on a small pool that
-// forces claims, borrowing and exhaustion. After every batch: every block invariant holds, no two
-// blocks overlap, and the blocks hold exactly the allocations the model says are live.
+// (exact, stale-sequence, by handle) / duplicate ADD of a live handle / GC / empty-block release /
+// clock moves on a small pool that forces claims, borrowing and exhaustion. After every batch:
+// every block invariant holds (node labels included), no two blocks overlap, the blocks hold
+// exactly the allocations the model says are live, and each node's own lookup
+// (listNodeAllocations) finds exactly its live addresses, borrowed ones included.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import fc from 'fast-check';
@@ -13,9 +15,11 @@ import {
   cidrFromBlockName,
   cidrsOverlap,
   mustParseCidr,
+  listNodeAllocations,
   releaseAddresses,
   releaseByHandle,
   releaseEmptyBlocks,
+  releaseForGC,
 } from '../../core/index.ts';
 import type { AssignOutcome } from '../../core/index.ts';
 import { pool, world } from './fixtures.ts';
@@ -27,6 +31,8 @@ type Op =
   | { kind: 'auto'; node: number; dual: boolean }
   | { kind: 'static'; node: number; host: number }
   | { kind: 'release'; pick: number; stale: boolean }
+  | { kind: 'dup'; pick: number }
+  | { kind: 'gc'; pick: number }
   | { kind: 'releaseBlocks' }
   | { kind: 'tick'; seconds: number };
 
@@ -37,12 +43,14 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.record({ kind: fc.constant('static' as const), node: fc.nat(2), host: fc.nat(63) }),
+    arbitrary: fc.record({ kind: fc.constant('static' as const), node: fc.nat(2), host: fc.nat(31) }),
   },
   {
     weight: 4,
     arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat(), stale: fc.boolean() }),
   },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('dup' as const), pick: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('gc' as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'releaseBlocks' as const }) },
   {
     weight: 1,
@@ -53,9 +61,14 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 /** Live handles → address per family, as the model believes. */
 type Model = Map<string, { node: string; addresses: Map<number, { address: string; sequence: number }> }>;
 
+/** How many duplicate ADDs of a borrowed address were refused (the property must exercise it). */
+const seen = { borrowedDup: 0, borrowedGc: 0 };
+
 async function run(w: World, model: Model, batch: readonly Op[], counter: { n: number }): Promise<void> {
   const live = [...model.keys()];
   const targets = new Set<string>();
+  // Every handle that may be live during this batch: GC must keep all but its victim.
+  const maybeLive = Array.from({ length: counter.n + batch.length }, (_, i) => `c${i}`);
   await Promise.all(
     batch.map(async (o) => {
       if (o.kind === 'auto' || o.kind === 'static') {
@@ -92,12 +105,50 @@ async function run(w: World, model: Model, batch: readonly Op[], counter: { n: n
         }
         await releaseByHandle(w.ds, handle, { node: entry.node }, w.options);
         model.delete(handle);
+      } else if ((o.kind === 'dup' || o.kind === 'gc') && live.length > 0) {
+        const handle = live[o.pick % live.length]!;
+        if (targets.has(handle)) return;
+        targets.add(handle);
+        const entry = model.get(handle)!;
+        const borrowed = await isBorrowed(w, handle, entry.node);
+        if (o.kind === 'dup') {
+          // Every live handle holds an IPv4 address: a second ADD on its node must be refused.
+          const again = await autoAssign(w.ds, { handle, node: entry.node }, w.options);
+          assert.ok(!again.ok && again.reason === 'HandleInUse', `duplicate ADD: ${JSON.stringify(again)}`);
+          if (borrowed) seen.borrowedDup += 1;
+          return;
+        }
+        const id = handle.split('.')[1]!;
+        const done = await releaseForGC(
+          w.ds,
+          {
+            node: entry.node,
+            network: 'net',
+            validAttachments: maybeLive
+              .filter((c) => c !== id)
+              .map((c) => ({ containerID: c, ifname: 'eth0' })),
+          },
+          w.options,
+        );
+        assert.deepEqual(
+          done.released.map((a) => a.address).sort(),
+          [...entry.addresses.values()].map((a) => a.address).sort(),
+          'GC releases exactly the stale handle',
+        );
+        if (borrowed) seen.borrowedGc += 1;
+        model.delete(handle);
       } else if (o.kind === 'releaseBlocks') {
         await releaseEmptyBlocks(w.ds, {}, w.options);
       } else if (o.kind === 'tick') {
         w.now.ms += o.seconds * 1000;
       }
     }),
+  );
+}
+
+async function isBorrowed(w: World, handle: string, node: string): Promise<boolean> {
+  return (await w.ds.blocks.list()).some((b) =>
+    Object.values(b.spec.allocations).some((a) => a.handle === handle && b.spec.affinity !== node),
   );
 }
 
@@ -132,6 +183,14 @@ async function verify(w: World, model: Model): Promise<void> {
     new Map([...held].map(([h, a]) => [h, a.sort()])),
     new Map([...want].map(([h, a]) => [h, a.sort()])),
   );
+  for (const node of NODES) {
+    const found = (await listNodeAllocations(w.ds, node)).map((a) => a.address).sort();
+    const expected = [...model.values()]
+      .filter((e) => e.node === node)
+      .flatMap((e) => [...e.addresses.values()].map((a) => a.address))
+      .sort();
+    assert.deepEqual(found, expected, `node ${node}'s own lookup`);
+  }
 }
 
 it('random concurrent operation sequences keep every invariant and lose nothing', async () => {
@@ -141,10 +200,10 @@ it('random concurrent operation sequences keep every invariant and lose nothing'
       async (batches) => {
         const w = world({
           pools: [
-            pool('v4', { cidr: '10.50.0.0/26', blockSize: 29 }),
+            pool('v4', { cidr: '10.50.0.0/27', blockSize: 30 }),
             pool('v6', { cidr: 'fd00:50::/120', blockSize: 126 }),
           ],
-          config: { maxBlocksPerNode: 2, ipCooldownSeconds: 30, emptyBlockReleaseSeconds: 60 },
+          config: { maxBlocksPerNode: 1, ipCooldownSeconds: 30, emptyBlockReleaseSeconds: 60 },
         });
         const model: Model = new Map();
         const counter = { n: 0 };
@@ -154,6 +213,8 @@ it('random concurrent operation sequences keep every invariant and lose nothing'
         }
       },
     ),
-    { numRuns: 60 },
+    { numRuns: 100 },
   );
+  assert.ok(seen.borrowedDup > 0, 'some duplicate ADD hit a borrowed address');
+  assert.ok(seen.borrowedGc > 0, 'some GC released a borrowed address');
 });

@@ -242,3 +242,33 @@ describe('releaseNodeBlocks (node deleted)', () => {
     );
   });
 });
+
+describe('releaseAddresses: entries with nothing to release', () => {
+  it('are returned in `gone` (not released, not refused)', async () => {
+    const w = world();
+    const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    const b = await autoAssign(w.ds, { ...pod('b'), node: 'n1' }, w.options);
+    assert.ok(a.ok && a.ipv4 && b.ok && b.ipv4);
+    const items = [
+      { address: a.ipv4.address, handle: 'net.a.eth0', sequence: a.ipv4.sequence }, // released
+      { address: b.ipv4.address, handle: 'net.other.eth0' }, // held by another handle
+      { address: '10.244.200.9', handle: 'net.a.eth0' }, // no block there
+      { address: a.ipv4.address, handle: 'net.a.eth0', sequence: a.ipv4.sequence }, // already freed
+      { address: 'not-an-ip', handle: 'net.a.eth0' },
+    ];
+    const done = await releaseAddresses(w.ds, items, { node: 'n1' }, w.options);
+    assert.deepEqual(
+      done.released.map((r) => r.address),
+      [a.ipv4.address],
+    );
+    assert.deepEqual(done.refused, []);
+    assert.deepEqual(done.gone, items.slice(1));
+    const byBlock = await releaseAddresses(
+      w.ds,
+      [{ address: a.ipv4.address, handle: 'net.a.eth0', block: a.ipv4.block }],
+      {},
+      w.options,
+    );
+    assert.deepEqual(byBlock.gone, [{ address: a.ipv4.address, handle: 'net.a.eth0', block: a.ipv4.block }]);
+  });
+});

@@ -171,7 +171,7 @@ describe('checkBlockInvariants', () => {
     [
       'missing borrower label',
       (b) => (b.spec.allocations[2]!.node = 'node-z'),
-      /label node\.ipam\.blockipam\.io\/\w+ is undefined/,
+      /node "node-z" holds ordinal 2 but the label node\.ipam\.blockipam\.io\/\w+=borrowed is missing/,
     ],
     ['stale node label', (b) => (b.metadata.labels![nodeLabel('node-q')] = 'borrowed'), /stale label/],
     [
@@ -246,4 +246,85 @@ describe('release order under clock skew', () => {
       ['2026-11-29T08:01:00Z', '2026-11-29T08:01:00Z'],
     );
   });
+});
+
+describe('corrupted blocks: reserved or out-of-range ordinals never reach freed', () => {
+  /** A /29 (assignable 2..6) with 2..6 allocated plus a corrupt allocation on `key`. */
+  function corrupt(key: string): IPAMBlock {
+    const b = filled(fresh('10.0.0.0/29'), 5);
+    const bad = { ...owner(9), allocatedAt: '2026-11-29T08:00:00Z', sequence: b.spec.sequence + 1 };
+    return {
+      ...b,
+      spec: { ...b.spec, sequence: b.spec.sequence + 1, allocations: { ...b.spec.allocations, [key]: bad } },
+    };
+  }
+  const cases: [string, string][] = [
+    ['the broadcast ordinal', '7'],
+    ['the network ordinal', '0'],
+    ['the gateway ordinal', '1'],
+    ['an out-of-range ordinal', '8'],
+    ['a non-canonical key', '03'],
+  ];
+  for (const [title, key] of cases) {
+    it(`releasing an allocation on ${title} removes it but does not free it`, () => {
+      const done = releaseHandle(corrupt(key), 'net.c9.eth0', {}, T0 + 1000);
+      assert.equal(done.released.length, 1);
+      assert.equal(done.block.spec.allocations[key], undefined);
+      assert.deepEqual(done.block.spec.freed, []);
+      assert.deepEqual(checkBlockInvariants(done.block), []);
+    });
+  }
+  it('the ordinals freed after such a release are reused', () => {
+    let b = releaseHandle(corrupt('7'), 'net.c9.eth0', {}, T0 + 1000).block;
+    b = releaseHandle(b, 'net.c2.eth0', {}, T0 + 2000).block; // ordinal 3
+    assert.equal(pick(b, T0 + 5000), 3);
+    assert.ok(allocateOrdinal(b, 3, owner(10), T0 + 5000));
+  });
+  it('pickOrdinal skips unassignable, duplicate or allocated freed entries', () => {
+    let b = filled(fresh('10.0.0.0/29'), 5);
+    b = releaseHandle(b, 'net.c3.eth0', {}, T0 + 1000).block; // ordinal 4
+    const at = '2026-11-29T08:00:00Z';
+    b = {
+      ...b,
+      spec: {
+        ...b.spec,
+        freed: [
+          { ordinal: 7, releasedAt: at },
+          { ordinal: 0, releasedAt: at },
+          { ordinal: 99, releasedAt: at },
+          { ordinal: 2, releasedAt: at }, // still allocated
+          ...b.spec.freed,
+        ],
+      },
+    };
+    assert.equal(pick(b, T0 + 5000), 4);
+    assert.equal(pick(b, T0 + 5000, 3600, 'any'), 4);
+  });
+});
+
+describe('core/index.ts exports what seeding a block needs', () => {
+  it('allocateOrdinal, cidrOf and blockLabels label a block exactly as the allocator does', async () => {
+    const core = await import('../../core/index.ts');
+    const b = fresh('10.0.0.64/26');
+    assert.deepEqual(core.cidrOf(b), mustParseCidr('10.0.0.64/26'));
+    const done = core.allocateOrdinal(b, 5, owner(1, 'node-b'), T0);
+    assert.ok(done);
+    assert.deepEqual(done.block.metadata.labels, core.blockLabels(done.block.spec, 'p', 4));
+    assert.equal(done.block.metadata.labels?.[nodeLabel('node-b')], 'borrowed');
+  });
+});
+
+describe('node label keys', () => {
+  // Kubernetes label key: optional DNS-subdomain prefix (≤ 253) + "/" + name (≤ 63, alphanumeric
+  // at both ends, [-_.] inside); values ≤ 63 of the same alphabet.
+  const NAME = /^[A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?$/;
+  const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  for (const node of ['n1', 'a'.repeat(253), 'ip-10-0-0-1.eu-west-1.compute.internal']) {
+    it(`is a valid label key for a ${node.length}-character node name`, () => {
+      const [prefix, name, ...rest] = nodeLabel(node).split('/');
+      assert.equal(rest.length, 0);
+      assert.ok(prefix && prefix.length <= 253 && SUBDOMAIN.test(prefix), prefix);
+      assert.ok(name && name.length <= 63 && NAME.test(name), name);
+    });
+  }
 });

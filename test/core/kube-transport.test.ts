@@ -133,15 +133,13 @@ describe('KubeTransport', () => {
         if (req.url?.startsWith('/hang')) return; // never answers
         if (req.url?.startsWith('/busy-then-ok') && busyLeft > 0) {
           busyLeft -= 1;
-          return void res
-            .writeHead(429, { 'retry-after': '0' })
-            .end(
-              JSON.stringify({
-                kind: 'Status',
-                reason: 'TooManyRequests',
-                message: 'storage is (re)initializing',
-              }),
-            );
+          return void res.writeHead(429, { 'retry-after': '0' }).end(
+            JSON.stringify({
+              kind: 'Status',
+              reason: 'TooManyRequests',
+              message: 'storage is (re)initializing',
+            }),
+          );
         }
         if (req.url?.startsWith('/always-busy'))
           return void res

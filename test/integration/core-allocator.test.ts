@@ -1,15 +1,19 @@
 // The allocator on the real API server: IPv6 and dual-stack, the smallest block hitting
-// maxBlocksPerNode, re-creating a pool with another block size, stale-sequence releases, and the
-// API cost of a warm allocation.
+// maxBlocksPerNode, re-creating a pool with another block size, stale-sequence releases, the
+// API cost of a warm allocation, and a node's borrowed addresses seen by its own lookups (the
+// `borrowed` node label, selected by existence: duplicate ADD refused, GC, release).
 import assert from 'node:assert/strict';
 import { after, beforeEach, describe, it } from 'node:test';
 import {
   autoAssign,
   checkBlockInvariants,
   findByHandle,
+  listNodeAllocations,
   loadSnapshot,
+  nodeLabel,
   releaseAddresses,
   releaseByHandle,
+  releaseForGC,
   validatePool,
 } from '../../core/index.ts';
 import type { IPPool, KubeDatastore } from '../../core/index.ts';
@@ -118,5 +122,45 @@ describe('core allocator on kube-apiserver', () => {
     for (const [method, count] of Object.entries(ds.transport.stats.byMethod))
       if (count !== (before[method] ?? 0)) delta[method] = count - (before[method] ?? 0);
     assert.deepEqual(delta, { GET: 1, PUT: 1 });
+  });
+
+  it("a node's borrowed address: duplicate ADD refused, found by its lookups, released by GC", async () => {
+    // Two /29 blocks (5 pods each), one block per node: a 253-character node name (its label key
+    // must still be valid) fills its block, another node claims the second, the long-named node
+    // borrows `x` from it, then frees one of its own addresses.
+    const long = `n${'a'.repeat(250)}-2`;
+    await ds.configs.create({ metadata: { name: 'default' }, spec: { maxBlocksPerNode: 1 } });
+    await ds.pools.create(pool('borrow', { cidr: '10.86.0.0/28', blockSize: 29 }));
+    const mk = (id: string, node: string) => ({ ...req(id, node), network: 'k8s-pod-network' });
+    for (let i = 0; i < 5; i++) assert.equal((await autoAssign(ds, mk(`p${i}`, long))).ok, true);
+    assert.equal((await autoAssign(ds, mk('a', 'node-1'))).ok, true);
+    const x = await autoAssign(ds, mk('x', long));
+    assert.ok(x.ok && x.ipv4?.borrowed, JSON.stringify(x));
+    const lender = (await ds.blocks.get(x.ipv4.block))!;
+    assert.equal(lender.metadata.labels?.[nodeLabel(long)], 'borrowed');
+    await releaseByHandle(ds, 'k8s-pod-network.p0.eth0', { node: long });
+
+    const again = await autoAssign(ds, mk('x', long));
+    assert.ok(!again.ok && again.reason === 'HandleInUse', JSON.stringify(again));
+    assert.deepEqual(
+      (await findByHandle(ds, 'k8s-pod-network.x.eth0', { node: long })).map((a) => a.address),
+      [x.ipv4.address],
+    );
+    assert.equal((await listNodeAllocations(ds, long)).length, 5);
+
+    const live = ['p1', 'p2', 'p3', 'p4'].map((id) => ({ containerID: id, ifname: 'eth0' }));
+    const gc = await releaseForGC(ds, { node: long, network: 'k8s-pod-network', validAttachments: live });
+    assert.deepEqual(
+      gc.released.map((a) => a.address),
+      [x.ipv4.address],
+    );
+    const after = (await ds.blocks.get(x.ipv4.block))!;
+    assert.equal(after.metadata.labels?.[nodeLabel(long)], undefined, 'label removed with the last address');
+    assert.equal(after.metadata.labels?.[nodeLabel('node-1')], 'affine');
+    assert.deepEqual(
+      await findByHandle(ds, 'k8s-pod-network.a.eth0', { node: 'node-1' }).then((f) => f.length),
+      1,
+    );
+    assert.deepEqual(await problems(), []);
   });
 });
