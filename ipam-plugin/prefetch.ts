@@ -7,14 +7,14 @@
  * core (correctness never rests on it); core-backend.ts uses the view only when the host lock
  * was free at once, so another ADD on this node is unlikely to have written in between.
  */
-import { affineSelector } from '../core/block/labels.ts';
+import { nodeBlocksSelector } from '../core/block/labels.ts';
 import type { Datastore, ListOptions, ResourceStore } from '../core/datastore/datastore.ts';
 import type { IPAMBlock } from '../core/resources.ts';
 
 /** Starts the LIST now; returns a view that hands it to the first matching `blocks.list`. */
 export function prefetchAffineBlocks(ds: Datastore, node: string): Datastore {
-  const selector = JSON.stringify(affineSelector(node));
-  let pending: Promise<IPAMBlock[]> | undefined = ds.blocks.list({ labelSelector: affineSelector(node) });
+  const selector = JSON.stringify(nodeBlocksSelector(node));
+  let pending: Promise<IPAMBlock[]> | undefined = ds.blocks.list({ labelSelector: nodeBlocksSelector(node) });
   pending.catch(() => undefined); // observed by core when used; never an unhandled rejection
   const blocks: ResourceStore<IPAMBlock> = {
     get: (name) => ds.blocks.get(name),
