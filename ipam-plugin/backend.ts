@@ -46,7 +46,12 @@ export interface AddRequest {
 }
 
 export type AddOutcome =
-  | { readonly kind: 'allocated'; readonly ips: readonly IpConfig[] }
+  | {
+      readonly kind: 'allocated';
+      readonly ips: readonly IpConfig[];
+      /** CNI_ARGS named a pod the API server does not know: recorded without a pod reference. */
+      readonly podNotFound?: boolean;
+    }
   /** The attachment already holds addresses: nothing was changed (cni-spec §5.6). */
   | { readonly kind: 'duplicate'; readonly message: string }
   /** No free address; nothing was left allocated. */

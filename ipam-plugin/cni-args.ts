@@ -24,10 +24,32 @@ const known = new Set([
   'IP',
 ]);
 
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** Container IDs (Go skel rule) and pod UIDs (RFC 4122 text in practice). */
+const idChars = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+
+/** A problem with `v` as a Kubernetes name of at most `max` characters, or undefined. */
+function nameProblem(v: string, max: number, re: RegExp, what: string): string | undefined {
+  if (v.length > max) return `longer than ${max} characters (${v.length})`;
+  if (!re.test(v)) return `not a valid ${what}: ${JSON.stringify(v)}`;
+  return undefined;
+}
+
+/** Per-key checks of the Kubernetes keys, so a bad value never reaches the API server. */
+const checks: readonly [string, (v: string) => string | undefined][] = [
+  ['K8S_POD_NAMESPACE', (v) => nameProblem(v, 63, dnsLabel, 'DNS label')],
+  ['K8S_POD_NAME', (v) => nameProblem(v, 253, dnsSubdomain, 'DNS subdomain')],
+  ['K8S_POD_INFRA_CONTAINER_ID', (v) => nameProblem(v, 256, idChars, 'container ID')],
+  ['K8S_POD_UID', (v) => nameProblem(v, 128, idChars, 'UID')],
+];
+
 /**
  * Parses `K=V;K=V` in any order. Keys are case-sensitive.
  * @throws CniError code 4 for a malformed pair (no `=`, more than one `=`, empty key or an empty
- *   pair such as a trailing `;`) or, without `IgnoreUnknown=1|true`, for unknown keys
+ *   pair such as a trailing `;`), without `IgnoreUnknown=1|true` for unknown keys, and for a
+ *   K8S_POD_* value that is not a valid name / ID (naming the key; DNS subdomain ≤ 253 for the
+ *   pod name, DNS label ≤ 63 for the namespace, `[a-zA-Z0-9][a-zA-Z0-9_.-]*` for the IDs)
  */
 export function parseCniArgs(raw: string): CniArgs {
   if (raw === '') return { ips: [] };
@@ -51,6 +73,12 @@ export function parseCniArgs(raw: string): CniArgs {
       `CNI_ARGS: unknown args ${JSON.stringify(unknown)}`,
       'set IgnoreUnknown=1 to ignore them',
     );
+  }
+  for (const [key, check] of checks) {
+    const v = pairs.get(key);
+    const problem = v === undefined ? undefined : check(v);
+    if (problem !== undefined)
+      throw new CniError(CniCode.invalidEnv, `invalid CNI_ARGS ${key}`, `CNI_ARGS ${key}: ${problem}`);
   }
   const ip = pairs.get('IP');
   return {

@@ -94,7 +94,13 @@ function toAddOutcome(o: AssignOutcome): AddOutcome {
 }
 
 type PodContext =
-  | { pod?: CorePodRef; namespaceLabels: Record<string, string>; pools: string[]; ips: string[] }
+  | {
+      pod?: CorePodRef;
+      podNotFound?: boolean;
+      namespaceLabels: Record<string, string>;
+      pools: string[];
+      ips: string[];
+    }
   | { problem: string };
 
 export function createCoreBackend(o: CoreBackendOptions): Backend {
@@ -117,7 +123,17 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     ]);
     const choice = readAnnotations(pod?.metadata.annotations, ns?.metadata.annotations);
     if ('problem' in choice) return choice;
-    const uid = req.pod.uid ?? pod?.metadata.uid ?? '';
+    // No such pod (e.g. a static pod whose mirror pod does not exist yet): record the allocation
+    // with no pod reference (node + handle), which ipamctl treats as owned while the node
+    // exists — a pod reference with no pod would read as a leak an operator could release.
+    if (!pod)
+      return {
+        podNotFound: true,
+        namespaceLabels: ns?.metadata.labels ?? {},
+        pools: [...choice.pools],
+        ips: [...choice.ips],
+      };
+    const uid = req.pod.uid ?? pod.metadata.uid ?? '';
     return {
       pod: { namespace: req.pod.namespace, name: req.pod.name, uid },
       namespaceLabels: ns?.metadata.labels ?? {},
@@ -151,7 +167,8 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     const first = await assign(p.inputs);
     const confirm =
       !first.ok && p.inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken';
-    return toAddOutcome(confirm ? await assign(await loadInputs(ds, cache(req.node), true)) : first);
+    const out = toAddOutcome(confirm ? await assign(await loadInputs(ds, cache(req.node), true)) : first);
+    return out.kind === 'allocated' && p.pc.podNotFound ? { ...out, podNotFound: true } : out;
   }
 
   async function prepare(req: AddRequest): Promise<Prepared | { problem: string }> {

@@ -15,7 +15,7 @@ import { status } from './commands/status.ts';
 import { version } from './commands/version.ts';
 import type { Command, CommandContext } from './context.ts';
 import { parseEnv, type CniCommand, type Env } from './env.ts';
-import { CniCode, CniError, toErrorDocument } from './errors.ts';
+import { apiFailure, CniCode, CniError, toErrorDocument } from './errors.ts';
 import {
   acquireHostLock,
   defaultLockName,
@@ -138,5 +138,5 @@ function asCniError(e: unknown): CniError {
   }
   if (e instanceof Error && (e as NodeJS.ErrnoException).code === 'EIO')
     return new CniError(CniCode.ioFailure, 'I/O failure', msg);
-  return new CniError(CniCode.internal, 'internal error', msg);
+  return apiFailure(e) ?? new CniError(CniCode.internal, 'internal error', msg);
 }

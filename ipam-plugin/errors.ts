@@ -4,7 +4,7 @@
  * Codes (research/cni-spec.md §1.5, SPEC.md §6): 1 incompatible version, 2 unsupported field,
  * 3 unknown container, 4 invalid environment variables, 5 I/O failure, 6 undecodable content,
  * 7 invalid network config, 11 try again later, 50/51 STATUS unavailability; 100+ are
- * plugin-specific; 999 is the Go library's "internal error", reused for unexpected failures.
+ * plugin-specific (105 credentials/TLS refused, 106 request rejected as invalid); 999 is the Go library's "internal error", reused for unexpected failures.
  */
 
 /** CNI error codes used by blockipam. Plugin-specific codes start at 100 (spec: 0–99 reserved). */
@@ -28,8 +28,45 @@ export const CniCode = {
   requestRejected: 104,
   /** CHECK found no allocation, or one that differs from prevResult. */
   checkFailed: 103,
+  /** The API server refused our credentials (HTTP 401/403) or its TLS certificate is not trusted. */
+  authFailed: 105,
+  /** The API server rejected a request as invalid (HTTP 422/400) that validation did not catch. */
+  apiRejected: 106,
   internal: 999,
 } as const;
+
+const tlsProblem =
+  /certificate|self[- ]signed|altnames|unable to verify|unable to get (local )?issuer|CERT_|ERR_TLS|SSL|TLS/i;
+
+/**
+ * Maps an API failure that is neither transient nor expected to a documented code, or undefined.
+ * 401/403 and an untrusted certificate are 105 (not 11: retrying does not fix credentials);
+ * a leftover 422/400 is 106 with the server's message shortened (it can echo huge inputs).
+ */
+export function apiFailure(e: unknown): CniError | undefined {
+  if (!(e instanceof Error)) return undefined;
+  const status = (e as { status?: unknown }).status;
+  const msg = e.message.length > 300 ? `${e.message.slice(0, 300)}… (${e.message.length} chars)` : e.message;
+  if (e.name === 'ApiError' && (status === 401 || status === 403)) {
+    const what = status === 401 ? 'credentials not accepted (HTTP 401)' : 'permission denied (HTTP 403)';
+    return new CniError(
+      CniCode.authFailed,
+      'API server refused our credentials or TLS',
+      `${what}: check the kubeconfig's user and its RBAC: ${msg}`,
+    );
+  }
+  if (e.name === 'ApiError' && status === 0 && tlsProblem.test(e.message)) {
+    return new CniError(
+      CniCode.authFailed,
+      'API server refused our credentials or TLS',
+      `TLS: the API server's certificate is not trusted (check the kubeconfig's certificate-authority-data and server name): ${msg}`,
+    );
+  }
+  if (e.name === 'InvalidError') {
+    return new CniError(CniCode.apiRejected, 'API server rejected the request as invalid', msg);
+  }
+  return undefined;
+}
 
 /** A failure reported to the runtime as `{cniVersion, code, msg, details}` on stdout. */
 export class CniError extends Error {

@@ -6,9 +6,10 @@
  * credentials as the kubeconfig, so it is written 0600 in the plugin's cache directory.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeClientConfig } from '../core/kube/config.ts';
+import { ensureDir } from './ensure-dir.ts';
 
 interface Stored {
   readonly stamp: string;
@@ -51,7 +52,8 @@ export async function loadKubeconfigCached(path: string, cacheDir: string): Prom
   const { loadKubeconfig } = await import('../core/kube/config.ts');
   const cfg = loadKubeconfig(path);
   try {
-    mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+    ensureDir(cacheDir, 0o700);
+    pruneStaleTemps(cacheDir);
     const stored: Stored = {
       stamp,
       server: cfg.server,
@@ -68,6 +70,19 @@ export async function loadKubeconfigCached(path: string, cacheDir: string): Prom
     // a cache that cannot be written only costs the parse next time
   }
   return cfg;
+}
+
+/** Temporary files of writers that died between write and rename (SIGKILL): older than 1 min. */
+function pruneStaleTemps(dir: string): void {
+  const cutoff = Date.now() - 60_000;
+  for (const name of readdirSync(dir)) {
+    if (!/^kubeconfig-[0-9a-f]{16}\.json\.\d+$/.test(name)) continue;
+    try {
+      if (statSync(join(dir, name)).mtimeMs < cutoff) unlinkSync(join(dir, name));
+    } catch {
+      // raced with another writer: nothing to do
+    }
+  }
 }
 
 function fromStored(s: Stored): KubeClientConfig {

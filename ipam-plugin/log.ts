@@ -4,8 +4,7 @@
  * (it can hold credentials; DESIGN.md §5). Winston was measured and rejected for the start-up
  * budget (docs/design-plugin.md "Start-up budget"). Logging never fails a CNI operation.
  */
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, openSync, writeSync } from 'node:fs';
 
 export type Level = 'error' | 'warn' | 'info' | 'debug';
 const rank: Readonly<Record<Level, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
@@ -23,7 +22,10 @@ export interface Logger {
 
 export interface LoggerOptions {
   readonly stderr: Sink;
-  /** Absolute path; its directory is created. Absent: no file. */
+  /**
+   * Absolute path, opened for append. Its directory is never created (a typo must not create
+   * directories; under /proc a recursive mkdir never returns): if it cannot be opened, stderr only.
+   */
   readonly file?: string;
   /** File threshold. Default `info`. */
   readonly level?: Level;
@@ -42,7 +44,6 @@ export function createLogger(o: LoggerOptions): Logger {
     if (fileBroken) return;
     try {
       if (fd === undefined) {
-        mkdirSync(dirname(o.file as string), { recursive: true });
         fd = openSync(o.file as string, 'a');
       }
       writeSync(fd, line);

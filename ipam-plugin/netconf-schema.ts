@@ -40,7 +40,7 @@ const ipam = {
   required: ['type'],
   additionalProperties: false,
   properties: {
-    type: { type: 'string' },
+    type: { const: 'blockipam' },
     kubeconfig: { type: 'string', pattern: '^/' },
     nodeName: { type: 'string', pattern: dnsLabel },
     logFile: { type: 'string', pattern: '^/' },
@@ -49,7 +49,7 @@ const ipam = {
     assignIPv6: { type: 'boolean' },
     ipv4Pools: { type: 'array', items: { type: 'string', pattern: dnsLabel } },
     ipv6Pools: { type: 'array', items: { type: 'string', pattern: dnsLabel } },
-    routes: { type: 'array', items: route },
+    routes: { type: 'array', maxItems: 1024, items: route },
     dns: {
       type: 'object',
       additionalProperties: false,

@@ -46,7 +46,10 @@ export interface NetConf {
   /** Families to auto-assign. Default IPv4 only. */
   readonly families: readonly Family[];
   readonly pools: { readonly 4: readonly string[]; readonly 6: readonly string[] };
-  /** Canonical routes. Default: one default route per assigned family. */
+  /**
+   * Canonical routes. Default: `0.0.0.0/0` and `::/0`; ADD keeps only the routes of the families
+   * its result holds (a static IPv6 address gets `::/0` even when assignIPv6 is false).
+   */
   readonly routes: readonly Route[];
   readonly dns?: Dns;
   /** ADD/DEL/GC budget once the host lock is held. Default 30 000 ms. */
@@ -152,9 +155,7 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     logLevel: i.logLevel ?? 'info',
     families,
     pools: { 4: i.ipv4Pools ?? [], 6: i.ipv6Pools ?? [] },
-    routes: i.routes
-      ? i.routes.map((r, n) => canonicalRoute(r, `ipam.routes[${n}]`))
-      : defaultRoutes(families),
+    routes: i.routes ? i.routes.map((r, n) => canonicalRoute(r, `ipam.routes[${n}]`)) : defaultRoutes([4, 6]),
     ...(i.dns !== undefined ? { dns: i.dns } : {}),
     timeoutMs: i.timeoutMs ?? 30_000,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
@@ -216,5 +217,6 @@ function schemaMessage(e: SchemaError | undefined): string {
     return `${path ? `${path}.` : ''}${p.missingProperty}: required field missing`;
   if (typeof p.additionalProperty === 'string')
     return `${path ? `${path}.` : ''}${p.additionalProperty}: unknown field`;
+  if (p.allowedValue !== undefined) return `${path}: must be ${JSON.stringify(p.allowedValue)}`;
   return `${path || '(config)'}: ${e.message ?? 'invalid'}`;
 }

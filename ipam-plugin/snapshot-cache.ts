@@ -15,8 +15,9 @@ import { IPAM_CONFIG_NAME, settingsOf } from '../core/config.ts';
 import type { Datastore } from '../core/datastore/datastore.ts';
 import type { IPAMConfigObject, IPPool, IPReservation } from '../core/resources.ts';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensureDir } from './ensure-dir.ts';
 
 interface Raw {
   readonly savedAtMs: number;
@@ -88,7 +89,7 @@ export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh =
   };
   if (o.ttlMs > 0) {
     try {
-      mkdirSync(o.dir, { recursive: true });
+      ensureDir(o.dir);
       writeFileSync(`${file}.${process.pid}`, JSON.stringify(raw));
       renameSync(`${file}.${process.pid}`, file);
     } catch {

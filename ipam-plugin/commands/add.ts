@@ -38,6 +38,10 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
     lockFree: () => ctx.lockFree(),
   });
   const ips = allocatedOrThrow(outcome);
+  if (outcome.kind === 'allocated' && outcome.podNotFound && pod)
+    ctx.log.log('warn', 'pod not found: allocation recorded without a pod reference', {
+      pod: `${pod.namespace}/${pod.name}`,
+    });
   ctx.log.log('info', 'allocated', { ips: ips.map((i) => i.address) });
   const families = new Set(ips.map((i) => parseCidr(i.address)?.family));
   const routes = ctx.conf.routes.filter((r) => families.has(parseCidr(r.dst)?.family));

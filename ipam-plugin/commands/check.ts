@@ -6,9 +6,15 @@
  */
 import { attachmentOf, type CommandContext, type CommandResult } from '../context.ts';
 import { CniCode, CniError } from '../errors.ts';
+import { invalid } from '../netconf.ts';
+import { prevResultProblem } from '../prev-result.ts';
 import { prevResultAddresses } from '../result.ts';
 
 export async function check(ctx: CommandContext): Promise<CommandResult> {
+  // A malformed prevResult is a config error (7, naming the field), not a vacuous pass. DEL
+  // stays lenient (best effort): it only reads what it can.
+  const problem = ctx.conf.prevResult ? prevResultProblem(ctx.conf.prevResult) : undefined;
+  if (problem !== undefined) throw invalid(`prevResult${problem}`);
   const backend = await ctx.backend();
   const expected = prevResultAddresses(ctx.conf.prevResult);
   const outcome = await backend.check(attachmentOf(ctx), expected);
