@@ -14,6 +14,7 @@ import type { IPPool } from '../resources.ts';
 import { holdsHandle } from './block-choice.ts';
 import { updateBlock } from './cas.ts';
 import { getOrClaimBlock } from './claim.ts';
+import { findByHandle } from './release.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
 import { assigned, describe } from './describe.ts';
@@ -41,6 +42,15 @@ export async function assignIP(
     return { ok: false, reason: 'NotInPool', message: `${JSON.stringify(bad.text)} is not an IP address` };
   if (new Set(ips.map(({ ip }) => ip?.family)).size !== ips.length)
     return { ok: false, reason: 'NotInPool', message: 'at most one address per IP family' };
+  // A live attachment never gets a second address (cni-spec §5.6): one LIST of the blocks this
+  // node owns or has borrowed into finds the handle wherever its address came from.
+  const held = await findByHandle(ds, request.handle, { node: request.node });
+  if (held.length > 0)
+    return {
+      ok: false,
+      reason: 'HandleInUse',
+      message: `handle ${request.handle} already holds ${held.map((a) => a.address).join(', ')}`,
+    };
   const inputs = await gatherInputs(ctx, request);
   const done: AllocatedAddress[] = [];
   try {

@@ -42,6 +42,24 @@ describe('assignIP (static)', () => {
     });
   }
 
+  // cni-spec §5.6: a second ADD of a live attachment must not get another address, wherever the
+  // first one came from (here: another block, found through the node label).
+  it('a handle that already holds an address elsewhere is refused (HandleInUse), nothing added', async () => {
+    const w = world({ pools });
+    const first = await assignIP(w.ds, { ...pod('a'), node: 'n1', addresses: ['10.20.5.10'] }, w.options);
+    assert.ok(first.ok);
+    const got = await assignIP(w.ds, { ...pod('a'), node: 'n1', addresses: ['10.20.9.20'] }, w.options);
+    assert.ok(
+      !got.ok && got.reason === 'HandleInUse' && got.message.includes('10.20.5.10'),
+      JSON.stringify(got),
+    );
+    const blocks = await w.ds.blocks.list();
+    const held = blocks
+      .flatMap((b) => Object.values(b.spec.allocations))
+      .filter((a) => a.handle === 'net.a.eth0');
+    assert.equal(held.length, 1);
+  });
+
   it('a taken address is refused, naming the holder', async () => {
     const w = world({ pools });
     await assignIP(w.ds, { ...pod('a'), node: 'n1', addresses: ['10.20.5.10'] }, w.options);
