@@ -55,6 +55,11 @@ function sea(bundlePath: string): string {
     output: blob,
     disableExperimentalSEAWarning: true,
     useCodeCache: true,
+    // Node's default trust store is its bundled Mozilla roots, parsed on a helper thread as
+    // soon as node:tls loads (~10 ms CPU per call) although a kubeconfig CA replaces them.
+    // With OpenSSL's store instead, kube-backend.ts points it at nothing when the kubeconfig
+    // names a CA, so nothing is parsed (docs/design-plugin.md "Start-up budget").
+    execArgv: ['--use-openssl-ca'],
   };
   writeFileSync(configPath, JSON.stringify(seaConfig));
   run(nodeBin, ['--experimental-sea-config', configPath]);
