@@ -1,19 +1,10 @@
 // ipamctl show / pool / config against the real API server: utilisation numbers, address
 // lookup, pool validation and guarded deletion, settings with the cross-field rules.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { parse } from 'yaml';
 import type { KubeDatastore } from '../../core/index.ts';
-import {
-  adminDatastore,
-  blockObject,
-  cleanCluster,
-  createNamespace,
-  createNode,
-  ipamctl,
-  poolObject,
-  uniqueNamespace,
-} from './cluster.ts';
+import { blockObject, ipamctl, poolObject, uniqueNamespace, cleanClusterHooks } from './cluster.ts';
 
 const ns = uniqueNamespace('ipamctl-admin');
 let ds: KubeDatastore;
@@ -30,21 +21,7 @@ async function seed(): Promise<void> {
 }
 
 describe('ipamctl show, pool, config (real API server)', () => {
-  before(async () => {
-    ds = adminDatastore();
-    await cleanCluster(ds);
-    await createNamespace(ds, ns);
-  });
-  beforeEach(async () => {
-    await cleanCluster(ds, [ns]);
-    await createNode(ds, 'n1');
-    await createNode(ds, 'n2');
-  });
-  after(async () => {
-    await cleanCluster(ds, [ns]);
-    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
-    ds.close();
-  });
+  cleanClusterHooks({ namespace: ns, nodes: ['n1', 'n2'], onReady: (d) => (ds = d) });
 
   test('show: pool capacity / used / free / blocks, as a table and as JSON (counts as decimal strings)', async () => {
     await seed();

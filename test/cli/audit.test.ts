@@ -2,20 +2,11 @@
 // deleted between the block LIST and the pod LIST must not be reported as leaked. The seam
 // `afterBlockList` runs exactly there, so the race is reproduced deterministically.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { autoAssign, handleOf, releaseByHandle } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
 import { runAudit } from '../../cli/audit/audit.ts';
-import {
-  adminDatastore,
-  cleanCluster,
-  createNamespace,
-  createNode,
-  createPod,
-  deletePod,
-  poolObject,
-  uniqueNamespace,
-} from './cluster.ts';
+import { createPod, deletePod, poolObject, uniqueNamespace, cleanClusterHooks } from './cluster.ts';
 
 const ns = uniqueNamespace('ipamctl-audit');
 let ds: KubeDatastore;
@@ -34,20 +25,11 @@ async function allocate(name: string): Promise<string> {
 }
 
 describe('runAudit under churn (real API server)', () => {
-  before(async () => {
-    ds = adminDatastore();
-    await cleanCluster(ds);
-    await createNamespace(ds, ns);
-  });
-  beforeEach(async () => {
-    await cleanCluster(ds, [ns]);
-    await createNode(ds, 'n1');
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-  });
-  after(async () => {
-    await cleanCluster(ds, [ns]);
-    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
-    ds.close();
+  cleanClusterHooks({
+    namespace: ns,
+    nodes: ['n1'],
+    onReady: (d) => (ds = d),
+    setup: (d) => d.pools.create(poolObject('p4', '10.244.0.0/16')).then(() => undefined),
   });
 
   test('release then pod delete between the block LIST and the pod LIST: no false leak', async () => {

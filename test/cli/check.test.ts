@@ -4,16 +4,12 @@ import assert from 'node:assert/strict';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { autoAssign, handleOf } from '../../core/index.ts';
 import type { KubeDatastore, Pod } from '../../core/index.ts';
 import type { Report } from '../../cli/audit/report.ts';
 import {
-  adminDatastore,
   blockObject,
-  cleanCluster,
-  createNamespace,
-  createNode,
   createPod,
   deletePod,
   ipamctl,
@@ -21,6 +17,7 @@ import {
   poolObject,
   setPodIP,
   uniqueNamespace,
+  cleanClusterHooks,
 } from './cluster.ts';
 import type { SeedAllocation } from './cluster.ts';
 
@@ -50,21 +47,7 @@ const own = (ordinal: number, handle: string, extra: Partial<SeedAllocation> = {
 });
 
 describe('ipamctl check (real API server)', () => {
-  before(async () => {
-    ds = adminDatastore();
-    await cleanCluster(ds);
-    await createNamespace(ds, ns);
-  });
-  beforeEach(async () => {
-    await cleanCluster(ds, [ns]);
-    await createNode(ds, 'n1');
-    await createNode(ds, 'n2');
-  });
-  after(async () => {
-    await cleanCluster(ds, [ns]);
-    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
-    ds.close();
-  });
+  cleanClusterHooks({ namespace: ns, nodes: ['n1', 'n2'], onReady: (d) => (ds = d) });
 
   test('a clean cluster with live pods allocated by core exits 0 and stamps the report', async () => {
     await ds.pools.create(poolObject('p4', '10.244.0.0/16'));

@@ -5,6 +5,7 @@
  * share one cluster). Nodes carry the label `ipamctl-test=1`; namespaces are unique per file.
  */
 import { randomBytes } from 'node:crypto';
+import { after, before, beforeEach } from 'node:test';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { API_VERSION, KubeDatastore, newBlock, parseCidr } from '../../core/index.ts';
@@ -183,4 +184,35 @@ export async function cleanCluster(ds: KubeDatastore, namespaces: readonly strin
 /** The kube-system namespace UID (the cluster identity a report carries). */
 export async function kubeSystemUID(ds: KubeDatastore): Promise<string> {
   return (await ds.getNamespace('kube-system'))?.metadata.uid ?? '';
+}
+
+/**
+ * Registers the hooks the ipamctl test files share: once, an admin datastore, a cluster with
+ * no blockipam objects and the test namespace; before each test, a clean cluster again with
+ * the given Node objects, then `setup`; at the end, cleanup and the namespace's deletion.
+ * @param onReady receives the datastore when it is made (files keep it in a module variable)
+ */
+export function cleanClusterHooks(options: {
+  namespace: string;
+  nodes: readonly string[];
+  onReady: (ds: KubeDatastore) => void;
+  setup?: (ds: KubeDatastore) => Promise<void>;
+}): void {
+  let ds: KubeDatastore;
+  before(async () => {
+    ds = adminDatastore();
+    options.onReady(ds);
+    await cleanCluster(ds);
+    await createNamespace(ds, options.namespace);
+  });
+  beforeEach(async () => {
+    await cleanCluster(ds, [options.namespace]);
+    for (const node of options.nodes) await createNode(ds, node);
+    await options.setup?.(ds);
+  });
+  after(async () => {
+    await cleanCluster(ds, [options.namespace]);
+    await ds.transport.request('DELETE', `/api/v1/namespaces/${options.namespace}`);
+    ds.close();
+  });
 }

@@ -5,24 +5,21 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { assignIP, autoAssign, handleOf, releaseByHandle } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
 import type { LeakedAllocation } from '../../cli/audit/problems.ts';
 import type { Report } from '../../cli/audit/report.ts';
 import { applyPlan } from '../../cli/release/apply.ts';
 import {
-  adminDatastore,
   blockObject,
-  cleanCluster,
-  createNamespace,
-  createNode,
   createPod,
   deletePod,
   ipamctl,
   poolObject,
   setPodIP,
   uniqueNamespace,
+  cleanClusterHooks,
 } from './cluster.ts';
 
 const io = (out: { stdout: string }) => ({
@@ -71,20 +68,7 @@ async function seedTwoLeaks(): Promise<void> {
 }
 
 describe('ipamctl release (real API server)', () => {
-  before(async () => {
-    ds = adminDatastore();
-    await cleanCluster(ds);
-    await createNamespace(ds, ns);
-  });
-  beforeEach(async () => {
-    await cleanCluster(ds, [ns]);
-    await createNode(ds, 'n1');
-  });
-  after(async () => {
-    await cleanCluster(ds, [ns]);
-    await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
-    ds.close();
-  });
+  cleanClusterHooks({ namespace: ns, nodes: ['n1'], onReady: (d) => (ds = d) });
 
   test('without --yes: prints the plan, exits 3, changes nothing; with --yes releases, and check is clean', async () => {
     await seedTwoLeaks();
