@@ -1,3 +1,5 @@
+# Go and the build cache need a home directory; a bare CI environment may not set HOME.
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 # Sourced by scripts/test.sh and scripts/demo.sh: installs what a fresh machine lacks.
 # Idempotent and cheap when everything is present.
 echo "== system packages (Debian: reference CNI plugins 1.1.1, iptables for portmap, ping)" >&2
