@@ -23,7 +23,7 @@ import type { AllocatorOptions, Context } from './context.ts';
 import { assigned } from './describe.ts';
 import { selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
-import { gatherInputs, ownerOf, rollback } from './request.ts';
+import { gatherInputs, nodeNameProblem, ownerOf, rollback } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, AutoAssignRequest } from './types.ts';
 
 // 8 rounds of (list, try, claim): enough for a node whose fresh blocks keep being filled by its
@@ -49,6 +49,8 @@ export async function autoAssign(
     ...(request.ipv6 ? [6 as const] : []),
   ];
   if (families.length === 0) return { ok: false, reason: 'NoPool', message: 'no IP family requested' };
+  const badNode = nodeNameProblem(request.node);
+  if (badNode) return { ok: false, reason: 'NotAllowed', message: badNode };
   const [inputs, mine] = await Promise.all([
     gatherInputs(ctx, request),
     ds.blocks.list({ labelSelector: nodeBlocksSelector(request.node) }),

@@ -4,7 +4,7 @@
  * it names: a late DEL or GC can never free an address that was handed out again. A block left
  * empty and unowned is deleted (with resourceVersion + uid preconditions).
  */
-import { cidrFromBlockName, ordinalOf } from '../address/block-cidr.ts';
+import { blockOrdinals, cidrFromBlockName, ordinalOf } from '../address/block-cidr.ts';
 import { cidrContains, parseIP } from '../address/ip.ts';
 import type { IP } from '../address/ip.ts';
 import { cidrOf, isEmpty, releaseHandle } from '../block/block.ts';
@@ -128,7 +128,8 @@ export async function findByHandle(
   const out: AllocatedAddress[] = [];
   for (const block of await listBlocksOf(ds, query.node)) {
     for (const [key, allocation] of Object.entries(block.spec.allocations)) {
-      if (allocation.handle === handle) out.push(describe(block, Number(key), allocation));
+      if (allocation.handle === handle && isOrdinalKey(block, key))
+        out.push(describe(block, Number(key), allocation));
     }
   }
   return out;
@@ -139,10 +140,16 @@ export async function listNodeAllocations(ds: Datastore, node: string): Promise<
   const out: AllocatedAddress[] = [];
   for (const block of await listBlocksOf(ds, node)) {
     for (const [key, allocation] of Object.entries(block.spec.allocations)) {
-      if (allocation.node === node) out.push(describe(block, Number(key), allocation));
+      if (allocation.node === node && isOrdinalKey(block, key))
+        out.push(describe(block, Number(key), allocation));
     }
   }
   return out;
+}
+
+/** True when `key` is a canonical decimal ordinal inside `block` (false on a corrupted block). */
+function isOrdinalKey(block: IPAMBlock, key: string): boolean {
+  return /^(0|[1-9][0-9]*)$/.test(key) && Number(key) < blockOrdinals(cidrOf(block));
 }
 
 /** The blocks that can hold `node`'s allocations (all blocks when no node is given). */
@@ -160,9 +167,13 @@ async function releaseInBlock(
 ): Promise<number> {
   const outcome = await updateBlock<ReleaseResult>(ctx, block, (current) => {
     const done = releaseHandle(current, handle, preconditions, ctx.clock());
-    const refused = done.refused.map((r) => describe(current, r.ordinal, r.allocation));
-    const released = done.released.map((r) => describe(current, r.ordinal, r.allocation));
-    return released.length === 0
+    // An entry on a key that is no ordinal of this block (a hand-corrupted block) is removed by
+    // the release but has no address to report: it is left out of the result, never thrown on.
+    const described = (list: typeof done.released): AllocatedAddress[] =>
+      list.filter((r) => isOrdinalKey(current, r.key)).map((r) => describe(current, r.ordinal, r.allocation));
+    const refused = described(done.refused);
+    const released = described(done.released);
+    return done.released.length === 0
       ? { skip: { released, refused } }
       : { write: done.block, result: { released, refused } };
   });

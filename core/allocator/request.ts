@@ -52,3 +52,14 @@ export async function rollback(ctx: Context, node: string, done: readonly Alloca
     ctx,
   );
 }
+
+/**
+ * Refuses a request whose node name the API server would reject in an allocation (the CRD's
+ * `node`: 1–253 characters) before anything is claimed, so no block is left behind.
+ * @returns a failure message, or undefined when the name is usable
+ */
+export function nodeNameProblem(node: string): string | undefined {
+  if (node.length === 0) return 'node name is empty';
+  if (node.length > 253) return `node name is ${node.length} characters; at most 253 are allowed`;
+  return undefined;
+}

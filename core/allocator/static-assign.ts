@@ -20,7 +20,7 @@ import type { AllocatorOptions, Context } from './context.ts';
 import { assigned, describe } from './describe.ts';
 import { poolBlockSize, poolCidr, selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
-import { gatherInputs, ownerOf, rollback } from './request.ts';
+import { gatherInputs, nodeNameProblem, ownerOf, rollback } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, StaticAssignRequest } from './types.ts';
 
 type One = AllocatedAddress | { reason: AssignFailure; message: string };
@@ -36,6 +36,8 @@ export async function assignIP(
   options: AllocatorOptions = {},
 ): Promise<AssignOutcome> {
   const ctx = contextOf(ds, options);
+  const badNode = nodeNameProblem(request.node);
+  if (badNode) return { ok: false, reason: 'NotAllowed', message: badNode };
   const ips = request.addresses.map((text) => ({ text, ip: parseIP(text) }));
   const bad = ips.find(({ ip }) => ip === undefined);
   if (bad)

@@ -290,3 +290,45 @@ describe('releaseAddresses: entries with nothing to release', () => {
     assert.deepEqual(byBlock.gone, [{ address: a.ipv4.address, handle: 'net.a.eth0', block: a.ipv4.block }]);
   });
 });
+
+// Found by a break-it test: hand-made blocks and bad node names must not throw or leave blocks.
+describe('bad input from outside the allocator', () => {
+  const pools = [pool('v4', { cidr: '10.20.0.0/16' })];
+  it('a corrupted block (non-ordinal and out-of-range keys) does not break release or lookup', async () => {
+    const w = world({ pools });
+    const ok = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    assert.ok(ok.ok && ok.ipv4);
+    const [block] = await w.ds.blocks.list();
+    assert.ok(block);
+    const bad = { handle: 'net.a.eth0', node: 'n1', allocatedAt: '2026-11-29T08:00:00Z', sequence: 1 };
+    await w.ds.blocks.update({
+      ...block,
+      spec: { ...block.spec, allocations: { ...block.spec.allocations, abc: bad, '9999': bad } },
+    });
+    const found = await findByHandle(w.ds, 'net.a.eth0', { node: 'n1' });
+    assert.deepEqual(
+      found.map((a) => a.address),
+      [ok.ipv4.address],
+    );
+    const released = await releaseByHandle(w.ds, 'net.a.eth0', { node: 'n1' });
+    assert.deepEqual(
+      released.released.map((a) => a.address),
+      [ok.ipv4.address],
+    );
+    const after = await w.ds.blocks.get(block.metadata.name);
+    assert.deepEqual(after?.spec.allocations, {}, 'the corrupted entries of the handle are removed too');
+  });
+  for (const [title, node] of [
+    ['an empty node name', ''],
+    ['a node name over 253 characters', 'n'.repeat(254)],
+  ] as const) {
+    it(`${title} is refused before any block is claimed`, async () => {
+      const w = world({ pools });
+      const auto = await autoAssign(w.ds, { ...pod('a'), node }, w.options);
+      const fixed = await assignIP(w.ds, { ...pod('b'), node, addresses: ['10.20.5.10'] }, w.options);
+      assert.ok(!auto.ok && auto.reason === 'NotAllowed', JSON.stringify(auto));
+      assert.ok(!fixed.ok && fixed.reason === 'NotAllowed', JSON.stringify(fixed));
+      assert.deepEqual(await w.ds.blocks.list(), []);
+    });
+  }
+});

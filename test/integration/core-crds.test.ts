@@ -182,6 +182,17 @@ describe('IPAMBlock and IPReservation schemas', () => {
       /never decreases/,
     );
   });
+  it('rejects allocation keys that are not ordinals, and an empty affinity', async () => {
+    const b = block('10.70.0.0/26');
+    const a = { handle: 'h', node: 'n1', allocatedAt: '2026-11-29T08:00:00Z', sequence: 1 };
+    for (const key of ['abc', '9999', '07'])
+      await rejected(
+        ds.blocks.create({ ...b, spec: { ...b.spec, allocations: { [key]: a } } }),
+        /spec\.allocations/,
+        /decimal ordinals/,
+      );
+    await rejected(ds.blocks.create({ ...b, spec: { ...b.spec, affinity: '' } }), /spec\.affinity/);
+  });
   it('rejects a reservation that is not a masked CIDR', async () => {
     const r: IPReservation = {
       metadata: { name: 'r' },
