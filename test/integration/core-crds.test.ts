@@ -70,10 +70,39 @@ describe('IPPool schema', () => {
       [/spec\.nodeSelector\.matchExpressions\[0\]/],
     ],
     ['name longer than a label value', pool('p'.repeat(64), { cidr: '10.0.0.0/16' }), [/63 characters/]],
+    [
+      'a matchLabels key that is no label key',
+      pool('bad-13', { cidr: '10.0.0.0/16', nodeSelector: { matchLabels: { 'bad key!': 'x' } } }),
+      [/spec\.nodeSelector\.matchLabels/, /label keys/],
+    ],
+    [
+      'a matchLabels value that is no label value',
+      pool('bad-14', { cidr: '10.0.0.0/16', namespaceSelector: { matchLabels: { team: 'a b' } } }),
+      [/spec\.namespaceSelector\.matchLabels/],
+    ],
+    [
+      'a matchExpressions key that is no label key',
+      pool('bad-15', {
+        cidr: '10.0.0.0/16',
+        nodeSelector: { matchExpressions: [{ key: '-x', operator: 'Exists' }] },
+      }),
+      [/spec\.nodeSelector\.matchExpressions\[0\]\.key/],
+    ],
   ];
   for (const [title, object, patterns] of cases)
     it(`rejects ${title}`, () => rejected(ds.pools.create(object), ...patterns));
 
+  it('accepts selectors with prefixed keys and empty values', async () => {
+    const p = pool('selectors', {
+      cidr: '10.73.0.0/16',
+      nodeSelector: {
+        matchLabels: { 'topology.kubernetes.io/zone': 'eu-1a', 'node.example.com/pool': '' },
+        matchExpressions: [{ key: 'kubernetes.io/os', operator: 'In', values: ['linux'] }],
+      },
+    });
+    await ds.pools.create(p);
+    await ds.pools.delete('selectors');
+  });
   it('accepts a valid pool and applies defaults', async () => {
     const created = await ds.pools.create(pool('good', { cidr: '10.70.0.0/16' }));
     assert.equal(created.spec.assignmentMode, 'Automatic');
