@@ -20,10 +20,9 @@ import { claimBlock } from './claim.ts';
 import type { BlockLimit } from './claim.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
-import { assigned } from './describe.ts';
 import { selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
-import { gatherInputs, nodeNameProblem, ownerOf, rollback } from './request.ts';
+import { assignAllOrNothing, gatherInputs, nodeNameProblem, ownerOf } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, AutoAssignRequest } from './types.ts';
 
 // 8 rounds of (list, try, claim): enough for a node whose fresh blocks keep being filled by its
@@ -55,23 +54,9 @@ export async function autoAssign(
     gatherInputs(ctx, request),
     ds.blocks.list({ labelSelector: nodeBlocksSelector(request.node) }),
   ]);
-  const done: AllocatedAddress[] = [];
-  try {
-    for (const family of families) {
-      const outcome = await assignFamily(ctx, { request, family, mine, ...inputs });
-      if ('reason' in outcome) {
-        await rollback(ctx, request.node, done);
-        return { ok: false, ...outcome };
-      }
-      done.push(outcome);
-    }
-  } catch (error) {
-    await rollback(ctx, request.node, done).catch(() => undefined);
-    throw error;
-  }
-  const v4 = done.find((a) => a.family === 4);
-  const v6 = done.find((a) => a.family === 6);
-  return { ok: true, ...(v4 ? { ipv4: assigned(v4) } : {}), ...(v6 ? { ipv6: assigned(v6) } : {}) };
+  return assignAllOrNothing(ctx, request.node, families, (family) =>
+    assignFamily(ctx, { request, family, mine, ...inputs }),
+  );
 }
 
 interface FamilyJob {

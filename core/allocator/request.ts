@@ -4,7 +4,8 @@ import { loadSnapshot } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
 import type { Context } from './context.ts';
 import { releaseAddresses } from './release.ts';
-import type { AllocatedAddress, AssignRequestBase } from './types.ts';
+import { assigned } from './describe.ts';
+import type { AllocatedAddress, AssignFailure, AssignOutcome, AssignRequestBase } from './types.ts';
 
 /** Snapshot and labels of a request: given ones are used, missing ones are read in parallel. */
 export async function gatherInputs(
@@ -51,6 +52,36 @@ export async function rollback(ctx: Context, node: string, done: readonly Alloca
     { node },
     ctx,
   );
+}
+
+/**
+ * Runs `assignOne` for each item in order, all-or-nothing (DESIGN §4, dual-stack): on the
+ * first failure, or a throw, everything assigned so far is released again (by handle +
+ * sequence) before the failure is returned or the error rethrown.
+ */
+export async function assignAllOrNothing<T>(
+  ctx: Context,
+  node: string,
+  items: readonly T[],
+  assignOne: (item: T) => Promise<AllocatedAddress | { reason: AssignFailure; message: string }>,
+): Promise<AssignOutcome> {
+  const done: AllocatedAddress[] = [];
+  try {
+    for (const item of items) {
+      const outcome = await assignOne(item);
+      if ('reason' in outcome) {
+        await rollback(ctx, node, done);
+        return { ok: false, ...outcome };
+      }
+      done.push(outcome);
+    }
+  } catch (error) {
+    await rollback(ctx, node, done).catch(() => undefined);
+    throw error;
+  }
+  const v4 = done.find((a) => a.family === 4);
+  const v6 = done.find((a) => a.family === 6);
+  return { ok: true, ...(v4 ? { ipv4: assigned(v4) } : {}), ...(v6 ? { ipv6: assigned(v6) } : {}) };
 }
 
 /**

@@ -17,10 +17,10 @@ import { getOrClaimBlock } from './claim.ts';
 import { findByHandle } from './release.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
-import { assigned, describe } from './describe.ts';
+import { describe } from './describe.ts';
 import { poolBlockSize, poolCidr, selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
-import { gatherInputs, nodeNameProblem, ownerOf, rollback } from './request.ts';
+import { assignAllOrNothing, gatherInputs, nodeNameProblem, ownerOf } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, StaticAssignRequest } from './types.ts';
 
 type One = AllocatedAddress | { reason: AssignFailure; message: string };
@@ -54,23 +54,9 @@ export async function assignIP(
       message: `handle ${request.handle} already holds ${held.map((a) => a.address).join(', ')}`,
     };
   const inputs = await gatherInputs(ctx, request);
-  const done: AllocatedAddress[] = [];
-  try {
-    for (const { text, ip } of ips) {
-      const one = await assignOne(ctx, request, { text, ip: ip as IP }, inputs);
-      if ('reason' in one) {
-        await rollback(ctx, request.node, done);
-        return { ok: false, ...one };
-      }
-      done.push(one);
-    }
-  } catch (error) {
-    await rollback(ctx, request.node, done).catch(() => undefined);
-    throw error;
-  }
-  const v4 = done.find((a) => a.family === 4);
-  const v6 = done.find((a) => a.family === 6);
-  return { ok: true, ...(v4 ? { ipv4: assigned(v4) } : {}), ...(v6 ? { ipv6: assigned(v6) } : {}) };
+  return assignAllOrNothing(ctx, request.node, ips, ({ text, ip }) =>
+    assignOne(ctx, request, { text, ip: ip as IP }, inputs),
+  );
 }
 
 interface Inputs {
