@@ -9,10 +9,10 @@ import { printSummary } from '../audit/summary.ts';
 import type { Progress } from '../audit/snapshot.ts';
 import { defineCommand, integerFlag } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
-import { clusterIdentity, connect } from '../connect.ts';
-import { reportFailure } from '../errors.ts';
+import { clusterIdentity } from '../connect.ts';
 import { EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
+import { withConnection } from './with-connection.ts';
 
 interface CheckArgs extends GlobalFlags {
   output?: string;
@@ -56,26 +56,20 @@ export function checkCommand(ctx: CommandContext) {
 }
 
 async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
-  let conn;
-  try {
-    conn = await connect(args, io);
-  } catch (error) {
-    return reportFailure(io.stderr, error);
-  }
-  try {
-    const cluster = await clusterIdentity(conn);
-    const result = await runAudit(conn.ds, args.quiet ? {} : { progress: progressTo(io) });
-    const report = buildReport(result, cluster);
-    if (args.output) await writeReport(resolve(io.cwd ?? process.cwd(), args.output), report);
-    printSummary(io.stdout, report, args.limit ?? DEFAULT_LIMIT);
-    if (args.output) println(io.stdout, `Report written to ${args.output}`);
-    return report.problemCount === 0 ? EXIT.OK : EXIT.PROBLEMS;
-  } catch (error) {
-    println(io.stderr, 'ipamctl check: could not check');
-    return reportFailure(io.stderr, error);
-  } finally {
-    conn.ds.close();
-  }
+  return withConnection(args, io, async (conn) => {
+    try {
+      const cluster = await clusterIdentity(conn);
+      const result = await runAudit(conn.ds, args.quiet ? {} : { progress: progressTo(io) });
+      const report = buildReport(result, cluster);
+      if (args.output) await writeReport(resolve(io.cwd ?? process.cwd(), args.output), report);
+      printSummary(io.stdout, report, args.limit ?? DEFAULT_LIMIT);
+      if (args.output) println(io.stdout, `Report written to ${args.output}`);
+      return report.problemCount === 0 ? EXIT.OK : EXIT.PROBLEMS;
+    } catch (error) {
+      println(io.stderr, 'ipamctl check: could not check');
+      throw error;
+    }
+  });
 }
 
 function progressTo(io: Io): Progress {

@@ -9,7 +9,7 @@ import type { LeakedAllocation } from '../audit/problems.ts';
 import { readReport } from '../audit/report.ts';
 import { defineCommand } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
-import { clusterIdentity, connect } from '../connect.ts';
+import { clusterIdentity } from '../connect.ts';
 import type { Connection } from '../connect.ts';
 import { reportFailure } from '../errors.ts';
 import { CliError, EXIT, println } from '../io.ts';
@@ -18,6 +18,7 @@ import { lookupAddress, parseAddress } from '../lookup.ts';
 import { renderTable } from '../output.ts';
 import { applyPlan } from '../release/apply.ts';
 import { leakedInEveryReport, recheckAll, reservedMessage } from '../release/plan.ts';
+import { withConnection } from './with-connection.ts';
 import type { Candidate } from '../release/plan.ts';
 
 interface ReleaseArgs extends GlobalFlags {
@@ -75,23 +76,23 @@ export function releaseCommand(ctx: CommandContext) {
 }
 
 async function release(args: ReleaseArgs, io: Io): Promise<ExitCode> {
-  let conn: Connection | undefined;
+  // Reports are read before connecting: a bad file fails without touching the cluster.
+  let reports: { path: string; report: Awaited<ReturnType<typeof readReport>> }[];
   try {
-    const reports = await Promise.all(
+    reports = await Promise.all(
       (args.fromReport ?? []).map(async (path) => ({
         path,
         report: await readReport(resolve(io.cwd ?? process.cwd(), path)),
       })),
     );
-    conn = await connect(args, io);
+  } catch (error) {
+    return reportFailure(io.stderr, error);
+  }
+  return withConnection(args, io, async (conn) => {
     const candidates =
       args.ip !== undefined ? await byAddress(conn.ds, args) : await fromReports(conn, reports);
     return await execute(conn.ds, candidates, args, io);
-  } catch (error) {
-    return reportFailure(io.stderr, error);
-  } finally {
-    conn?.ds.close();
-  }
+  });
 }
 
 async function fromReports(

@@ -6,14 +6,13 @@ import { listNodeAllocations, affineSelector } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
 import { defineCommand, withFormat } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
-import { connect } from '../connect.ts';
-import { reportFailure } from '../errors.ts';
 import { EXIT } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
 import { print } from '../output.ts';
 import type { Format } from '../output.ts';
 import { blockUsage, poolUsage } from '../show/usage.ts';
+import { withConnection } from './with-connection.ts';
 
 interface ShowArgs extends GlobalFlags {
   output: Format;
@@ -46,22 +45,12 @@ export function showCommand(ctx: CommandContext) {
 }
 
 async function show(args: ShowArgs, io: Io): Promise<ExitCode> {
-  let conn;
-  try {
-    conn = await connect(args, io);
-  } catch (error) {
-    return reportFailure(io.stderr, error);
-  }
-  try {
+  return withConnection(args, io, async (conn) => {
     if (args.ip !== undefined) return await showIP(conn.ds, args.ip, args.output, io);
     if (args.node !== undefined) await showNode(conn.ds, args.node, args.output, io);
     else await showPools(conn.ds, args, io);
     return EXIT.OK;
-  } catch (error) {
-    return reportFailure(io.stderr, error);
-  } finally {
-    conn.ds.close();
-  }
+  });
 }
 
 async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<void> {
