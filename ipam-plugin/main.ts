@@ -14,13 +14,14 @@ const lingerMs = 5_000;
 const apiCommands = new Set(['ADD', 'DEL', 'CHECK', 'GC', 'STATUS']);
 
 async function main(): Promise<void> {
-  // Load node:https (and so node:tls) first thing for commands that will need it. Under plain
-  // node, loading node:tls starts the parse of Node's bundled root certificates on a helper
-  // thread and the first secure context waits for it (~10-20 ms); started here, it overlaps
-  // stdin, netconf validation and backend evaluation. The executable runs with
-  // --use-openssl-ca (scripts/build-plugin.ts), which skips that parse: there this only loads
-  // TLS earlier (docs/design-plugin.md "Start-up budget").
-  if (apiCommands.has(process.env.CNI_COMMAND ?? '')) process.getBuiltinModule('node:https');
+  // Under Node (the node-runtime build, tests): load node:https (and so node:tls) first thing
+  // for commands that will need it. Loading node:tls starts the parse of Node's bundled root
+  // certificates on a helper thread and the first secure context waits for it (~10-20 ms);
+  // started here, it overlaps stdin, netconf validation and backend evaluation. The Bun
+  // executable never loads node:https: its transport is Bun's native fetch
+  // (core/kube/fetch-client.ts; docs/design-plugin.md "Runtime").
+  if (process.versions.bun === undefined && apiCommands.has(process.env.CNI_COMMAND ?? ''))
+    process.getBuiltinModule('node:https');
   const code = await dispatch(
     {
       env: process.env,

@@ -13,4 +13,4 @@ export { inClusterConfig, loadKubeconfig, SERVICE_ACCOUNT_DIR } from './config.t
 export type { KubeClientConfig } from './config.ts';
 export { KubeconfigError, isKubeconfigError } from './kubeconfig-error.ts';
 export { errorFor, KubeTransport } from './transport.ts';
-export type { Method, RequestOptions, TransportStats } from './transport.ts';
+export type { HttpClientKind, Method, RequestOptions, TransportStats } from './transport.ts';

@@ -1,17 +1,10 @@
 /**
- * A lean Kubernetes REST transport: JSON over node:https with one keep-alive agent, bearer or
- * client-certificate auth, a per-request timeout, and HTTP failures mapped to blockipam's typed
- * errors. It imports nothing heavy, so the CNI plugin's start-up stays ~30 ms (measured in
+ * A lean Kubernetes REST transport: JSON over node:https with one keep-alive agent (under Bun:
+ * Bun's native fetch), bearer or client-certificate auth, a per-request timeout, and HTTP
+ * failures mapped to blockipam's typed errors. It imports nothing heavy, so the CNI plugin's start-up stays ~30 ms (measured in
  * docs/design-core.md §Import cost). Counts requests for the benchmarks.
  */
 import { readFileSync } from 'node:fs';
-import type {
-  Agent as HttpAgent,
-  ClientRequest,
-  IncomingMessage,
-  RequestOptions as HttpRequestOptions,
-} from 'node:http';
-import https from 'node:https';
 import { AlreadyExistsError } from '../errors/already-exists.ts';
 import { ApiError } from '../errors/api-error.ts';
 import { ConflictError } from '../errors/conflict.ts';
@@ -19,17 +12,13 @@ import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
 import { UnavailableError } from '../errors/unavailable.ts';
 import type { KubeClientConfig } from './config.ts';
+import { fetchClient } from './fetch-client.ts';
+import { type Exchange, type HttpClient, nodeClient } from './node-client.ts';
 
 /** Requests sent, total and per HTTP method. */
 export interface TransportStats {
   requests: number;
   byMethod: Record<string, number>;
-}
-
-/** How requests are sent: node:https (or node:http) request and its keep-alive agent. */
-interface Client {
-  request: (options: HttpRequestOptions, callback: (res: IncomingMessage) => void) => ClientRequest;
-  agent: HttpAgent;
 }
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -69,23 +58,29 @@ const NETWORK_CODES = new Set([
   'ECONNABORTED',
 ]);
 
+/** Which HTTP client sends the requests; `auto` is `fetch` under Bun, `node` elsewhere. */
+export type HttpClientKind = 'auto' | 'node' | 'fetch';
+
 export class KubeTransport {
   readonly stats: TransportStats = { requests: 0, byMethod: {} };
   readonly #config: KubeClientConfig;
-  /** The request function and keep-alive agent; node:http is only loaded for an http:// server. */
-  #client: Promise<Client> | undefined;
-  #ready: Client | undefined;
+  readonly #client: HttpClient;
   readonly #timeoutMs: number;
   readonly #url: URL;
   #token: { value: string; readAt: number } | undefined;
 
   /**
    * @param options.timeoutMs per request, default 30 000 ms; on expiry → UnavailableError
+   * @param options.client default `auto`: Bun's native fetch when running under Bun (the plugin
+   *   executable: fetch-client.ts), node:https otherwise (node-client.ts)
    */
-  constructor(config: KubeClientConfig, options: { timeoutMs?: number } = {}) {
+  constructor(config: KubeClientConfig, options: { timeoutMs?: number; client?: HttpClientKind } = {}) {
     this.#config = config;
     this.#url = new URL(config.server);
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const kind = options.client ?? 'auto';
+    const useFetch = kind === 'fetch' || (kind === 'auto' && process.versions.bun !== undefined);
+    this.#client = (useFetch ? fetchClient : nodeClient)(config, this.#url);
   }
 
   /**
@@ -114,83 +109,23 @@ export class KubeTransport {
 
   /** Closes idle keep-alive connections (lets the process exit). */
   close(): void {
-    this.#ready?.agent.destroy();
-    this.#ready = undefined;
-    this.#client = undefined;
+    this.#client.close();
   }
 
-  #connect(): Promise<Client> {
-    const config = this.#config;
-    this.#client ??= (
-      this.#url.protocol === 'http:'
-        ? // Loading node:http costs ~25 ms of CPU at start-up; only plain-HTTP servers (tests) need it.
-          import('node:http').then((http) => ({
-            request: http.request,
-            agent: new http.Agent({ keepAlive: true }),
-          }))
-        : Promise.resolve({
-            request: https.request,
-            agent: new https.Agent({
-              keepAlive: true,
-              ca: config.ca,
-              cert: config.cert,
-              key: config.key,
-              rejectUnauthorized: !config.insecureSkipTLSVerify,
-            }),
-          })
-    ).then((client) => (this.#ready = client));
-    return this.#client;
-  }
-
-  async #send(
-    method: Method,
-    path: string,
-    options: RequestOptions,
-  ): Promise<{ status: number; text: string; retryAfter: string | undefined }> {
-    const client = await this.#connect();
+  async #send(method: Method, path: string, options: RequestOptions): Promise<Exchange> {
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
     const headers: Record<string, string> = {
       Accept: options.accept ?? 'application/json',
       'User-Agent': 'blockipam',
     };
-    if (body !== undefined) {
-      headers['Content-Type'] = options.contentType ?? 'application/json';
-      headers['Content-Length'] = String(Buffer.byteLength(body));
-    }
+    if (body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
     const token = this.#bearer();
     if (token) headers.Authorization = `Bearer ${token}`;
-    return new Promise((resolve, reject) => {
-      const req = client.request(
-        {
-          protocol: this.#url.protocol,
-          hostname: this.#url.hostname.replace(/^\[|\]$/g, ''),
-          port: this.#url.port,
-          method,
-          path,
-          headers,
-          agent: client.agent,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              text: Buffer.concat(chunks).toString('utf8'),
-              retryAfter: res.headers['retry-after'],
-            }),
-          );
-          res.on('error', (error) => reject(networkError(error, method, path)));
-        },
-      );
-      req.setTimeout(this.#timeoutMs, () =>
-        req.destroy(
-          Object.assign(new Error(`no answer within ${this.#timeoutMs} ms`), { code: 'ETIMEDOUT' }),
-        ),
-      );
-      req.on('error', (error) => reject(networkError(error, method, path)));
-      req.end(body);
-    });
+    try {
+      return await this.#client.send({ method, path, headers, body, timeoutMs: this.#timeoutMs });
+    } catch (error) {
+      throw networkError(error as Error & { code?: string }, method, path);
+    }
   }
 
   #pathWithQuery(path: string, query: RequestOptions['query']): string {

@@ -119,89 +119,92 @@ describe('errorFor', () => {
     ));
 });
 
-describe('KubeTransport', () => {
-  let server: http.Server;
-  let url = '';
-  const seen: { method?: string; url?: string; auth?: string; body: string }[] = [];
-  let busyLeft = 0;
-  before(async () => {
-    server = http.createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
-        if (req.url?.startsWith('/hang')) return; // never answers
-        if (req.url?.startsWith('/busy-then-ok') && busyLeft > 0) {
-          busyLeft -= 1;
-          return void res.writeHead(429, { 'retry-after': '0' }).end(
-            JSON.stringify({
-              kind: 'Status',
-              reason: 'TooManyRequests',
-              message: 'storage is (re)initializing',
-            }),
-          );
-        }
-        if (req.url?.startsWith('/always-busy'))
-          return void res
-            .writeHead(429, { 'retry-after': '0' })
-            .end(JSON.stringify({ kind: 'Status', reason: 'TooManyRequests', message: 'slow down' }));
-        if (req.url?.startsWith('/missing'))
-          return void res
-            .writeHead(404)
-            .end(JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'gone' }));
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true }));
+// Both HTTP clients: node:https (Node) and fetch (what the Bun executable uses; under Node's own
+// fetch only plain HTTP can be tested here — the TLS side runs in the plugin's tests).
+for (const client of ['node', 'fetch'] as const)
+  describe(`KubeTransport (${client} client)`, () => {
+    let server: http.Server;
+    let url = '';
+    const seen: { method?: string; url?: string; auth?: string; body: string }[] = [];
+    let busyLeft = 0;
+    before(async () => {
+      server = http.createServer((req, res) => {
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
+          if (req.url?.startsWith('/hang')) return; // never answers
+          if (req.url?.startsWith('/busy-then-ok') && busyLeft > 0) {
+            busyLeft -= 1;
+            return void res.writeHead(429, { 'retry-after': '0' }).end(
+              JSON.stringify({
+                kind: 'Status',
+                reason: 'TooManyRequests',
+                message: 'storage is (re)initializing',
+              }),
+            );
+          }
+          if (req.url?.startsWith('/always-busy'))
+            return void res
+              .writeHead(429, { 'retry-after': '0' })
+              .end(JSON.stringify({ kind: 'Status', reason: 'TooManyRequests', message: 'slow down' }));
+          if (req.url?.startsWith('/missing'))
+            return void res
+              .writeHead(404)
+              .end(JSON.stringify({ kind: 'Status', reason: 'NotFound', message: 'gone' }));
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true }));
+        });
       });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
+    after(() => {
+      server.closeAllConnections();
+      server.close();
+    });
 
-  it('sends JSON with the bearer token and query, counts requests', async () => {
-    const api = new KubeTransport({ server: url, token: 't0k' });
-    const got = await api.request<{ ok: boolean }>('POST', '/apis/x', {
-      body: { a: 1 },
-      query: { labelSelector: 'a=b,c', empty: '' },
+    it('sends JSON with the bearer token and query, counts requests', async () => {
+      const api = new KubeTransport({ server: url, token: 't0k' }, { client });
+      const got = await api.request<{ ok: boolean }>('POST', '/apis/x', {
+        body: { a: 1 },
+        query: { labelSelector: 'a=b,c', empty: '' },
+      });
+      assert.deepEqual(got, { ok: true });
+      assert.deepEqual(seen.at(-1), {
+        method: 'POST',
+        url: '/apis/x?labelSelector=a%3Db%2Cc',
+        auth: 'Bearer t0k',
+        body: '{"a":1}',
+      });
+      await assert.rejects(api.request('GET', '/missing'), isNotFound);
+      assert.deepEqual(api.stats, { requests: 2, byMethod: { POST: 1, GET: 1 } });
+      api.close();
     });
-    assert.deepEqual(got, { ok: true });
-    assert.deepEqual(seen.at(-1), {
-      method: 'POST',
-      url: '/apis/x?labelSelector=a%3Db%2Cc',
-      auth: 'Bearer t0k',
-      body: '{"a":1}',
+    it('429 (e.g. a new CRD whose storage is initialising) is retried honouring Retry-After', async () => {
+      busyLeft = 2;
+      const api = new KubeTransport({ server: url }, { client });
+      assert.deepEqual(await api.request('GET', '/busy-then-ok'), { ok: true });
+      assert.equal(api.stats.requests, 3);
+      api.close();
     });
-    await assert.rejects(api.request('GET', '/missing'), isNotFound);
-    assert.deepEqual(api.stats, { requests: 2, byMethod: { POST: 1, GET: 1 } });
-    api.close();
+    it('429 that persists → Unavailable after 5 retries', async () => {
+      const api = new KubeTransport({ server: url }, { client });
+      await assert.rejects(api.request('GET', '/always-busy'), isUnavailable);
+      assert.equal(api.stats.requests, 6);
+      api.close();
+    });
+    it('a server that does not answer in time → Unavailable', async () => {
+      const api = new KubeTransport({ server: url }, { timeoutMs: 200, client });
+      await assert.rejects(api.request('GET', '/hang'), isUnavailable);
+      api.close();
+    });
+    it('connection refused → Unavailable', async () => {
+      const closed = http.createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const port = (closed.address() as AddressInfo).port;
+      await new Promise<void>((resolve) => closed.close(() => resolve()));
+      const api = new KubeTransport({ server: `https://127.0.0.1:${port}` }, { client });
+      await assert.rejects(api.request('GET', '/api'), isUnavailable);
+      api.close();
+    });
   });
-  it('429 (e.g. a new CRD whose storage is initialising) is retried honouring Retry-After', async () => {
-    busyLeft = 2;
-    const api = new KubeTransport({ server: url });
-    assert.deepEqual(await api.request('GET', '/busy-then-ok'), { ok: true });
-    assert.equal(api.stats.requests, 3);
-    api.close();
-  });
-  it('429 that persists → Unavailable after 5 retries', async () => {
-    const api = new KubeTransport({ server: url });
-    await assert.rejects(api.request('GET', '/always-busy'), isUnavailable);
-    assert.equal(api.stats.requests, 6);
-    api.close();
-  });
-  it('a server that does not answer in time → Unavailable', async () => {
-    const api = new KubeTransport({ server: url }, { timeoutMs: 200 });
-    await assert.rejects(api.request('GET', '/hang'), isUnavailable);
-    api.close();
-  });
-  it('connection refused → Unavailable', async () => {
-    const closed = http.createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const api = new KubeTransport({ server: `https://127.0.0.1:${port}` });
-    await assert.rejects(api.request('GET', '/api'), isUnavailable);
-    api.close();
-  });
-});

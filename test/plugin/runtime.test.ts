@@ -1,0 +1,194 @@
+/**
+ * What the executable's runtime (Bun, scripts/build-plugin.ts) must do the way Node does, shown
+ * with the executable against the real API server: TLS through Bun's fetch with each kubeconfig
+ * credential form (client certificate, bearer token, insecure-skip-tls-verify) and each way it
+ * can be refused; the host lock shared with Node processes (an abstract Unix socket bound by
+ * Bun excludes Node and the other way round; SIGKILL frees it). docs/design-plugin.md "Runtime".
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { acquireHostLock, defaultLockName, isLockTimeoutError } from '../../ipam-plugin/lock.ts';
+import { controlPlane } from '../helpers/control-plane.ts';
+import {
+  assertAdded,
+  assertCniError,
+  assertSilentSuccess,
+  env,
+  setupSuite,
+  type Suite,
+} from './helpers/conformance.ts';
+import { pluginPath, repoRoot } from './helpers/plugin-exe.ts';
+
+const holderScript = join(import.meta.dirname, 'lock-holder.ts');
+const bun = join(repoRoot, 'node_modules', '.bin', 'bun');
+const children: ChildProcess[] = [];
+
+/** Runs openssl; throws with its stderr on failure. */
+function openssl(args: readonly string[]): void {
+  const r = spawnSync('openssl', args, { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+}
+
+/** A client key + certificate for `subject`, signed by caCrt/caKey (or self-signed when absent). */
+function clientCert(dir: string, tag: string, subject: string, ca?: { crt: string; key: string }) {
+  const key = join(dir, `${tag}.key`);
+  const crt = join(dir, `${tag}.crt`);
+  openssl(['genrsa', '-out', key, '2048']);
+  if (ca) {
+    const csr = join(dir, `${tag}.csr`);
+    openssl(['req', '-new', '-key', key, '-subj', subject, '-out', csr]);
+    openssl([
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      ca.crt,
+      '-CAkey',
+      ca.key,
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-out',
+      crt,
+    ]);
+  } else {
+    openssl(['req', '-x509', '-new', '-key', key, '-subj', subject, '-days', '1', '-out', crt]);
+  }
+  return { key, crt };
+}
+
+/** A kubeconfig with inline data; `cluster` and `user` are YAML flow maps' inner text. */
+function kubeconfig(path: string, cluster: string, user: string): string {
+  writeFileSync(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `clusters: [{name: c, cluster: {server: "${controlPlane().apiUrl}", ${cluster}}}]`,
+      `users: [{name: u, user: {${user}}}]`,
+      'contexts: [{name: x, context: {cluster: c, user: u}}]',
+      'current-context: x',
+      '',
+    ].join('\n'),
+  );
+  return path;
+}
+
+const b64 = (file: string): string => readFileSync(file).toString('base64');
+
+/** Starts a lock holder under `runtime` and resolves once it printed "held". */
+async function holder(runtime: string, name: string): Promise<ChildProcess> {
+  const c = spawn(runtime, [holderScript, name], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(c);
+  const [chunk] = (await once(c.stdout, 'data')) as [Buffer];
+  assert.equal(chunk.toString().trim(), 'held');
+  return c;
+}
+
+void describe('the executable runtime', () => {
+  let s: Suite;
+  before(() => (s = setupSuite()));
+  after(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    s?.teardown();
+  });
+  const add = (id: string, conf: string) => s.run(env('ADD', id), conf);
+  const del = (id: string, conf: string) => s.run(env('DEL', id), conf);
+
+  void it('is Bun (the build default), standalone, the version package.json pins', () => {
+    // BUN_BE_BUN=1 makes a Bun-compiled executable act as the bun CLI (bun.sh/docs/bundler/executables).
+    const r = spawnSync(pluginPath, ['--version'], {
+      env: { BUN_BE_BUN: '1', PATH: '/nonexistent' },
+      encoding: 'utf8',
+    });
+    const pinned = (
+      JSON.parse(readFileSync(join(repoRoot, 'node_modules', 'bun', 'package.json'), 'utf8')) as {
+        version: string;
+      }
+    ).version;
+    assert.equal(r.stdout.trim(), pinned);
+  });
+
+  void it('client certificate signed by the cluster CA: ADD and DEL succeed', async () => {
+    const cp = controlPlane();
+    const { key, crt } = clientCert(s.tmp, 'admin', '/O=system:masters/CN=blockipam-cert-admin', {
+      crt: cp.caFile,
+      key: join(cp.runDir, 'pki', 'ca.key'),
+    });
+    const path = kubeconfig(
+      join(s.tmp, 'cert.kubeconfig'),
+      `certificate-authority-data: ${b64(cp.caFile)}`,
+      `client-certificate-data: ${b64(crt)}, client-key-data: ${b64(key)}`,
+    );
+    const conf = s.conf('1.0.0', { kubeconfig: path });
+    assertAdded(await add('rt-cert', conf));
+    assertSilentSuccess(await del('rt-cert', conf));
+  });
+
+  void it('client certificate from an unknown CA: 105, nothing allocated', async () => {
+    const cp = controlPlane();
+    const { key, crt } = clientCert(s.tmp, 'stranger', '/O=system:masters/CN=stranger');
+    const path = kubeconfig(
+      join(s.tmp, 'stranger.kubeconfig'),
+      `certificate-authority-data: ${b64(cp.caFile)}`,
+      `client-certificate-data: ${b64(crt)}, client-key-data: ${b64(key)}`,
+    );
+    const doc = assertCniError(await add('rt-stranger', s.conf('1.0.0', { kubeconfig: path })), 105);
+    assert.match(String(doc.details), /401/);
+    assert.equal(
+      s.fx
+        .blocks()
+        .flatMap((b) => Object.values(b.spec.allocations))
+        .some((a) => a.handle.includes('rt-stranger')),
+      false,
+    );
+  });
+
+  void it('a CA that did not sign the server certificate: 105 naming TLS', async () => {
+    const other = clientCert(s.tmp, 'other-ca', '/CN=other-ca');
+    const path = kubeconfig(
+      join(s.tmp, 'other-ca.kubeconfig'),
+      `certificate-authority-data: ${b64(other.crt)}`,
+      `token: "${controlPlane().adminToken}"`,
+    );
+    const doc = assertCniError(await add('rt-other-ca', s.conf('1.0.0', { kubeconfig: path })), 105);
+    assert.match(String(doc.details), /TLS|certificate/);
+  });
+
+  void it('insecure-skip-tls-verify without a CA: ADD and DEL succeed', async () => {
+    const path = kubeconfig(
+      join(s.tmp, 'insecure.kubeconfig'),
+      'insecure-skip-tls-verify: true',
+      `token: "${controlPlane().adminToken}"`,
+    );
+    const conf = s.conf('1.0.0', { kubeconfig: path });
+    assertAdded(await add('rt-insecure', conf));
+    assertSilentSuccess(await del('rt-insecure', conf));
+  });
+
+  void it('host lock held by a Node process: ADD waits lockTimeoutMs then 11; after SIGKILL it succeeds', async () => {
+    const c = await holder(process.execPath, defaultLockName);
+    const conf = s.conf('1.0.0', { lockTimeoutMs: 300 });
+    const busy = assertCniError(await add('rt-lock', conf), 11);
+    assert.match(String(busy.msg), /lock/);
+    c.kill('SIGKILL');
+    await once(c, 'exit');
+    assertAdded(await add('rt-lock', conf));
+    assertSilentSuccess(await del('rt-lock', conf));
+  });
+
+  void it('host lock held under Bun excludes a Node waiter until the Bun holder is SIGKILLed', async () => {
+    const name = `blockipam-test/bun-holder/${process.pid}`;
+    const c = await holder(bun, name);
+    await assert.rejects(acquireHostLock(name, 200), (e) => isLockTimeoutError(e));
+    const waiting = acquireHostLock(name, 5_000);
+    c.kill('SIGKILL');
+    const lock = await waiting;
+    await lock.release();
+  });
+});
