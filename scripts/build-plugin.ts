@@ -50,6 +50,13 @@ function bunExecutable(target: string): string {
     '--compile',
     '--bytecode',
     '--minify',
+    // A CNI plugin runs in whatever directory the runtime has: it must not pick up a .env,
+    // bunfig.toml, tsconfig.json or package.json from there (each could change its environment
+    // or behaviour, e.g. NODE_TLS_REJECT_UNAUTHORIZED=0 in a .env), and scanning costs start-up.
+    '--no-compile-autoload-dotenv',
+    '--no-compile-autoload-bunfig',
+    '--no-compile-autoload-tsconfig',
+    '--no-compile-autoload-package-json',
     `--target=${target}`,
     join(root, 'ipam-plugin', 'main.ts'),
     '--outfile',

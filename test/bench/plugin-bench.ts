@@ -1,7 +1,8 @@
 /**
  * CNI plugin benchmark (issue 4 item 6; not a test). One run, one machine, side by side:
- *  - start-up of the standalone executable (VERSION), next to an empty Node process;
- *  - ADD and DEL latency p50/p99 of blockipam, host-local (files: the floor for a
+ *  - start-up of the standalone executable (VERSION): the Bun build that ships, the Node SEA
+ *    build of the same code (scripts/build-plugin.ts --runtime node), an empty Node process;
+ *  - ADD and DEL latency p50/p99 of blockipam (both builds), host-local (files: the floor for a
  *    process-per-call IPAM) and whereabouts v0.9.2 (a CRD-based peer) on the same API server;
  *  - a burst of 100 parallel ADDs on one node (wall time, failures, 409 conflicts);
  *  - API requests per ADD and per DEL, from kube-apiserver's own apiserver_request_total.
@@ -40,6 +41,16 @@ const wbCrds = join(
 );
 const hostLocal = join(cp.cniBin, 'host-local');
 const blockipam = ensurePlugin();
+const nodeSea = spawnSync(
+  process.execPath,
+  [join(repoRoot, 'scripts', 'build-plugin.ts'), '--runtime', 'node'],
+  {
+    encoding: 'utf8',
+  },
+)
+  .stdout.trim()
+  .split('\n')
+  .at(-1) as string;
 must(['apply', '-f', join(repoRoot, 'crds')]);
 for (const f of ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'])
   must(['apply', '-f', join(wbCrds, `whereabouts.cni.cncf.io_${f}.yaml`)]);
@@ -69,7 +80,10 @@ writeFileSync(
 );
 
 interface Ipam {
+  /** container-ID prefix */
   readonly label: string;
+  /** as the tables show it */
+  readonly name: string;
   readonly bin: string;
   readonly conf: Record<string, unknown>;
   /** apiserver_request_total keys that belong to this IPAM */
@@ -79,6 +93,7 @@ const bipamLog = join(tmp, 'blockipam.log');
 const ipams: Ipam[] = [
   {
     label: 'blockipam',
+    name: 'blockipam',
     bin: blockipam,
     conf: {
       type: 'blockipam',
@@ -90,12 +105,27 @@ const ipams: Ipam[] = [
     api: /^(ipam\.blockipam\.io\/|\/pods |\/namespaces |\/nodes )/,
   },
   {
+    label: 'blockipam-sea',
+    name: 'blockipam, Node SEA build',
+    bin: nodeSea,
+    conf: {
+      type: 'blockipam',
+      kubeconfig: cp.adminKubeconfig,
+      nodeName: 'bench-node-sea',
+      logFile: join(tmp, 'blockipam-sea.log'),
+      cacheDir: join(tmp, 'cache-sea'),
+    },
+    api: /^(ipam\.blockipam\.io\/|\/pods |\/namespaces |\/nodes )/,
+  },
+  {
     label: 'host-local',
+    name: 'host-local',
     bin: hostLocal,
     conf: { type: 'host-local', subnet: '10.241.0.0/16', dataDir: join(tmp, 'host-local') },
   },
   {
     label: 'whereabouts',
+    name: 'whereabouts',
     bin: wbBin,
     conf: {
       type: 'whereabouts',
@@ -192,13 +222,18 @@ async function burst(ipam: Ipam) {
 
 async function startup() {
   const version = [];
+  const sea = [];
   const empty = [];
   for (let i = 0; i < 60; i++) {
     version.push((await timed(blockipam, { CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.1.0"}')).ms);
+    sea.push((await timed(nodeSea, { CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.1.0"}')).ms);
     empty.push((await timed(process.execPath, { PATH: process.env.PATH }, '')).ms);
   }
-  return { version, empty };
+  return { version, sea, empty };
 }
+
+const megabytes = (path: string): number =>
+  Math.round(Number(spawnSync('stat', ['-c', '%s', path], { encoding: 'utf8' }).stdout) / 1e6);
 
 /** Per-ADD and per-DEL request counts blockipam logged itself (apiRequests − annotationReads). */
 function selfCounted(): { add: number[]; annotation: number[]; del: number[] } {
@@ -224,7 +259,8 @@ async function main(): Promise<void> {
   const b2b = new Map<string, Awaited<ReturnType<typeof backToBack>>>();
   for (const ipam of ipams) b2b.set(ipam.label, await backToBack(ipam));
   const bursts = new Map<string, Awaited<ReturnType<typeof burst>>>();
-  for (const ipam of [ipams[0], ipams[2]] as Ipam[]) bursts.set(ipam.label, await burst(ipam));
+  for (const ipam of ipams.filter((i) => i.label === 'blockipam' || i.label === 'whereabouts'))
+    bursts.set(ipam.name, await burst(ipam));
   const self = selfCounted();
   const lines: string[] = [
     '## CNI plugin',
@@ -237,12 +273,13 @@ async function main(): Promise<void> {
     '',
     '| binary | p50 ms | p99 ms |',
     '|---|---|---|',
-    `| blockipam (Node SEA, ${Math.round(Number(spawnSync('stat', ['-c', '%s', blockipam], { encoding: 'utf8' }).stdout) / 1e6)} MB) | ${fmt(pct(s.version, 50))} | ${fmt(pct(s.version, 99))} |`,
+    `| blockipam (Bun executable, ${megabytes(blockipam)} MB) | ${fmt(pct(s.version, 50))} | ${fmt(pct(s.version, 99))} |`,
+    `| blockipam, Node SEA build (${megabytes(nodeSea)} MB) | ${fmt(pct(s.sea, 50))} | ${fmt(pct(s.sea, 99))} |`,
     `| empty \`node\` process (floor) | ${fmt(pct(s.empty, 50))} | ${fmt(pct(s.empty, 99))} |`,
     '',
     '### ADD and DEL latency, one node',
     '',
-    '*Spaced*: the three IPAMs take turns, so consecutive calls of one IPAM are ~100 ms apart. *Back to back*: one IPAM alone, each call starting when the previous one ended (a node starting pods one after another).',
+    '*Spaced*: the IPAMs take turns, so consecutive calls of one IPAM are ~100 ms apart. *Back to back*: one IPAM alone, each call starting when the previous one ended (a node starting pods one after another).',
     '',
     '| IPAM | calls | ADD p50 ms | ADD p99 ms | DEL p50 ms | DEL p99 ms | API requests / ADD | API requests / DEL | failures |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -257,10 +294,19 @@ async function main(): Promise<void> {
       if (!r || !c) continue;
       const req = (n: number): string => (ipam.api ? n.toFixed(2) : '0 (files)');
       lines.push(
-        `| ${ipam.label} | ${mode} | ${fmt(pct(r.add, 50))} | ${fmt(pct(r.add, 99))} | ${fmt(pct(r.del, 50))} | ${fmt(pct(r.del, 99))} | ${req(c.add)} | ${req(c.del)} | ${r.failures} |`,
+        `| ${ipam.name} | ${mode} | ${fmt(pct(r.add, 50))} | ${fmt(pct(r.add, 99))} | ${fmt(pct(r.del, 50))} | ${fmt(pct(r.del, 99))} | ${req(c.add)} | ${req(c.del)} | ${r.failures} |`,
       );
     }
   }
+  const ratio = (data: typeof seq, a: string, b: string): string => {
+    const x = data.get(a)?.add;
+    const y = data.get(b)?.add;
+    return x && y ? (pct(x, 50) / pct(y, 50)).toFixed(2) : 'n/a';
+  };
+  lines.push(
+    '',
+    `ADD p50 ratio blockipam / whereabouts, same run: spaced ${ratio(seq, 'blockipam', 'whereabouts')}, back to back ${ratio(b2b, 'blockipam', 'whereabouts')} (below 1 = blockipam faster). Bun build / Node SEA build: spaced ${ratio(seq, 'blockipam', 'blockipam-sea')}, back to back ${ratio(b2b, 'blockipam', 'blockipam-sea')}.`,
+  );
   lines.push(
     '',
     `### Burst: ${BURST} parallel ADDs on one node`,

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { acquireHostLock, defaultLockName, isLockTimeoutError } from '../../ipam-plugin/lock.ts';
@@ -112,6 +112,24 @@ void describe('the executable runtime', () => {
       }
     ).version;
     assert.equal(r.stdout.trim(), pinned);
+  });
+
+  void it('ignores a .env and bunfig.toml in the working directory the runtime gives it', () => {
+    // Bun executables load both from the cwd unless built with --no-compile-autoload-*; a .env
+    // there could set CNI_COMMAND, NODE_TLS_REJECT_UNAUTHORIZED and the like.
+    const dir = join(s.tmp, 'cwd-with-dotenv');
+    mkdirSync(dir);
+    writeFileSync(join(dir, '.env'), 'CNI_COMMAND=VERSION\n');
+    writeFileSync(join(dir, 'bunfig.toml'), 'preload = ["./nope.ts"]\n');
+    const r = spawnSync(pluginPath, [], {
+      cwd: dir,
+      env: { PATH: '/nonexistent' },
+      input: '{"cniVersion":"1.0.0"}',
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, '', 'no CNI_COMMAND in the environment: no VERSION document');
+    assert.match(r.stderr, /CNI blockipam plugin/);
   });
 
   void it('client certificate signed by the cluster CA: ADD and DEL succeed', async () => {
