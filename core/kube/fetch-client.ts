@@ -16,8 +16,26 @@ interface BunRequestInit extends RequestInit {
   tls?: { ca?: string; cert?: string; key?: string; rejectUnauthorized?: boolean };
 }
 
+/**
+ * Bun's fetch honours HTTPS_PROXY / HTTP_PROXY / NO_PROXY from the environment, as client-go
+ * does (Go's http.ProxyFromEnvironment) — a CNI plugin inherits the container runtime's, which
+ * often has a proxy for image pulls. Go never proxies `localhost` or a loopback address
+ * (golang.org/x/net/http/httpproxy); Bun would, so a loopback API server (k3s/RKE2 agents'
+ * local load balancer, kind) is added to NO_PROXY here. Bun reads NO_PROXY per request.
+ */
+function bypassProxyForLoopback(url: URL): void {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const loopback = host === 'localhost' || /^127\./.test(host) || host === '::1';
+  if (!loopback) return;
+  const current = process.env.NO_PROXY ?? process.env.no_proxy ?? '';
+  const entries = current.split(',').map((e) => e.trim());
+  if (entries.includes(host)) return;
+  process.env.NO_PROXY = process.env.no_proxy = [...entries.filter((e) => e !== ''), host].join(',');
+}
+
 /** A client over fetch. Errors keep fetch's `code` (ECONNREFUSED, ECONNRESET, TLS codes). */
 export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
+  bypassProxyForLoopback(url);
   const tls =
     url.protocol === 'https:'
       ? {

@@ -189,6 +189,13 @@ void describe('the executable runtime', () => {
     assertSilentSuccess(await del('rt-insecure', conf));
   });
 
+  void it('a proxy in the environment (HTTPS_PROXY to a dead port) is not used for a loopback API server, as client-go', async () => {
+    const conf = s.conf('1.0.0');
+    const proxied = { HTTPS_PROXY: 'http://127.0.0.1:9', https_proxy: 'http://127.0.0.1:9' };
+    assertAdded(await s.run(env('ADD', 'rt-proxy', proxied), conf));
+    assertSilentSuccess(await s.run(env('DEL', 'rt-proxy', proxied), conf));
+  });
+
   void it('host lock held by a Node process: ADD waits lockTimeoutMs then 11; after SIGKILL it succeeds', async () => {
     const c = await holder(process.execPath, defaultLockName);
     const conf = s.conf('1.0.0', { lockTimeoutMs: 300 });
