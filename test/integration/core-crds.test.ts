@@ -69,7 +69,7 @@ describe('IPPool schema', () => {
       }),
       [/spec\.nodeSelector\.matchExpressions\[0\]/],
     ],
-    ['name longer than a label value', pool('p'.repeat(64), { cidr: '10.0.0.0/16' }), [/63 characters/]],
+    ['name longer than a label value', pool('p'.repeat(64), { cidr: '10.0.0.0/16' }), [/metadata\.name/, /63 characters/]],
     [
       'a matchLabels key that is no label key',
       pool('bad-13', { cidr: '10.0.0.0/16', nodeSelector: { matchLabels: { 'bad key!': 'x' } } }),
@@ -150,7 +150,7 @@ describe('IPAMConfig schema', () => {
     spec,
   });
   const cases: [string, IPAMConfigObject, RegExp[]][] = [
-    ['a name other than "default"', config('other', {}), [/must be named "default"/]],
+    ['a name other than "default"', config('other', {}), [/metadata\.name/, /must be named "default"/]],
     [
       'autoAllocateBlocks false without strictAffinity',
       config('default', { autoAllocateBlocks: false }),
@@ -188,6 +188,7 @@ describe('IPAMBlock and IPReservation schemas', () => {
     const b = block('10.70.0.0/26');
     await rejected(
       ds.blocks.create({ ...b, metadata: { ...b.metadata, name: '10-70-0-64-26' } }),
+      /metadata\.name/,
       /name must be the CIDR/,
     );
   });
