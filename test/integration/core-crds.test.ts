@@ -69,7 +69,11 @@ describe('IPPool schema', () => {
       }),
       [/spec\.nodeSelector\.matchExpressions\[0\]/],
     ],
-    ['name longer than a label value', pool('p'.repeat(64), { cidr: '10.0.0.0/16' }), [/metadata\.name/, /63 characters/]],
+    [
+      'name longer than a label value',
+      pool('p'.repeat(64), { cidr: '10.0.0.0/16' }),
+      [/metadata\.name/, /63 characters/],
+    ],
     [
       'a matchLabels key that is no label key',
       pool('bad-13', { cidr: '10.0.0.0/16', nodeSelector: { matchLabels: { 'bad key!': 'x' } } }),
