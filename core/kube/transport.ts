@@ -56,6 +56,11 @@ const NETWORK_CODES = new Set([
   'EAI_AGAIN',
   'EPIPE',
   'ECONNABORTED',
+  // Bun's fetch names some of these its own way (it reports ECONNREFUSED, ECONNRESET and, since
+  // oven-sh/bun#32990, ENOTFOUND; older builds and some paths still use these names).
+  'ConnectionRefused',
+  'ConnectionClosed',
+  'DNS_ENOTFOUND',
 ]);
 
 /** Which HTTP client sends the requests; `auto` is `fetch` under Bun, `node` elsewhere. */
