@@ -203,8 +203,10 @@ void describe('the executable runtime', () => {
     assert.match(String(busy.msg), /lock/);
     c.kill('SIGKILL');
     await once(c, 'exit');
-    assertAdded(await add('rt-lock', conf));
-    assertSilentSuccess(await del('rt-lock', conf));
+    // The lock is host-wide: another plugin run on this host may take it next, so wait longer.
+    const patient = s.conf('1.0.0', { lockTimeoutMs: 10_000 });
+    assertAdded(await add('rt-lock', patient));
+    assertSilentSuccess(await del('rt-lock', patient));
   });
 
   void it('host lock held under Bun excludes a Node waiter until the Bun holder is SIGKILLed', async () => {
