@@ -5,6 +5,7 @@
  * cniVersion (1) → command gate (1) → schema (7). Exactly one JSON document is written to stdout:
  * the ADD result, the VERSION answer, or the error object; nothing else ever is.
  */
+import { isKubeconfigError } from '../core/kube/kubeconfig-error.ts';
 import type { BackendFactory, Backend } from './backend.ts';
 import { isBackendUnavailableError } from './backend.ts';
 import { add } from './commands/add.ts';
@@ -127,11 +128,17 @@ function errorVersion(stdin: string | undefined): string {
   }
 }
 
-/** Transient failures become code 11 (try again later); others keep or get their code. */
+/**
+ * Transient failures become code 11 (try again later); others keep or get their code. A
+ * KubeconfigError here comes from a file read at request time (the user's tokenFile): like a
+ * kubeconfig not yet readable at load (kube-backend.ts), it is 11, since the node agent may
+ * write it after the runtime starts calling.
+ */
 function asCniError(e: unknown): CniError {
   if (e instanceof CniError) return e;
   const msg = e instanceof Error ? e.message : String(e);
   if (isBackendUnavailableError(e)) return new CniError(CniCode.tryAgainLater, 'datastore unreachable', msg);
+  if (isKubeconfigError(e)) return new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', msg);
   if (isLockTimeoutError(e)) return new CniError(CniCode.tryAgainLater, 'host lock busy', msg);
   if (e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError')) {
     return new CniError(CniCode.tryAgainLater, 'time budget exceeded', msg);

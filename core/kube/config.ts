@@ -28,8 +28,12 @@ type Dict = Record<string, unknown>;
  * Loads a kubeconfig file: the current context (or `options.context`), its cluster (server,
  * certificate-authority[-data], insecure-skip-tls-verify) and user (token, tokenFile,
  * client-certificate[-data], client-key[-data]). Relative paths are relative to the file.
- * Exec / auth-provider plugins are not supported (an error says so).
- * @throws KubeconfigError when the file is unreadable or lacks what is needed
+ * Exec / auth-provider plugins are not supported (an error says so). certificate-authority,
+ * client-certificate and client-key files are read here; tokenFile only when a request is sent
+ * (KubeTransport, which re-reads it as the token rotates).
+ * @throws KubeconfigError when the file is unreadable or lacks what is needed, or when a
+ *   certificate-authority / client-certificate / client-key file it names cannot be read (the
+ *   message names the field and the resolved path)
  */
 export function loadKubeconfig(path: string, options: { context?: string } = {}): KubeClientConfig {
   let doc: Dict;
@@ -50,9 +54,18 @@ export function loadKubeconfig(path: string, options: { context?: string } = {})
   const base = dirname(path);
   const file = (key: string, dataKey: string, from: Dict): Buffer | undefined => {
     if (typeof from[dataKey] === 'string') return Buffer.from(from[dataKey], 'base64');
-    if (typeof from[key] === 'string')
-      return readFileSync(isAbsolute(from[key]) ? from[key] : join(base, from[key]));
-    return undefined;
+    if (typeof from[key] !== 'string') return undefined;
+    const target = isAbsolute(from[key]) ? from[key] : join(base, from[key]);
+    try {
+      return readFileSync(target);
+    } catch (error) {
+      throw new KubeconfigError(
+        `kubeconfig ${path}: cannot read ${key} ${target}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
   };
   const tokenFile =
     typeof user.tokenFile === 'string'

@@ -26,6 +26,11 @@ export interface Outgoing {
   path: string;
   headers: Record<string, string>;
   body: string | undefined;
+  /**
+   * Deadline for the whole exchange in ms, from the request's creation to the last byte of the answer (connect,
+   * TLS handshake, headers and body); on expiry the request is abandoned and `send` rejects
+   * with `code` ETIMEDOUT.
+   */
   timeoutMs: number;
 }
 
@@ -45,7 +50,11 @@ interface NodeApi {
   agent: HttpAgent;
 }
 
-/** A client over node:https (node:http, loaded only then, for an http:// server). */
+/**
+ * A client over node:https (node:http, loaded only then, for an http:// server). Each request
+ * runs under one deadline of `timeoutMs` (see {@link exchange}); on expiry the request and its
+ * socket are destroyed.
+ */
 export function nodeClient(config: KubeClientConfig, url: URL): HttpClient {
   let api: Promise<NodeApi> | undefined;
   let ready: NodeApi | undefined;
@@ -69,40 +78,8 @@ export function nodeClient(config: KubeClientConfig, url: URL): HttpClient {
           })
     ).then((a) => (ready = a)));
   return {
-    async send({ method, path, headers, body, timeoutMs }) {
-      const client = await connect();
-      const withLength =
-        body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) };
-      return new Promise((resolve, reject) => {
-        const req = client.request(
-          {
-            protocol: url.protocol,
-            hostname: url.hostname.replace(/^\[|\]$/g, ''),
-            port: url.port,
-            method,
-            path,
-            headers: withLength,
-            agent: client.agent,
-          },
-          (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (chunk: Buffer) => chunks.push(chunk));
-            res.on('end', () =>
-              resolve({
-                status: res.statusCode ?? 0,
-                text: Buffer.concat(chunks).toString('utf8'),
-                retryAfter: res.headers['retry-after'],
-              }),
-            );
-            res.on('error', reject);
-          },
-        );
-        req.setTimeout(timeoutMs, () =>
-          req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })),
-        );
-        req.on('error', reject);
-        req.end(body);
-      });
+    async send(request) {
+      return exchange(await connect(), url, request);
     },
     close() {
       ready?.agent.destroy();
@@ -110,4 +87,69 @@ export function nodeClient(config: KubeClientConfig, url: URL): HttpClient {
       api = undefined;
     },
   };
+}
+
+/**
+ * One request under one deadline for the whole exchange (connect, TLS handshake, request,
+ * headers, body), not a socket idle timeout: a server trickling bytes resets an idle timer
+ * forever, and Node skips the first idle expiry while a write is pending (the request queued
+ * behind an unfinished TLS handshake), so an idle timer alone fires at 2 × timeoutMs there. The
+ * timer is cleared when the exchange settles, so a finished request never keeps the process alive.
+ * @throws (rejects) an Error with `code` ETIMEDOUT after `timeoutMs`, or the socket's error
+ */
+function exchange(
+  api: NodeApi,
+  url: URL,
+  { method, path, headers, body, timeoutMs }: Outgoing,
+): Promise<Exchange> {
+  const withLength =
+    body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) };
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      clearTimeout(deadline);
+      return true;
+    };
+    const fail = (error: Error): void => {
+      if (settle()) reject(error);
+    };
+    const req = api.request(
+      {
+        protocol: url.protocol,
+        hostname: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port,
+        method,
+        path,
+        headers: withLength,
+        agent: api.agent,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          if (!settle()) return;
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: res.statusCode ?? 0, text, retryAfter: res.headers['retry-after'] });
+        });
+        res.on('error', fail);
+        // A body cut short without an 'error' (defensive: Node 24 emits ECONNRESET "aborted").
+        res.on('close', () =>
+          fail(withCode('connection closed before the answer was complete', 'ECONNRESET')),
+        );
+      },
+    );
+    const deadline = setTimeout(() => {
+      const error = withCode(`no complete answer within ${timeoutMs} ms`, 'ETIMEDOUT');
+      fail(error);
+      req.destroy(error);
+    }, timeoutMs);
+    req.on('error', fail);
+    req.end(body);
+  });
+}
+
+function withCode(message: string, code: string): Error & { code: string } {
+  return Object.assign(new Error(message), { code });
 }

@@ -13,6 +13,7 @@ import { NotFoundError } from '../errors/not-found.ts';
 import { UnavailableError } from '../errors/unavailable.ts';
 import type { KubeClientConfig } from './config.ts';
 import { fetchClient } from './fetch-client.ts';
+import { KubeconfigError } from './kubeconfig-error.ts';
 import { type Exchange, type HttpClient, nodeClient } from './node-client.ts';
 
 /** Requests sent, total and per HTTP method. */
@@ -141,13 +142,27 @@ export class KubeTransport {
     return `${this.#url.pathname.replace(/\/+$/, '')}${path}${text ? `?${text}` : ''}`;
   }
 
+  /**
+   * The bearer token: the static one, else the tokenFile's content (trimmed), re-read when older
+   * than TOKEN_FILE_TTL_MS. A re-read that fails keeps the token read before, as client-go's
+   * cachingTokenSource does (k8s.io/client-go/transport/token_source.go).
+   * @throws KubeconfigError naming tokenFile and its path when the file was never readable
+   */
   #bearer(): string | undefined {
     if (this.#config.token) return this.#config.token;
     const file = this.#config.tokenFile;
     if (!file) return undefined;
     const now = Date.now();
-    if (!this.#token || now - this.#token.readAt > TOKEN_FILE_TTL_MS)
-      this.#token = { value: readFileSync(file, 'utf8').trim(), readAt: now };
+    if (!this.#token || now - this.#token.readAt > TOKEN_FILE_TTL_MS) {
+      try {
+        this.#token = { value: readFileSync(file, 'utf8').trim(), readAt: now };
+      } catch (error) {
+        if (!this.#token)
+          throw new KubeconfigError(`cannot read tokenFile ${file}: ${(error as Error).message}`, {
+            cause: error,
+          });
+      }
+    }
     return this.#token.value;
   }
 }

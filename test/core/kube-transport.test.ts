@@ -1,12 +1,13 @@
 // The lean Kubernetes transport: kubeconfig / in-cluster loading, HTTP status → typed errors,
 // unreachable and hung servers → Unavailable, the request counter. Uses local HTTP servers.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, mock } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   isAlreadyExists,
   isApiError,
@@ -24,6 +25,10 @@ import {
 } from '../../core/kube/index.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'blockipam-kubeconfig-'));
+// For the timeout cases: requests must fail with Unavailable within about timeoutMs; the bound
+// is generous (a behaviour bound, not a benchmark) but far below "never".
+const TIMEOUT_MS = 300;
+const BOUND_MS = 5 * TIMEOUT_MS;
 const write = (name: string, text: string): string => {
   const path = join(dir, name);
   writeFileSync(path, text);
@@ -83,6 +88,32 @@ contexts:
     assert.throws(() => loadKubeconfig(path, { context: 'nope' }), isKubeconfigError);
     assert.throws(() => loadKubeconfig(join(dir, 'missing')), isKubeconfigError);
   });
+  // A file the kubeconfig names but the node agent has not written yet: KubeconfigError (the
+  // plugin's code 11), naming the field and the resolved path — not a raw ENOENT.
+  const missingFileCases: [field: string, where: 'cluster' | 'user'][] = [
+    ['certificate-authority', 'cluster'],
+    ['client-certificate', 'user'],
+    ['client-key', 'user'],
+  ];
+  for (const [field, where] of missingFileCases)
+    it(`a missing ${field} file → KubeconfigError naming ${field} and the path`, () => {
+      const cluster = where === 'cluster' ? `, ${field}: not-yet/${field}.pem` : '';
+      const user = where === 'user' ? `{ ${field}: not-yet/${field}.pem }` : '{ token: t }';
+      const config = write(
+        `config-missing-${field}`,
+        `clusters: [{ name: c, cluster: { server: "https://127.0.0.1:6443"${cluster} } }]
+users: [{ name: u, user: ${user} }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`,
+      );
+      const path = join(dir, 'not-yet', `${field}.pem`);
+      assert.throws(
+        () => loadKubeconfig(config),
+        (e: unknown) =>
+          isKubeconfigError(e) && e.message.includes(`${field} ${path}`) && e.message.includes('ENOENT'),
+      );
+    });
   it('in-cluster: service host/port, CA and token file', () => {
     write('ca.crt', 'SA-CA');
     const config = inClusterConfig(
@@ -134,6 +165,16 @@ for (const client of ['node', 'fetch'] as const)
         req.on('end', () => {
           seen.push({ method: req.method, url: req.url, auth: req.headers.authorization, body });
           if (req.url?.startsWith('/hang')) return; // never answers
+          if (req.url?.startsWith('/trickle-body')) {
+            // headers at once, then one body byte every 50 ms, forever
+            res.writeHead(200, { 'content-type': 'application/json' }).flushHeaders();
+            return trickle(res, () => res.write(' '));
+          }
+          if (req.url?.startsWith('/trickle-headers')) {
+            // a status line, then one header byte every 50 ms, forever (written on the socket)
+            req.socket.write('HTTP/1.1 200 OK\r\nX-Slow: ');
+            return trickle(res, () => req.socket.write('a'));
+          }
           if (req.url?.startsWith('/busy-then-ok') && busyLeft > 0) {
             busyLeft -= 1;
             return void res.writeHead(429, { 'retry-after': '0' }).end(
@@ -198,6 +239,71 @@ for (const client of ['node', 'fetch'] as const)
       await assert.rejects(api.request('GET', '/hang'), isUnavailable);
       api.close();
     });
+    it('headers, then a body trickling forever → Unavailable within about timeoutMs', async () => {
+      const api = new KubeTransport({ server: url }, { timeoutMs: TIMEOUT_MS, client });
+      const outcome = await settledWithin(api.request('GET', '/trickle-body'), BOUND_MS);
+      assert.ok(isUnavailable(outcome.error), `expected Unavailable, got ${JSON.stringify(outcome)}`);
+      api.close();
+    });
+    it('headers trickling forever → Unavailable within about timeoutMs', async () => {
+      const api = new KubeTransport({ server: url }, { timeoutMs: TIMEOUT_MS, client });
+      const outcome = await settledWithin(api.request('GET', '/trickle-headers'), BOUND_MS);
+      assert.ok(isUnavailable(outcome.error), `expected Unavailable, got ${JSON.stringify(outcome)}`);
+      api.close();
+    });
+    it('a TLS handshake that never completes → Unavailable after one timeoutMs, not two', async () => {
+      // The server accepts TCP and never answers the ClientHello. Node's socket idle timeout
+      // skips its first expiry while a write (the request, queued behind the handshake) is
+      // pending, so an idle timer alone fired at 2 × timeoutMs here; the bound sits below that.
+      const sockets = new Set<net.Socket>();
+      const mute = net.createServer((socket) => {
+        sockets.add(socket);
+        socket.resume();
+      });
+      await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
+      const port = (mute.address() as AddressInfo).port;
+      const api = new KubeTransport({ server: `https://127.0.0.1:${port}` }, { timeoutMs: 600, client });
+      const started = performance.now();
+      const outcome = await settledWithin(api.request('GET', '/api'), 3_000);
+      const elapsedMs = performance.now() - started;
+      api.close();
+      for (const socket of sockets) socket.destroy();
+      mute.close();
+      assert.ok(isUnavailable(outcome.error), `expected Unavailable, got ${JSON.stringify(outcome)}`);
+      assert.ok((outcome.error as Error).cause !== undefined, 'carries the socket error as its cause');
+      assert.ok(elapsedMs < 1.75 * 600, `took ${Math.round(elapsedMs)} ms`);
+    });
+    it('a tokenFile that cannot be read → KubeconfigError naming tokenFile, nothing sent', async () => {
+      const tokenFile = join(dir, 'not-yet', 'token');
+      const api = new KubeTransport({ server: url, tokenFile }, { client });
+      const before = seen.length;
+      await assert.rejects(
+        api.request('GET', '/apis/x'),
+        (e: unknown) => isKubeconfigError(e) && e.message.includes(`tokenFile ${tokenFile}`),
+      );
+      assert.equal(seen.length, before);
+      api.close();
+    });
+    it('the tokenFile is re-read after 60 s; a failed re-read keeps the token read before', async () => {
+      const tokenFile = write(`token-${client}`, 'first\n');
+      mock.timers.enable({ apis: ['Date'], now: Date.now() });
+      try {
+        const api = new KubeTransport({ server: url, tokenFile }, { client });
+        await api.request('GET', '/apis/x');
+        rmSync(tokenFile);
+        mock.timers.tick(61_000);
+        await api.request('GET', '/apis/x'); // re-read fails (client-go: "Unable to rotate token")
+        writeFileSync(tokenFile, 'second\n');
+        await api.request('GET', '/apis/x'); // retried on the next request
+        assert.deepEqual(
+          seen.slice(-3).map((r) => r.auth),
+          ['Bearer first', 'Bearer first', 'Bearer second'],
+        );
+        api.close();
+      } finally {
+        mock.timers.reset();
+      }
+    });
     it('connection refused → Unavailable', async () => {
       const closed = http.createServer();
       await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
@@ -208,3 +314,31 @@ for (const client of ['node', 'fetch'] as const)
       api.close();
     });
   });
+
+/** Calls `step` every 50 ms until the response's connection closes. */
+function trickle(res: http.ServerResponse, step: () => void): void {
+  const timer = setInterval(step, 50);
+  res.on('close', () => clearInterval(timer));
+}
+
+/**
+ * The promise's outcome, or `{ pending: true }` when it has not settled after `boundMs` (so a
+ * request that never times out fails the test instead of hanging it).
+ */
+async function settledWithin(
+  promise: Promise<unknown>,
+  boundMs: number,
+): Promise<{ value?: unknown; error?: unknown; pending?: true }> {
+  const abort = new AbortController();
+  try {
+    return await Promise.race([
+      promise.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      ),
+      sleep(boundMs, { pending: true as const }, { signal: abort.signal }),
+    ]);
+  } finally {
+    abort.abort();
+  }
+}
