@@ -1,14 +1,12 @@
 /**
- * The `blockipam` executable: wires the dispatcher to the process. Reads stdin with
- * `readFileSync(0)` (works under ptp's Go delegation, cni-spec §8 notes), exits once
- * stdout is flushed (the write callback), not before. The Kubernetes backend is
- * imported only when a command needs it, so VERSION stays at bare start-up cost.
+ * The `blockipam` executable: wires the dispatcher to the process. Reads stdin and writes
+ * stdout and stderr synchronously (stdio.ts: stdin bounded; a result is in the pipe whole
+ * before exit), then exits at once: keep-alive sockets and timers must not delay the
+ * runtime. The Kubernetes backend is imported only when a command needs it, so VERSION stays
+ * at bare start-up cost.
  */
-import { readFileSync } from 'node:fs';
 import { dispatch } from './dispatch.ts';
-
-/** 5 s: after the result is written, a lingering handle must not hold up the runtime. */
-const lingerMs = 5_000;
+import { readAllSync, writeAllSync } from './stdio.ts';
 
 /** Commands that reach the API server (VERSION and the about text never load TLS). */
 const apiCommands = new Set(['ADD', 'DEL', 'CHECK', 'GC', 'STATUS']);
@@ -25,17 +23,13 @@ async function main(): Promise<void> {
   const code = await dispatch(
     {
       env: process.env,
-      readStdin: () => readFileSync(0, 'utf8'),
-      stdout: process.stdout,
-      stderr: process.stderr,
+      readStdin: () => readAllSync(0),
+      stdout: { write: (text: string) => writeAllSync(1, text) },
+      stderr: { write: (text: string) => writeAllSync(2, text) },
     },
     { backend: async (conf) => (await import('./kube-backend.ts')).createKubeBackend(conf) },
   );
-  process.exitCode = code;
-  // Exit as soon as stdout is flushed: keep-alive sockets and timers must not delay the
-  // runtime. The unref'd timer is the backstop if the write callback never comes.
-  process.stdout.write('', () => process.exit(code));
-  setTimeout(() => process.exit(code), lingerMs).unref();
+  process.exit(code);
 }
 
 void main();

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { acquireHostLock, defaultLockName, isLockTimeoutError } from '../../ipam-plugin/lock.ts';
@@ -130,6 +130,54 @@ void describe('the executable runtime', () => {
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, '', 'no CNI_COMMAND in the environment: no VERSION document');
     assert.match(r.stderr, /CNI blockipam plugin/);
+  });
+
+  void it('a result larger than a pipe buffer reaches a slow reader whole (1,024 routes, ~100 KB)', async () => {
+    const routes = Array.from({ length: 1024 }, (_, i) => ({
+      dst: `10.${Math.floor(i / 256)}.${i % 256}.0/24`,
+      mtu: 1400,
+      advmss: 1360,
+      priority: 100,
+      table: 100,
+      scope: 0,
+    }));
+    const conf = s.conf('1.1.0', { routes });
+    const confFile = join(s.tmp, 'big-netconf.json');
+    writeFileSync(confFile, conf);
+    // A reader that starts 300 ms late, as the tester's `plugin | (sleep 0.1; cat)`: the plugin
+    // must not exit with the result half in the pipe.
+    const r = spawnSync(
+      'bash',
+      ['-c', 'set -o pipefail; "$0" < "$1" | (sleep 0.3; cat)', pluginPath, confFile],
+      {
+        env: { PATH: process.env.PATH, ...env('ADD', 'rt-big') },
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(r.stdout.length > 65_536, `result is ${r.stdout.length} bytes`);
+    const doc = JSON.parse(r.stdout) as { routes: unknown[] };
+    assert.equal(doc.routes.length, 1024);
+    assertSilentSuccess(await del('rt-big', conf));
+  });
+
+  void it('an endless stdin (/dev/zero) ends with code 6 after the 64 MiB bound, nothing allocated', () => {
+    const zero = openSync('/dev/zero', 'r');
+    try {
+      const r = spawnSync(pluginPath, [], {
+        env: { PATH: process.env.PATH, ...env('ADD', 'rt-zero') },
+        stdio: [zero, 'pipe', 'pipe'],
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      assert.equal(r.status, 1, r.stderr);
+      const doc = JSON.parse(r.stdout) as { code: number; msg: string };
+      assert.equal(doc.code, 6);
+      assert.match(doc.msg, /too large/);
+    } finally {
+      closeSync(zero);
+    }
   });
 
   void it('client certificate signed by the cluster CA: ADD and DEL succeed', async () => {
