@@ -56,10 +56,15 @@ export function apiFailure(e: unknown): CniError | undefined {
     );
   }
   if (e.name === 'ApiError' && status === 0 && tlsProblem.test(e.message)) {
+    // Our own TLS material unusable (core/kube/fetch-client.ts names the kubeconfig item), or
+    // the server's certificate not trusted.
+    const ours = e.message.includes("the kubeconfig's");
     return new CniError(
       CniCode.authFailed,
       'API server refused our credentials or TLS',
-      `TLS: the API server's certificate is not trusted (check the kubeconfig's certificate-authority-data and server name): ${msg}`,
+      ours
+        ? msg
+        : `TLS: the API server's certificate is not trusted (check the kubeconfig's certificate-authority-data and server name): ${msg}`,
     );
   }
   if (e.name === 'InvalidError') {

@@ -14,6 +14,11 @@ import type { Exchange, HttpClient, Outgoing } from './node-client.ts';
 /** The part of Bun's RequestInit that standard typings lack. */
 interface BunRequestInit extends RequestInit {
   tls?: { ca?: string; cert?: string; key?: string; rejectUnauthorized?: boolean };
+  /**
+   * false: never log this request, whatever BUN_CONFIG_VERBOSE_FETCH says — its `curl` form
+   * prints the bearer token unredacted to stderr, which runtimes keep in their logs (tester).
+   */
+  verbose?: boolean;
 }
 
 /**
@@ -21,21 +26,65 @@ interface BunRequestInit extends RequestInit {
  * does (Go's http.ProxyFromEnvironment) — a CNI plugin inherits the container runtime's, which
  * often has a proxy for image pulls. Go never proxies `localhost` or a loopback address
  * (golang.org/x/net/http/httpproxy); Bun would, so a loopback API server (k3s/RKE2 agents'
- * local load balancer, kind) is added to NO_PROXY here. Bun reads NO_PROXY per request.
+ * local load balancer, kind) is added to NO_PROXY here. Bun reads NO_PROXY per request. Go
+ * ignores ALL_PROXY; Bun would use it, so it is removed from this process's environment.
  */
-function bypassProxyForLoopback(url: URL): void {
+function proxyLikeClientGo(url: URL): void {
+  // Go reads HTTPS_PROXY, HTTP_PROXY and NO_PROXY only; Bun also ALL_PROXY.
+  delete process.env.ALL_PROXY;
+  delete process.env.all_proxy;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const loopback = host === 'localhost' || /^127\./.test(host) || host === '::1';
-  if (!loopback) return;
+  if (!isLoopback(host)) return;
   const current = process.env.NO_PROXY ?? process.env.no_proxy ?? '';
   const entries = current.split(',').map((e) => e.trim());
   if (entries.includes(host)) return;
   process.env.NO_PROXY = process.env.no_proxy = [...entries.filter((e) => e !== ''), host].join(',');
 }
 
+/** `localhost`, 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8 (URL writes it ::ffff:7fxx:xxxx). */
+function isLoopback(host: string): boolean {
+  return (
+    host === 'localhost' ||
+    /^127\./.test(host) ||
+    host === '::1' ||
+    /^::ffff:(127\.|7f[0-9a-f]{2}:)/i.test(host)
+  );
+}
+
+/**
+ * Bun reports unusable TLS material (a CA, certificate or key that is not PEM, a key that does
+ * not match its certificate) as `FailedToOpenSocket: Was there a typo in the url or port?`.
+ * On that error this names the kubeconfig item instead, checked with node:crypto (loaded only
+ * then). Returns undefined when every item parses and matches.
+ */
+async function unusableTlsMaterial(config: KubeClientConfig): Promise<string | undefined> {
+  const { X509Certificate, createPrivateKey } = await import('node:crypto');
+  const problem = (what: string, f: () => unknown): string | undefined => {
+    try {
+      f();
+      return undefined;
+    } catch (e) {
+      return `the kubeconfig's ${what} cannot be used: ${(e as Error).message}`;
+    }
+  };
+  let cert: InstanceType<typeof X509Certificate> | undefined;
+  return (
+    (config.ca
+      ? problem('certificate-authority data', () => new X509Certificate(config.ca as Buffer))
+      : undefined) ??
+    (config.cert
+      ? problem('client-certificate data', () => (cert = new X509Certificate(config.cert as Buffer)))
+      : undefined) ??
+    (config.key ? problem('client-key data', () => createPrivateKey(config.key as Buffer)) : undefined) ??
+    (cert && config.key && !cert.checkPrivateKey(createPrivateKey(config.key))
+      ? "the kubeconfig's client-key data does not match its client-certificate data"
+      : undefined)
+  );
+}
+
 /** A client over fetch. Errors keep fetch's `code` (ECONNREFUSED, ECONNRESET, TLS codes). */
 export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
-  bypassProxyForLoopback(url);
+  proxyLikeClientGo(url);
   const tls =
     url.protocol === 'https:'
       ? {
@@ -53,6 +102,7 @@ export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
         headers,
         signal: AbortSignal.timeout(timeoutMs),
         redirect: 'manual',
+        verbose: false,
         ...(body === undefined ? {} : { body }),
         ...(tls ? { tls } : {}),
       };
@@ -72,6 +122,14 @@ export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
           const detail = typeof error.cause?.message === 'string' ? error.cause.message : causeCode;
           throw Object.assign(new Error(`${error.message}: ${detail}`), { code: causeCode, cause: e });
         }
+        if (error.code === 'FailedToOpenSocket' && tls) {
+          const problem = await unusableTlsMaterial(config);
+          if (problem)
+            throw Object.assign(new Error(`TLS: ${problem}`), { code: 'ERR_TLS_CREDENTIALS', cause: e });
+        }
+        // A proxy from the environment that refuses the tunnel (e.g. 407): unreachable, said so.
+        if (/proxy/i.test(error.message))
+          throw Object.assign(new Error(`proxy: ${error.message}`), { code: 'EPROXY', cause: e });
         throw e;
       }
       return { status: res.status, text, retryAfter: res.headers.get('retry-after') ?? undefined };

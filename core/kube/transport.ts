@@ -62,6 +62,10 @@ const NETWORK_CODES = new Set([
   'ConnectionRefused',
   'ConnectionClosed',
   'DNS_ENOTFOUND',
+  // fetch-client.ts: a socket that could not be opened with TLS material that is fine, and a
+  // proxy (from the environment) that refused the tunnel.
+  'FailedToOpenSocket',
+  'EPROXY',
 ]);
 
 /** Which HTTP client sends the requests; `auto` is `fetch` under Bun, `node` elsewhere. */

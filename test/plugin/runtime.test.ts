@@ -244,6 +244,68 @@ void describe('the executable runtime', () => {
     assertSilentSuccess(await s.run(env('DEL', 'rt-proxy', proxied), conf));
   });
 
+  void it('unusable TLS material in the kubeconfig: 105 naming the item (CA not PEM, key not a key, key of another certificate)', async () => {
+    const cp = controlPlane();
+    const mine = clientCert(s.tmp, 'mine', '/O=system:masters/CN=mine', {
+      crt: cp.caFile,
+      key: join(cp.runDir, 'pki', 'ca.key'),
+    });
+    const other = clientCert(s.tmp, 'other-key', '/CN=other');
+    const ca = `certificate-authority-data: ${b64(cp.caFile)}`;
+    const garbage = Buffer.from('not a PEM at all').toString('base64');
+    const cases: [string, string, string, RegExp][] = [
+      [
+        'bad-ca',
+        `certificate-authority-data: ${garbage}`,
+        `token: "${cp.adminToken}"`,
+        /certificate-authority/,
+      ],
+      ['bad-key', ca, `client-certificate-data: ${b64(mine.crt)}, client-key-data: ${garbage}`, /client-key/],
+      [
+        'mismatch',
+        ca,
+        `client-certificate-data: ${b64(mine.crt)}, client-key-data: ${b64(other.key)}`,
+        /does not match/,
+      ],
+    ];
+    for (const [tag, cluster, user, names] of cases) {
+      const path = kubeconfig(join(s.tmp, `${tag}.kubeconfig`), cluster, user);
+      const doc = assertCniError(await add(`rt-${tag}`, s.conf('1.0.0', { kubeconfig: path })), 105);
+      assert.match(String(doc.details), names, tag);
+      assert.doesNotMatch(String(doc.details), /typo/, tag);
+    }
+  });
+
+  void it('BUN_CONFIG_VERBOSE_FETCH=curl in the environment prints no request (and no bearer token)', async () => {
+    const conf = s.conf('1.0.0');
+    const r = await s.run(env('ADD', 'rt-verbose', { BUN_CONFIG_VERBOSE_FETCH: 'curl' }), conf);
+    assertAdded(r);
+    assert.doesNotMatch(r.stderr, new RegExp(controlPlane().adminToken));
+    assert.doesNotMatch(r.stderr, /curl --http1\.1/);
+    assertSilentSuccess(await s.run(env('DEL', 'rt-verbose', { BUN_CONFIG_VERBOSE_FETCH: 'curl' }), conf));
+  });
+
+  void it('an IPv4-mapped loopback server ([::ffff:127.0.0.1]) is not proxied either', async () => {
+    const port = new URL(controlPlane().apiUrl).port;
+    const path = join(s.tmp, 'mapped.kubeconfig');
+    writeFileSync(
+      path,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        `clusters: [{name: c, cluster: {server: "https://[::ffff:127.0.0.1]:${port}", insecure-skip-tls-verify: true}}]`,
+        `users: [{name: u, user: {token: "${controlPlane().adminToken}"}}]`,
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+        '',
+      ].join('\n'),
+    );
+    const conf = s.conf('1.0.0', { kubeconfig: path });
+    const proxied = { HTTPS_PROXY: 'http://127.0.0.1:9', ALL_PROXY: 'http://127.0.0.1:9' };
+    assertAdded(await s.run(env('ADD', 'rt-mapped', proxied), conf));
+    assertSilentSuccess(await s.run(env('DEL', 'rt-mapped', proxied), conf));
+  });
+
   void it('host lock held by a Node process: ADD waits lockTimeoutMs then 11; after SIGKILL it succeeds', async () => {
     const c = await holder(process.execPath, defaultLockName);
     const conf = s.conf('1.0.0', { lockTimeoutMs: 300 });
