@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { KubeDatastore } from '../core/index.ts';
 import { inClusterConfig, KubeTransport } from '../core/kube/index.ts';
+import { tlsMaterialProblem } from '../core/kube/tls-material.ts';
 import type { KubeClientConfig } from '../core/kube/index.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CliError } from './io.ts';
@@ -126,6 +127,8 @@ async function toClientConfig(kc: KubeConfig, source: string): Promise<KubeClien
   if (key) config.key = key;
   if (token) config.token = token;
   if (cluster.skipTLSVerify) config.insecureSkipTLSVerify = true;
+  const problem = tlsMaterialProblem(config, `kubeconfig ${source}`);
+  if (problem) throw new CliError(problem);
   return config;
 }
 

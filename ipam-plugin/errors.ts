@@ -58,7 +58,7 @@ export function apiFailure(e: unknown): CniError | undefined {
   if (e.name === 'ApiError' && status === 0 && tlsProblem.test(e.message)) {
     // Our own TLS material unusable (core/kube/fetch-client.ts names the kubeconfig item), or
     // the server's certificate not trusted.
-    const ours = e.message.includes("the kubeconfig's");
+    const ours = /TLS: (the )?kubeconfig/.test(e.message);
     return new CniError(
       CniCode.authFailed,
       'API server refused our credentials or TLS',

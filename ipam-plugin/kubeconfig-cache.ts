@@ -1,9 +1,11 @@
 /**
  * Reads the kubeconfig through a node-local cache of its parsed form, so the warm path never
  * loads the YAML parser (measured: the `yaml` package costs more start-up than the whole
- * protocol layer; docs/design-plugin.md "Start-up budget"). The cache file is keyed by the
- * kubeconfig path and valid while the file's size and mtime are unchanged; it holds the same
- * credentials as the kubeconfig, so it is written 0600 in the plugin's cache directory.
+ * protocol layer; docs/design-plugin.md "Caches"). The cache file is keyed by the kubeconfig
+ * path and valid while the kubeconfig's and every certificate-authority / client-certificate /
+ * client-key file's size, mtime and inode are unchanged (a certificate rotated in place must
+ * be picked up: tester), and for at most {@link maxAgeMs}; it holds the same credentials as
+ * the kubeconfig, so it is written 0600 in the plugin's cache directory.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -11,8 +13,14 @@ import { join } from 'node:path';
 import type { KubeClientConfig } from '../core/kube/config.ts';
 import { ensureDir } from './ensure-dir.ts';
 
+/** 5 min: a backstop bound on staleness should a change slip between a read and its stamp. */
+export const maxAgeMs = 300_000;
+
 interface Stored {
   readonly stamp: string;
+  readonly savedAtMs?: number;
+  /** the referenced files and their stamps when they were read */
+  readonly files?: readonly { path: string; stamp: string }[];
   readonly server: string;
   readonly token?: string;
   readonly tokenFile?: string;
@@ -32,20 +40,20 @@ const buf = (s: string | undefined): Buffer | undefined =>
  * @throws KubeconfigError (from core) when the file is unreadable or incomplete
  */
 export async function loadKubeconfigCached(path: string, cacheDir: string): Promise<KubeClientConfig> {
-  let stamp: string;
-  try {
-    const st = statSync(path);
-    stamp = `${st.size}:${st.mtimeMs}`;
-  } catch {
-    stamp = 'missing';
-  }
+  const stamp = stampOf(path);
   const file = join(
     cacheDir,
     `kubeconfig-${createHash('sha256').update(path).digest('hex').slice(0, 16)}.json`,
   );
   try {
     const s = JSON.parse(readFileSync(file, 'utf8')) as Stored;
-    if (s.stamp === stamp && stamp !== 'missing') return fromStored(s);
+    const fresh =
+      s.stamp === stamp &&
+      stamp !== 'missing' &&
+      s.savedAtMs !== undefined &&
+      Date.now() - s.savedAtMs < maxAgeMs &&
+      (s.files ?? []).every((f) => f.stamp !== 'missing' && stampOf(f.path) === f.stamp);
+    if (fresh) return fromStored(s);
   } catch {
     // absent or unreadable: parse the kubeconfig
   }
@@ -56,6 +64,8 @@ export async function loadKubeconfigCached(path: string, cacheDir: string): Prom
     pruneStaleTemps(cacheDir);
     const stored: Stored = {
       stamp,
+      savedAtMs: Date.now(),
+      files: (cfg.files ?? []).map((p) => ({ path: p, stamp: stampOf(p) })),
       server: cfg.server,
       token: cfg.token,
       tokenFile: cfg.tokenFile,
@@ -70,6 +80,16 @@ export async function loadKubeconfigCached(path: string, cacheDir: string): Prom
     // a cache that cannot be written only costs the parse next time
   }
   return cfg;
+}
+
+/** size, mtime and inode of `path`, or "missing". */
+function stampOf(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${st.size}:${st.mtimeMs}:${st.ino}`;
+  } catch {
+    return 'missing';
+  }
 }
 
 /** Temporary files of writers that died between write and rename (SIGKILL): older than 1 min. */
@@ -90,6 +110,7 @@ function fromStored(s: Stored): KubeClientConfig {
   if (s.token !== undefined) out.token = s.token;
   if (s.tokenFile !== undefined) out.tokenFile = s.tokenFile;
   if (s.insecureSkipTLSVerify !== undefined) out.insecureSkipTLSVerify = s.insecureSkipTLSVerify;
+  if (s.files !== undefined && s.files.length > 0) out.files = s.files.map((f) => f.path);
   const ca = buf(s.ca);
   const cert = buf(s.cert);
   const key = buf(s.key);

@@ -20,16 +20,37 @@ async function main(): Promise<void> {
   // (core/kube/fetch-client.ts; docs/design-plugin.md "Runtime").
   if (process.versions.bun === undefined && apiCommands.has(process.env.CNI_COMMAND ?? ''))
     process.getBuiltinModule('node:https');
+  // A result that cannot be delivered (reader gone: EPIPE; ENOSPC; stdout closed) must not
+  // look like success: exit 1, so the runtime treats the ADD as failed and calls DEL (CNI spec
+  // §"ADD"), which releases what was allocated. Stderr failures are ignored (logs only).
+  let stdoutFailure: unknown;
   const code = await dispatch(
     {
       env: process.env,
       readStdin: () => readAllSync(0),
-      stdout: { write: (text: string) => writeAllSync(1, text) },
-      stderr: { write: (text: string) => writeAllSync(2, text) },
+      stdout: {
+        write: (text: string) => {
+          if (stdoutFailure !== undefined) return;
+          try {
+            writeAllSync(1, text);
+          } catch (e) {
+            stdoutFailure = e;
+          }
+        },
+      },
+      stderr: {
+        write: (text: string) => {
+          try {
+            writeAllSync(2, text);
+          } catch {
+            // nowhere left to report it
+          }
+        },
+      },
     },
     { backend: async (conf) => (await import('./kube-backend.ts')).createKubeBackend(conf) },
   );
-  process.exit(code);
+  process.exit(stdoutFailure === undefined ? code : 1);
 }
 
 void main();

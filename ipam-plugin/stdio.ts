@@ -23,8 +23,8 @@ function sleepSync(ms: number): void {
 
 /**
  * Writes all of `text` to `fd`. EAGAIN (a non-blocking pipe that is full) is retried after
- * 1 ms; EPIPE (the reader has gone) ends the write silently — nobody is left to read it.
- * @throws the write error for anything else (EBADF, EIO, …)
+ * 1 ms.
+ * @throws the write error for anything else (EPIPE: the reader has gone; ENOSPC, EBADF, EIO)
  */
 export function writeAllSync(fd: number, text: string): void {
   const bytes = Buffer.from(text, 'utf8');
@@ -35,7 +35,6 @@ export function writeAllSync(fd: number, text: string): void {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EAGAIN') sleepSync(1);
-      else if (code === 'EPIPE') return;
       else throw e;
     }
   }

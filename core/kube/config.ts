@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { parse } from 'yaml';
 import { KubeconfigError } from './kubeconfig-error.ts';
+import { tlsMaterialProblem } from './tls-material.ts';
 
 /** Resolved connection settings. Buffers hold PEM data. */
 export interface KubeClientConfig {
@@ -20,6 +21,11 @@ export interface KubeClientConfig {
   /** Bearer token file, re-read at most once a minute (service-account tokens rotate). */
   tokenFile?: string;
   insecureSkipTLSVerify?: boolean;
+  /**
+   * Absolute paths of the certificate-authority / client-certificate / client-key files read
+   * (not the kubeconfig itself, not tokenFile): a cache of this config is stale when one changes.
+   */
+  files?: string[];
 }
 
 type Dict = Record<string, unknown>;
@@ -33,7 +39,8 @@ type Dict = Record<string, unknown>;
  * (KubeTransport, which re-reads it as the token rotates).
  * @throws KubeconfigError when the file is unreadable or lacks what is needed, or when a
  *   certificate-authority / client-certificate / client-key file it names cannot be read (the
- *   message names the field and the resolved path)
+ *   message names the field and the resolved path), or when its TLS material cannot be used
+ *   (not PEM, does not parse, a certificate without its key or with another key: tls-material.ts)
  */
 export function loadKubeconfig(path: string, options: { context?: string } = {}): KubeClientConfig {
   let doc: Dict;
@@ -52,10 +59,12 @@ export function loadKubeconfig(path: string, options: { context?: string } = {})
   if (typeof server !== 'string' || server === '')
     throw new KubeconfigError(`kubeconfig ${path}: cluster has no server`);
   const base = dirname(path);
+  const files: string[] = [];
   const file = (key: string, dataKey: string, from: Dict): Buffer | undefined => {
     if (typeof from[dataKey] === 'string') return Buffer.from(from[dataKey], 'base64');
     if (typeof from[key] !== 'string') return undefined;
     const target = isAbsolute(from[key]) ? from[key] : join(base, from[key]);
+    files.push(target);
     try {
       return readFileSync(target);
     } catch (error) {
@@ -73,7 +82,7 @@ export function loadKubeconfig(path: string, options: { context?: string } = {})
         ? user.tokenFile
         : join(base, user.tokenFile)
       : undefined;
-  return strip({
+  const config = strip({
     server: server.replace(/\/+$/, ''),
     ca: file('certificate-authority', 'certificate-authority-data', cluster),
     cert: file('client-certificate', 'client-certificate-data', user),
@@ -81,7 +90,11 @@ export function loadKubeconfig(path: string, options: { context?: string } = {})
     token: typeof user.token === 'string' ? user.token : undefined,
     tokenFile,
     insecureSkipTLSVerify: cluster['insecure-skip-tls-verify'] === true ? true : undefined,
+    files: files.length > 0 ? files : undefined,
   });
+  const problem = tlsMaterialProblem(config, `kubeconfig ${path}`);
+  if (problem) throw new KubeconfigError(problem);
+  return config;
 }
 
 /** Service-account directory of a pod. */

@@ -9,6 +9,7 @@
  * Source: bun.sh/docs/api/fetch (TLS options), bun.sh/guides/http/tls.
  */
 import type { KubeClientConfig } from './config.ts';
+import { tlsMaterialProblem } from './tls-material.ts';
 import type { Exchange, HttpClient, Outgoing } from './node-client.ts';
 
 /** The part of Bun's RequestInit that standard typings lack. */
@@ -45,46 +46,36 @@ function proxyLikeClientGo(url: URL): void {
 function isLoopback(host: string): boolean {
   return (
     host === 'localhost' ||
-    /^127\./.test(host) ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) ||
     host === '::1' ||
     /^::ffff:(127\.|7f[0-9a-f]{2}:)/i.test(host)
   );
 }
 
 /**
- * Bun reports unusable TLS material (a CA, certificate or key that is not PEM, a key that does
- * not match its certificate) as `FailedToOpenSocket: Was there a typo in the url or port?`.
- * On that error this names the kubeconfig item instead, checked with node:crypto (loaded only
- * then). Returns undefined when every item parses and matches.
+ * "through proxy http://host:port from HTTPS_PROXY" when the environment names a proxy for an
+ * https server that is not loopback (NO_PROXY may still exempt it: the note says "may"), else
+ * undefined. Credentials in the proxy URL are never repeated.
  */
-async function unusableTlsMaterial(config: KubeClientConfig): Promise<string | undefined> {
-  const { X509Certificate, createPrivateKey } = await import('node:crypto');
-  const problem = (what: string, f: () => unknown): string | undefined => {
-    try {
-      f();
-      return undefined;
-    } catch (e) {
-      return `the kubeconfig's ${what} cannot be used: ${(e as Error).message}`;
-    }
-  };
-  let cert: InstanceType<typeof X509Certificate> | undefined;
-  return (
-    (config.ca
-      ? problem('certificate-authority data', () => new X509Certificate(config.ca as Buffer))
-      : undefined) ??
-    (config.cert
-      ? problem('client-certificate data', () => (cert = new X509Certificate(config.cert as Buffer)))
-      : undefined) ??
-    (config.key ? problem('client-key data', () => createPrivateKey(config.key as Buffer)) : undefined) ??
-    (cert && config.key && !cert.checkPrivateKey(createPrivateKey(config.key))
-      ? "the kubeconfig's client-key data does not match its client-certificate data"
-      : undefined)
-  );
+function proxyNoteFor(url: URL): string | undefined {
+  if (url.protocol !== 'https:' || isLoopback(url.hostname.replace(/^\[|\]$/g, ''))) return undefined;
+  const name = process.env.HTTPS_PROXY !== undefined ? 'HTTPS_PROXY' : 'https_proxy';
+  const value = process.env[name];
+  if (!value) return undefined;
+  let shown: string;
+  try {
+    const p = new URL(value);
+    shown = `${p.protocol}//${p.host}`;
+  } catch {
+    shown = '(unparsable)';
+  }
+  return `may have gone through proxy ${shown} from ${name}`;
 }
 
 /** A client over fetch. Errors keep fetch's `code` (ECONNREFUSED, ECONNRESET, TLS codes). */
 export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
   proxyLikeClientGo(url);
+  const proxyNote = proxyNoteFor(url);
   const tls =
     url.protocol === 'https:'
       ? {
@@ -122,14 +113,22 @@ export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
           const detail = typeof error.cause?.message === 'string' ? error.cause.message : causeCode;
           throw Object.assign(new Error(`${error.message}: ${detail}`), { code: causeCode, cause: e });
         }
+        // Bun's only word for unusable TLS material (loadKubeconfig checks it first; this
+        // covers a config built another way).
         if (error.code === 'FailedToOpenSocket' && tls) {
-          const problem = await unusableTlsMaterial(config);
+          const problem = tlsMaterialProblem(config, 'the kubeconfig');
           if (problem)
             throw Object.assign(new Error(`TLS: ${problem}`), { code: 'ERR_TLS_CREDENTIALS', cause: e });
         }
         // A proxy from the environment that refuses the tunnel (e.g. 407): unreachable, said so.
         if (/proxy/i.test(error.message))
-          throw Object.assign(new Error(`proxy: ${error.message}`), { code: 'EPROXY', cause: e });
+          throw Object.assign(new Error(`proxy${proxyNote ? ` (${proxyNote})` : ''}: ${error.message}`), {
+            code: 'EPROXY',
+            cause: e,
+          });
+        // Any other failure through a proxy: say the proxy was in the way.
+        if (proxyNote && typeof error.code === 'string')
+          throw Object.assign(new Error(`${error.message} (${proxyNote})`), { code: error.code, cause: e });
         throw e;
       }
       return { status: res.status, text, retryAfter: res.headers.get('retry-after') ?? undefined };

@@ -159,7 +159,11 @@ export class KubeTransport {
     const now = Date.now();
     if (!this.#token || now - this.#token.readAt > TOKEN_FILE_TTL_MS) {
       try {
-        this.#token = { value: readFileSync(file, 'utf8').trim(), readAt: now };
+        const value = readFileSync(file, 'utf8').trim();
+        // client-go refuses an empty token file ("read empty token from file"); sending no
+        // Authorization would only earn a 403 as system:anonymous.
+        if (value === '') throw new Error('the file is empty');
+        this.#token = { value, readAt: now };
       } catch (error) {
         if (!this.#token)
           throw new KubeconfigError(`cannot read tokenFile ${file}: ${(error as Error).message}`, {

@@ -1,7 +1,8 @@
 // The lean Kubernetes transport: kubeconfig / in-cluster loading, HTTP status → typed errors,
 // unreachable and hung servers → Unavailable, the request counter. Uses local HTTP servers.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -35,8 +36,74 @@ const write = (name: string, text: string): string => {
   return path;
 };
 
+/** Runs openssl in `dir`; throws with its stderr on failure. */
+function openssl(...args: string[]): void {
+  const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
+}
+// Real PEM material: loadKubeconfig refuses what cannot be used (core/kube/tls-material.ts).
+openssl(
+  'req',
+  '-x509',
+  '-newkey',
+  'rsa:2048',
+  '-nodes',
+  '-keyout',
+  'ca.key',
+  '-out',
+  'ca.crt',
+  '-subj',
+  '/CN=test-ca',
+  '-days',
+  '1',
+);
+openssl(
+  'req',
+  '-newkey',
+  'rsa:2048',
+  '-nodes',
+  '-keyout',
+  'client.key',
+  '-out',
+  'client.csr',
+  '-subj',
+  '/CN=client',
+);
+openssl(
+  'x509',
+  '-req',
+  '-in',
+  'client.csr',
+  '-CA',
+  'ca.crt',
+  '-CAkey',
+  'ca.key',
+  '-CAcreateserial',
+  '-days',
+  '1',
+  '-out',
+  'client.crt',
+);
+openssl(
+  'req',
+  '-x509',
+  '-newkey',
+  'rsa:2048',
+  '-nodes',
+  '-keyout',
+  'other.key',
+  '-out',
+  'other.crt',
+  '-subj',
+  '/CN=other',
+  '-days',
+  '1',
+);
+openssl('x509', '-in', 'ca.crt', '-outform', 'DER', '-out', 'ca.der');
+const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
+const b64 = (name: string): string => readFileSync(join(dir, name)).toString('base64');
+
 describe('loadKubeconfig', () => {
-  write('ca.crt', 'CA-PEM');
   write('token', 'file-token\n');
   const path = write(
     'config',
@@ -47,12 +114,12 @@ clusters:
 - name: c1
   cluster: { server: "https://127.0.0.1:6443/", certificate-authority: ca.crt }
 - name: c2
-  cluster: { server: "https://10.0.0.1", certificate-authority-data: ${Buffer.from('INLINE-CA').toString('base64')}, insecure-skip-tls-verify: true }
+  cluster: { server: "https://10.0.0.1", certificate-authority-data: ${b64('ca.crt')}, insecure-skip-tls-verify: true }
 users:
 - name: u1
   user: { token: static-token }
 - name: u2
-  user: { tokenFile: token, client-certificate-data: ${Buffer.from('CERT').toString('base64')}, client-key-data: ${Buffer.from('KEY').toString('base64')} }
+  user: { tokenFile: token, client-certificate-data: ${b64('client.crt')}, client-key-data: ${b64('client.key')} }
 - name: u3
   user: { exec: { command: aws } }
 contexts:
@@ -67,7 +134,8 @@ contexts:
   it('reads the current context; relative files are relative to the kubeconfig', () => {
     const config = loadKubeconfig(path);
     assert.equal(config.server, 'https://127.0.0.1:6443');
-    assert.equal(config.ca?.toString(), 'CA-PEM');
+    assert.equal(config.ca?.toString(), pem('ca.crt'));
+    assert.deepEqual(config.files, [join(dir, 'ca.crt')]);
     assert.equal(config.token, 'static-token');
   });
   it('reads a named context with inline data, a token file and insecure-skip-tls-verify', () => {
@@ -80,9 +148,53 @@ contexts:
         config.tokenFile,
         config.insecureSkipTLSVerify,
       ],
-      ['INLINE-CA', 'CERT', 'KEY', join(dir, 'token'), true],
+      [pem('ca.crt'), pem('client.crt'), pem('client.key'), join(dir, 'token'), true],
     );
   });
+  // TLS material that cannot work is refused at load, naming the item (tester: Bun said
+  // "typo in the url", Node "DECODER routines::unsupported" or sent no client certificate).
+  const tlsCases: [title: string, cluster: string, user: string, names: RegExp][] = [
+    ['a DER CA', `certificate-authority: ca.der`, '{ token: t }', /certificate-authority data is not PEM/],
+    [
+      'a CA that is not a certificate',
+      `certificate-authority-data: ${Buffer.from('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n').toString('base64')}`,
+      '{ token: t }',
+      /certificate-authority data cannot be used/,
+    ],
+    [
+      'a garbage key',
+      `certificate-authority: ca.crt`,
+      `{ client-certificate: client.crt, client-key-data: ${Buffer.from('-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n').toString('base64')} }`,
+      /client-key data cannot be used/,
+    ],
+    [
+      'a certificate without its key',
+      `certificate-authority: ca.crt`,
+      '{ client-certificate: client.crt }',
+      /without client-key/,
+    ],
+    [
+      'a key of another certificate',
+      `certificate-authority: ca.crt`,
+      '{ client-certificate: client.crt, client-key: other.key }',
+      /does not belong to the client-certificate/,
+    ],
+  ];
+  for (const [title, cluster, user, names] of tlsCases)
+    it(`refuses ${title} with KubeconfigError naming the item`, () => {
+      const config = write(
+        `config-tls-${title.replaceAll(' ', '-')}`,
+        `clusters: [{ name: c, cluster: { server: "https://127.0.0.1:6443", ${cluster} } }]
+users: [{ name: u, user: ${user} }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`,
+      );
+      assert.throws(
+        () => loadKubeconfig(config),
+        (e: unknown) => isKubeconfigError(e) && names.test(e.message),
+      );
+    });
   it('refuses exec credentials, unknown contexts and missing files with KubeconfigError', () => {
     assert.throws(() => loadKubeconfig(path, { context: 'execy' }), isKubeconfigError);
     assert.throws(() => loadKubeconfig(path, { context: 'nope' }), isKubeconfigError);

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { acquireHostLock, defaultLockName, isLockTimeoutError } from '../../ipam-plugin/lock.ts';
@@ -244,13 +244,14 @@ void describe('the executable runtime', () => {
     assertSilentSuccess(await s.run(env('DEL', 'rt-proxy', proxied), conf));
   });
 
-  void it('unusable TLS material in the kubeconfig: 105 naming the item (CA not PEM, key not a key, key of another certificate)', async () => {
+  void it('unusable TLS material in the kubeconfig: 11 "kubeconfig unavailable" naming the item (not PEM, DER, key not a key, key of another certificate)', async () => {
     const cp = controlPlane();
     const mine = clientCert(s.tmp, 'mine', '/O=system:masters/CN=mine', {
       crt: cp.caFile,
       key: join(cp.runDir, 'pki', 'ca.key'),
     });
     const other = clientCert(s.tmp, 'other-key', '/CN=other');
+    openssl(['x509', '-in', cp.caFile, '-outform', 'DER', '-out', join(s.tmp, 'ca.der')]);
     const ca = `certificate-authority-data: ${b64(cp.caFile)}`;
     const garbage = Buffer.from('not a PEM at all').toString('base64');
     const cases: [string, string, string, RegExp][] = [
@@ -258,22 +259,95 @@ void describe('the executable runtime', () => {
         'bad-ca',
         `certificate-authority-data: ${garbage}`,
         `token: "${cp.adminToken}"`,
-        /certificate-authority/,
+        /certificate-authority data/,
       ],
-      ['bad-key', ca, `client-certificate-data: ${b64(mine.crt)}, client-key-data: ${garbage}`, /client-key/],
+      [
+        'der-ca',
+        `certificate-authority-data: ${b64(join(s.tmp, 'ca.der'))}`,
+        `token: "${cp.adminToken}"`,
+        /not PEM/,
+      ],
+      [
+        'bad-key',
+        ca,
+        `client-certificate-data: ${b64(mine.crt)}, client-key-data: ${garbage}`,
+        /client-key data/,
+      ],
       [
         'mismatch',
         ca,
         `client-certificate-data: ${b64(mine.crt)}, client-key-data: ${b64(other.key)}`,
-        /does not match/,
+        /does not belong/,
       ],
+      ['cert-no-key', ca, `client-certificate-data: ${b64(mine.crt)}`, /without client-key/],
     ];
     for (const [tag, cluster, user, names] of cases) {
       const path = kubeconfig(join(s.tmp, `${tag}.kubeconfig`), cluster, user);
-      const doc = assertCniError(await add(`rt-${tag}`, s.conf('1.0.0', { kubeconfig: path })), 105);
+      const doc = assertCniError(await add(`rt-${tag}`, s.conf('1.0.0', { kubeconfig: path })), 11);
       assert.match(String(doc.details), names, tag);
       assert.doesNotMatch(String(doc.details), /typo/, tag);
     }
+  });
+
+  void it('client certificate files rotated in place are used by the next call (the kubeconfig cache checks them)', async () => {
+    const cp = controlPlane();
+    const signer = { crt: cp.caFile, key: join(cp.runDir, 'pki', 'ca.key') };
+    const admin = clientCert(s.tmp, 'rot-admin', '/O=system:masters/CN=rot-admin', signer);
+    const nobody = clientCert(s.tmp, 'rot-nobody', '/CN=rot-nobody', signer);
+    const dir = join(s.tmp, 'rot');
+    mkdirSync(dir);
+    const crt = join(dir, 'c.crt');
+    const key = join(dir, 'c.key');
+    copyFileSync(admin.crt, crt);
+    copyFileSync(admin.key, key);
+    const path = kubeconfig(
+      join(s.tmp, 'rot.kubeconfig'),
+      `certificate-authority: ${cp.caFile}`,
+      `client-certificate: ${crt}, client-key: ${key}`,
+    );
+    const conf = s.conf('1.0.0', { kubeconfig: path });
+    assertAdded(await add('rt-rot1', conf));
+    copyFileSync(nobody.crt, crt);
+    copyFileSync(nobody.key, key);
+    const denied = assertCniError(await add('rt-rot2', conf), 105);
+    assert.match(String(denied.details), /403|rot-nobody/);
+    rmSync(crt);
+    const gone = assertCniError(await add('rt-rot3', conf), 11);
+    assert.match(String(gone.details), /client-certificate/);
+    copyFileSync(admin.crt, crt);
+    copyFileSync(admin.key, key);
+    assertSilentSuccess(await del('rt-rot1', conf));
+  });
+
+  void it('an empty tokenFile: 11 naming tokenFile (not an anonymous request)', async () => {
+    const token = join(s.tmp, 'empty-token');
+    writeFileSync(token, '\n');
+    const path = kubeconfig(
+      join(s.tmp, 'empty-token.kubeconfig'),
+      `certificate-authority-data: ${b64(controlPlane().caFile)}`,
+      `tokenFile: ${token}`,
+    );
+    const doc = assertCniError(await add('rt-empty-token', s.conf('1.0.0', { kubeconfig: path })), 11);
+    assert.match(String(doc.details), /tokenFile.*empty/);
+  });
+
+  void it('a result that cannot be delivered (stdout is /dev/full) is exit 1, not success', () => {
+    const confFile = join(s.tmp, 'full-netconf.json');
+    writeFileSync(confFile, s.conf('1.0.0'));
+    const r = spawnSync('bash', ['-c', '"$0" < "$1" > /dev/full', pluginPath, confFile], {
+      env: { PATH: process.env.PATH, ...env('ADD', 'rt-full') },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(r.status, 1, r.stderr);
+    assert.doesNotMatch(r.stderr, /writeSync|at .*\(/, 'no uncaught-exception dump');
+    // The runtime calls DEL after a failed ADD; it releases what the ADD allocated.
+    const d = spawnSync(pluginPath, [], {
+      env: { PATH: process.env.PATH, ...env('DEL', 'rt-full') },
+      input: s.conf('1.0.0'),
+      encoding: 'utf8',
+    });
+    assert.equal(d.status, 0, d.stdout);
   });
 
   void it('BUN_CONFIG_VERBOSE_FETCH=curl in the environment prints no request (and no bearer token)', async () => {
