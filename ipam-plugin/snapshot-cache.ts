@@ -74,10 +74,13 @@ export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh =
       // absent or unreadable: read fresh
     }
   }
+  // A routine refresh may read the API server's watch cache as it is (`cached`: no wait for
+  // etcd's progress notification, 60 ms here after a write elsewhere) — these inputs are
+  // served up to ttlMs old anyway. A `fresh` read (re-deciding a failure) stays consistent.
   const [config, pools, reservations, node] = await Promise.all([
     ds.configs.get(IPAM_CONFIG_NAME),
-    ds.pools.list(),
-    ds.reservations.list(),
+    ds.pools.list({ cached: !fresh }),
+    ds.reservations.list({ cached: !fresh }),
     ds.getNode(o.node),
   ]);
   const raw: Raw = {

@@ -62,14 +62,14 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
 
   async list(options: ListOptions = {}): Promise<T[]> {
     const list = await this.#api.request<List<T>>('GET', this.#path(), {
-      query: { labelSelector: selectorToQuery(options.labelSelector) },
+      query: listQuery(options),
     });
     return (list.items ?? []).map((item) => ({ ...item, apiVersion: API_VERSION, kind: this.#kind }));
   }
 
   async listMetadata(options: ListOptions = {}): Promise<ObjectMeta[]> {
     const list = await this.#api.request<List<{ metadata: ObjectMeta }>>('GET', this.#path(), {
-      query: { labelSelector: selectorToQuery(options.labelSelector) },
+      query: listQuery(options),
       accept: METADATA_LIST,
     });
     return (list.items ?? []).map((item) => item.metadata);
@@ -167,4 +167,12 @@ export class KubeDatastore implements Datastore {
   close(): void {
     this.transport.close();
   }
+}
+
+/** The query of a LIST: label selector, and `resourceVersion=0` when a cached answer will do. */
+function listQuery(options: ListOptions): Record<string, string | undefined> {
+  return {
+    labelSelector: selectorToQuery(options.labelSelector),
+    ...(options.cached ? { resourceVersion: '0' } : {}),
+  };
 }

@@ -123,6 +123,23 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
       );
     });
 
+    it('a cached list (watch cache as it is) returns the same objects once the cache has caught up', async () => {
+      const selector = { labelSelector: { matchLabels: { 'contract.test/color': 'red' } } };
+      const want = (await ds.blocks.list(selector)).map((b) => b.metadata.name);
+      // The watch cache lags by milliseconds: poll for up to 5 s (a bound, not a benchmark).
+      let got: string[] = [];
+      for (let i = 0; i < 50; i++) {
+        got = (await ds.blocks.list({ ...selector, cached: true })).map((b) => b.metadata.name);
+        if (JSON.stringify(got) === JSON.stringify(want)) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.deepEqual(got, want);
+      assert.deepEqual(
+        (await ds.blocks.listMetadata({ ...selector, cached: true })).map((m) => m.name),
+        want,
+      );
+    });
+
     it('update with the current resourceVersion succeeds and changes it; a stale one throws Conflict', async () => {
       const current = await ds.blocks.get('10-200-0-0-26');
       assert.ok(current);
