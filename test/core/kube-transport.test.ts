@@ -42,64 +42,21 @@ function openssl(...args: string[]): void {
   if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
 }
 // Real PEM material: loadKubeconfig refuses what cannot be used (core/kube/tls-material.ts).
-openssl(
-  'req',
-  '-x509',
-  '-newkey',
-  'rsa:2048',
-  '-nodes',
-  '-keyout',
-  'ca.key',
-  '-out',
-  'ca.crt',
-  '-subj',
-  '/CN=test-ca',
-  '-days',
-  '1',
-);
-openssl(
-  'req',
-  '-newkey',
-  'rsa:2048',
-  '-nodes',
-  '-keyout',
-  'client.key',
-  '-out',
-  'client.csr',
-  '-subj',
-  '/CN=client',
-);
-openssl(
-  'x509',
-  '-req',
-  '-in',
-  'client.csr',
-  '-CA',
-  'ca.crt',
-  '-CAkey',
-  'ca.key',
-  '-CAcreateserial',
-  '-days',
-  '1',
-  '-out',
-  'client.crt',
-);
-openssl(
-  'req',
-  '-x509',
-  '-newkey',
-  'rsa:2048',
-  '-nodes',
-  '-keyout',
-  'other.key',
-  '-out',
-  'other.crt',
-  '-subj',
-  '/CN=other',
-  '-days',
-  '1',
-);
-openssl('x509', '-in', 'ca.crt', '-outform', 'DER', '-out', 'ca.der');
+// `${name}.key` + `${name}.crt`, self-signed, or signed by ca.crt when `signed`.
+function keyAndCert(name: string, cn: string, signed = false): void {
+  const key = `-newkey rsa:2048 -nodes -keyout ${name}.key -subj /CN=${cn}`.split(' ');
+  if (!signed) return openssl('req', '-x509', ...key, '-out', `${name}.crt`, '-days', '1');
+  openssl('req', ...key, '-out', `${name}.csr`);
+  openssl(
+    ...`x509 -req -in ${name}.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -out ${name}.crt`.split(
+      ' ',
+    ),
+  );
+}
+keyAndCert('ca', 'test-ca');
+keyAndCert('client', 'client', true);
+keyAndCert('other', 'other');
+openssl(...'x509 -in ca.crt -outform DER -out ca.der'.split(' '));
 const pem = (name: string): string => readFileSync(join(dir, name), 'utf8');
 const b64 = (name: string): string => readFileSync(join(dir, name)).toString('base64');
 
