@@ -53,9 +53,9 @@ function isLoopback(host: string): boolean {
 }
 
 /**
- * "through proxy http://host:port from HTTPS_PROXY" when the environment names a proxy for an
- * https server that is not loopback (NO_PROXY may still exempt it: the note says "may"), else
- * undefined. Credentials in the proxy URL are never repeated.
+ * "may have gone through proxy http://host:port from HTTPS_PROXY" when the environment names a
+ * proxy for an https server that is not loopback (NO_PROXY may still exempt it, hence "may"),
+ * else undefined. Credentials in the proxy URL are never repeated.
  */
 function proxyNoteFor(url: URL): string | undefined {
   if (url.protocol !== 'https:' || isLoopback(url.hostname.replace(/^\[|\]$/g, ''))) return undefined;
