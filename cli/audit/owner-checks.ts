@@ -98,13 +98,13 @@ export interface OwnerFinding {
   leak?: LeakedAllocation;
 }
 
-/** The allocation at `key` of `block` as a report entry (reason filled in by the caller). */
-function entryOf(
+/** The allocation at `ordinal` of `blockName` as a report entry (used by check and release). */
+export function entryOf(
   blockName: string,
   address: string,
   ordinal: number,
   allocation: Allocation,
-  reason: LeakReason,
+  reason: LeakedAllocation['reason'],
 ): LeakedAllocation {
   const { handle, sequence, node, namespace, pod, podUID, allocatedAt } = allocation;
   return {

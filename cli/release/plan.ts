@@ -9,7 +9,7 @@
  */
 import { addressTextAt, parseCidr, reservedOrdinals } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
-import { isLivePod } from '../audit/owner-checks.ts';
+import { entryOf, isLivePod } from '../audit/owner-checks.ts';
 import type { AuditPod } from '../audit/snapshot.ts';
 import { leakKey } from '../audit/problems.ts';
 import type { LeakedAllocation } from '../audit/problems.ts';
@@ -80,20 +80,7 @@ export async function recheck(
     };
   if (reservedOrdinals(cidr).includes(entry.ordinal))
     return { skip: reservedMessage(entry.address, entry.block) };
-  const { handle, sequence, node, namespace, pod, podUID, allocatedAt } = allocation;
-  const leak: LeakedAllocation = {
-    address: entry.address,
-    block: entry.block,
-    ordinal: entry.ordinal,
-    handle,
-    sequence,
-    node,
-    namespace,
-    pod,
-    podUID,
-    allocatedAt,
-    reason: entry.reason,
-  };
+  const leak = entryOf(entry.block, entry.address, entry.ordinal, allocation, entry.reason);
   const alive = await ownerAlive(ds, leak);
   if (alive) return { skip: alive };
   const users = await livePodsWithIP(ds, leak.address);
