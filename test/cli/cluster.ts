@@ -6,38 +6,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach } from 'node:test';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { API_VERSION, KubeDatastore, newBlock, parseCidr } from '../../core/index.ts';
+import { API_VERSION, newBlock, parseCidr } from '../../core/index.ts';
+import type { KubeDatastore } from '../../core/index.ts';
 import type { IPAMBlock, IPPool, Pod } from '../../core/index.ts';
 // Not in core's public index yet (reported to the lead): the pure allocation step, for seeding.
 import { allocateOrdinal } from '../../core/block/block.ts';
-import { loadKubeconfig } from '../../core/kube/index.ts';
 import { run } from '../../cli/ipamctl.ts';
-import { controlPlane, kubectl } from '../helpers/control-plane.ts';
+import { controlPlane } from '../helpers/control-plane.ts';
 
-const crdDir = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'crds');
 const KINDS = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'] as const;
 export const TEST_LABEL = 'ipamctl-test';
-let installed = false;
 
-/** Applies crds/ (once per process) and returns an admin datastore. */
-export function adminDatastore(): KubeDatastore {
-  if (!installed) {
-    const apply = kubectl(['apply', '-f', crdDir]);
-    if (apply.status !== 0) throw new Error(`kubectl apply crds: ${apply.stderr}`);
-    const wait = kubectl([
-      'wait',
-      '--for',
-      'condition=established',
-      '--timeout=60s',
-      ...KINDS.map((k) => `crd/${k}.ipam.blockipam.io`),
-    ]);
-    if (wait.status !== 0) throw new Error(`CRDs not established: ${wait.stderr}`);
-    installed = true;
-  }
-  return new KubeDatastore(loadKubeconfig(controlPlane().adminKubeconfig));
-}
+import { adminDatastore } from '../helpers/crds.ts';
+
+export { adminDatastore };
 
 /** A fresh namespace name (namespaces cannot be deleted to completion without a controller manager). */
 export function uniqueNamespace(prefix = 'ipamctl'): string {

@@ -3,11 +3,10 @@
  * whether they were there before), creates pools / config / namespaces / pods with kubectl,
  * reads blocks back, and removes everything it created (CRDs only if it installed them).
  */
-import { join } from 'node:path';
 import type { IPAMBlock } from '../../../core/index.ts';
 import { addressTextAt, mustParseCidr } from '../../../core/index.ts';
 import { controlPlane, kubectl } from '../../helpers/control-plane.ts';
-import { repoRoot } from './plugin-exe.ts';
+import { installCrds } from '../../helpers/crds.ts';
 
 const crdNames = ['ippools', 'ipamblocks', 'ipamconfigs', 'ipreservations'].map(
   (p) => `${p}.ipam.blockipam.io`,
@@ -36,8 +35,7 @@ export interface Fixture {
 export function fixture(): Fixture {
   const cp = controlPlane();
   const hadCrds = kubectl(['get', 'crd', crdNames[0] as string]).status === 0;
-  must(['apply', '-f', join(repoRoot, 'crds')]);
-  must(['wait', '--for=condition=Established', '--timeout=60s', ...crdNames.map((n) => `crd/${n}`)]);
+  installCrds({ once: false });
   waitServed();
   const created: { kind: string; name: string; namespace?: string }[] = [];
   const f: Fixture = {

@@ -1,0 +1,42 @@
+/**
+ * blockipam's CRDs on the run's control plane, for every test suite that needs them: apply
+ * crds/ and wait until the API server serves them, and an admin KubeDatastore.
+ */
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { KubeDatastore } from '../../core/index.ts';
+import { loadKubeconfig } from '../../core/kube/index.ts';
+import { controlPlane, kubectl } from './control-plane.ts';
+
+const crdDir = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'crds');
+/** The CRDs' names, e.g. `ipamblocks.ipam.blockipam.io`. */
+export const CRD_NAMES = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'].map(
+  (k) => `${k}.ipam.blockipam.io`,
+);
+let installed = false;
+
+/**
+ * Applies crds/ and waits (≤ 60 s) until each is Established.
+ * @param options.once skip when this process already did it (default true); a suite that
+ *   deletes the CRDs afterwards passes false
+ * @throws Error with kubectl's stderr when apply or wait fails
+ */
+export function installCrds(options: { once?: boolean } = {}): void {
+  if (installed && options.once !== false) return;
+  const apply = kubectl(['apply', '-f', crdDir]);
+  if (apply.status !== 0) throw new Error(`kubectl apply crds failed: ${apply.stderr}`);
+  const wait = kubectl([
+    'wait',
+    '--for=condition=Established',
+    '--timeout=60s',
+    ...CRD_NAMES.map((n) => `crd/${n}`),
+  ]);
+  if (wait.status !== 0) throw new Error(`CRDs not established: ${wait.stderr}`);
+  installed = true;
+}
+
+/** A datastore on the run's API server as blockipam-admin, CRDs installed. */
+export function adminDatastore(): KubeDatastore {
+  installCrds();
+  return new KubeDatastore(loadKubeconfig(controlPlane().adminKubeconfig));
+}
