@@ -8,6 +8,8 @@
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
  *               seed blocks exactly as the allocator writes them)
  * Datastores:   Datastore (port), MemoryDatastore, KubeDatastore (over core/kube's lean transport)
+ * Node cache:   NodeCacheDocument, buildNodeCache, encodeNodeCache, decodeNodeCache (+ reasons),
+ *               cacheSnapshot, cachedPodOf, cachedNamespaceOf (the agent → plugin cache format)
  * Errors:       NotFoundError, AlreadyExistsError, ConflictError, UnavailableError, InvalidError,
  *               ApiError, RetriesExhaustedError (+ isX guards)
  *
@@ -29,8 +31,15 @@ export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
 export { releaseNodeBlocks } from './allocator/node-blocks.ts';
 export type { NodeBlocksRelease } from './allocator/node-blocks.ts';
 export type { EmptyBlockRelease } from './allocator/empty-blocks.ts';
-export { loadSnapshot, poolBlockSize, poolCidr, selectPools, usablePools } from './allocator/pools.ts';
-export type { PoolRequest, PoolSnapshot, ShadowedPool } from './allocator/pools.ts';
+export {
+  loadSnapshot,
+  poolBlockSize,
+  poolCidr,
+  selectPools,
+  snapshotOf,
+  usablePools,
+} from './allocator/pools.ts';
+export type { PoolRequest, PoolSnapshot, ShadowedPool, SnapshotObjects } from './allocator/pools.ts';
 export { newStats } from './allocator/context.ts';
 export type { AllocatorOptions, AllocatorStats } from './allocator/context.ts';
 export { handleOf } from './allocator/types.ts';
@@ -90,6 +99,8 @@ export type {
 export { MemoryDatastore } from './datastore/memory.ts';
 export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
 export { KubeDatastore } from './datastore/kube.ts';
+
+export * from './node-cache/index.ts';
 
 export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts';
 export { ApiError, isApiError } from './errors/api-error.ts';

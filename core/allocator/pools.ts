@@ -9,7 +9,7 @@ import type { Cidr, IPFamily } from '../address/ip.ts';
 import { IPAM_CONFIG_NAME, settingsOf } from '../config.ts';
 import type { IPAMSettings } from '../config.ts';
 import type { Datastore } from '../datastore/datastore.ts';
-import type { IPPool } from '../resources.ts';
+import type { IPAMConfigObject, IPPool, IPReservation } from '../resources.ts';
 import { matchesSelector } from '../selector.ts';
 
 /** A pool that may not be used because an older pool overlaps it. */
@@ -40,13 +40,25 @@ export async function loadSnapshot(ds: Datastore, nowMs: number = Date.now()): P
     ds.pools.list(),
     ds.reservations.list(),
   ]);
-  const cidrs = reservations.flatMap((r) =>
+  return snapshotOf({ config, pools, reservations }, nowMs);
+}
+
+/** The objects a snapshot is made of, as stored (IPAMConfig `default` absent: null/undefined). */
+export interface SnapshotObjects {
+  readonly config: IPAMConfigObject | null | undefined;
+  readonly pools: readonly IPPool[];
+  readonly reservations: readonly IPReservation[];
+}
+
+/** A snapshot of objects read elsewhere (a cache file, the node cache); pure. */
+export function snapshotOf(objects: SnapshotObjects, nowMs: number): PoolSnapshot {
+  const cidrs = objects.reservations.flatMap((r) =>
     r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined),
   );
   return {
-    settings: settingsOf(config),
-    pools,
-    ...usablePools(pools),
+    settings: settingsOf(objects.config ?? undefined),
+    pools: objects.pools,
+    ...usablePools(objects.pools),
     reservations: cidrs,
     loadedAtMs: nowMs,
   };
