@@ -55,7 +55,7 @@ export async function resolveConnection(flags: ConnectionFlags, io: Io): Promise
       throw new CliError(`in-cluster configuration: ${(error as Error).message}`);
     }
   }
-  // Loaded lazily: @kubernetes/client-node costs ~400 ms to import (DESIGN §5); --help skips it.
+  // Loaded lazily: @kubernetes/client-node costs ~400 ms to import; --help skips it.
   const { KubeConfig } = await import('@kubernetes/client-node');
   const kc = new KubeConfig();
   try {

@@ -1,5 +1,5 @@
 /**
- * What an ipamctl run talks to, injected so the whole CLI is testable in-process (CONVENTIONS §5):
+ * What an ipamctl run talks to, injected so the whole CLI is testable in-process:
  * arguments, environment, and two writable text streams. Exit codes are values, not
  * process.exit calls.
  */

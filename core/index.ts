@@ -1,5 +1,5 @@
 /**
- * blockipam core — the public API (documented in docs/design-core.md §API).
+ * blockipam core — the public API (documented in docs/design-core.md §4).
  *
  * Allocation:   autoAssign, assignIP, releaseByHandle, releaseAddresses, releaseForGC,
  *               findByHandle, listNodeAllocations, releaseEmptyBlocks, releaseNodeBlocks,
@@ -14,7 +14,8 @@
  *               ApiError, RetriesExhaustedError (+ isX guards)
  *
  * The Kubernetes transport (kubeconfig loading, requests) is exported separately from
- * core/kube/index.ts so a caller can load it without the allocator, and vice versa.
+ * core/kube/index.ts so a caller can load it without the allocator. Not the reverse: this file
+ * exports KubeDatastore, which imports the transport.
  */
 export { autoAssign } from './allocator/auto-assign.ts';
 export { assignIP } from './allocator/static-assign.ts';

@@ -3,7 +3,7 @@
  * `v1alpha1`, all cluster-scoped; schemas in crds/*.yaml) and of the few built-in objects the
  * IPAM reads (Pod, Namespace, Node). Objects handed out by a Datastore are already validated by
  * the API server's schema (or were written by this code): nothing downstream re-validates.
- * Source: shared DESIGN.md §3; formats explained in docs/design-core.md.
+ * Formats explained in docs/design-core.md §1.
  */
 
 export const API_GROUP = 'ipam.blockipam.io';

@@ -1,6 +1,6 @@
 /**
  * The little address handling the protocol layer needs: parse an IP or CIDR, mask a route
- * destination to its canonical network address (cni-spec §5.2: ptp rejects host bits), and
+ * destination to its canonical network address (ptp rejects host bits), and
  * tell families apart. Allocation arithmetic lives in core; this stays dependency-free so the
  * protocol layer loads fast.
  */

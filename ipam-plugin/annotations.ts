@@ -1,5 +1,5 @@
 /**
- * Pod and namespace annotations that steer an allocation (DESIGN.md §4):
+ * Pod and namespace annotations that steer an allocation (docs/design-core.md §2):
  * - `ipam.blockipam.io/ippools`: JSON list of pool names or CIDRs. On the namespace it is the
  *   default for its pods; on the pod it overrides the namespace's. The pools must still admit
  *   the namespace (namespaceSelector) and node (nodeSelector) — core enforces it.

@@ -52,7 +52,7 @@ export type AddOutcome =
       /** CNI_ARGS named a pod the API server does not know: recorded without a pod reference. */
       readonly podNotFound?: boolean;
     }
-  /** The attachment already holds addresses: nothing was changed (cni-spec §5.6). */
+  /** The attachment already holds addresses: nothing was changed (docs/design-plugin.md §Invariants, 4). */
   | { readonly kind: 'duplicate'; readonly message: string }
   /** No free address; nothing was left allocated. */
   | { readonly kind: 'exhausted'; readonly message: string }
@@ -120,7 +120,7 @@ export function isBackendUnavailableError(e: unknown): e is BackendUnavailableEr
   return e instanceof Error && e.name === 'BackendUnavailableError';
 }
 
-/** The handle of an attachment (DESIGN.md §3): `<network>.<containerID>.<ifname>`. */
+/** The handle of an attachment : `<network>.<containerID>.<ifname>`. */
 export function handleOf(a: AttachmentRef): string {
   return `${a.network}.${a.containerID}.${a.ifname}`;
 }

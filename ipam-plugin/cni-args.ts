@@ -1,7 +1,7 @@
 /**
- * CNI_ARGS parsing (research/cni-spec.md §4; pkg/types/args.go), with a deliberate leniency:
+ * CNI_ARGS parsing (CNI SPEC §"Parameters"; pkg/types/args.go), with a deliberate leniency:
  * the Kubernetes keys runtimes always send are known keys here, so they are accepted even
- * without `IgnoreUnknown` (cni-spec §8 case 24 — host-local errors instead).
+ * without `IgnoreUnknown` (conformance case 24 — host-local errors instead).
  */
 import { CniCode, CniError } from './errors.ts';
 

@@ -1,6 +1,6 @@
 /**
  * What every command gets from the dispatcher, and the lock + time-budget wrapper that ADD,
- * DEL and GC run their IPAM step in (DESIGN.md §4: the budget starts once the lock is held).
+ * DEL and GC run their IPAM step in (the budget starts once the lock is held: docs/design-plugin.md §Host lock).
  */
 import type { AttachmentRef, Backend } from './backend.ts';
 import type { InvocationEnv } from './env.ts';

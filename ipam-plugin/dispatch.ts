@@ -1,5 +1,5 @@
 /**
- * The plugin's entry point as a function (CONVENTIONS 5): takes `{env, readStdin, stdout,
+ * The plugin's entry point as a function: takes `{env, readStdin, stdout,
  * stderr}` and returns the exit code, so the whole protocol is testable without spawning.
  * Order of checks as in the Go skel: CNI_COMMAND → CNI_* variables (4) → stdin JSON (6) →
  * cniVersion (1) → command gate (1) → schema (7). Exactly one JSON document is written to stdout:

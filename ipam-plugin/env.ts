@@ -1,6 +1,6 @@
 /**
  * The CNI_* environment of one invocation, validated like the Go skel does it
- * (research/cni-spec.md §1.1; pkg/skel/skel.go, pkg/utils/utils.go).
+ * (SPEC §2 "Parameters"; pkg/skel/skel.go, pkg/utils/utils.go).
  */
 import { CniCode, CniError } from './errors.ts';
 
@@ -55,7 +55,7 @@ export function ifnameProblem(name: string): string | undefined {
 
 /**
  * Reads and validates the CNI_* variables for `command`.
- * @throws CniError code 4 naming the missing or invalid variable(s) (cni-spec §8 cases 3–5)
+ * @throws CniError code 4 naming the missing or invalid variable(s) (conformance cases 3–5)
  */
 export function parseEnv(env: Env): InvocationEnv {
   const command = env.CNI_COMMAND ?? '';

@@ -1,7 +1,7 @@
 /**
  * CNI-facing errors: every failure the plugin reports carries a CNI error code.
  *
- * Codes (research/cni-spec.md §1.5, SPEC.md §6): 1 incompatible version, 2 unsupported field,
+ * Codes (SPEC.md §6, "Error"): 1 incompatible version, 2 unsupported field,
  * 3 unknown container, 4 invalid environment variables, 5 I/O failure, 6 undecodable content,
  * 7 invalid network config, 11 try again later, 50/51 STATUS unavailability; 100+ are
  * plugin-specific (105 credentials/TLS refused, 106 request rejected as invalid); 999 is the Go library's "internal error", reused for unexpected failures.
@@ -18,7 +18,7 @@ export const CniCode = {
   invalidConfig: 7,
   tryAgainLater: 11,
   notAvailable: 50,
-  /** An ADD for an attachment that already holds an allocation (cni-spec §5.6). */
+  /** An ADD for an attachment that already holds an allocation (docs/design-plugin.md §Invariants, 4). */
   duplicateAllocation: 100,
   /** No free address in any eligible pool / block. */
   exhausted: 101,

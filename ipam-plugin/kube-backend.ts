@@ -1,6 +1,6 @@
 /**
  * The production backend: core's allocator over the Kubernetes API server, through core's lean
- * transport (no @kubernetes/client-node: DESIGN.md §5). Loaded lazily by main.ts, so VERSION
+ * transport (no @kubernetes/client-node: docs/design-core.md §5). Loaded lazily by main.ts, so VERSION
  * never pays for it; the kubeconfig comes through kubeconfig-cache.ts, so a warm call never
  * loads the YAML parser. A kubeconfig that cannot be read is CNI code 11 (it is usually written
  * by the node agent after the runtime starts calling: try again later).

@@ -1,12 +1,12 @@
 /**
- * The host-wide lock around the allocation step (DESIGN.md §4): an abstract-namespace Unix
+ * The host-wide lock around the allocation step (docs/design-plugin.md §Host lock): an abstract-namespace Unix
  * socket bound with `listen()`. Only one process can bind a name; the kernel unbinds it when
  * the holder exits for any reason, SIGKILL included, so a dead holder never leaves a stale lock
  * (no file to clean up, unlike a pid file or a path socket). Waiters connect to the holder and
  * retry the bind when that connection closes (the holder released or died), with a poll as a
  * backstop. Scope: abstract names belong to a network namespace; runtimes run CNI plugins in
  * the host's, so the lock is host-wide (in the e2e tests, a "node" netns is one host).
- * Correctness never depends on the lock: compare-and-swap does (DESIGN.md §4).
+ * Correctness never depends on the lock: compare-and-swap does.
  */
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 

@@ -1,7 +1,7 @@
 /**
  * A lean structured logger: JSON lines to the config's `logFile` (at `logLevel`) and to
  * stderr (warn and above). Never stdout (it carries the one result document) and never stdin
- * (it can hold credentials; DESIGN.md §5). Winston was measured and rejected for the start-up
+ * (it can hold credentials). Winston was measured and rejected for the start-up
  * budget (docs/design-plugin.md "Start-up budget"). Logging never fails a CNI operation.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * JSON Schema of the network configuration blockipam reads on stdin (the whole plugin
- * config that ptp forwards byte for byte, cni-spec §1.3). Compiled ahead of time into
+ * config that ptp forwards byte for byte). Compiled ahead of time into
  * `netconf-validate.generated.js` by `scripts/build-plugin.ts --codegen` (ajv standalone), so
  * the plugin never compiles a schema at start-up. Only this file is edited by hand.
  *
@@ -67,7 +67,7 @@ const ipam = {
   },
 } as const;
 
-/** The schema; `name` follows the Go skel's network-name rule (cni-spec §1.1). */
+/** The schema; `name` follows the Go skel's network-name rule (SPEC §1). */
 export const netconfSchema = {
   $id: 'blockipam-netconf',
   type: 'object',

@@ -1,5 +1,5 @@
 /**
- * Decodes and validates the stdin network configuration, once, at the edge (CONVENTIONS 2):
+ * Decodes and validates the stdin network configuration, once, at the edge:
  * JSON → version negotiation → the ahead-of-time compiled schema → a `Readonly` domain value.
  */
 import { hostname } from 'node:os';
@@ -171,7 +171,7 @@ function defaultRoutes(families: readonly Family[]): Route[] {
   return families.map((f) => ({ dst: f === 4 ? '0.0.0.0/0' : '::/0' }));
 }
 
-/** Masks `dst` to its network address (ptp fails on host bits, cni-spec §5.2) and checks `gw`. */
+/** Masks `dst` to its network address (ptp fails on host bits) and checks `gw`. */
 function canonicalRoute(r: Route, field: string): Route {
   const dst = parseCidr(r.dst);
   if (!dst) throw invalid(`${field}.dst: not a CIDR: ${JSON.stringify(r.dst)}`);

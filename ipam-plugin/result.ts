@@ -1,8 +1,8 @@
 /**
- * Shapes the IPAM result for the request's cniVersion (research/cni-spec.md §3): the result's
+ * Shapes the IPAM result for the request's cniVersion (SPEC §5; docs/design-plugin.md §Invariants, 2): the result's
  * `cniVersion` always equals the request's (§3.4), and an IPAM result carries no `interfaces`
  * and no `ips[].interface` (§3.2). Also reads addresses back out of a `prevResult` of any
- * version (DEL and CHECK, cni-spec §8 case 28).
+ * version (DEL and CHECK, conformance case 28).
  */
 import { parseCidr, type Family } from './addr.ts';
 import type { Dns, Route } from './netconf.ts';

@@ -1,7 +1,7 @@
 /**
  * A node-local cache of the cluster-wide allocation inputs (IPAMConfig, IPPools,
  * IPReservations: core's PoolSnapshot) and this node's labels, so a warm ADD costs one LIST
- * and one UPDATE instead of four more reads (DESIGN.md §9, docs/design-plugin.md "Snapshot
+ * and one UPDATE instead of four more reads (docs/design-plugin.md "Snapshot
  * cache"). A stale snapshot is safe for uniqueness: every write is still a compare-and-swap on
  * the block. Staleness can only delay a pool / reservation / node-label change by `ttlMs`, and
  * failures are never decided on cached data (the caller retries with a fresh read).

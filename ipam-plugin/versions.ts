@@ -1,6 +1,6 @@
 /**
  * CNI spec versions this plugin speaks, and the per-command gates of the Go skel
- * (research/cni-spec.md §1.6).
+ * (SPEC §2 "VERSION").
  */
 import { CniCode, CniError } from './errors.ts';
 
@@ -11,7 +11,7 @@ export type CniVersion = (typeof supportedVersions)[number];
 /** The newest version; VERSION answers with it when the request names none we know. */
 export const currentVersion: CniVersion = '1.1.0';
 
-/** A config without `cniVersion` is read as 0.1.0 (libcni `DecodeVersion`, cni-spec §1.6). */
+/** A config without `cniVersion` is read as 0.1.0 (libcni `DecodeVersion`). */
 export const implicitVersion: CniVersion = '0.1.0';
 
 export function isSupportedVersion(v: unknown): v is CniVersion {
@@ -25,7 +25,7 @@ export function compareVersions(a: CniVersion, b: CniVersion): number {
 
 /**
  * Checks that `version` is supported.
- * @throws CniError code 1, details listing the supported versions (cni-spec §8 case 8)
+ * @throws CniError code 1, details listing the supported versions (conformance case 8)
  */
 export function requireSupported(version: unknown): CniVersion {
   if (isSupportedVersion(version)) return version;
@@ -41,7 +41,7 @@ const minimumFor: Readonly<Record<string, CniVersion>> = { CHECK: '0.4.0', GC: '
 
 /**
  * @throws CniError code 1 "config version does not allow CHECK" when the command is newer
- *   than the config's version (cni-spec §8 cases 31, 34)
+ *   than the config's version (conformance cases 31, 34)
  */
 export function requireCommandAllowed(command: string, version: CniVersion): void {
   const min = minimumFor[command];

@@ -10,6 +10,7 @@ source scripts/setup.sh
 echo "== typecheck and lint" >&2
 node_modules/.bin/tsc -p tsconfig.json --noEmit
 node_modules/.bin/eslint .
+node_modules/.bin/node scripts/docs-lint.ts
 node_modules/.bin/prettier --check . >/dev/null || { node_modules/.bin/prettier --list-different .; echo 'prettier: the files above are not formatted (npm run format)' >&2; exit 1; }
 echo "== tests" >&2
 exec node_modules/.bin/node scripts/run-tests.ts "$@"

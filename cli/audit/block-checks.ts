@@ -1,5 +1,5 @@
 /**
- * Checks of blocks against blocks and pools (DESIGN §7): one address in two blocks, overlapping
+ * Checks of blocks against blocks and pools (docs/design-cli.md §What it reports): one address in two blocks, overlapping
  * blocks, overlapping pools, blocks outside every pool, broken block invariants (core's
  * checkBlockInvariants), blocks whose size is not their pool's blockSize, blocks affine to deleted
  * nodes, empty blocks. Pure functions of the snapshot.

@@ -1,6 +1,6 @@
 /**
- * Checks of allocations against their owners and of pod IPs against allocations (DESIGN §7).
- * Identity is handle + pod UID, never the pod name (DESIGN §4): an allocation is leaked when its
+ * Checks of allocations against their owners and of pod IPs against allocations (docs/design-cli.md §What it reports).
+ * Identity is handle + pod UID, never the pod name: an allocation is leaked when its
  * pod is gone, when a pod of that name now has another UID, or (for a pod-less allocation) when
  * its node is gone — unless its address is some live pod's IP, which is then reported instead
  * and never offered for release. An allocation whose pod object (same UID) still exists is never

@@ -1,7 +1,7 @@
 /**
  * The audit snapshot: every object `ipamctl check` judges, read with paginated LISTs and no lock.
  *
- * Order is the soundness argument (docs/design-cli.md §Snapshot): IPAMBlocks are listed FIRST,
+ * Order is the soundness argument (docs/design-cli.md §The snapshot): IPAMBlocks are listed FIRST,
  * then pools, reservations, config, nodes and pods. An allocation or affinity seen in a block
  * was made for a pod / node that existed before the block LIST; so if that pod or node is
  * missing from a LIST taken after, it really has gone — a pod created during the check can never

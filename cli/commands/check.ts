@@ -1,6 +1,6 @@
 /**
  * `ipamctl check`: audits everything against everything without locking the cluster
- * (DESIGN §7; docs/design-cli.md §check). Exit 0 clean, 1 problems, 2 could not check.
+ * (docs/design-cli.md §check). Exit 0 clean, 1 problems, 2 could not check.
  */
 import { resolve } from 'node:path';
 import { runAudit } from '../audit/audit.ts';

@@ -7,7 +7,7 @@ import type { Cidr, IP, IPFamily } from './ip.ts';
 
 /**
  * Allowed block prefix lengths. The block must hold its reserved ordinals plus ≥ 1 pod, and ptp
- * cannot use a /32 or /128 (shared research/cni-spec.md §5.2), hence v4 /20–/30, v6 /116–/126.
+ * cannot use a /32 or /128 (ptp needs a gateway in the prefix), hence v4 /20–/30, v6 /116–/126.
  * The upper bound on block size (/20, /116: 4096 addresses) keeps a block object small.
  */
 export const BLOCK_SIZE_RANGE: Readonly<Record<IPFamily, { min: number; max: number }>> = {
@@ -15,7 +15,7 @@ export const BLOCK_SIZE_RANGE: Readonly<Record<IPFamily, { min: number; max: num
   6: { min: 116, max: 126 },
 };
 
-/** Default block prefix length when a pool leaves `blockSize` out (DESIGN §3). */
+/** Default block prefix length when a pool leaves `blockSize` out (docs/design-core.md §1). */
 export const DEFAULT_BLOCK_SIZE: Readonly<Record<IPFamily, number>> = { 4: 26, 6: 122 };
 
 /**
@@ -64,7 +64,7 @@ export function ordinalOf(block: Cidr, ip: IP): number | undefined {
 }
 
 /**
- * Ordinals never handed out, sorted (DESIGN §3): 0 = network address (IPv6: subnet-router
+ * Ordinals never handed out, sorted: 0 = network address (IPv6: subnet-router
  * anycast, RFC 4291 §2.6.1), 1 = the gateway ptp puts on the host side, and for IPv4 the last
  * ordinal (broadcast: the pod sees the block prefix).
  */

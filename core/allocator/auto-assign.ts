@@ -1,5 +1,5 @@
 /**
- * Automatic assignment (DESIGN §4): per family, this node's affine blocks → claim a new block
+ * Automatic assignment (docs/design-core.md §2): per family, this node's affine blocks → claim a new block
  * (unless maxBlocksPerNode) → still-cooling addresses of its own blocks → borrow from another
  * node's block (unless strictAffinity) → a failure naming the cause. Dual-stack is all-or-nothing:
  * when the second family fails, the first is released again (by handle + sequence).

@@ -1,5 +1,5 @@
 /**
- * Read-modify-write of one IPAMBlock under compare-and-swap (DESIGN §4): apply a pure change to
+ * Read-modify-write of one IPAMBlock under compare-and-swap (docs/design-core.md §2): apply a pure change to
  * the block as read, UPDATE with its resourceVersion; on 409 re-read, recompute, retry with
  * jittered backoff, bounded. The cached object is never trusted after a lost race.
  */

@@ -1,5 +1,5 @@
 /**
- * Claiming a block (DESIGN §4): the search starts at an offset derived from the node name (nodes
+ * Claiming a block (docs/design-core.md §2): the search starts at an offset derived from the node name (nodes
  * do not race for one CIDR; concurrent claims of one node meet on the same CIDR and share the
  * winner's block). One LIST of block metadata per region (labels.ts: /16, /112) finds the taken
  * ranges, tested for overlap (any block size); the search jumps over merged taken intervals —

@@ -1,5 +1,5 @@
 /**
- * Empty-block release with the anti-ping-pong rule (DESIGN §4, Calico's releaseUnusedBlocks):
+ * Empty-block release with the anti-ping-pong rule (docs/design-core.md §2, Calico's releaseUnusedBlocks):
  * an empty block goes only after staying empty for max(emptyBlockReleaseSeconds,
  * ipCooldownSeconds), and a node always keeps at least one block. The delete carries the
  * resourceVersion + uid read, so a block that got an allocation meanwhile survives (no

@@ -1,5 +1,5 @@
 /**
- * Pool choice (DESIGN §3–4): the cluster-wide snapshot an allocation decides with (settings,
+ * Pool choice (docs/design-core.md §2): the cluster-wide snapshot an allocation decides with (settings,
  * pools, reservations), which pools are usable at all (enabled, not being deleted, not
  * overlapping an older pool), and which of them a given pod on a given node may use.
  */
@@ -77,7 +77,7 @@ export function poolBlockSize(pool: IPPool): number {
 /**
  * Splits pools into usable and shadowed. A pool overlapping an older pool (creationTimestamp,
  * then name) is never used: a CRD schema cannot stop kubectl from creating it, and two pools
- * over one range could hand out one address twice (DESIGN §3).
+ * over one range could hand out one address twice.
  */
 export function usablePools(pools: readonly IPPool[]): { usable: IPPool[]; shadowed: ShadowedPool[] } {
   const ordered = [...pools].sort(

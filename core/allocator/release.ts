@@ -1,5 +1,5 @@
 /**
- * Release (DESIGN §4) and lookup by handle. Releasing something that is not there is success
+ * Release (docs/design-core.md §2) and lookup by handle. Releasing something that is not there is success
  * (an empty result). A release carrying a sequence number or pod UID frees only the allocation
  * it names: a late DEL or GC can never free an address that was handed out again. A block left
  * empty and unowned is deleted (with resourceVersion + uid preconditions).

@@ -55,7 +55,7 @@ export async function rollback(ctx: Context, node: string, done: readonly Alloca
 }
 
 /**
- * Runs `assignOne` for each item in order, all-or-nothing (DESIGN §4, dual-stack): on the
+ * Runs `assignOne` for each item in order, all-or-nothing (dual-stack): on the
  * first failure, or a throw, everything assigned so far is released again (by handle +
  * sequence) before the failure is returned or the error rethrown.
  */

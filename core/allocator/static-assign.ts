@@ -1,5 +1,5 @@
 /**
- * Static assignment (DESIGN §4: pod annotation, `IP=` in CNI_ARGS, `runtimeConfig.ips`): each
+ * Static assignment (pod annotation, `IP=` in CNI_ARGS, `runtimeConfig.ips`): each
  * address must lie in a usable pool allowed for this node and namespace (Manual pools included:
  * naming the address is the request), must not be reserved (block reserved ordinals,
  * IPReservations), and must not be taken. A missing block is claimed for this node (a static
@@ -44,7 +44,7 @@ export async function assignIP(
     return { ok: false, reason: 'NotInPool', message: `${JSON.stringify(bad.text)} is not an IP address` };
   if (new Set(ips.map(({ ip }) => ip?.family)).size !== ips.length)
     return { ok: false, reason: 'NotInPool', message: 'at most one address per IP family' };
-  // A live attachment never gets a second address (cni-spec §5.6): one LIST of the blocks this
+  // A live attachment never gets a second address (ptp's cleanup DEL would free it): one LIST of the blocks this
   // node owns or has borrowed into finds the handle wherever its address came from.
   const held = await findByHandle(ds, request.handle, { node: request.node });
   if (held.length > 0)

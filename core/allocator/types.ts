@@ -1,6 +1,6 @@
 /**
  * Request and result shapes of the allocator's public API (core/index.ts). Stable: the CNI
- * plugin, the node agent and ipamctl build on them. docs/design-core.md §API describes them.
+ * plugin, the node agent and ipamctl build on them. docs/design-core.md §4 describes them.
  */
 import type { IPFamily } from '../address/ip.ts';
 import type { Allocation } from '../resources.ts';
@@ -54,7 +54,7 @@ export interface AssignedAddress {
   family: IPFamily;
   /** e.g. "10.244.3.70" */
   address: string;
-  /** The block's prefix length (the pod sees the block prefix, DESIGN §5), e.g. 26. */
+  /** The block's prefix length (the pod sees the block prefix), e.g. 26. */
   prefixLength: number;
   /** The block's reserved gateway address (ordinal 1), e.g. "10.244.3.65". */
   gateway: string;
@@ -106,7 +106,7 @@ export interface ReleaseResult {
   refused: AllocatedAddress[];
 }
 
-/** The handle of an attachment: `<network>.<containerID>.<ifname>` (DESIGN §3). */
+/** The handle of an attachment: `<network>.<containerID>.<ifname>`. */
 export function handleOf(network: string, containerID: string, ifname: string): string {
   return `${network}.${containerID}.${ifname}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Pure block operations (DESIGN §3–4): create, pick an ordinal (least recently freed, cooldown),
+ * Pure block operations (docs/design-core.md §1 and §2): create, pick an ordinal (least recently freed, cooldown),
  * allocate, release by handle (with sequence-number and pod-UID preconditions), change affinity.
  * Every function returns a new object and never mutates its input; "full" or "refused" are
  * return values. Encoding and invariants: docs/design-core.md; checker: invariants.ts.

@@ -1,5 +1,5 @@
 /**
- * The Datastore port: the only way from the core to the outside (CONVENTIONS §1). Two
+ * The Datastore port: the only way from the core to the outside. Two
  * implementations: memory.ts (tests, simulations, benchmarks) and kube.ts (the Kubernetes API
  * server over the lean transport in core/kube/). Both pass the one contract suite in
  * test/core/datastore-contract.ts, so the memory store behaves like the real API server.

@@ -1,7 +1,7 @@
 /**
  * Where and how to reach the API server: from a kubeconfig file (parsed with `yaml`) or from the
- * in-cluster service account. Lean on purpose (no @kubernetes/client-node: DESIGN §5 and
- * docs/design-core.md §Import cost).
+ * in-cluster service account. Lean on purpose (no @kubernetes/client-node: its import costs
+ * ~400 ms, docs/design-core.md §5).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';

@@ -2,7 +2,7 @@
  * A lean Kubernetes REST transport: JSON over node:https with one keep-alive agent (under Bun:
  * Bun's native fetch), bearer or client-certificate auth, a per-request timeout, and HTTP
  * failures mapped to blockipam's typed errors. It imports nothing heavy, so the CNI plugin's start-up stays ~30 ms (measured in
- * docs/design-core.md §Import cost). Counts requests for the benchmarks.
+ * docs/design-core.md §5). Counts requests for the benchmarks.
  */
 import { readFileSync } from 'node:fs';
 import { AlreadyExistsError } from '../errors/already-exists.ts';

@@ -1,5 +1,5 @@
 /**
- * ADD (SPEC §2; research/cni-spec.md §2, §5.2, §5.6): allocate per (containerID, ifname) and
+ * ADD (SPEC §2; docs/design-plugin.md §Invariants): allocate per (containerID, ifname) and
  * print exactly one result in the request's cniVersion. A second ADD of a live attachment fails
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */

@@ -1,5 +1,5 @@
 /**
- * CHECK (≥ 0.4.0; research/cni-spec.md §2, §5.4): the attachment must hold an allocation, and
+ * CHECK (≥ 0.4.0; SPEC §2): the attachment must hold an allocation, and
  * every address the prevResult names must be one of it. ptp passes its whole chain result as
  * prevResult (with `interfaces` and `ips[].interface`); only the addresses are read. No lock:
  * a read. Success prints nothing.

@@ -1,5 +1,5 @@
 /**
- * DEL (SPEC §2; research/cni-spec.md §2, §5.3): release every address of the attachment.
+ * DEL (SPEC §2): release every address of the attachment.
  * Idempotent: an unknown container, a repeated DEL, a missing or deleted netns (never opened)
  * and a block that is gone are all success with no output. prevResult, when present in any
  * version, is only a hint. CNI_ARGS is not needed and not parsed, so a DEL can never fail on it.

@@ -1,5 +1,5 @@
 /**
- * GC (1.1.0; research/cni-spec.md §2 "GC"): release this node's allocations of this network
+ * GC (1.1.0; SPEC §2 "GC"; docs/design-plugin.md §GC semantics): release this node's allocations of this network
  * whose attachment is not in `cni.dev/valid-attachments` (or the legacy `cni.dev/attachments`).
  * `null` and an absent key both mean "no live attachment" — libcni's GCNetworkList(nil) and
  * cnitool `gc` send no key after DELing every cached attachment (docs/design-plugin.md, GC).

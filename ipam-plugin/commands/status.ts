@@ -1,5 +1,5 @@
 /**
- * STATUS (1.1.0; research/cni-spec.md §2 "STATUS"): success when an ADD on this node could get
+ * STATUS (1.1.0; SPEC §2 "STATUS"): success when an ADD on this node could get
  * an address of every configured family; code 50 otherwise (exhausted pools, or the API server
  * unreachable: in both cases an ADD cannot be served). No lock: a read.
  */

@@ -1,5 +1,5 @@
 /**
- * VERSION (SPEC §2; research/cni-spec.md §1.6): `{cniVersion, supportedVersions}`, echoing the
+ * VERSION (SPEC §2 "VERSION"): `{cniVersion, supportedVersions}`, echoing the
  * request's cniVersion when stdin names a supported one, else the current version. stdin is
  * optional and may be anything (libcni sends `{"cniVersion":"1.1.0"}`).
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds whereabouts (a CRD-based peer IPAM, for test/bench/plugin-bench.ts) from its Go module
 # through a wrapper module, because upstream's go.mod carries a replace directive that
-# `go install` refuses (shared research/apiserver-harness.md §5). Cached; prints the binary path.
+# `go install` refuses (docs/control-plane.md). Cached; prints the binary path.
 # Its CRDs ship in the module zip: $(go env GOMODCACHE)/github.com/k8snetworkplumbingwg/whereabouts@VERSION/doc/crds/
 set -euo pipefail
 VERSION=${WHEREABOUTS_VERSION:-v0.9.2}

@@ -9,7 +9,7 @@
 #
 # Output: prints the bin directory. Environment: BLOCKIPAM_CACHE (default ~/.cache/blockipam),
 # K8S_VERSION (v1.37.2), ETCD_VERSION (v3.7.3), CNI_VERSION (v1.3.0), PLUGINS_VERSION (v1.10.0).
-# Recipe and pitfalls: shared research/apiserver-harness.md §1, §3, §5.
+# Recipe and pitfalls: docs/control-plane.md.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}

@@ -61,7 +61,7 @@ describe('parseCidr', () => {
 
 describe('block names', () => {
   const cases: [string, string][] = [
-    ['10.244.3.64/26', '10-244-3-64-26'], // DESIGN §3 example
+    ['10.244.3.64/26', '10-244-3-64-26'], // docs/design-core.md §1 example
     ['fd00::/122', 'fd00---122'], // Calico's scheme
     ['fd00::40/122', 'fd00--40-122'],
     ['2001:db8:1:2:3:4:5:0/122', '2001-db8-1-2-3-4-5-0-122'], // no compression

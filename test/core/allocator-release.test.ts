@@ -42,7 +42,7 @@ describe('assignIP (static)', () => {
     });
   }
 
-  // cni-spec §5.6: a second ADD of a live attachment must not get another address, wherever the
+  // docs/design-plugin.md §Invariants, 4: a second ADD of a live attachment must not get another address, wherever the
   // first one came from (here: another block, found through the node label).
   it('a handle that already holds an address elsewhere is refused (HandleInUse), nothing added', async () => {
     const w = world({ pools });

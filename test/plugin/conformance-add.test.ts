@@ -1,5 +1,5 @@
 /**
- * research/cni-spec.md §8 cases 12–24 (ADD and result shape), against the real API server
+ * Conformance cases 12–24 (ADD and result shape), against the real API server
  * with the standalone executable. Pools: conf-v4 10.100.0.0/16 (/24 blocks), conf-v6
  * fd00:100::/112 (/120 blocks), conf-tiny 10.101.0.0/30 (one /30 block: one usable address).
  */
@@ -18,7 +18,7 @@ import {
 type Ip = { address: string; gateway: string; version?: string; interface?: number };
 const ipsOf = (r: Record<string, unknown>): Ip[] => r.ips as Ip[];
 
-void describe('CNI conformance: ADD (cni-spec §8 cases 12–24)', () => {
+void describe('CNI conformance: ADD (cases 12–24)', () => {
   let s: Suite;
   before(() => (s = setupSuite()));
   after(() => s?.teardown());

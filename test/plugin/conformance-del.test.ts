@@ -1,5 +1,5 @@
 /**
- * research/cni-spec.md §8 cases 25–35 (DEL, CHECK, GC, STATUS), against the real API server
+ * Conformance cases 25–35 (DEL, CHECK, GC, STATUS), against the real API server
  * with the standalone executable.
  */
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ import {
   type Suite,
 } from './helpers/conformance.ts';
 
-void describe('CNI conformance: DEL, CHECK, GC, STATUS (cni-spec §8 cases 25–35)', () => {
+void describe('CNI conformance: DEL, CHECK, GC, STATUS (cases 25–35)', () => {
   let s: Suite;
   before(() => (s = setupSuite()));
   after(() => s?.teardown());

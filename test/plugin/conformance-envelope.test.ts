@@ -1,12 +1,12 @@
 /**
- * research/cni-spec.md §8 cases 1–11 (protocol envelope), against the real API server with
+ * Conformance cases 1–11 (protocol envelope), against the real API server with
  * the standalone executable.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertAdded, assertCniError, env, handle, setupSuite, type Suite } from './helpers/conformance.ts';
 
-void describe('CNI conformance: envelope (cni-spec §8 cases 1–11)', () => {
+void describe('CNI conformance: envelope (cases 1–11)', () => {
   let s: Suite;
   before(() => (s = setupSuite()));
   after(() => s?.teardown());

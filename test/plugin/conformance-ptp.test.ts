@@ -1,5 +1,5 @@
 /**
- * research/cni-spec.md §8 cases 36–43: interop with Debian's ptp 1.1.1 (CNI ≤ 1.0.0), run as
+ * Conformance cases 36–43: interop with Debian's ptp 1.1.1 (CNI ≤ 1.0.0), run as
  * root in a node namespace created here, driven by the mini-libcni (test/e2e/harness).
  */
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ import { runPlugin } from './helpers/plugin-exe.ts';
 const skip = existsSync('/usr/lib/cni/ptp') ? false : 'Debian containernetworking-plugins not installed';
 type Ip = { address: string; gateway: string; interface?: number };
 
-void describe('CNI conformance: interop with Debian ptp 1.1.1 (cni-spec §8 cases 36–43)', { skip }, () => {
+void describe('CNI conformance: interop with Debian ptp 1.1.1 (cases 36–43)', { skip }, () => {
   let s: Suite;
   let w: World;
   before(async () => {

@@ -1,6 +1,6 @@
 /**
- * A small libcni for tests (research/cni-spec.md §2 "What libcni caches", §7): runs a conflist
- * through real plugin binaries the way containerd/CRI-O do — every CNI_* variable exported
+ * A small libcni for tests (CNI SPEC §3, and what libcni caches): runs a conflist through
+ * real plugin binaries the way containerd/CRI-O do — every CNI_* variable exported
  * (empty ones too), name/cniVersion/runtimeConfig (filtered by each plugin's capabilities)/
  * prevResult injected, the final ADD result cached per (network, containerID, ifname), DEL in
  * reverse order with the cached result as prevResult (≥ 0.4.0), CHECK with it, GC that DELs

@@ -1,5 +1,5 @@
 /**
- * Shared setup of the conformance files (research/cni-spec.md §8): pools on the real API
+ * Shared setup of the conformance files (docs/design-plugin.md §Tests): pools on the real API
  * server, a netconf builder, CNI env builder, and the error-envelope assertion (case 11 holds
  * for every error: exactly one JSON object on stdout, exit ≠ 0).
  */
