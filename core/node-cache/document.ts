@@ -1,5 +1,5 @@
 /**
- * The node cache document (DESIGN §6, docs/design-node-cache.md): what the node agent knows of
+ * The node cache document (docs/design-node-cache.md): what the node agent knows of
  * one node, written to a node-local file for the CNI plugin, so that a warm ADD sends only the
  * block UPDATE and STATUS sends nothing. Plain data; encode / decode in codec.ts.
  *

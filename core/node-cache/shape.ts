@@ -2,7 +2,7 @@
  * Structural checks of a parsed node cache document: every field a reader (the allocator, the
  * STATUS check, the annotation reader) touches has the type it expects, so hostile or corrupt
  * input is refused with the first wrong field named, and never reaches code that would throw on
- * it. Hand-written rather than ajv: the plugin's hot path loads no schema compiler (DESIGN §5).
+ * it. Hand-written rather than ajv: the plugin's hot path loads no schema compiler.
  * The objects' own semantics (a block's CIDR, its invariants) came from the API server, whose
  * schemas checked them; what is checked here is what JavaScript would trip over.
  */
