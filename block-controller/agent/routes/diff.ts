@@ -1,0 +1,60 @@
+/**
+ * The diff between the routes the planner wants and the routes of our protocol the kernel
+ * holds: the changes that make the second equal the first, and nothing else. Pure.
+ */
+import type { IPFamily } from '../../../core/index.ts';
+import type { DesiredRoute, InstalledRoute, RouteChange } from './types.ts';
+
+/** The kernel's default metric when a route is added without one (IPv4 0, IPv6 1024). */
+export const DEFAULT_METRIC: Readonly<Record<IPFamily, number>> = { 4: 0, 6: 1024 };
+
+/**
+ * Changes turning `installed` (our protocol's routes only) into `desired`.
+ *
+ * - a desired route with an equal installed one (same type, gateway, default metric) is left
+ *   alone — a second pass over an unchanged view yields no change (idempotent);
+ * - a desired route whose destination holds our route at the default metric with another next
+ *   hop or type: `replace` (one atomic change, no gap in reachability);
+ * - a desired route with none of ours at the default metric: `add` — never `replace`, which
+ *   would overwrite another protocol's route for the same destination and metric (an `add`
+ *   then fails with "File exists" and the route is reported, not forced);
+ * - every other installed route (stale, or an extra of ours for a desired destination at
+ *   another metric): `delete`, carrying its metric so that exactly that route goes.
+ *
+ * Deletes come first, then adds and replaces, each group sorted by destination.
+ */
+export function diffRoutes(
+  desired: readonly DesiredRoute[],
+  installed: readonly InstalledRoute[],
+): RouteChange[] {
+  const byDst = new Map<string, InstalledRoute[]>();
+  for (const route of installed) byDst.set(route.dst, [...(byDst.get(route.dst) ?? []), route]);
+  const deletes: RouteChange[] = [];
+  const writes: RouteChange[] = [];
+  const wanted = new Set<string>();
+  for (const want of desired) {
+    wanted.add(want.dst);
+    const have = byDst.get(want.dst) ?? [];
+    const keep = have.find((r) => equal(want, r));
+    const slot = keep ?? have.find((r) => metricOf(r) === DEFAULT_METRIC[r.family]);
+    if (!keep) writes.push({ op: slot ? 'replace' : 'add', route: want });
+    for (const r of have) if (r !== slot) deletes.push({ op: 'delete', route: r });
+  }
+  for (const [dst, have] of byDst)
+    if (!wanted.has(dst)) for (const r of have) deletes.push({ op: 'delete', route: r });
+  const byRouteDst = (a: RouteChange, b: RouteChange): number =>
+    a.route.dst < b.route.dst ? -1 : a.route.dst > b.route.dst ? 1 : 0;
+  return [...deletes.sort(byRouteDst), ...writes.sort(byRouteDst)];
+}
+
+function metricOf(route: InstalledRoute): number {
+  return route.metric ?? DEFAULT_METRIC[route.family];
+}
+
+function equal(want: DesiredRoute, have: InstalledRoute): boolean {
+  return (
+    want.type === have.type &&
+    (want.gateway ?? '') === (have.gateway ?? '') &&
+    metricOf(have) === DEFAULT_METRIC[have.family]
+  );
+}

@@ -1,0 +1,140 @@
+/**
+ * The agent's route loop: the seam between the node agent's informers and the kernel.
+ *
+ *   const routes = new RouteProgrammer({ nodeName, table: new IpRouteTable(), log });
+ *   routes.update({ synced, blocks, nodes });   // after every informer event (cheap: debounced)
+ *   await routes.stop();                        // on SIGTERM
+ *
+ * Passes are serialised (never two at once) and coalesced: a burst of updates costs one pass
+ * after `debounceMs`. A pass also runs every `resyncMs` with the latest view, so a route
+ * someone deleted by hand comes back (flannel's host-gw checks its routes every 10 s, too).
+ * Until an update with a synced view that contains this node arrives, no pass reads or
+ * changes any route.
+ */
+import { isRouteCommandError } from './route-command-error.ts';
+import { reconcileRoutes, type PassOutcome } from './reconcile.ts';
+import type { RouteTable, RouteView } from './types.ts';
+
+/** The two log levels the loop uses; a winston Logger fits. */
+export interface RouteLog {
+  info(message: string, meta?: Record<string, unknown>): unknown;
+  warn(message: string, meta?: Record<string, unknown>): unknown;
+}
+
+export interface RouteProgrammerOptions {
+  readonly nodeName: string;
+  readonly table: RouteTable;
+  /** Blackhole routes for this node's blocks. Default true. */
+  readonly blackholeOwnBlocks?: boolean;
+  /** Coalescing delay after an update, ms. Default 100 (a burst of block events = one pass). */
+  readonly debounceMs?: number;
+  /** Period of the repair pass, ms. Default 10 000. */
+  readonly resyncMs?: number;
+  readonly log?: RouteLog;
+  /** Called after every pass (metrics, tests). A thrown error is ignored. */
+  readonly onPass?: (outcome: PassOutcome | { status: 'error'; error: string }) => void;
+}
+
+const WAITING: RouteView = { synced: false, blocks: [], nodes: [] };
+
+export class RouteProgrammer {
+  readonly #options: RouteProgrammerOptions;
+  #view: RouteView = WAITING;
+  #debounce: NodeJS.Timeout | undefined;
+  #resync: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+  #last: PassOutcome | undefined;
+
+  constructor(options: RouteProgrammerOptions) {
+    this.#options = options;
+    this.#resync = setInterval(() => this.#kick(), options.resyncMs ?? 10_000);
+    this.#resync.unref();
+  }
+
+  /** The latest view from the informers; schedules a pass. The view is not copied: pass a fresh one. */
+  update(view: RouteView): void {
+    if (this.#stopped) return;
+    this.#view = view;
+    clearTimeout(this.#debounce);
+    this.#debounce = setTimeout(() => this.#kick(), this.#options.debounceMs ?? 100);
+    this.#debounce.unref();
+  }
+
+  /** The outcome of the last completed pass (undefined before the first). */
+  get last(): PassOutcome | undefined {
+    return this.#last;
+  }
+
+  /** Runs a pass now (after the running one, if any) and resolves when it is done. */
+  async flush(): Promise<void> {
+    clearTimeout(this.#debounce);
+    await this.#idle();
+    this.#kick();
+    await this.#idle();
+  }
+
+  /** Stops the timers and waits for the running pass; installed routes stay (they keep traffic flowing). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#debounce);
+    clearInterval(this.#resync);
+    await this.#idle();
+  }
+
+  async #idle(): Promise<void> {
+    for (let p = this.#running; p; p = this.#running) await p;
+  }
+
+  #kick(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#pass().finally(() => {
+      this.#running = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.#kick();
+      }
+    });
+  }
+
+  async #pass(): Promise<void> {
+    const { log, onPass } = this.#options;
+    let outcome: PassOutcome | { status: 'error'; error: string };
+    try {
+      outcome = await reconcileRoutes(this.#view, this.#options);
+      this.#last = outcome;
+      if (
+        outcome.status === 'done' &&
+        outcome.added + outcome.replaced + outcome.removed + outcome.failed.length > 0
+      )
+        log?.info('routes reconciled', summary(outcome));
+      for (const f of outcome.status === 'done' ? outcome.failed : [])
+        log?.warn('route change refused', { op: f.change.op, dst: f.change.route.dst, error: f.error });
+    } catch (error) {
+      if (!isRouteCommandError(error)) throw error;
+      outcome = { status: 'error', error: error.message };
+      log?.warn('route pass failed; nothing changed', { error: error.message });
+    }
+    try {
+      onPass?.(outcome);
+    } catch {
+      // a listener's failure is not the loop's
+    }
+  }
+}
+
+function summary(o: Extract<PassOutcome, { status: 'done' }>): Record<string, unknown> {
+  return {
+    desired: o.desired,
+    added: o.added,
+    replaced: o.replaced,
+    removed: o.removed,
+    failed: o.failed.length,
+    skipped: o.skipped.length,
+  };
+}

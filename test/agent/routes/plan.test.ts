@@ -1,0 +1,145 @@
+// The route planner (pure): block routes via the owner's InternalIP, blackholes for own
+// blocks, host routes for borrowed addresses (every node but the borrower), node IP changes,
+// nodes gone, IPv6, and the refusal to plan before the informers synced.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { IPAMBlock } from '../../../core/index.ts';
+import { block, node } from './fixtures.ts';
+import { planRoutes } from '../../../block-controller/agent/routes/index.ts';
+import type { RouteNode, RouteView } from '../../../block-controller/agent/routes/index.ts';
+
+const view = (blocks: IPAMBlock[], nodes: RouteNode[], synced = true): RouteView => ({
+  synced,
+  blocks,
+  nodes,
+});
+const threeNodes = [node('a', '192.0.2.11'), node('b', '192.0.2.12'), node('c', '192.0.2.13')];
+
+/** "dst via gateway" / "blackhole dst" lines of a plan, sorted, for compact expectations. */
+function lines(v: RouteView, me = 'a', blackholeOwnBlocks = true): string[] {
+  const plan = planRoutes(v, { nodeName: me, blackholeOwnBlocks });
+  assert.equal(plan.ready, true);
+  return plan.ready
+    ? plan.routes
+        .map((r) => (r.type === 'blackhole' ? `blackhole ${r.dst}` : `${r.dst} via ${r.gateway}`))
+        .sort()
+    : [];
+}
+
+void describe('planRoutes', () => {
+  const cases: { name: string; v: RouteView; me?: string; want: string[] }[] = [
+    {
+      // another node's block goes via its InternalIP; our own is a blackhole
+      name: 'blocks of three nodes, seen from a',
+      v: view(
+        [block('10.0.0.0/26', 'a'), block('10.0.0.64/26', 'b'), block('10.0.0.128/26', 'c')],
+        threeNodes,
+      ),
+      want: ['10.0.0.128/26 via 192.0.2.13', '10.0.0.64/26 via 192.0.2.12', 'blackhole 10.0.0.0/26'],
+    },
+    {
+      // a pod on c borrowed 10.0.0.70 from b's block: a needs a /32 to c
+      name: 'borrowed address: a third node routes the /32 to the borrower',
+      v: view([block('10.0.0.64/26', 'b', { 2: 'b', 6: 'c' })], threeNodes),
+      want: ['10.0.0.64/26 via 192.0.2.12', '10.0.0.70/32 via 192.0.2.13'],
+    },
+    {
+      // the block's owner needs the /32 too (its blackhole would swallow the address)
+      name: 'borrowed address: the block owner routes the /32 to the borrower',
+      v: view([block('10.0.0.64/26', 'b', { 6: 'c' })], threeNodes),
+      me: 'b',
+      want: ['10.0.0.70/32 via 192.0.2.13', 'blackhole 10.0.0.64/26'],
+    },
+    {
+      // ptp's /32 to the veth serves the borrower's own pod: no host route there
+      name: 'borrowed address: the borrower adds no host route',
+      v: view([block('10.0.0.64/26', 'b', { 6: 'c' })], threeNodes),
+      me: 'c',
+      want: ['10.0.0.64/26 via 192.0.2.12'],
+    },
+    {
+      // an unowned block with a live allocation: only the /32
+      name: 'unowned block: host routes only',
+      v: view([block('10.0.0.64/26', null, { 5: 'b' })], threeNodes),
+      want: ['10.0.0.69/32 via 192.0.2.12'],
+    },
+    {
+      // the node's InternalIP changed: routes follow it
+      name: 'node IP change',
+      v: view([block('10.0.0.64/26', 'b')], [node('a', '192.0.2.11'), node('b', '192.0.2.99')]),
+      want: ['10.0.0.64/26 via 192.0.2.99'],
+    },
+    {
+      // node b deleted, its block not yet released: no route (and the stale one goes)
+      name: 'node gone',
+      v: view(
+        [block('10.0.0.64/26', 'b', { 3: 'b' }), block('10.0.0.128/26', 'c', { 4: 'b' })],
+        [threeNodes[0]!, threeNodes[2]!],
+      ),
+      want: ['10.0.0.128/26 via 192.0.2.13'],
+    },
+    {
+      // IPv6 blocks go via the IPv6 InternalIP (canonical text), borrowed /128 too
+      name: 'IPv6',
+      v: view(
+        [block('fd00::40/122', 'b', { 3: 'c' }), block('fd00::/122', 'a')],
+        [
+          node('a', '192.0.2.11', '2001:db8::11'),
+          node('b', '192.0.2.12', '2001:DB8:0::12'),
+          node('c', '2001:db8::13'),
+        ],
+      ),
+      want: ['blackhole fd00::/122', 'fd00::40/122 via 2001:db8::12', 'fd00::43/128 via 2001:db8::13'],
+    },
+    {
+      // dual-stack node list, v4 block: the v4 InternalIP even when the v6 one is listed first
+      name: 'dual stack: the InternalIP of the block family',
+      v: view(
+        [block('10.0.0.64/26', 'b')],
+        [node('a', '192.0.2.11'), node('b', '2001:db8::12', '192.0.2.12')],
+      ),
+      want: ['10.0.0.64/26 via 192.0.2.12'],
+    },
+  ];
+  for (const c of cases) void it(c.name, () => assert.deepEqual(lines(c.v, c.me), c.want));
+
+  void it('reports what it cannot route: node unknown, no InternalIP of the family', () => {
+    const plan = planRoutes(
+      view(
+        [block('10.0.0.64/26', 'gone'), block('fd00::40/122', 'b')],
+        [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
+      ),
+      { nodeName: 'a' },
+    );
+    assert.ok(plan.ready);
+    assert.deepEqual(
+      plan.skipped.map((s) => `${s.dst} ${s.node} ${s.why}`),
+      ['10.0.0.64/26 gone node-unknown', 'fd00::40/122 b no-internal-ip'],
+    );
+  });
+
+  void it('no blackholes when turned off', () => {
+    assert.deepEqual(lines(view([block('10.0.0.0/26', 'a')], threeNodes), 'a', false), []);
+  });
+
+  void it('refuses to plan before the informers synced, and without its own Node', () => {
+    assert.deepEqual(planRoutes(view([block('10.0.0.64/26', 'b')], threeNodes, false), { nodeName: 'a' }), {
+      ready: false,
+      why: 'not-synced',
+    });
+    // an empty (but "synced") cache holds no Node for this node: not the real cluster
+    assert.deepEqual(planRoutes(view([], []), { nodeName: 'a' }), { ready: false, why: 'own-node-missing' });
+  });
+
+  void it('labels each route with its reason, block and target node', () => {
+    const plan = planRoutes(view([block('10.0.0.64/26', 'b', { 6: 'c' })], threeNodes), { nodeName: 'a' });
+    assert.ok(plan.ready);
+    assert.deepEqual(
+      plan.routes.map((r) => [r.reason, r.block, r.node]),
+      [
+        ['block', '10-0-0-64-26', 'b'],
+        ['borrowed', '10-0-0-64-26', 'c'],
+      ],
+    );
+  });
+});
