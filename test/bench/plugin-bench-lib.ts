@@ -12,11 +12,16 @@ export interface Timed {
   readonly stdout: string;
 }
 
-/** Runs `bin` with env and stdin; resolves with the wall time in ms (spawn to exit). */
-export function timed(bin: string, env: Record<string, string | undefined>, stdin: string): Promise<Timed> {
+/** Runs `bin` with env, stdin and `args`; resolves with the wall time in ms (spawn to exit). */
+export function timed(
+  bin: string,
+  env: Record<string, string | undefined>,
+  stdin: string,
+  args: readonly string[] = [],
+): Promise<Timed> {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
-    const child = spawn(bin, [], { env: env, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(bin, args, { env: env, stdio: ['pipe', 'pipe', 'ignore'] });
     let stdout = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.on('error', reject);
@@ -84,10 +89,10 @@ export function total(m: Map<string, number>): number {
   return [...m.values()].reduce((a, b) => a + b, 0);
 }
 
-/** Replaces (or appends) the `## CNI plugin` section of docs/benchmarks.md. */
-export function writeDocsSection(path: string, section: string): void {
+/** Replaces (or appends) the section under `heading` (default `## CNI plugin`) of docs/benchmarks.md. */
+export function writeDocsSection(path: string, section: string, heading = '## CNI plugin'): void {
   const doc = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
-  const start = doc.indexOf('\n## CNI plugin');
+  const start = doc.indexOf(`\n${heading}\n`);
   if (start < 0) {
     writeFileSync(path, `${doc.trimEnd()}\n\n${section.trimEnd()}\n`);
     return;
