@@ -1,0 +1,16 @@
+/**
+ * Scaffolding shared by the node agent and the cluster controller (docs/design-block-controller.md):
+ * kube clients, JSON logs, metrics, health endpoints, watches, shutdown.
+ */
+export { connectKube } from './kube.ts';
+export type { KubeConnection, KubeConnectionOptions } from './kube.ts';
+export { createLogger, errorFields, F, LOG_LEVELS } from './log.ts';
+export type { Logger, LoggerOptions, LogLevel } from './log.ts';
+export { createMetrics, METRIC_PREFIX, observeTransport } from './metrics.ts';
+export type { DaemonMetrics } from './metrics.ts';
+export { startHttpServer } from './http-server.ts';
+export type { Check, HttpServerOptions, RunningHttpServer } from './http-server.ts';
+export { watchKind } from './informer.ts';
+export type { WatchableObject, WatchedKind, WatchEvent, WatchOptions } from './informer.ts';
+export { DEFAULT_DRAIN_TIMEOUT_MS, Lifecycle } from './lifecycle.ts';
+export type { StopHook } from './lifecycle.ts';

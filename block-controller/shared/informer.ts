@@ -1,0 +1,130 @@
+/**
+ * A watched, always-current view of one kind: @kubernetes/client-node's ListWatch (an informer:
+ * LIST, then WATCH from its resourceVersion, re-LIST on 410 Gone) with what a daemon needs
+ * around it:
+ * - the LIST goes through core's transport (plain JSON, the same shape the watch events have;
+ *   counted in `blockipam_api_requests_total`);
+ * - an error stops client-node's informer; this one restarts it with exponential backoff
+ *   (1 s doubling to 30 s) until {@link WatchedKind.stop}, counting `blockipam_watch_restarts_total`;
+ * - `synced` says the first LIST has landed (readiness); `connected` that the last (re)start
+ *   reached the watch without an error and none came since (the node cache's heartbeat rule).
+ */
+import { ListWatch, Watch } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeTransport } from '../../core/kube/index.ts';
+import { errorFields, F } from './log.ts';
+import type { Logger } from './log.ts';
+import type { DaemonMetrics } from './metrics.ts';
+
+export type WatchEvent = 'add' | 'update' | 'delete';
+
+/** What the cache needs of an object (core's resource types, whose timestamps are strings). */
+export interface WatchableObject {
+  metadata: { name: string; namespace?: string; resourceVersion?: string };
+}
+
+export interface WatchOptions<T> {
+  /** Short name for logs and metrics, e.g. "ipamblocks". */
+  resource: string;
+  /** Collection path, e.g. "/apis/ipam.blockipam.io/v1alpha1/ipamblocks" or "/api/v1/pods". */
+  path: string;
+  /** Label selector in query form ("a=b,c"), as the API takes it. */
+  labelSelector?: string;
+  /** Field selector in query form ("spec.nodeName=n1"). */
+  fieldSelector?: string;
+  kubeConfig: KubeConfig;
+  transport: KubeTransport;
+  log: Logger;
+  metrics?: DaemonMetrics;
+  /** Called after the cache changed (the object is the new one; for delete the last one seen). */
+  onEvent?: (event: WatchEvent, object: T) => void;
+}
+
+export interface WatchedKind<T> {
+  /** Objects currently known (empty before the first LIST). */
+  list(): readonly T[];
+  get(name: string, namespace?: string): T | undefined;
+  /** True once a LIST has been applied. */
+  readonly synced: boolean;
+  /** False between an error and the next successful reconnect. */
+  readonly connected: boolean;
+  /** Stops the watch; no restart afterwards. Idempotent. */
+  stop(): Promise<void>;
+}
+
+// 1 s, doubling to 30 s: client-node's own reconnect delays (cache.ts), so a restart after an
+// error paces like its reconnects do.
+const RESTART_BASE_MS = 1_000;
+const RESTART_CAP_MS = 30_000;
+
+/** Starts watching; resolves once the first LIST landed or failed (failure → restarts follow). */
+export async function watchKind<T extends WatchableObject>(
+  options: WatchOptions<T>,
+): Promise<WatchedKind<T>> {
+  let synced = false;
+  let connected = false;
+  let stopped = false;
+  let failures = 0;
+  let timer: NodeJS.Timeout | undefined;
+  // client-node types its objects with Date timestamps; the JSON (LIST and watch alike) has strings.
+  type Raw = KubernetesObject;
+  const listFn = async (): Promise<KubernetesListObject<Raw>> => {
+    const query = { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector };
+    const list = await options.transport.request<KubernetesListObject<Raw>>('GET', options.path, { query });
+    synced = true;
+    return list;
+  };
+  const informer = new ListWatch<Raw>(
+    options.path,
+    new Watch(options.kubeConfig),
+    listFn,
+    false,
+    options.labelSelector,
+    options.fieldSelector,
+  );
+  for (const event of ['add', 'update', 'delete'] as const)
+    informer.on(event, (object: Raw) => {
+      connected = true;
+      options.onEvent?.(event, object as unknown as T);
+    });
+  let errors = 0;
+  /** Starts (or restarts) the informer; connected once it returns without a new error. */
+  const start = async (): Promise<void> => {
+    const before = errors;
+    await informer.start();
+    if (errors === before && !stopped) {
+      connected = true;
+      failures = 0;
+    }
+  };
+  informer.on('error', (error: unknown) => {
+    errors += 1;
+    connected = false;
+    if (stopped) return;
+    const delayMs = Math.min(RESTART_CAP_MS, RESTART_BASE_MS * 2 ** Math.min(failures, 5));
+    failures += 1;
+    options.metrics?.watchRestarts.inc({ resource: options.resource });
+    options.log.warn('watch failed; restarting', {
+      [F.resource]: options.resource,
+      [F.durationMs]: delayMs,
+      ...errorFields(error),
+    });
+    timer = setTimeout(() => void start(), delayMs);
+  });
+  await start();
+  return {
+    list: () => informer.list() as unknown as readonly T[],
+    get: (name, namespace) => informer.get(name, namespace) as unknown as T | undefined,
+    get synced() {
+      return synced;
+    },
+    get connected() {
+      return connected;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await informer.stop();
+    },
+  };
+}

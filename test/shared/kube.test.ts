@@ -1,0 +1,120 @@
+/**
+ * block-controller/shared against the real API server: both clients from one kubeconfig, the
+ * server override, and a watch that follows changes and restarts after errors.
+ */
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { blockNameOf, mustParseCidr, newBlock } from '../../core/index.ts';
+import type { IPAMBlock } from '../../core/index.ts';
+import { connectKube, createLogger, createMetrics, watchKind } from '../../block-controller/shared/index.ts';
+import { controlPlane, kubectl } from '../helpers/control-plane.ts';
+import { installCrds } from '../helpers/crds.ts';
+
+const BLOCKS = '/apis/ipam.blockipam.io/v1alpha1/ipamblocks';
+const log = createLogger({ component: 'test', level: 'error' });
+
+async function until(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('shared kube connection', () => {
+  before(() => installCrds());
+  after(() => {
+    kubectl(['delete', 'ipamblocks', '--all']);
+    kubectl(['delete', 'clusterrolebinding', 'shared-test-dev', '--ignore-not-found']);
+  });
+
+  test('the apiServer override replaces the server of both clients', async () => {
+    const cp = controlPlane();
+    const override = cp.apiUrl.replace('127.0.0.1', 'localhost');
+    const conn = connectKube({ kubeconfig: cp.adminKubeconfig, apiServer: `${override}/` });
+    try {
+      assert.equal(conn.server, override);
+      assert.equal(conn.kubeConfig.getCurrentCluster()?.server, override);
+      assert.ok(Array.isArray(await conn.datastore.blocks.list()));
+    } finally {
+      conn.close();
+    }
+    assert.throws(() => connectKube({ kubeconfig: cp.adminKubeconfig, apiServer: 'ftp://x' }), /apiServer/);
+  });
+
+  test('in-cluster: the service-account directory with the override (no Service variables)', async () => {
+    const cp = controlPlane();
+    const dir = mkdtempSync(join(tmpdir(), 'sa-'));
+    copyFileSync(cp.caFile, join(dir, 'ca.crt'));
+    writeFileSync(join(dir, 'token'), cp.adminToken);
+    const conn = connectKube({ serviceAccountDir: dir, apiServer: cp.apiUrl, env: {} });
+    try {
+      assert.ok(Array.isArray(await conn.datastore.blocks.list()));
+    } finally {
+      conn.close();
+    }
+  });
+
+  test('a watch follows creates, updates and deletes', async () => {
+    const conn = connectKube({ kubeconfig: controlPlane().adminKubeconfig });
+    const events: string[] = [];
+    const blocks = await watchKind<IPAMBlock>({
+      resource: 'ipamblocks',
+      path: BLOCKS,
+      kubeConfig: conn.kubeConfig,
+      transport: conn.transport,
+      log,
+      onEvent: (event, block) => events.push(`${event} ${block.metadata.name}`),
+    });
+    try {
+      assert.equal(blocks.synced, true);
+      const cidr = mustParseCidr('10.200.0.0/26');
+      const name = blockNameOf(cidr);
+      const created = await conn.datastore.blocks.create(newBlock({ cidr, pool: 'p', node: 'n1', nowMs: 0 }));
+      await until('add', () => blocks.get(name) !== undefined);
+      await conn.datastore.blocks.update({ ...created, spec: { ...created.spec, affinity: null } });
+      await until('update', () => blocks.get(name)?.spec.affinity === null);
+      await conn.datastore.blocks.delete(name);
+      await until('delete', () => blocks.get(name) === undefined);
+      assert.deepEqual(events, [`add ${name}`, `update ${name}`, `delete ${name}`]);
+    } finally {
+      await blocks.stop();
+      conn.close();
+    }
+  });
+
+  test('a watch refused by RBAC keeps restarting and syncs once it is allowed', async () => {
+    const cp = controlPlane();
+    const conn = connectKube({ kubeconfig: cp.devKubeconfig });
+    const metrics = createMetrics('test');
+    const blocks = await watchKind<IPAMBlock>({
+      resource: 'ipamblocks',
+      path: BLOCKS,
+      kubeConfig: conn.kubeConfig,
+      transport: conn.transport,
+      log,
+      metrics,
+    });
+    try {
+      assert.equal(blocks.synced, false);
+      assert.equal(blocks.connected, false);
+      const bind = kubectl([
+        'create',
+        'clusterrolebinding',
+        'shared-test-dev',
+        '--clusterrole=cluster-admin',
+        '--user=blockipam-dev',
+      ]);
+      assert.equal(bind.status, 0, bind.stderr);
+      await until('synced after the binding', () => blocks.synced);
+      const restarts = await metrics.registry.getSingleMetricAsString('blockipam_watch_restarts_total');
+      assert.match(restarts, /resource="ipamblocks"[^}]*\} [1-9]/);
+    } finally {
+      await blocks.stop();
+      conn.close();
+    }
+  });
+});
