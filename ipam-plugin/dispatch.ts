@@ -6,27 +6,32 @@
  * the ADD result, the VERSION answer, or the error object; nothing else ever is.
  */
 import { isKubeconfigError } from '../core/kube/kubeconfig-error.ts';
-import type { BackendFactory, Backend } from './backend.ts';
-import { isBackendUnavailableError } from './backend.ts';
+import type { BackendFactory, Backend } from './backend/port.ts';
+import { isBackendUnavailableError } from './backend/port.ts';
 import { add } from './commands/add.ts';
 import { check } from './commands/check.ts';
 import { del } from './commands/del.ts';
 import { gc } from './commands/gc.ts';
 import { status } from './commands/status.ts';
 import { version } from './commands/version.ts';
-import type { Command, CommandContext } from './context.ts';
-import { parseEnv, type CniCommand, type Env } from './env.ts';
-import { apiFailure, CniCode, CniError, toErrorDocument } from './errors.ts';
+import type { Command, CommandContext } from './commands/context.ts';
+import { parseEnv, type CniCommand, type Env } from './cni/env.ts';
+import { apiFailure, CniCode, CniError, toErrorDocument } from './cni/errors.ts';
 import {
   acquireHostLock,
   defaultLockName,
   isHostLockFree,
   isLockTimeoutError,
   type HostLock,
-} from './lock.ts';
-import { createLogger, type Logger, type Sink } from './log.ts';
-import { parseNetConf } from './netconf.ts';
-import { currentVersion, isSupportedVersion, requireCommandAllowed, supportedVersions } from './versions.ts';
+} from './host/lock.ts';
+import { createLogger, type Logger, type Sink } from './host/log.ts';
+import { parseNetConf } from './cni/netconf.ts';
+import {
+  currentVersion,
+  isSupportedVersion,
+  requireCommandAllowed,
+  supportedVersions,
+} from './cni/versions.ts';
 
 export interface Io {
   readonly env: Env;

@@ -6,7 +6,7 @@
  * at bare start-up cost.
  */
 import { dispatch } from './dispatch.ts';
-import { readAllSync, writeAllSync } from './stdio.ts';
+import { readAllSync, writeAllSync } from './host/stdio.ts';
 
 /** Commands that reach the API server (VERSION and the about text never load TLS). */
 const apiCommands = new Set(['ADD', 'DEL', 'CHECK', 'GC', 'STATUS']);
@@ -48,7 +48,7 @@ async function main(): Promise<void> {
         },
       },
     },
-    { backend: async (conf) => (await import('./kube-backend.ts')).createKubeBackend(conf) },
+    { backend: async (conf) => (await import('./backend/kube-backend.ts')).createKubeBackend(conf) },
   );
   process.exit(stdoutFailure === undefined ? code : 1);
 }

@@ -1,7 +1,7 @@
 /**
  * Builds the CNI plugin `blockipam`:
- *   1. codegen: compiles ipam-plugin/netconf-schema.ts with ajv into standalone validation code,
- *      ipam-plugin/netconf-validate.generated.ts (committed; a unit test keeps it in sync);
+ *   1. codegen: compiles ipam-plugin/cni/netconf-schema.ts with ajv into standalone validation code,
+ *      ipam-plugin/cni/netconf-validate.generated.ts (committed; a unit test keeps it in sync);
  *   2. the standalone executable build/plugin/blockipam (runs on a host with no JavaScript
  *      runtime installed), one of:
  *      - bun (default): `bun build --compile --bytecode --minify`, Bun's runtime with the
@@ -31,7 +31,7 @@ import { generateValidator } from './build-plugin-codegen.ts';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outDir = join(root, 'build', 'plugin');
 const nodeOutDir = join(outDir, 'node');
-const generatedPath = join(root, 'ipam-plugin', 'netconf-validate.generated.ts');
+const generatedPath = join(root, 'ipam-plugin', 'cni', 'netconf-validate.generated.ts');
 /** Sentinel fuse of Node's SEA support (fixed string from the Node docs). */
 const seaFuse = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 

@@ -3,13 +3,13 @@
  * print exactly one result in the request's cniVersion. A second ADD of a live attachment fails
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
-import { parseCidr } from '../addr.ts';
-import type { AddOutcome, PodRef } from '../backend.ts';
-import { parseCniArgs, type CniArgs } from '../cni-args.ts';
-import { attachmentOf, underLock, type CommandContext, type CommandResult } from '../context.ts';
-import { CniCode, CniError } from '../errors.ts';
-import { staticList } from '../netconf.ts';
-import { formatResult, type IpConfig } from '../result.ts';
+import { parseCidr } from '../cni/addr.ts';
+import type { AddOutcome, PodRef } from '../backend/port.ts';
+import { parseCniArgs, type CniArgs } from '../cni/args.ts';
+import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
+import { CniCode, CniError } from '../cni/errors.ts';
+import { staticList } from '../cni/netconf.ts';
+import { formatResult, type IpConfig } from '../cni/result.ts';
 
 /** Pod identity from CNI_ARGS; undefined unless both namespace and name are given. */
 export function podOf(args: CniArgs): PodRef | undefined {

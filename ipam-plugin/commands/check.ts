@@ -4,11 +4,11 @@
  * prevResult (with `interfaces` and `ips[].interface`); only the addresses are read. No lock:
  * a read. Success prints nothing.
  */
-import { attachmentOf, type CommandContext, type CommandResult } from '../context.ts';
-import { CniCode, CniError } from '../errors.ts';
-import { invalid } from '../netconf.ts';
-import { prevResultProblem } from '../prev-result.ts';
-import { prevResultAddresses } from '../result.ts';
+import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
+import { CniCode, CniError } from '../cni/errors.ts';
+import { invalid } from '../cni/netconf.ts';
+import { prevResultProblem } from '../cni/prev-result.ts';
+import { prevResultAddresses } from '../cni/result.ts';
 
 export async function check(ctx: CommandContext): Promise<CommandResult> {
   // A malformed prevResult is a config error (7, naming the field), not a vacuous pass. DEL

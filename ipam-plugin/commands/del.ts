@@ -5,8 +5,8 @@
  * version, is only a hint. CNI_ARGS is not needed and not parsed, so a DEL can never fail on it.
  * An unreachable API server fails with code 11 and changes nothing (the runtime retries).
  */
-import { prevResultAddresses } from '../result.ts';
-import { attachmentOf, underLock, type CommandContext, type CommandResult } from '../context.ts';
+import { prevResultAddresses } from '../cni/result.ts';
+import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
 
 export async function del(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();

@@ -5,8 +5,8 @@
  * cnitool `gc` send no key after DELing every cached attachment (docs/design-plugin.md, GC).
  * Continues past per-handle errors and reports them at the end (code 11, details list them).
  */
-import { underLock, type CommandContext, type CommandResult } from '../context.ts';
-import { CniCode, CniError } from '../errors.ts';
+import { underLock, type CommandContext, type CommandResult } from './context.ts';
+import { CniCode, CniError } from '../cni/errors.ts';
 
 export async function gc(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();

@@ -3,9 +3,9 @@
  * an address of every configured family; code 50 otherwise (exhausted pools, or the API server
  * unreachable: in both cases an ADD cannot be served). No lock: a read.
  */
-import { isBackendUnavailableError } from '../backend.ts';
-import type { CommandContext, CommandResult } from '../context.ts';
-import { CniCode, CniError } from '../errors.ts';
+import { isBackendUnavailableError } from '../backend/port.ts';
+import type { CommandContext, CommandResult } from './context.ts';
+import { CniCode, CniError } from '../cni/errors.ts';
 
 export async function status(ctx: CommandContext): Promise<CommandResult> {
   let outcome;

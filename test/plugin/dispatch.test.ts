@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fakeBackend } from './fake-backend.ts';
-import { baseEnv, invoke, netconf } from './run-dispatch.ts';
+import { fakeBackend } from './helpers/fake-backend.ts';
+import { baseEnv, invoke, netconf } from './helpers/run-dispatch.ts';
 
 const ADD = { ...baseEnv, CNI_COMMAND: 'ADD' };
 

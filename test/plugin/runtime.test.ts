@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { acquireHostLock, defaultLockName, isLockTimeoutError } from '../../ipam-plugin/lock.ts';
+import { acquireHostLock, defaultLockName, isLockTimeoutError } from '../../ipam-plugin/host/lock.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import {
   assertAdded,
@@ -23,7 +23,7 @@ import {
 } from './helpers/conformance.ts';
 import { pluginPath, repoRoot } from './helpers/plugin-exe.ts';
 
-const holderScript = join(import.meta.dirname, 'lock-holder.ts');
+const holderScript = join(import.meta.dirname, 'host', 'lock-holder.ts');
 const bun = join(repoRoot, 'node_modules', '.bin', 'bun');
 const children: ChildProcess[] = [];
 

@@ -2,11 +2,11 @@
  * What every command gets from the dispatcher, and the lock + time-budget wrapper that ADD,
  * DEL and GC run their IPAM step in (the budget starts once the lock is held: docs/design-plugin.md §Host lock).
  */
-import type { AttachmentRef, Backend } from './backend.ts';
-import type { InvocationEnv } from './env.ts';
-import type { HostLock } from './lock.ts';
-import type { Logger } from './log.ts';
-import type { NetConf } from './netconf.ts';
+import type { AttachmentRef, Backend } from '../backend/port.ts';
+import type { InvocationEnv } from '../cni/env.ts';
+import type { HostLock } from '../host/lock.ts';
+import type { Logger } from '../host/log.ts';
+import type { NetConf } from '../cni/netconf.ts';
 
 export interface CommandContext {
   readonly env: InvocationEnv;

@@ -4,9 +4,9 @@
  * Kubernetes datastore; tests substitute fakes. Expected outcomes are values; an unreachable
  * datastore is a thrown {@link BackendUnavailableError} (reported as CNI code 11).
  */
-import type { Family } from './addr.ts';
-import type { NetConf } from './netconf.ts';
-import type { IpConfig } from './result.ts';
+import type { Family } from '../cni/addr.ts';
+import type { NetConf } from '../cni/netconf.ts';
+import type { IpConfig } from '../cni/result.ts';
 
 /** One attachment of one network: its handle is `<network>.<containerID>.<ifname>`. */
 export interface AttachmentRef {

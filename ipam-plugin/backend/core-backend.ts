@@ -7,15 +7,15 @@
  * (CNI 11); the time budget is enforced by racing the signal (an operation still in flight
  * when it fires may complete: the runtime's DEL after the failed ADD releases it).
  */
-import type { AssignOutcome, AssignedAddress, PodRef as CorePodRef } from '../core/allocator/types.ts';
-import { autoAssign } from '../core/allocator/auto-assign.ts';
-import { assignIP } from '../core/allocator/static-assign.ts';
-import { findByHandle, releaseByHandle } from '../core/allocator/release.ts';
-import { releaseForGC } from '../core/allocator/gc.ts';
-import type { Datastore } from '../core/datastore/datastore.ts';
-import { isApiError } from '../core/errors/api-error.ts';
-import { isRetriesExhausted } from '../core/errors/retries-exhausted.ts';
-import { isUnavailable } from '../core/errors/unavailable.ts';
+import type { AssignOutcome, AssignedAddress, PodRef as CorePodRef } from '../../core/allocator/types.ts';
+import { autoAssign } from '../../core/allocator/auto-assign.ts';
+import { assignIP } from '../../core/allocator/static-assign.ts';
+import { findByHandle, releaseByHandle } from '../../core/allocator/release.ts';
+import { releaseForGC } from '../../core/allocator/gc.ts';
+import type { Datastore } from '../../core/datastore/datastore.ts';
+import { isApiError } from '../../core/errors/api-error.ts';
+import { isRetriesExhausted } from '../../core/errors/retries-exhausted.ts';
+import { isUnavailable } from '../../core/errors/unavailable.ts';
 import { readAnnotations } from './annotations.ts';
 import type {
   AddOutcome,
@@ -27,11 +27,11 @@ import type {
   GcOutcome,
   GcRequest,
   StatusOutcome,
-} from './backend.ts';
-import { BackendUnavailableError, handleOf } from './backend.ts';
-import type { NetConf } from './netconf.ts';
-import type { IpConfig } from './result.ts';
-import { loadInputs, type Inputs, type SnapshotCacheOptions } from './snapshot-cache.ts';
+} from './port.ts';
+import { BackendUnavailableError, handleOf } from './port.ts';
+import type { NetConf } from '../cni/netconf.ts';
+import type { IpConfig } from '../cni/result.ts';
+import { loadInputs, type Inputs, type SnapshotCacheOptions } from '../host/snapshot-cache.ts';
 import { poolStatus } from './pool-status.ts';
 import { prefetchAffineBlocks } from './prefetch.ts';
 

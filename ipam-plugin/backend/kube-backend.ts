@@ -5,14 +5,14 @@
  * loads the YAML parser. A kubeconfig that cannot be read is CNI code 11 (it is usually written
  * by the node agent after the runtime starts calling: try again later).
  */
-import { KubeDatastore } from '../core/datastore/kube.ts';
-import type { KubeClientConfig } from '../core/kube/config.ts';
-import { isKubeconfigError } from '../core/kube/kubeconfig-error.ts';
-import type { Backend } from './backend.ts';
+import { KubeDatastore } from '../../core/datastore/kube.ts';
+import type { KubeClientConfig } from '../../core/kube/config.ts';
+import { isKubeconfigError } from '../../core/kube/kubeconfig-error.ts';
+import type { Backend } from './port.ts';
 import { createCoreBackend } from './core-backend.ts';
-import { CniCode, CniError } from './errors.ts';
-import { loadKubeconfigCached } from './kubeconfig-cache.ts';
-import type { NetConf } from './netconf.ts';
+import { CniCode, CniError } from '../cni/errors.ts';
+import { loadKubeconfigCached } from '../host/kubeconfig-cache.ts';
+import type { NetConf } from '../cni/netconf.ts';
 import { SerialTransport } from './serial-transport.ts';
 
 /** 10 s per request: a hung connection must fail well inside the ADD budget (default 30 s). */

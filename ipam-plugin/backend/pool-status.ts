@@ -6,15 +6,15 @@
  * plus whole blocks still unclaimed (if it may claim). IPReservations and cooldowns are not
  * subtracted, so "available" can be optimistic; "unavailable" is exact. Cost: 1 LIST of blocks.
  */
-import { parseCidr, type IPFamily } from '../core/address/ip.ts';
-import { reservedOrdinals } from '../core/address/block-cidr.ts';
-import { poolBlockSize, poolCidr, type PoolSnapshot } from '../core/allocator/pools.ts';
-import { capacityOf } from '../core/block/block.ts';
-import { POOL_LABEL } from '../core/block/labels.ts';
-import type { Datastore } from '../core/datastore/datastore.ts';
-import type { IPAMBlock, IPPool } from '../core/resources.ts';
-import { matchesSelector } from '../core/selector.ts';
-import type { StatusOutcome } from './backend.ts';
+import { parseCidr, type IPFamily } from '../../core/address/ip.ts';
+import { reservedOrdinals } from '../../core/address/block-cidr.ts';
+import { poolBlockSize, poolCidr, type PoolSnapshot } from '../../core/allocator/pools.ts';
+import { capacityOf } from '../../core/block/block.ts';
+import { POOL_LABEL } from '../../core/block/labels.ts';
+import type { Datastore } from '../../core/datastore/datastore.ts';
+import type { IPAMBlock, IPPool } from '../../core/resources.ts';
+import { matchesSelector } from '../../core/selector.ts';
+import type { StatusOutcome } from './port.ts';
 
 export interface StatusQuery {
   readonly node: string;

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { SerialTransport } from '../../ipam-plugin/serial-transport.ts';
+import { SerialTransport } from '../../../ipam-plugin/backend/serial-transport.ts';
 
 let inFlight = 0;
 let maxInFlight = 0;

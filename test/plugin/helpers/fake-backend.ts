@@ -10,8 +10,8 @@ import type {
   DelRequest,
   GcRequest,
   AttachmentRef,
-} from '../../ipam-plugin/backend.ts';
-import { BackendUnavailableError, handleOf } from '../../ipam-plugin/backend.ts';
+} from '../../../ipam-plugin/backend/port.ts';
+import { BackendUnavailableError, handleOf } from '../../../ipam-plugin/backend/port.ts';
 
 export interface FakeOptions {
   /** handle → addresses (CIDR form) already allocated */

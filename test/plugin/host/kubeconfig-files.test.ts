@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { assertCniError, env } from './helpers/conformance.ts';
-import { ensurePlugin, runPlugin } from './helpers/plugin-exe.ts';
+import { assertCniError, env } from '../helpers/conformance.ts';
+import { ensurePlugin, runPlugin } from '../helpers/plugin-exe.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-kubeconfig-files-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));

@@ -8,10 +8,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { isConflict, MemoryDatastore, type IPPool } from '../../core/index.ts';
-import type { AddRequest, Backend } from '../../ipam-plugin/backend.ts';
-import { createCoreBackend } from '../../ipam-plugin/core-backend.ts';
-import { parseNetConf } from '../../ipam-plugin/netconf.ts';
+import { isConflict, MemoryDatastore, type IPPool } from '../../../core/index.ts';
+import type { AddRequest, Backend } from '../../../ipam-plugin/backend/port.ts';
+import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
+import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-core-backend-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));

@@ -9,11 +9,11 @@
  * File: `<dir>/snapshot-<hash of apiserver+kubeconfig>.json`, written atomically (tmp + rename)
  * under the host lock. Raw objects are stored; the snapshot is rebuilt with core's functions.
  */
-import { parseCidr } from '../core/address/ip.ts';
-import { usablePools, type PoolSnapshot } from '../core/allocator/pools.ts';
-import { IPAM_CONFIG_NAME, settingsOf } from '../core/config.ts';
-import type { Datastore } from '../core/datastore/datastore.ts';
-import type { IPAMConfigObject, IPPool, IPReservation } from '../core/resources.ts';
+import { parseCidr } from '../../core/address/ip.ts';
+import { usablePools, type PoolSnapshot } from '../../core/allocator/pools.ts';
+import { IPAM_CONFIG_NAME, settingsOf } from '../../core/config.ts';
+import type { Datastore } from '../../core/datastore/datastore.ts';
+import type { IPAMConfigObject, IPPool, IPReservation } from '../../core/resources.ts';
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,8 +1,8 @@
 /**
  * Runs the dispatcher in-process with a fake backend and a no-op lock, capturing stdout/stderr.
  */
-import { dispatch } from '../../ipam-plugin/dispatch.ts';
-import type { Backend } from '../../ipam-plugin/backend.ts';
+import { dispatch } from '../../../ipam-plugin/dispatch.ts';
+import type { Backend } from '../../../ipam-plugin/backend/port.ts';
 
 export interface Invocation {
   readonly code: number;

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { acquireHostLock, isLockTimeoutError } from '../../ipam-plugin/lock.ts';
+import { acquireHostLock, isLockTimeoutError } from '../../../ipam-plugin/host/lock.ts';
 
 const holderScript = join(import.meta.dirname, 'lock-holder.ts');
 const children: ChildProcess[] = [];

@@ -1,0 +1,21 @@
+/** API failures mapped to documented CNI codes (105 credentials/TLS, 106 rejected as invalid). */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ApiError } from '../../../core/errors/api-error.ts';
+import { InvalidError } from '../../../core/errors/invalid.ts';
+import { apiFailure } from '../../../ipam-plugin/cni/errors.ts';
+
+void describe('apiFailure', () => {
+  void it('API 422 → 106 (short message); 401/403 and untrusted TLS → 105', () => {
+    const e422 = apiFailure(new InvalidError(`Pod "${'a'.repeat(5000)}" is invalid`, 422));
+    assert.equal(e422?.code, 106);
+    assert.ok((e422?.details.length ?? 0) < 400);
+    assert.equal(apiFailure(new ApiError('GET /x: HTTP 401: Unauthorized', 401))?.code, 105);
+    assert.equal(apiFailure(new ApiError('GET /x: HTTP 403: forbidden', 403))?.code, 105);
+    assert.equal(
+      apiFailure(new ApiError('GET /x: self-signed certificate in certificate chain', 0))?.code,
+      105,
+    );
+    assert.equal(apiFailure(new ApiError('GET /x: HTTP 405: nope', 405)), undefined);
+  });
+});
