@@ -30,6 +30,7 @@ export { releaseForGC } from './allocator/gc.ts';
 export type { Attachment, GcRequest } from './allocator/gc.ts';
 export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
 export { releaseNodeBlocks } from './allocator/node-blocks.ts';
+export { releaseUnownedEmptyBlocks } from './allocator/unowned-blocks.ts';
 export type { NodeBlocksRelease } from './allocator/node-blocks.ts';
 export type { EmptyBlockRelease } from './allocator/empty-blocks.ts';
 export {
@@ -41,6 +42,8 @@ export {
   usablePools,
 } from './allocator/pools.ts';
 export type { PoolRequest, PoolSnapshot, ShadowedPool, SnapshotObjects } from './allocator/pools.ts';
+export { poolUtilization } from './allocator/utilization.ts';
+export type { PoolUtilization } from './allocator/utilization.ts';
 export { newStats } from './allocator/context.ts';
 export type { AllocatorOptions, AllocatorStats } from './allocator/context.ts';
 export { handleOf } from './allocator/types.ts';

@@ -1,0 +1,57 @@
+/**
+ * Who owns an address, as the controller's watches see it (pure). An index over the watched pods
+ * and nodes, built once per pass: pods by namespace/name, live pods by IP, node names.
+ * Identity is handle + pod UID, never the pod name (shared DESIGN.md §4).
+ */
+import { formatIP, parseIP } from '../../../core/index.ts';
+import type { Pod } from '../../../core/index.ts';
+
+/** The Pod fields the controller reads (core's Pod plus `spec.hostNetwork`). */
+export interface WatchedPod extends Pod {
+  spec?: { nodeName?: string; hostNetwork?: boolean };
+}
+
+/** Owner look-ups for one pass. */
+export interface OwnerIndex {
+  /** The pod object of that name (any phase), or undefined. */
+  pod(namespace: string, name: string): WatchedPod | undefined;
+  /** Live pods reporting `address` (canonical text) in status.podIP(s). */
+  ipUsers(address: string): readonly WatchedPod[];
+  nodeExists(name: string): boolean;
+}
+
+/**
+ * True for a pod whose sandbox (and address) may be live: not Succeeded / Failed, not host
+ * network (a host-network pod reports the node's address, which no block holds).
+ */
+export function isLivePod(pod: WatchedPod): boolean {
+  const phase = pod.status?.phase;
+  return pod.spec?.hostNetwork !== true && phase !== 'Succeeded' && phase !== 'Failed';
+}
+
+/** A pod's IPs in canonical text (status.podIPs and status.podIP, deduplicated). */
+export function podIPs(pod: WatchedPod): string[] {
+  const texts = [
+    ...(pod.status?.podIPs ?? []).map((p) => p.ip),
+    ...(pod.status?.podIP ? [pod.status.podIP] : []),
+  ];
+  const ips = texts.map((text) => parseIP(text)).filter((ip) => ip !== undefined);
+  return [...new Set(ips.map(formatIP))];
+}
+
+/** Builds the index from the watched pods and node names. Cost: O(pods). */
+export function ownerIndex(pods: readonly WatchedPod[], nodeNames: Iterable<string>): OwnerIndex {
+  const byName = new Map<string, WatchedPod>();
+  const byIP = new Map<string, WatchedPod[]>();
+  for (const pod of pods) {
+    byName.set(`${pod.metadata.namespace ?? ''}/${pod.metadata.name}`, pod);
+    if (!isLivePod(pod)) continue;
+    for (const ip of podIPs(pod)) byIP.set(ip, [...(byIP.get(ip) ?? []), pod]);
+  }
+  const nodes = new Set(nodeNames);
+  return {
+    pod: (namespace, name) => byName.get(`${namespace}/${name}`),
+    ipUsers: (address) => byIP.get(address) ?? [],
+    nodeExists: (name) => nodes.has(name),
+  };
+}

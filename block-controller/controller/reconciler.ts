@@ -1,0 +1,189 @@
+/**
+ * The leader's work: one pass = leaked addresses → deleted nodes → unowned empty blocks → pool
+ * status → usage metrics, all from the watch caches. A pass starts when a watched object
+ * changes (debounced by `debounceMs`, so a burst of pod deletions makes one pass) and at least
+ * every `resyncMs` (grace periods expire without any event). No pass runs while a watch has not
+ * synced or is failing: missing data means keep.
+ */
+import { newStats } from '../../core/index.ts';
+import type { AllocatorStats, Datastore } from '../../core/index.ts';
+import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
+import type { EventSink } from './events.ts';
+import { leakStep } from './gc/leak-pass.ts';
+import type { LeakStep } from './gc/leak-pass.ts';
+import { deletedNodeStep, unownedBlockStep } from './gc/node-pass.ts';
+import type { NodeStep } from './gc/node-pass.ts';
+import { LeakCandidates } from './gc/scan.ts';
+import type { ControllerMetrics } from './metrics.ts';
+import { EventBudget } from './pass.ts';
+import type { PassContext, PassLog } from './pass.ts';
+import { poolStatusStep } from './status/status-pass.ts';
+import type { StatusStep } from './status/status-pass.ts';
+import type { ClusterView } from './view.ts';
+
+// 1 s: a node drain deletes its pods within a second or two; one pass then sees them all.
+export const DEFAULT_DEBOUNCE_MS = 1_000;
+// 60 s: grace periods (default 900 s) and empty-block times (300 s) are checked at least this often.
+export const DEFAULT_RESYNC_MS = 60_000;
+
+export interface ReconcilerOptions {
+  ds: Datastore;
+  view: ClusterView;
+  log: PassLog;
+  clock?: () => number;
+  metrics?: ControllerMetrics;
+  events?: EventSink;
+  maxEventsPerPass?: number;
+  onApiError?: (operation: string, error: unknown) => void;
+  /** Counters core adds to (conflicts feed blockipam_api_conflicts_total). */
+  stats?: AllocatorStats;
+}
+
+/** What one pass did (undefined fields: the step did not run). */
+export interface PassResult {
+  skipped?: string;
+  leaks?: LeakStep;
+  nodes?: NodeStep;
+  unownedBlocks?: string[];
+  status?: StatusStep;
+}
+
+export class Reconciler {
+  readonly candidates = new LeakCandidates();
+  readonly stats: AllocatorStats;
+  readonly #o: ReconcilerOptions;
+  readonly #clock: () => number;
+
+  constructor(options: ReconcilerOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? Date.now;
+    this.stats = options.stats ?? newStats();
+  }
+
+  /**
+   * One pass. `mayWrite` is checked before every write step (leadership, shutdown); `view`
+   * replaces the configured one for this pass (tests hand in what the watches would show).
+   */
+  async pass(options: { mayWrite?: () => boolean; view?: ClusterView } = {}): Promise<PassResult> {
+    const view = options.view ?? this.#o.view;
+    const mayWrite = options.mayWrite ?? (() => true);
+    const notReady = view.notReady();
+    if (notReady) {
+      this.#o.metrics?.passes.inc({ outcome: 'skipped' });
+      this.#o.log.debug('pass skipped', { reason: notReady });
+      return { skipped: notReady };
+    }
+    const events = new EventBudget(
+      this.#o.events,
+      this.#o.maxEventsPerPass ?? DEFAULT_MAX_EVENTS_PER_PASS,
+      (error) => this.#o.onApiError?.('event', error),
+    );
+    const ctx: PassContext = {
+      ds: this.#o.ds,
+      view,
+      clock: this.#clock,
+      log: this.#o.log,
+      ...(this.#o.metrics ? { metrics: this.#o.metrics } : {}),
+      events,
+      allocator: { clock: this.#clock, stats: this.stats },
+      mayWrite,
+      ...(this.#o.onApiError ? { onApiError: this.#o.onApiError } : {}),
+    };
+    const leaks = await leakStep(ctx, this.candidates);
+    const nodes = await deletedNodeStep(ctx, leaks);
+    const unownedBlocks = await unownedBlockStep(ctx);
+    const status = await poolStatusStep(ctx);
+    this.#usageMetrics(leaks, view);
+    await events.flush();
+    this.#o.metrics?.passes.inc({ outcome: 'done' });
+    return { leaks, nodes, unownedBlocks, status };
+  }
+
+  /** Sets the usage gauges from the pass's scan and the watched blocks. */
+  #usageMetrics(leaks: LeakStep, view: ClusterView): void {
+    const m = this.#o.metrics;
+    if (!m) return;
+    const released = new Set(leaks.reclaim.released.map((c) => c.key));
+    const count = (map: Map<string, number>, pool: string, node: string): void => {
+      const key = JSON.stringify([pool, node]);
+      map.set(key, (map.get(key) ?? 0) + 1);
+    };
+    const inUse = new Map<string, number>();
+    const borrowed = new Map<string, number>();
+    const blocks = new Map<string, number>();
+    const candidates = new Map<string, number>();
+    const affinity = new Map(view.blocks().map((b) => [b.metadata.name, b.spec.affinity]));
+    for (const list of leaks.scan.byHandle.values())
+      for (const a of list) {
+        if (released.has(a.key)) continue;
+        count(inUse, a.pool, a.allocation.node);
+        if (affinity.get(a.block) !== a.allocation.node) count(borrowed, a.pool, a.allocation.node);
+      }
+    for (const b of view.blocks())
+      count(blocks, b.metadata.labels?.['ipam.blockipam.io/pool'] ?? '', b.spec.affinity ?? '');
+    for (const c of this.candidates.all()) count(candidates, c.pool, c.allocation.node);
+    const set = (gauge: ControllerMetrics['inUse'], values: Map<string, number>): void => {
+      gauge.reset();
+      for (const [key, value] of values) {
+        const [ippool, node] = JSON.parse(key) as [string, string];
+        gauge.set({ ippool, node }, value);
+      }
+    };
+    set(m.inUse, inUse);
+    set(m.borrowed, borrowed);
+    set(m.blocks, blocks);
+    set(m.gcCandidates, candidates);
+  }
+}
+
+/**
+ * Runs passes until `signal` aborts: after `trigger()` (debounced) and every `resyncMs`. Passes
+ * never overlap; a failed pass is logged and the next one starts on the next trigger / resync.
+ */
+export class PassScheduler {
+  readonly #run: () => Promise<unknown>;
+  readonly #debounceMs: number;
+  readonly #resyncMs: number;
+  #wake: (() => void) | undefined;
+  #pending = true;
+
+  constructor(run: () => Promise<unknown>, options: { debounceMs?: number; resyncMs?: number } = {}) {
+    this.#run = run;
+    this.#debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
+    this.#resyncMs = options.resyncMs ?? DEFAULT_RESYNC_MS;
+  }
+
+  /** Asks for a pass soon (watch events call this). */
+  trigger(): void {
+    this.#pending = true;
+    this.#wake?.();
+  }
+
+  async loop(signal: AbortSignal, onError: (error: unknown) => void): Promise<void> {
+    while (!signal.aborted) {
+      this.#pending = false;
+      try {
+        await this.#run();
+      } catch (error) {
+        onError(error);
+      }
+      // Until a trigger (or one came during the pass) or the resync; then let a burst settle.
+      if (!this.#pending) await this.#sleep(this.#resyncMs, signal, true);
+      await this.#sleep(this.#debounceMs, signal, false);
+    }
+  }
+
+  #sleep(ms: number, signal: AbortSignal, wakeOnTrigger = true): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      if (wakeOnTrigger) this.#wake = done;
+    });
+  }
+}

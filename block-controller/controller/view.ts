@@ -1,0 +1,19 @@
+/**
+ * What the controller sees of the cluster: the watched pods, nodes, blocks, pools,
+ * reservations and IPAMConfig (watch caches, no per-pass LIST). The passes read only this; the
+ * API server is read again only for the fresh re-check before a release.
+ */
+import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation } from '../../core/index.ts';
+import type { WatchedPod } from './gc/owners.ts';
+
+export interface ClusterView {
+  /** undefined when every watch has synced and none is failing; else why not (then: no pass). */
+  notReady(): string | undefined;
+  pods(): readonly WatchedPod[];
+  nodeNames(): readonly string[];
+  blocks(): readonly IPAMBlock[];
+  pools(): readonly IPPool[];
+  reservations(): readonly IPReservation[];
+  /** IPAMConfig "default", or undefined (defaults apply). */
+  config(): IPAMConfigObject | undefined;
+}

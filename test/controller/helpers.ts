@@ -1,0 +1,65 @@
+/**
+ * Controller tests' cluster: the ipamctl tests' seeding helpers (nodes, pods with a status IP,
+ * whole IPAMBlocks, cleanup — test/cli/cluster.ts), a ClusterView read by LISTs at one moment
+ * (the reconciler's input without watches: each test decides exactly what the controller saw),
+ * an injected clock, and a quiet logger.
+ */
+import { IPAM_CONFIG_NAME } from '../../core/index.ts';
+import type { Datastore } from '../../core/index.ts';
+import type { ClusterView } from '../../block-controller/controller/view.ts';
+import type { PassLog } from '../../block-controller/controller/pass.ts';
+
+export {
+  adminDatastore,
+  blockObject,
+  cleanCluster,
+  cleanClusterHooks,
+  createNamespace,
+  createNode,
+  createPod,
+  deletePod,
+  poolObject,
+  setPodIP,
+  uniqueNamespace,
+} from '../cli/cluster.ts';
+
+/** What the watches would show now, read once. */
+export async function listedView(ds: Datastore): Promise<ClusterView> {
+  const [pods, nodes, blocks, pools, reservations, config] = await Promise.all([
+    ds.listPods(),
+    ds.listNodes(),
+    ds.blocks.list(),
+    ds.pools.list(),
+    ds.reservations.list(),
+    ds.configs.get(IPAM_CONFIG_NAME),
+  ]);
+  return {
+    notReady: () => undefined,
+    pods: () => pods,
+    nodeNames: () => nodes.map((n) => n.metadata.name),
+    blocks: () => blocks,
+    pools: () => pools,
+    reservations: () => reservations,
+    config: () => config,
+  };
+}
+
+/** A clock the test moves. */
+export class TestClock {
+  nowMs: number;
+  constructor(startMs = Date.now()) {
+    this.nowMs = startMs;
+  }
+  readonly now = (): number => this.nowMs;
+  advance(seconds: number): void {
+    this.nowMs += seconds * 1000;
+  }
+}
+
+/** Collects log lines (message + fields) instead of printing them. */
+export function memoryLog(): PassLog & { lines: { message: string; fields?: Record<string, unknown> }[] } {
+  const lines: { message: string; fields?: Record<string, unknown> }[] = [];
+  const push = (message: string, fields?: Record<string, unknown>): void =>
+    void lines.push({ message, fields });
+  return { lines, info: push, warn: push, debug: push };
+}
