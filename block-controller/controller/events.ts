@@ -47,7 +47,7 @@ export function kubeEventSink(
         body: {
           apiVersion: 'events.k8s.io/v1',
           kind: 'Event',
-          metadata: { generateName: `${event.name.slice(0, 200)}.`, namespace: options.namespace },
+          metadata: { generateName: `${event.name.slice(0, 200)}-`, namespace: options.namespace },
           eventTime: microTime((options.clock ?? Date.now)()),
           reportingController: REPORTING_CONTROLLER,
           reportingInstance: options.instance.slice(0, 128),

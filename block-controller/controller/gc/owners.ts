@@ -1,7 +1,7 @@
 /**
  * Who owns an address, as the controller's watches see it (pure). An index over the watched pods
  * and nodes, built once per pass: pods by namespace/name, live pods by IP, node names.
- * Identity is handle + pod UID, never the pod name (shared DESIGN.md §4).
+ * Identity is handle + pod UID, never the pod name.
  */
 import { formatIP, parseIP } from '../../../core/index.ts';
 import type { Pod } from '../../../core/index.ts';

@@ -1,0 +1,169 @@
+// Leader election without an API server: the pure decisions (client-go's rules: observed time on
+// the candidate's clock, transitions, release) and the elector loop over an in-memory Lease with
+// compare-and-swap, on short periods.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConflictError, AlreadyExistsError } from '../../core/index.ts';
+import { decide, observe, releasedSpec } from '../../block-controller/controller/leader/lease.ts';
+import type { Lease, LeaseSpec } from '../../block-controller/controller/leader/lease.ts';
+import { LeaderElector, sleep } from '../../block-controller/controller/leader/elector.ts';
+import type { LeaseStore } from '../../block-controller/controller/leader/lease-store.ts';
+
+const lease = (spec: LeaseSpec, rv = '1'): Lease => ({ metadata: { name: 'l', resourceVersion: rv }, spec });
+
+describe('lease decisions', () => {
+  test('a valid lease of another holder is waited for, measured from when it was seen', () => {
+    const seen = observe(
+      undefined,
+      lease({ holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: 'x' }),
+      1_000,
+    );
+    assert.deepEqual(decide('b', seen, 15_999, 15_000), { wait: { holder: 'a', expiresInMs: 1 } });
+    const taken = decide('b', seen, 16_000, 15_000);
+    assert.ok('take' in taken);
+    assert.equal(taken.take.holderIdentity, 'b');
+  });
+
+  test('the observed time moves only when the record changes', () => {
+    const first = observe(undefined, lease({ holderIdentity: 'a', renewTime: 'x' }), 1_000);
+    assert.equal(
+      observe(first, lease({ holderIdentity: 'a', renewTime: 'x' }, '2'), 9_000).observedAtMs,
+      1_000,
+    );
+    assert.equal(
+      observe(first, lease({ holderIdentity: 'a', renewTime: 'y' }, '3'), 9_000).observedAtMs,
+      9_000,
+    );
+  });
+
+  test('renewal keeps acquireTime and transitions; a new holder counts one transition', () => {
+    const mine = observe(
+      undefined,
+      lease({ holderIdentity: 'me', acquireTime: 't0', leaseTransitions: 3 }),
+      0,
+    );
+    const renew = decide('me', mine, 5_000, 15_000);
+    assert.ok('take' in renew);
+    assert.equal(renew.take.acquireTime, 't0');
+    assert.equal(renew.take.leaseTransitions, 3);
+    const theirs = observe(undefined, lease({ holderIdentity: 'other', leaseTransitions: 3 }), 0);
+    const take = decide('me', theirs, 15_000, 15_000);
+    assert.ok('take' in take);
+    assert.equal(take.take.leaseTransitions, 4);
+  });
+
+  test('a released lease (no holder) is taken at once', () => {
+    const released = releasedSpec({ holderIdentity: 'a', leaseDurationSeconds: 15 }, 0);
+    assert.equal(released.holderIdentity, '');
+    assert.ok('take' in decide('b', observe(undefined, lease(released), 0), 1, 15_000));
+  });
+});
+
+/** A Lease with resourceVersion compare-and-swap; `down` makes every call fail. */
+class MemoryLease implements LeaseStore {
+  current: Lease | undefined;
+  rv = 0;
+  down = false;
+  writes: string[] = [];
+  get(): Promise<Lease | undefined> {
+    if (this.down) return Promise.reject(new Error('unreachable'));
+    return Promise.resolve(this.current && structuredClone(this.current));
+  }
+  create(spec: LeaseSpec): Promise<Lease> {
+    if (this.down) return Promise.reject(new Error('unreachable'));
+    if (this.current) return Promise.reject(new AlreadyExistsError('exists'));
+    return Promise.resolve(this.#write(spec));
+  }
+  update(resourceVersion: string, spec: LeaseSpec): Promise<Lease> {
+    if (this.down) return Promise.reject(new Error('unreachable'));
+    if (this.current?.metadata.resourceVersion !== resourceVersion)
+      return Promise.reject(new ConflictError('stale'));
+    return Promise.resolve(this.#write(spec));
+  }
+  #write(spec: LeaseSpec): Lease {
+    this.writes.push(spec.holderIdentity ?? '');
+    this.current = lease(spec, String(++this.rv));
+    return structuredClone(this.current);
+  }
+}
+
+const periods = { leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 100 };
+
+describe('leader elector', () => {
+  test('one of two leads; on shutdown it releases and the other takes over at once', async () => {
+    const store = new MemoryLease();
+    const leading: string[] = [];
+    const run = (id: string, stop: AbortController) =>
+      new LeaderElector({ store, identity: id, ...periods }).run(stop.signal, async (signal) => {
+        leading.push(id);
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        leading.push(`${id} stopped`);
+      });
+    const a = new AbortController();
+    const b = new AbortController();
+    const runs = [run('a', a), run('b', b)];
+    while (leading.length === 0) await sleep(20);
+    await sleep(3 * periods.retryPeriodMs);
+    assert.equal(leading.length, 1, 'exactly one leads');
+    const first = leading[0] as string;
+    const second = first === 'a' ? 'b' : 'a';
+    (first === 'a' ? a : b).abort();
+    while (leading.length < 3) await sleep(20);
+    assert.deepEqual(leading, [first, `${first} stopped`, second]);
+    // The leader released the lease (no holder) before the other took it: no waiting out a lease.
+    assert.deepEqual(
+      store.writes.filter((w, i, all) => w !== all[i - 1]),
+      [first, '', second],
+    );
+    (first === 'a' ? b : a).abort();
+    await Promise.all(runs);
+    assert.equal(store.current?.spec?.holderIdentity, '');
+  });
+
+  test('a leader that cannot renew stops leading within the renew deadline', async () => {
+    const store = new MemoryLease();
+    const stop = new AbortController();
+    const elector = new LeaderElector({ store, identity: 'a', ...periods });
+    let lostAfterMs = -1;
+    const done = elector.run(stop.signal, async (signal) => {
+      await sleep(150);
+      store.down = true;
+      const downAt = Date.now();
+      await new Promise((resolve) => signal.addEventListener('abort', resolve));
+      lostAfterMs = Date.now() - downAt;
+      assert.equal(elector.isLeader, false);
+    });
+    await sleep(1000);
+    stop.abort();
+    await done;
+    assert.ok(lostAfterMs >= 0, 'leadership was lost');
+    assert.ok(
+      lostAfterMs < periods.leaseDurationMs,
+      `stopped before the lease could expire for others (${lostAfterMs} ms)`,
+    );
+  });
+
+  test('client-go validation of the periods', () => {
+    assert.throws(
+      () =>
+        new LeaderElector({
+          store: new MemoryLease(),
+          identity: 'a',
+          leaseDurationMs: 10,
+          renewDeadlineMs: 10,
+        }),
+      /leaseDuration/,
+    );
+    assert.throws(
+      () =>
+        new LeaderElector({
+          store: new MemoryLease(),
+          identity: 'a',
+          leaseDurationMs: 20_000,
+          renewDeadlineMs: 2_000,
+          retryPeriodMs: 2_000,
+        }),
+      /retryPeriod/,
+    );
+  });
+});
