@@ -32,6 +32,7 @@ interface EventObject {
   note: string;
   regarding: { kind: string; name: string };
   reportingController: string;
+  reportingInstance: string;
 }
 
 async function events(name: string): Promise<EventObject[]> {
@@ -40,7 +41,10 @@ async function events(name: string): Promise<EventObject[]> {
     '/apis/events.k8s.io/v1/namespaces/default/events',
   );
   return list.items.filter(
-    (e) => e.regarding.name === name && e.reportingController === 'ipam.blockipam.io/controller',
+    (e) =>
+      e.regarding.name === name &&
+      e.reportingController === 'ipam.blockipam.io/controller' &&
+      e.reportingInstance === ns,
   );
 }
 
@@ -74,7 +78,7 @@ describe('controller: IPPool status', () => {
       log: memoryLog(),
       clock: clock.now,
       metrics,
-      events: kubeEventSink(ds.transport, { namespace: 'default', instance: 'test' }),
+      events: kubeEventSink(ds.transport, { namespace: 'default', instance: ns }),
     });
     const pass = await r.pass();
     assert.deepEqual(pass.status?.written.sort(), ['ctl-nosize', 'ctl-off', 'ctl-overlap']);

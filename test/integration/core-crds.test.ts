@@ -137,7 +137,8 @@ describe('IPPool schema', () => {
     const sized = (await ds.pools.get('sized'))!;
     await ds.pools.updateStatus({
       ...sized,
-      status: { capacity: 1000, allocated: 12, free: 988, blocks: 1 },
+      // BLOCK SIZE reads status.blockSize (the effective size, written by the controller).
+      status: { blockSize: 26, capacity: 1000, allocated: 12, free: 988, blocks: 1 },
     });
     const out = kubectl(['get', 'ipp', 'sized']);
     assert.equal(out.status, 0, out.stderr);
