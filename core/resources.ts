@@ -66,8 +66,13 @@ export interface Condition {
 
 /** Written by the cluster controller through the status subresource. */
 export interface IPPoolStatus {
+  /** Effective block prefix length (spec.blockSize, else 26 / 122): the BLOCK SIZE column. */
+  blockSize?: number;
   /** Assignable addresses (block reserved ordinals excluded). */
   capacity?: number;
+  /** Addresses of the pool inside IPReservations. */
+  reserved?: number;
+  observedGeneration?: number;
   allocated?: number;
   free?: number;
   blocks?: number;
