@@ -1,6 +1,6 @@
 /**
  * What an ipamctl run talks to, injected so the whole CLI is testable in-process:
- * arguments, environment, and two writable text streams. Exit codes are values, not
+ * arguments, environment, two writable text streams, and the passing of time. Exit codes are values, not
  * process.exit calls.
  */
 
@@ -19,6 +19,8 @@ export interface Io {
   readonly stderr: TextOut;
   /** Directory relative paths (reports, kubeconfig) are resolved against; default process.cwd(). */
   readonly cwd?: string;
+  /** Waits `ms` (check's leak confirmation); default a timer. Tests run the late DEL here. */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 /**

@@ -2,10 +2,11 @@
  * The whole audit: snapshot → every check → problems, leaked allocations, counts. One step reads
  * again: the confirmation. When any owner finding (leak, pod on a deleted node, leaked address in
  * use) or "pod IP with no allocation" candidate exists, the blocks are listed again AFTER the pod
- * and node LISTs:
+ * and node LISTs — `confirmAfterMs` after them when there is an owner finding:
  * - an owner finding is kept only if that later LIST still holds the allocation (same block,
  *   ordinal, handle and sequence number) — an allocation released (and its pod deleted) between
- *   the first block LIST and the pod LIST is not a leak;
+ *   the first block LIST and the pod LIST is not a leak, nor is one whose pod object went first
+ *   and whose CNI DEL came within `confirmAfterMs` (a normal deletion on a real node);
  * - a pod-IP candidate is kept only if the later LIST has no allocation of the IP and a re-read
  *   of the pod still shows the IP with the same UID (a pod's IP is set after its allocation).
  * docs/design-cli.md §The snapshot.
@@ -44,26 +45,58 @@ export interface AuditCounts {
   pods: number;
 }
 
+/** How the owner findings were confirmed (report field `confirmation`). */
+export interface AuditConfirmation {
+  /** Seconds between the pod and node LISTs and the confirmation block LIST (0: at once). */
+  afterSeconds: number;
+  /** Owner findings of the snapshot (before confirmation). */
+  suspects: number;
+  /** Of those, released (or re-allocated) by the confirmation LIST: not reported. */
+  released: number;
+}
+
 /** Result of {@link runAudit}. `problems` are sorted by kind (PROBLEM_KINDS order), then message. */
 export interface AuditResult {
   snapshot: Snapshot;
   counts: AuditCounts;
   problems: Problem[];
   leaked: LeakedAllocation[];
+  confirmation: AuditConfirmation;
 }
+
+/** Options of {@link runAudit}. */
+export interface AuditOptions extends SnapshotOptions {
+  /**
+   * How long an owner finding's allocation must stay held after its owner was seen gone, ms
+   * (default 0: the confirmation LIST follows the pod and node LISTs at once). Waited only when
+   * there is an owner finding.
+   */
+  confirmAfterMs?: number;
+  /** Waits `ms` (default: a timer). Test seam: the wait is where a runtime's late DEL lands. */
+  sleep?: (ms: number) => Promise<void>;
+  /** Told before the wait: how many owner findings wait for confirmation, and for how long. */
+  onConfirmWait?: (suspects: number, ms: number) => void;
+}
+
+const timer = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Reads the cluster (no lock, no write) and runs every check.
  * @throws transport errors (UnavailableError when the API server cannot be reached)
  */
-export async function runAudit(ds: KubeDatastore, options: SnapshotOptions = {}): Promise<AuditResult> {
-  const { progress } = options;
+export async function runAudit(ds: KubeDatastore, options: AuditOptions = {}): Promise<AuditResult> {
+  const { progress, confirmAfterMs = 0, sleep = timer } = options;
   const snapshot = await takeSnapshot(ds.transport, options);
   const ipUsers = liveIPUsers(snapshot.pods, managedRanges(snapshot));
   const candidates = ownerFindings(snapshot, ipUsers);
   const ipChecks = podIPProblems(snapshot, ipUsers);
   let owners: OwnerFinding[] = [];
   let unallocated: Problem[] = [];
+  const waitMs = candidates.length > 0 ? confirmAfterMs : 0;
+  if (waitMs > 0) {
+    options.onConfirmWait?.(candidates.length, waitMs);
+    await sleep(waitMs);
+  }
   if (candidates.length > 0 || ipChecks.candidates.length > 0) {
     const again = await relistBlocks(ds.transport, progress);
     snapshot.resourceVersions['ipamblocks (confirmation)'] = again.resourceVersion;
@@ -93,7 +126,12 @@ export async function runAudit(ds: KubeDatastore, options: SnapshotOptions = {})
     pods: snapshot.pods.length,
   };
   const leaked = owners.flatMap((f) => (f.leak ? [f.leak] : []));
-  return { snapshot, counts, problems, leaked };
+  const confirmation = {
+    afterSeconds: waitMs / 1000,
+    suspects: candidates.length,
+    released: candidates.length - owners.length,
+  };
+  return { snapshot, counts, problems, leaked, confirmation };
 }
 
 /** The findings whose allocation `blocks` (the confirmation LIST) still holds unchanged. */

@@ -6,7 +6,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import type { ClusterIdentity } from '../connect.ts';
 import { CliError } from '../io.ts';
-import type { AuditCounts, AuditResult } from './audit.ts';
+import type { AuditConfirmation, AuditCounts, AuditResult } from './audit.ts';
 import { PROBLEM_KINDS } from './problems.ts';
 import type { LeakedAllocation, Problem } from './problems.ts';
 
@@ -27,6 +27,8 @@ export interface Report {
   byKind: Record<string, number>;
   /** Problems excluding information. */
   problemCount: number;
+  /** How owner findings were confirmed; absent in reports of ipamctl before 2026-12. */
+  confirmation?: AuditConfirmation;
   problems: Problem[];
   /** Allocations this report calls leaked; release --from-report frees only these. */
   leaked: LeakedAllocation[];
@@ -45,6 +47,7 @@ export function buildReport(result: AuditResult, cluster: ClusterIdentity): Repo
     counts: result.counts,
     byKind,
     problemCount: result.problems.filter((p) => p.severity === 'problem').length,
+    confirmation: result.confirmation,
     problems: result.problems,
     leaked: result.leaked,
   };

@@ -27,6 +27,12 @@ export function printSummary(out: TextOut, report: Report, limit: number): void 
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   );
+  const confirmation = report.confirmation;
+  if (confirmation && confirmation.suspects > 0)
+    println(
+      out,
+      `  suspected leaks re-checked ${confirmation.afterSeconds} s after the pod and node LISTs: ${confirmation.suspects - confirmation.released} of ${confirmation.suspects} still held${confirmation.released > 0 ? ` (${confirmation.released} released meanwhile: normal deletions, not reported)` : ''}`,
+    );
   for (const severity of ['problem', 'info'] as const) {
     const found = report.problems.filter((p) => p.severity === severity);
     if (found.length === 0) continue;

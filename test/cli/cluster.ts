@@ -35,11 +35,17 @@ export interface CliRun {
 
 /**
  * Runs ipamctl in-process as the admin (unless `options.env` / an explicit --kubeconfig says
- * otherwise).
+ * otherwise). check's leak confirmation wait is `options.sleep` — by default none: the
+ * confirmation LIST follows at once, as with `--confirm-after 0`; tests of the wait pass their own
+ * (which runs the late DEL) or `realSleep`.
  */
 export async function ipamctl(
   args: readonly string[],
-  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+  options: {
+    env?: Record<string, string | undefined>;
+    cwd?: string;
+    sleep?: (ms: number) => Promise<void>;
+  } = {},
 ): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
@@ -51,9 +57,13 @@ export async function ipamctl(
     stdout: { write: (t: string) => (stdout += t) },
     stderr: { write: (t: string) => (stderr += t) },
     ...(options.cwd ? { cwd: options.cwd } : {}),
+    sleep: options.sleep ?? (() => Promise.resolve()),
   });
   return { code, stdout, stderr };
 }
+
+/** A real timer, for a test that lets check's confirmation wait pass as it would in production. */
+export const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Creates a Node labelled for cleanup. */
 export async function createNode(ds: KubeDatastore, name: string): Promise<void> {
