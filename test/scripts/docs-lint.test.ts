@@ -95,6 +95,16 @@ void describe('docs-lint', () => {
     ]);
   });
 
+  void it('accepts a relative import of a repo folder named shared (block-controller/shared/)', () => {
+    const root = repo({
+      'block-controller/shared/index.ts': 'export {};\n',
+      'block-controller/controller/run.ts': "import {} from '../shared/index.ts';\n// ../shared/missing.ts\n",
+    });
+    assert.deepEqual(brief(root), [
+      'block-controller/controller/run.ts:2 outside-citation ../shared/missing.ts',
+    ]);
+  });
+
   void it('accepts DESIGN.md once the repo holds one; skips node_modules and marked files', () => {
     const root = repo({
       'DESIGN.md': '# Design\n',

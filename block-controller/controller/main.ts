@@ -1,0 +1,67 @@
+/**
+ * blockipam cluster controller (docs/design-controller.md): `node block-controller/controller/main.ts`.
+ * Flags (defaults in parentheses) — leader election as client-go's defaults:
+ *   --kubeconfig (in-cluster) --context --api-server
+ *   --identity (<POD_NAME or host>-<6 hex>) --lease-namespace (POD_NAMESPACE, else kube-system)
+ *   --lease-name (blockipam-controller) --lease-duration-seconds (15) --renew-deadline-seconds (10)
+ *   --retry-period-seconds (2) --metrics-port (9094, Calico kube-controllers' port) --metrics-host (0.0.0.0)
+ *   --resync-seconds (60) --debounce-ms (1000) --events-namespace (default) --log-level (info)
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { LOG_LEVELS } from '../shared/index.ts';
+import { runController } from './run.ts';
+
+const argv = await yargs(hideBin(process.argv))
+  .scriptName('blockipam-controller')
+  .strict()
+  .options({
+    kubeconfig: { type: 'string', describe: 'kubeconfig file (default: the pod service account)' },
+    context: { type: 'string', describe: 'kubeconfig context' },
+    'api-server': { type: 'string', describe: 'API server URL override' },
+    identity: { type: 'string', describe: 'leader-election identity, unique per replica' },
+    'lease-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
+    'lease-name': { type: 'string', default: 'blockipam-controller' },
+    'lease-duration-seconds': { type: 'number', default: 15 },
+    'renew-deadline-seconds': { type: 'number', default: 10 },
+    'retry-period-seconds': { type: 'number', default: 2 },
+    'metrics-port': {
+      type: 'number',
+      default: 9094,
+      describe: '/metrics, /healthz, /readyz (0 = any free port)',
+    },
+    'metrics-host': { type: 'string', default: '0.0.0.0' },
+    'resync-seconds': { type: 'number', default: 60, describe: 'a pass at least this often' },
+    'debounce-ms': { type: 'number', default: 1000, describe: 'wait after a watch event before a pass' },
+    'events-namespace': { type: 'string', default: 'default' },
+    'log-level': { choices: LOG_LEVELS, default: 'info' as const },
+  })
+  .check((a) => {
+    for (const key of [
+      'lease-duration-seconds',
+      'renew-deadline-seconds',
+      'retry-period-seconds',
+      'resync-seconds',
+    ] as const)
+      if (!(a[key] > 0)) throw new Error(`--${key} must be a positive number of seconds`);
+    return true;
+  })
+  .parse();
+
+await runController({
+  ...(argv.kubeconfig === undefined ? {} : { kubeconfig: argv.kubeconfig }),
+  ...(argv.context === undefined ? {} : { context: argv.context }),
+  ...(argv['api-server'] === undefined ? {} : { apiServer: argv['api-server'] }),
+  ...(argv.identity === undefined ? {} : { identity: argv.identity }),
+  leaseNamespace: argv['lease-namespace'],
+  leaseName: argv['lease-name'],
+  leaseDurationSeconds: argv['lease-duration-seconds'],
+  renewDeadlineSeconds: argv['renew-deadline-seconds'],
+  retryPeriodSeconds: argv['retry-period-seconds'],
+  metricsPort: argv['metrics-port'],
+  metricsHost: argv['metrics-host'],
+  resyncSeconds: argv['resync-seconds'],
+  debounceMs: argv['debounce-ms'],
+  eventsNamespace: argv['events-namespace'],
+  logLevel: argv['log-level'],
+});
