@@ -1,9 +1,11 @@
 /**
- * Shape check of a `prevResult` (CHECK and DEL read addresses out of it), per the result's own
+ * Reading a `prevResult` (DEL and CHECK, conformance case 28): the addresses it names, in any
+ * version, and a shape check (CHECK only: DEL stays best effort), per the result's own
  * `cniVersion` (else the request's shape rules for ≥ 0.3.0): 0.1.0/0.2.0 `ip4`/`ip6` objects with
  * an `ip` string; later versions `ips` an array of objects with an `address` string, and
  * `routes`/`interfaces` arrays, `dns` an object when present.
  */
+import { parseCidr } from './addr.ts';
 import { compareVersions, isSupportedVersion } from './versions.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -39,4 +41,22 @@ export function prevResultProblem(prev: Readonly<Record<string, unknown>>): stri
   }
   if (prev.dns !== undefined && !isObject(prev.dns)) return '.dns: must be object';
   return undefined;
+}
+
+/**
+ * Plain IP addresses named by a prevResult of any version (`ips[].address` or
+ * `ip4.ip` / `ip6.ip`). Entries that are not CIDR strings are skipped: a DEL must not fail
+ * on a prevResult it cannot read (SPEC: DEL is best effort).
+ */
+export function prevResultAddresses(prev: Readonly<Record<string, unknown>> | undefined): string[] {
+  if (!prev) return [];
+  const out: string[] = [];
+  const take = (v: unknown): void => {
+    if (typeof v === 'string' && parseCidr(v)) out.push(v.split('/')[0] as string);
+  };
+  if (Array.isArray(prev.ips)) {
+    for (const ip of prev.ips as unknown[]) take((ip as { address?: unknown } | null)?.address);
+  }
+  for (const k of ['ip4', 'ip6']) take((prev[k] as { ip?: unknown } | undefined)?.ip);
+  return out;
 }

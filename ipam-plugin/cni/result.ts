@@ -1,8 +1,7 @@
 /**
  * Shapes the IPAM result for the request's cniVersion (SPEC §5; docs/design-plugin.md §Invariants, 2): the result's
  * `cniVersion` always equals the request's (§3.4), and an IPAM result carries no `interfaces`
- * and no `ips[].interface` (§3.2). Also reads addresses back out of a `prevResult` of any
- * version (DEL and CHECK, conformance case 28).
+ * and no `ips[].interface` (§3.2). Reading a `prevResult` back is prev-result.ts's job.
  */
 import { parseCidr, type Family } from './addr.ts';
 import type { Dns, Route } from './netconf.ts';
@@ -68,22 +67,4 @@ export function formatResult(r: IpamResult, version: CniVersion): Record<string,
     gateway: ip.gateway,
   }));
   return withDns({ cniVersion: version, ips, routes }, r.dns);
-}
-
-/**
- * Plain IP addresses named by a prevResult of any version (`ips[].address` or
- * `ip4.ip` / `ip6.ip`). Entries that are not CIDR strings are skipped: a DEL must not fail
- * on a prevResult it cannot read (SPEC: DEL is best effort).
- */
-export function prevResultAddresses(prev: Readonly<Record<string, unknown>> | undefined): string[] {
-  if (!prev) return [];
-  const out: string[] = [];
-  const take = (v: unknown): void => {
-    if (typeof v === 'string' && parseCidr(v)) out.push(v.split('/')[0] as string);
-  };
-  if (Array.isArray(prev.ips)) {
-    for (const ip of prev.ips as unknown[]) take((ip as { address?: unknown } | null)?.address);
-  }
-  for (const k of ['ip4', 'ip6']) take((prev[k] as { ip?: unknown } | undefined)?.ip);
-  return out;
 }

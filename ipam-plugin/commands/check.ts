@@ -7,8 +7,7 @@
 import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
 import { invalid } from '../cni/netconf.ts';
-import { prevResultProblem } from '../cni/prev-result.ts';
-import { prevResultAddresses } from '../cni/result.ts';
+import { prevResultAddresses, prevResultProblem } from '../cni/prev-result.ts';
 
 export async function check(ctx: CommandContext): Promise<CommandResult> {
   // A malformed prevResult is a config error (7, naming the field), not a vacuous pass. DEL

@@ -5,7 +5,7 @@
  * version, is only a hint. CNI_ARGS is not needed and not parsed, so a DEL can never fail on it.
  * An unreachable API server fails with code 11 and changes nothing (the runtime retries).
  */
-import { prevResultAddresses } from '../cni/result.ts';
+import { prevResultAddresses } from '../cni/prev-result.ts';
 import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
 
 export async function del(ctx: CommandContext): Promise<CommandResult> {

@@ -6,12 +6,12 @@
  * the block. Staleness can only delay a pool / reservation / node-label change by `ttlMs`, and
  * failures are never decided on cached data (the caller retries with a fresh read).
  *
- * File: `<dir>/snapshot-<hash of apiserver+kubeconfig>.json`, written atomically (tmp + rename)
- * under the host lock. Raw objects are stored; the snapshot is rebuilt with core's functions.
+ * File: `<dir>/snapshot-<hash of apiserver+kubeconfig+node>.json`, written atomically (tmp +
+ * rename; not under the host lock: readers see the old or the new file whole). Raw objects are
+ * stored; the snapshot is rebuilt from them with core's snapshotOf.
  */
-import { parseCidr } from '../../core/address/ip.ts';
-import { usablePools, type PoolSnapshot } from '../../core/allocator/pools.ts';
-import { IPAM_CONFIG_NAME, settingsOf } from '../../core/config.ts';
+import { snapshotOf, type PoolSnapshot } from '../../core/allocator/pools.ts';
+import { IPAM_CONFIG_NAME } from '../../core/config.ts';
 import type { Datastore } from '../../core/datastore/datastore.ts';
 import type { IPAMConfigObject, IPPool, IPReservation } from '../../core/resources.ts';
 import { createHash } from 'node:crypto';
@@ -45,19 +45,6 @@ export interface SnapshotCacheOptions {
   readonly now?: () => number;
 }
 
-function build(raw: Raw, nowMs: number): PoolSnapshot {
-  const reservations = raw.reservations.flatMap((r) =>
-    r.spec.reservedCIDRs.map((t) => parseCidr(t, { strict: false })).filter((c) => c !== undefined),
-  );
-  return {
-    settings: settingsOf(raw.config ?? undefined),
-    pools: raw.pools,
-    ...usablePools(raw.pools),
-    reservations,
-    loadedAtMs: nowMs,
-  };
-}
-
 /** Loads the inputs: from the cache when fresh, else with 4 reads (and refreshes the cache). */
 export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh = false): Promise<Inputs> {
   const now = (o.now ?? Date.now)();
@@ -69,7 +56,7 @@ export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh =
     try {
       const raw = JSON.parse(readFileSync(file, 'utf8')) as Raw;
       if (now - raw.savedAtMs < o.ttlMs && now >= raw.savedAtMs)
-        return { snapshot: build(raw, raw.savedAtMs), nodeLabels: raw.nodeLabels, cached: true };
+        return { snapshot: snapshotOf(raw, raw.savedAtMs), nodeLabels: raw.nodeLabels, cached: true };
     } catch {
       // absent or unreadable: read fresh
     }
@@ -99,5 +86,5 @@ export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh =
       // a cache that cannot be written only costs reads
     }
   }
-  return { snapshot: build(raw, now), nodeLabels: raw.nodeLabels, cached: false };
+  return { snapshot: snapshotOf(raw, now), nodeLabels: raw.nodeLabels, cached: false };
 }
