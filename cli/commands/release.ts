@@ -17,7 +17,7 @@ import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
 import { renderTable } from '../output.ts';
 import { applyPlan } from '../release/apply.ts';
-import { leakedInEveryReport, recheckAll, reservedMessage } from '../release/plan.ts';
+import { leakedInEveryReport, recheckAll } from '../release/plan.ts';
 import { withConnection } from './with-connection.ts';
 import type { Candidate } from '../release/plan.ts';
 
@@ -114,10 +114,8 @@ async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidat
     throw new CliError(
       `${info.address} is allocated in ${holders.map((h) => h.block.metadata.name).join(' and ')}: name one with --block`,
     );
-  // Core's releaseHandle would append a reserved ordinal to `freed`, handing out the network /
-  // gateway / broadcast address later: refuse, also with --force.
-  const reserved = holders.find((h) => info.reservedIn.includes(h.block.metadata.name));
-  if (reserved) throw new CliError(reservedMessage(info.address, reserved.block.metadata.name));
+  // An allocation on a reserved ordinal (a corrupt block) is released like any other: core's
+  // releaseHandle removes it without putting the ordinal in `freed`, so it is never handed out.
   const targets: LeakedAllocation[] = holders.map(({ block, ordinal, allocation }) => ({
     ...allocation,
     address: info.address,

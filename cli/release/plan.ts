@@ -5,9 +5,11 @@
  * owner THE BLOCK records (pod + UID, or node for a pod-less allocation) is gone, and no live pod
  * has the address as its IP. A report's owner fields are never trusted. The write carries
  * handle + sequence-number + the block's pod UID as preconditions, so even a change after this
- * re-check cannot make it free a newer allocation (docs/design-cli.md §Release safety).
+ * re-check cannot make it free a newer allocation (docs/design-cli.md §Release safety). An
+ * allocation on a reserved ordinal (a corrupt block) is no exception: core's release removes it
+ * and never lists a reserved ordinal in `freed`.
  */
-import { addressTextAt, parseCidr, reservedOrdinals } from '../../core/index.ts';
+import { addressTextAt, parseCidr } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
 import { entryOf, isLivePod } from '../audit/owner-checks.ts';
 import type { AuditPod } from '../audit/snapshot.ts';
@@ -78,8 +80,6 @@ export async function recheck(
     return {
       skip: `${entry.address} is not ordinal ${entry.ordinal} of IPAMBlock ${entry.block} (${block.spec.cidr}): an edited or corrupt report`,
     };
-  if (reservedOrdinals(cidr).includes(entry.ordinal))
-    return { skip: reservedMessage(entry.address, entry.block) };
   const leak = entryOf(entry.block, entry.address, entry.ordinal, allocation, entry.reason);
   const alive = await ownerAlive(ds, leak);
   if (alive) return { skip: alive };
@@ -104,11 +104,6 @@ async function ownerAlive(ds: KubeDatastore, owner: LeakedAllocation): Promise<s
     return undefined;
   }
   return (await ds.getNode(owner.node)) ? `its node ${owner.node} exists` : undefined;
-}
-
-/** The refusal for an allocation on a reserved ordinal (a corrupt block; core would mis-free it). */
-export function reservedMessage(address: string, block: string): string {
-  return `${address} is a reserved address of IPAMBlock ${block} (network, gateway or broadcast), yet allocated: the block is corrupt. ipamctl will not release it; fix the block by hand (kubectl edit ipamblock ${block}: remove the allocation)`;
 }
 
 // 8 parallel re-checks: bounded so a release of thousands of leaks does not flood the API server.

@@ -308,23 +308,30 @@ describe('ipamctl release (real API server)', () => {
     assert.deepEqual(await allocations(), { 7: 'net.a.eth0', 8: 'net.b.eth0' });
   });
 
-  test('--ip refuses a reserved ordinal (corrupt block): exit 2, nothing changed', async () => {
+  test('an allocation on a reserved ordinal (corrupt block) is released by --ip and --from-report; the ordinal never enters freed', async () => {
     await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    // Ordinal 0 (network) and 1 (gateway) allocated by hand, their nodes gone: invalid-block and leaked.
+    const corrupt = [
+      { ordinal: 0, handle: 'net.z.eth0', node: 'gone-node' },
+      { ordinal: 1, handle: 'net.g.eth0', node: 'gone-node' },
+    ];
     await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/26',
-        pool: 'p4',
-        affinity: 'n1',
-        allocations: [{ ordinal: 0, handle: 'net.z.eth0', node: 'gone-node' }],
-      }),
+      blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations: corrupt }),
     );
-    const before = await ds.blocks.get('10-244-0-0-26');
-    for (const extra of [[], ['--force']]) {
-      const out = await ipamctl(['release', '--ip', '10.244.0.0', '--yes', ...extra]);
-      assert.equal(out.code, 2, out.stdout + out.stderr);
-      assert.match(out.stderr, /10\.244\.0\.0 is a reserved address of IPAMBlock 10-244-0-0-26.*corrupt/);
-    }
-    assert.deepEqual((await ds.blocks.get('10-244-0-0-26'))?.spec, before?.spec);
+    const r1 = await report('reserved-1');
+    const r2 = await report('reserved-2');
+    const byIp = await ipamctl(['release', '--ip', '10.244.0.0', '--yes']);
+    assert.equal(byIp.code, 0, byIp.stdout + byIp.stderr);
+    assert.match(byIp.stdout, /Released 1 of 1\./);
+    const byReport = await ipamctl(['release', '--from-report', r1, r2, '--yes']);
+    assert.equal(byReport.code, 0, byReport.stdout + byReport.stderr);
+    assert.match(byReport.stdout, /skip 10\.244\.0\.0 .*no longer allocated/);
+    assert.match(byReport.stdout, /Released 1 of 1\./);
+    const block = await ds.blocks.get('10-244-0-0-26');
+    assert.deepEqual(block?.spec.allocations, {});
+    assert.deepEqual(block?.spec.freed, []);
+    const after = await ipamctl(['check']);
+    assert.equal(after.code, 0, after.stdout);
   });
 
   test('--ip with --block: a block that does not exist or does not contain the address is exit 2', async () => {
