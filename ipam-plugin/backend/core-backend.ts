@@ -34,6 +34,14 @@ import type { IpConfig } from '../cni/result.ts';
 import { loadInputs, type Inputs, type SnapshotCacheOptions } from '../host/snapshot-cache.ts';
 import { poolStatus } from './pool-status.ts';
 import { prefetchAffineBlocks } from './prefetch.ts';
+import type { NodeCacheRead } from '../host/node-cache-file.ts';
+import {
+  cachedBlocksView,
+  cacheHoldsHandle,
+  inputsFromCache,
+  podContextFromCache,
+  statusFromCache,
+} from './node-cache-use.ts';
 
 export interface CoreBackendOptions {
   readonly ds: Datastore;
@@ -43,6 +51,11 @@ export interface CoreBackendOptions {
   readonly close?: () => Promise<void>;
   /** Transport counters; merged into {@link Backend.stats}. */
   readonly stats?: () => Readonly<Record<string, unknown>>;
+  /**
+   * Reads the node agent's node cache (host/node-cache-file.ts), at most once per invocation;
+   * absent: no node cache. Never throws (a miss is a value).
+   */
+  readonly nodeCache?: (node: string) => Promise<NodeCacheRead>;
 }
 
 /** Rejects with a TimeoutError when `signal` fires first. */
@@ -107,6 +120,19 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   const { ds, conf } = o;
   let annotationReads = 0;
   let snapshotCached: boolean | undefined;
+  let nodeCacheUse: string | undefined;
+  let podFromCache: boolean | undefined;
+  let read: Promise<NodeCacheRead> | undefined;
+  /** The node cache of this invocation (read once), or a miss. */
+  const nodeCache = (node: string): Promise<NodeCacheRead> => {
+    read ??= o.nodeCache
+      ? o.nodeCache(node)
+      : Promise.resolve({ ok: false, reason: 'Disabled', message: 'no node cache' } as const);
+    return read.then((r) => {
+      nodeCacheUse ??= r.ok ? 'used' : r.reason;
+      return r;
+    });
+  };
   const cache = (node: string): SnapshotCacheOptions => ({
     dir: conf.cacheDir,
     key: o.cacheKey,
@@ -121,7 +147,11 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       ds.getPod(req.pod.namespace, req.pod.name),
       ds.getNamespace(req.pod.namespace),
     ]);
-    const choice = readAnnotations(pod?.metadata.annotations, ns?.metadata.annotations);
+    // The runtime's copy of the pod's annotations (runtimeConfig) wins over the object read.
+    const choice = readAnnotations(
+      conf.podAnnotations ?? pod?.metadata.annotations,
+      ns?.metadata.annotations,
+    );
     if ('problem' in choice) return choice;
     // No such pod (e.g. a static pod whose mirror pod does not exist yet): record the allocation
     // with no pod reference (node + handle), which ipamctl treats as owned while the node
@@ -142,13 +172,18 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     };
   }
 
-  type Prepared = { pc: Exclude<PodContext, { problem: string }>; inputs: Inputs };
+  type Prepared = {
+    pc: Exclude<PodContext, { problem: string }>;
+    inputs: Inputs;
+    /** The first LIST of the node's blocks is served from the node cache. */
+    cachedBlocks: boolean;
+  };
 
   /** Allocates with core; a failure decided on cached inputs is re-decided on fresh ones. */
   async function allocate(req: AddRequest, p: Prepared, view: Datastore): Promise<AddOutcome> {
     const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : p.pc.ips;
     const pools = p.pc.pools.length > 0 ? p.pc.pools : [...req.pools[4], ...req.pools[6]];
-    const assign = (inputs: Inputs): Promise<AssignOutcome> => {
+    const assign = (inputs: Inputs, on: Datastore): Promise<AssignOutcome> => {
       snapshotCached = inputs.cached;
       const base = {
         handle: handleOf(req.attachment),
@@ -161,19 +196,29 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         snapshot: inputs.snapshot,
       };
       return staticIPs.length > 0
-        ? assignIP(view, { ...base, addresses: staticIPs })
-        : autoAssign(view, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
+        ? assignIP(on, { ...base, addresses: staticIPs })
+        : autoAssign(on, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
     };
-    const first = await assign(p.inputs);
+    const first = await assign(p.inputs, view);
+    // Re-decided on fresh reads: a failure on a cached snapshot; any failure on cached blocks
+    // (a handle or address they show taken may have been released since).
     const confirm =
-      !first.ok && p.inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken';
-    const out = toAddOutcome(confirm ? await assign(await loadInputs(ds, cache(req.node), true)) : first);
+      !first.ok &&
+      (p.cachedBlocks || (p.inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken'));
+    const out = toAddOutcome(confirm ? await assign(await loadInputs(ds, cache(req.node), true), ds) : first);
     return out.kind === 'allocated' && p.pc.podNotFound ? { ...out, podNotFound: true } : out;
   }
 
-  async function prepare(req: AddRequest): Promise<Prepared | { problem: string }> {
-    const [pc, inputs] = await Promise.all([podContext(req), loadInputs(ds, cache(req.node))]);
-    return 'problem' in pc ? pc : { pc, inputs };
+  /** Pod context and inputs: from a valid node cache where it holds them, else read. */
+  async function prepare(req: AddRequest, nc: NodeCacheRead): Promise<Prepared | { problem: string }> {
+    const fromCache =
+      nc.ok && req.pod ? podContextFromCache(nc.cache, req.pod, req.node, conf.podAnnotations) : undefined;
+    if (req.pod) podFromCache = fromCache !== undefined;
+    const [pc, inputs] = await Promise.all([
+      fromCache ?? podContext(req),
+      nc.ok ? inputsFromCache(nc.cache) : loadInputs(ds, cache(req.node)),
+    ]);
+    return 'problem' in pc ? pc : { pc, inputs, cachedBlocks: nc.ok };
   }
 
   /**
@@ -184,22 +229,37 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
    * a TLS handshake or the annotation reads, so hand-over stays fast under a burst.
    */
   async function add(req: AddRequest): Promise<AddOutcome> {
-    const view =
-      req.staticIPs.length === 0 && (await req.lockFree()) ? prefetchAffineBlocks(ds, req.node) : undefined;
-    const p = await prepare(req);
+    const nc = await nodeCache(req.node);
+    const view = nc.ok
+      ? cachedBlocksView(ds, nc.cache, req.node)
+      : req.staticIPs.length === 0 && (await req.lockFree())
+        ? prefetchAffineBlocks(ds, req.node)
+        : undefined;
+    const p = await prepare(req, nc);
     if ('problem' in p) return { kind: 'rejected', message: p.problem };
+    // After a wait for the lock another ADD of this node has written: its block is newer than
+    // the cache or the prefetched LIST (a conflict and a re-read), so core LISTs afresh.
     return req.critical((signal, waited) =>
-      race(guard(allocate(req, p, view && !waited ? view : ds)), signal),
+      race(
+        guard(allocate(req, { ...p, cachedBlocks: p.cachedBlocks && !waited }, view && !waited ? view : ds)),
+        signal,
+      ),
     );
   }
 
   return {
     add: (req) => guard(add(req)),
     async del(req: DelRequest) {
-      const r = await race(
-        guard(releaseByHandle(ds, handleOf(req.attachment), { node: req.node })),
-        req.signal,
-      );
+      const handle = handleOf(req.attachment);
+      // The cached blocks serve the LIST only when they hold the handle in every family this
+      // network assigns; otherwise the allocation may be newer than the cache: LIST.
+      const nc = await nodeCache(req.node);
+      const view =
+        nc.ok && cacheHoldsHandle(nc.cache, handle, conf.families)
+          ? cachedBlocksView(ds, nc.cache, req.node)
+          : ds;
+      if (nc.ok && view === ds) nodeCacheUse = 'HandleNotCached';
+      const r = await race(guard(releaseByHandle(view, handle, { node: req.node })), req.signal);
       return r.released.length;
     },
     async check(a: AttachmentRef, expected: readonly string[]): Promise<CheckOutcome> {
@@ -223,6 +283,10 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       return { released: [...new Set(r.released.map((a) => a.allocation.handle))], errors: [] };
     },
     async status(node, families, confPools): Promise<StatusOutcome> {
+      const nc = await nodeCache(node);
+      if (nc.ok && statusFromCache(nc.cache, node, families, [...confPools[4], ...confPools[6]]))
+        return { kind: 'available' };
+      if (nc.ok) nodeCacheUse = 'StatusNotProven';
       const inputs = await guard(loadInputs(ds, cache(node)));
       return guard(
         poolStatus(ds, {
@@ -239,6 +303,8 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       ...o.stats?.(),
       annotationReads,
       ...(snapshotCached !== undefined ? { snapshotCached } : {}),
+      ...(nodeCacheUse !== undefined ? { nodeCache: nodeCacheUse } : {}),
+      ...(podFromCache !== undefined ? { podFromCache } : {}),
     }),
   };
 }

@@ -10,6 +10,7 @@ import type { KubeClientConfig } from '../../core/kube/config.ts';
 import { isKubeconfigError } from '../../core/kube/kubeconfig-error.ts';
 import type { Backend } from './port.ts';
 import { createCoreBackend } from './core-backend.ts';
+import { readNodeCache } from '../host/node-cache-file.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
 import { loadKubeconfigCached } from '../host/kubeconfig-cache.ts';
 import type { NetConf } from '../cni/netconf.ts';
@@ -35,9 +36,18 @@ export async function createKubeBackend(conf: NetConf): Promise<Backend> {
     process.env.SSL_CERT_FILE = process.env.SSL_CERT_DIR = '/nonexistent/blockipam';
   // One connection, requests in sequence (serial-transport.ts): one TLS handshake per call.
   const transport = new SerialTransport(cfg, { timeoutMs: Math.min(requestTimeoutMs, conf.timeoutMs) });
+  const ds = new KubeDatastore(transport);
   return createCoreBackend({
-    ds: new KubeDatastore(transport),
+    ds,
     conf,
+    nodeCache: (node) =>
+      readNodeCache({
+        file: conf.nodeCacheFile,
+        node,
+        maxAgeMs: conf.nodeCacheMaxAgeMs,
+        identity: { cacheDir: conf.cacheDir, server: cfg.server, ca: cfg.ca },
+        readClusterUID: async () => (await ds.getNamespace('kube-system'))?.metadata.uid,
+      }),
     cacheKey: `${cfg.server}|${conf.kubeconfig}`,
     close: () => {
       transport.close();

@@ -13,8 +13,17 @@ import type { IPAMBlock } from '../../core/resources.ts';
 
 /** Starts the LIST now; returns a view that hands it to the first matching `blocks.list`. */
 export function prefetchAffineBlocks(ds: Datastore, node: string): Datastore {
+  return servingFirstNodeList(ds, node, ds.blocks.list({ labelSelector: nodeBlocksSelector(node) }));
+}
+
+/**
+ * A view of `ds` whose first `blocks.list` of `node`'s blocks (core's {@link nodeBlocksSelector})
+ * answers with `first` — a LIST started earlier, or the node cache's blocks
+ * (node-cache-use.ts); every other call, and later LISTs, go to `ds`.
+ */
+export function servingFirstNodeList(ds: Datastore, node: string, first: Promise<IPAMBlock[]>): Datastore {
   const selector = JSON.stringify(nodeBlocksSelector(node));
-  let pending: Promise<IPAMBlock[]> | undefined = ds.blocks.list({ labelSelector: nodeBlocksSelector(node) });
+  let pending: Promise<IPAMBlock[]> | undefined = first;
   pending.catch(() => undefined); // observed by core when used; never an unhandled rejection
   const blocks: ResourceStore<IPAMBlock> = {
     get: (name) => ds.blocks.get(name),

@@ -64,6 +64,8 @@ const ipam = {
     lockTimeoutMs: { type: 'integer', minimum: 0, maximum: 600000 },
     cacheDir: { type: 'string', pattern: '^/' },
     snapshotTtlMs: { type: 'integer', minimum: 0, maximum: 600000 },
+    nodeCacheFile: { type: 'string', pattern: '^/' },
+    nodeCacheMaxAgeMs: { type: 'integer', minimum: 0, maximum: 600000 },
   },
 } as const;
 
@@ -80,7 +82,13 @@ export const netconfSchema = {
       type: 'object',
       properties: { cni: { type: 'object', properties: { ips: stringList } } },
     },
-    runtimeConfig: { type: 'object', properties: { ips: stringList } },
+    runtimeConfig: {
+      type: 'object',
+      properties: {
+        ips: stringList,
+        'io.kubernetes.cri.pod-annotations': { type: 'object', additionalProperties: { type: 'string' } },
+      },
+    },
     prevResult: { type: 'object' },
     'cni.dev/valid-attachments': attachments,
     'cni.dev/attachments': attachments,

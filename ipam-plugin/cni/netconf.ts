@@ -3,6 +3,7 @@
  * JSON → version negotiation → the ahead-of-time compiled schema → a `Readonly` domain value.
  */
 import { hostname } from 'node:os';
+import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from '../../core/node-cache/document.ts';
 import { formatCidr, maskCidr, parseCidr, parseIp, parseIpMaybeCidr, type Family } from './addr.ts';
 import { CniCode, CniError } from './errors.ts';
 import * as generated from './netconf-validate.generated.ts';
@@ -60,8 +61,20 @@ export interface NetConf {
   readonly cacheDir: string;
   /** Max age of the cached pool snapshot and node labels; 0 disables. Default 10 000 ms. */
   readonly snapshotTtlMs: number;
+  /**
+   * The node agent's node cache file (docs/design-node-cache.md). Default
+   * `/var/run/blockipam/node-cache.json`.
+   */
+  readonly nodeCacheFile: string;
+  /** Oldest node cache heartbeat used, ms; 0 disables the node cache. Default 20 000 ms. */
+  readonly nodeCacheMaxAgeMs: number;
   /** Static IPs from the config: `runtimeConfig.ips`, else `args.cni.ips` (plain addresses). */
   readonly configIPs: readonly string[];
+  /**
+   * The pod's annotations from the runtime: `runtimeConfig["io.kubernetes.cri.pod-annotations"]`
+   * (containerd offers it to plugins declaring the capability; ptp forwards it to the IPAM).
+   */
+  readonly podAnnotations?: Readonly<Record<string, string>>;
   /** The raw `prevResult`, if any. */
   readonly prevResult?: Readonly<Record<string, unknown>>;
   /**
@@ -108,6 +121,9 @@ export function parseNetConf(stdin: string): NetConf {
   return normalise(obj as unknown as RawNetConf, cniVersion);
 }
 
+/** The runtimeConfig key (CRI capability) under which containerd passes the pod's annotations. */
+export const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
+
 interface RawNetConf {
   name: string;
   ipam: {
@@ -125,9 +141,11 @@ interface RawNetConf {
     lockTimeoutMs?: number;
     cacheDir?: string;
     snapshotTtlMs?: number;
+    nodeCacheFile?: string;
+    nodeCacheMaxAgeMs?: number;
   };
   args?: { cni?: { ips?: string[] } };
-  runtimeConfig?: { ips?: string[] };
+  runtimeConfig?: { ips?: string[]; [POD_ANNOTATIONS]?: Record<string, string> };
   prevResult?: Record<string, unknown>;
   'cni.dev/valid-attachments'?: Attachment[] | null;
   'cni.dev/attachments'?: Attachment[] | null;
@@ -161,7 +179,12 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
     cacheDir: i.cacheDir ?? '/var/lib/cni/blockipam',
     snapshotTtlMs: i.snapshotTtlMs ?? 10_000,
+    nodeCacheFile: i.nodeCacheFile ?? DEFAULT_NODE_CACHE_FILE,
+    nodeCacheMaxAgeMs: i.nodeCacheMaxAgeMs ?? DEFAULT_NODE_CACHE_MAX_AGE_MS,
     configIPs,
+    ...(c.runtimeConfig?.[POD_ANNOTATIONS] !== undefined
+      ? { podAnnotations: c.runtimeConfig[POD_ANNOTATIONS] }
+      : {}),
     ...(c.prevResult !== undefined ? { prevResult: c.prevResult } : {}),
     ...(valid !== undefined ? { validAttachments: valid ?? [] } : {}),
   };
