@@ -2,15 +2,22 @@
  * STATUS's question (CNI 1.1.0 STATUS): could an ADD on this node get an address of every
  * configured family right now? For each family, over the pools this node may use (usable,
  * nodeSelector matching; namespaceSelector is not considered — STATUS is per network, not per
- * pod): free ordinals in blocks it may allocate from (its own; others' unless strictAffinity)
- * plus whole blocks still unclaimed (if it may claim). IPReservations and cooldowns are not
- * subtracted, so "available" can be optimistic; "unavailable" is exact. Cost: 1 LIST of blocks.
+ * pod), the first of these that finds room answers yes:
+ *   1. a free ordinal in a block affine to this node (from one LIST of the node's own blocks);
+ *   2. a block still unclaimed in the pool, if the node may claim one (autoAllocateBlocks, fewer
+ *      than maxBlocksPerNode of the family): a metadata-only LIST of the pool's blocks;
+ *   3. a free ordinal in another node's block, unless strictAffinity: a LIST of the pool's
+ *      blocks of the family (the ADD would borrow).
+ * IPReservations and cooldowns are not subtracted, so "available" can be optimistic; "no room"
+ * is exact. Cost: runtimes poll STATUS every few seconds per node, so the usual answer (the node
+ * has room in its own blocks) is one LIST selected by the node's label — never a LIST of every
+ * block of the cluster; steps 2 and 3 run only when the node's blocks are full.
  */
 import { parseCidr, type IPFamily } from '../../core/address/ip.ts';
 import { reservedOrdinals } from '../../core/address/block-cidr.ts';
 import { poolBlockSize, poolCidr, type PoolSnapshot } from '../../core/allocator/pools.ts';
-import { capacityOf } from '../../core/block/block.ts';
-import { POOL_LABEL } from '../../core/block/labels.ts';
+import { capacityOf, cidrOf } from '../../core/block/block.ts';
+import { familySelector, nodeBlocksSelector, POOL_LABEL } from '../../core/block/labels.ts';
 import type { Datastore } from '../../core/datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../../core/resources.ts';
 import { matchesSelector } from '../../core/selector.ts';
@@ -35,37 +42,56 @@ function eligible(q: StatusQuery, family: IPFamily): IPPool[] {
   );
 }
 
-/** Free addresses this node could get from `pool` (a lower bound of 1 is all STATUS needs). */
-function freeIn(pool: IPPool, blocks: readonly IPAMBlock[], q: StatusQuery): bigint {
+const inPool = (pool: IPPool) => (b: IPAMBlock) => b.metadata.labels?.[POOL_LABEL] === pool.metadata.name;
+const hasRoom = (b: IPAMBlock): boolean => capacityOf(b) > Object.keys(b.spec.allocations).length;
+
+/** Blocks of `pool` that were never claimed (a lower bound of 1 is all STATUS needs). */
+function unclaimedIn(pool: IPPool, claimed: number): bigint {
+  const cidr = poolCidr(pool);
+  const size = poolBlockSize(pool);
+  const block = parseCidr(`${pool.spec.cidr.split('/')[0]}/${size}`, { strict: false });
+  const assignable = block
+    ? (1n << BigInt((cidr.family === 4 ? 32 : 128) - size)) - BigInt(reservedOrdinals(block).length)
+    : 0n;
+  if (assignable <= 0n) return 0n;
+  return (1n << BigInt(size - cidr.prefixLength)) - BigInt(claimed);
+}
+
+/** Whether an ADD on `q.node` could get an address of `family` from one of `pools`. */
+async function roomFor(
+  ds: Datastore,
+  q: StatusQuery,
+  family: IPFamily,
+  pools: readonly IPPool[],
+  mine: readonly IPAMBlock[],
+): Promise<boolean> {
   const s = q.snapshot.settings;
-  const mine = blocks.filter((b) => b.metadata.labels?.[POOL_LABEL] === pool.metadata.name);
-  let free = 0n;
-  for (const b of mine) {
-    if (s.strictAffinity && b.spec.affinity !== q.node) continue;
-    free += BigInt(capacityOf(b) - Object.keys(b.spec.allocations).length);
+  const own = mine.filter((b) => b.spec.affinity === q.node);
+  if (pools.some((p) => own.filter(inPool(p)).some(hasRoom))) return true;
+  const held = own.filter((b) => cidrOf(b).family === family);
+  if (s.autoAllocateBlocks && held.length < s.maxBlocksPerNode) {
+    for (const pool of pools) {
+      const claimed = await ds.blocks.listMetadata({
+        labelSelector: familySelector(family, pool.metadata.name),
+      });
+      if (unclaimedIn(pool, claimed.length) > 0n) return true;
+    }
   }
-  const owned = mine.filter((b) => b.spec.affinity === q.node).length;
-  if (s.autoAllocateBlocks && owned < s.maxBlocksPerNode) {
-    const cidr = poolCidr(pool);
-    const size = poolBlockSize(pool);
-    const total = 1n << BigInt(size - cidr.prefixLength);
-    const unclaimed = total - BigInt(mine.length);
-    const block = parseCidr(`${pool.spec.cidr.split('/')[0]}/${size}`, { strict: false });
-    const per = block
-      ? (1n << BigInt((cidr.family === 4 ? 32 : 128) - size)) - BigInt(reservedOrdinals(block).length)
-      : 0n;
-    if (unclaimed > 0n) free += unclaimed * per;
+  if (s.strictAffinity) return false;
+  for (const pool of pools) {
+    const blocks = await ds.blocks.list({ labelSelector: familySelector(family, pool.metadata.name) });
+    if (blocks.some((b) => b.spec.affinity !== q.node && hasRoom(b))) return true;
   }
-  return free;
+  return false;
 }
 
 export async function poolStatus(ds: Datastore, q: StatusQuery): Promise<StatusOutcome> {
-  const blocks = await ds.blocks.list();
+  const mine = await ds.blocks.list({ labelSelector: nodeBlocksSelector(q.node) });
   for (const family of q.families) {
     const pools = eligible(q, family);
     if (pools.length === 0)
       return { kind: 'unavailable', message: `no usable IPv${family} pool for node ${q.node}` };
-    if (!pools.some((p) => freeIn(p, blocks, q) > 0n)) {
+    if (!(await roomFor(ds, q, family, pools, mine))) {
       return {
         kind: 'unavailable',
         message: `IPv${family} pools ${pools.map((p) => p.metadata.name).join(', ')} have no free address for node ${q.node}`,
