@@ -1,0 +1,257 @@
+/**
+ * End to end for the agent's routes (issue 10 item 3), as root in namespaces created here: three
+ * "node" namespaces on a bridge, dual-stack pods through ptp + blockipam, and in every node a
+ * route-agent process (block-controller/agent/routes' RouteProgrammer fed by informers on the
+ * real API server) programming that node's routes. Pods on different nodes ping each other over
+ * IPv4 and IPv6; an address borrowed from another node's block is reachable from every node;
+ * an agent restarted while the API server is unreachable changes no route until it has synced.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { addressTextAt, cidrContains, mustParseCidr, parseIP, type IP } from '../../core/index.ts';
+import { kubectl } from '../helpers/control-plane.ts';
+import { fixture, type Fixture } from '../plugin/helpers/cluster.ts';
+import { inNs, netnsPath, sh } from './harness/netns.ts';
+import { createWorld, currentPtp, debianPtp, type World } from './harness/world.ts';
+
+const tag = 'e2r';
+const ptp = existsSync(`${currentPtp().dir}/ptp`) ? currentPtp() : debianPtp;
+const skip = existsSync(`${ptp.dir}/ptp`) ? false : `${ptp.dir}/ptp missing`;
+const agentScript = fileURLToPath(new URL('./harness/route-agent.ts', import.meta.url));
+const v6Of = (i: number): string => `2001:db8::${11 + i}`;
+
+interface Agent {
+  child: ChildProcess;
+  lines: Record<string, unknown>[];
+}
+
+/** Polls `check` every 200 ms until it returns true; fails after `timeoutMs` with `what`. */
+async function until(what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+void describe(`e2e routes: route agents on three nodes (${ptp.label})`, { skip }, () => {
+  let fx: Fixture;
+  let w: World;
+  const agents: (Agent | undefined)[] = [];
+  const pods = new Map<string, { node: number; v4: string; v6?: string }>();
+  const podNs = (name: string): string => `${w.topo.prefix}p-${name}`;
+  /** Our routes in node i, both families, as `ip` prints them (dev/metric/pref dropped), sorted. */
+  const routesOf = (i: number): string[] =>
+    ['-4', '-6']
+      .flatMap((f) =>
+        sh('ip', ['-n', w.topo.nodes[i] as string, f, 'route', 'show', 'proto', '210']).split('\n'),
+      )
+      .filter((l) => l !== '')
+      .map((l) => l.replace(/ dev \S+| metric \d+| pref \S+/g, '').trim())
+      .sort();
+
+  function startAgent(i: number): Agent {
+    const child = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        w.topo.nodes[i] as string,
+        process.execPath,
+        agentScript,
+        fx.kubeconfig,
+        w.nodeName(i),
+        '300',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const agent: Agent = { child, lines: [] };
+    let buf = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        agent.lines.push(JSON.parse(buf.slice(0, nl)) as Record<string, unknown>);
+        buf = buf.slice(nl + 1);
+      }
+    });
+    agents[i] = agent;
+    return agent;
+  }
+  async function stopAgent(i: number, signal: NodeJS.Signals): Promise<void> {
+    const a = agents[i];
+    agents[i] = undefined;
+    if (!a || a.child.exitCode !== null || a.child.signalCode !== null) return;
+    const exited = new Promise((r) => a.child.once('exit', r));
+    a.child.kill(signal);
+    await exited;
+  }
+
+  async function addPod(
+    name: string,
+    node: number,
+    ipam: Record<string, unknown> = {},
+    args?: [string, string][],
+  ) {
+    const rt = {
+      containerID: `${tag}-${name}`,
+      netns: netnsPath(w.topo.addPod(name)),
+      ifname: 'eth0',
+      ...(args ? { args } : {}),
+    };
+    const conf = w.conflist(node, {
+      ipv4Pools: [`${tag}-v4`],
+      ipv6Pools: [`${tag}-v6`],
+      assignIPv6: true,
+      ...ipam,
+    });
+    const res = await w.cni(node).add(conf, rt);
+    const ips = (res.ips as { address: string }[]).map((x) => x.address.split('/')[0] as string);
+    const pod = {
+      node,
+      v4: ips.find((a) => !a.includes(':')) as string,
+      ...(ips.find((a) => a.includes(':')) ? { v6: ips.find((a) => a.includes(':')) as string } : {}),
+    };
+    pods.set(name, pod);
+    return { pod, rt, conf };
+  }
+  const ping = (from: string, to: string): { ok: boolean; out: string } => {
+    const r = inNs(podNs(from), 'ping', ['-c', '1', '-W', '2', to]);
+    return { ok: r.status === 0, out: r.stdout + r.stderr };
+  };
+  /** This test's blocks (another suite's leftovers are affine to nodes this test has not: no routes). */
+  const ourBlocks = () => fx.blocks().filter((b) => /^(10\.213\.|fd13:)/.test(b.spec.cidr));
+  /** The block (name, cidr) holding `address`. */
+  const blockOf = (address: string) =>
+    ourBlocks().find((b) => cidrContains(mustParseCidr(b.spec.cidr), parseIP(address) as IP));
+
+  before(async () => {
+    fx = fixture();
+    fx.pool(`${tag}-v4`, '10.213.0.0/16', 26);
+    fx.pool(`${tag}-v6`, 'fd13::/112', 122);
+    w = await createWorld(3, ptp, tag);
+    for (let i = 0; i < 3; i++) {
+      sh('ip', ['-n', w.topo.nodes[i] as string, 'addr', 'add', `${v6Of(i)}/64`, 'dev', 'eth0', 'nodad']);
+      fx.apply({ apiVersion: 'v1', kind: 'Node', metadata: { name: w.nodeName(i) } });
+      const status = {
+        status: {
+          addresses: [
+            { type: 'InternalIP', address: w.topo.nodeAddress(i) },
+            { type: 'InternalIP', address: v6Of(i) },
+            { type: 'Hostname', address: w.nodeName(i) },
+          ],
+        },
+      };
+      const r = kubectl([
+        'patch',
+        'node',
+        w.nodeName(i),
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify(status),
+      ]);
+      assert.equal(r.status, 0, r.stderr);
+    }
+  });
+  after(async () => {
+    for (let i = 0; i < agents.length; i++) await stopAgent(i, 'SIGTERM');
+    await w?.destroy();
+    fx?.cleanup();
+  });
+
+  void it("each node routes the other nodes' blocks via their InternalIP, both families", async (t) => {
+    await addPod('a', 0);
+    await addPod('b', 1);
+    await addPod('c', 2);
+    // the control: without the agents' routes, pods on different nodes cannot reach each other
+    assert.equal(ping('a', pods.get('b')?.v4 as string).ok, false, 'no route to node 2 pods yet');
+    const started = performance.now();
+    for (let i = 0; i < 3; i++) startAgent(i);
+    const expect = (i: number): string[] =>
+      ourBlocks()
+        .map((b) => {
+          const owner = Number(/-node-(\d+)$/.exec(b.spec.affinity ?? '')?.[1]) - 1;
+          if (owner === i) return `blackhole ${b.spec.cidr}`;
+          return `${b.spec.cidr} via ${b.spec.cidr.includes(':') ? v6Of(owner) : w.topo.nodeAddress(owner)}`;
+        })
+        .sort();
+    assert.equal(ourBlocks().length, 6, 'one v4 and one v6 block per node');
+    for (let i = 0; i < 3; i++)
+      await until(`routes of node ${i + 1}`, () => routesOf(i).join() === expect(i).join());
+    t.diagnostic(
+      `3 agents started → every node's 6 routes in place: ${(performance.now() - started).toFixed(0)} ms`,
+    );
+  });
+
+  void it('pods on different nodes ping each other (IPv4 and IPv6)', () => {
+    for (const [from, to] of [
+      ['a', 'b'],
+      ['b', 'c'],
+      ['c', 'a'],
+    ] as const) {
+      for (const family of ['v4', 'v6'] as const) {
+        const dst = pods.get(to)?.[family] as string;
+        const r = ping(from, dst);
+        assert.ok(r.ok, `${from} → ${to} ${dst}: ${r.out}`);
+      }
+    }
+  });
+
+  void it('a borrowed address is routed to its borrower by every other node, its block owner included', async () => {
+    const aBlock = blockOf(pods.get('a')?.v4 as string);
+    assert.ok(aBlock);
+    const borrowed = addressTextAt(mustParseCidr(aBlock.spec.cidr), 20);
+    const d = await addPod('d', 2, { assignIPv6: false }, [['IP', borrowed]]);
+    assert.equal(d.pod.v4, borrowed);
+    const host = `${borrowed} via ${w.topo.nodeAddress(2)}`;
+    await until(
+      'host routes on nodes 1 and 2',
+      () => routesOf(0).includes(host) && routesOf(1).includes(host),
+    );
+    assert.ok(
+      !routesOf(2).some((l) => l.startsWith(`${borrowed} `)),
+      'the borrower relies on ptp’s veth route',
+    );
+    for (const from of ['a', 'b', 'c']) {
+      const r = ping(from, borrowed);
+      assert.ok(r.ok, `${from} → d ${borrowed}: ${r.out}`);
+    }
+    await w.cni(2).del(d.conf, d.rt);
+    await until(
+      'host routes gone after DEL',
+      () => !routesOf(0).includes(host) && !routesOf(1).includes(host),
+    );
+  });
+
+  void it('an agent restarted with an empty cache changes no route until it has synced', async () => {
+    await until('node 1 idle', () => agents[0]?.lines.at(-1)?.status === 'done');
+    const before1 = routesOf(0);
+    await stopAgent(0, 'SIGKILL');
+    await w.stopApi(0);
+    let agent: Agent;
+    try {
+      agent = startAgent(0);
+      await until(
+        'three waiting passes',
+        () => agent.lines.filter((l) => l.status === 'waiting').length >= 3,
+      );
+      assert.deepEqual(routesOf(0), before1, 'no route touched while the view is empty');
+      assert.ok(agent.lines.every((l) => l.status === 'waiting' && l.why === 'not-synced'));
+      assert.ok(ping('a', pods.get('b')?.v4 as string).ok, 'traffic keeps flowing');
+    } finally {
+      await w.startApi(0);
+    }
+    await until('a synced pass', () => agent.lines.some((l) => l.status === 'done'));
+    const first = agent.lines.find((l) => l.status === 'done');
+    assert.deepEqual(
+      [first?.added, first?.replaced, first?.removed, first?.failed],
+      [0, 0, 0, []],
+      'the first synced pass finds every route in place',
+    );
+    assert.deepEqual(routesOf(0), before1);
+    assert.ok(ping('a', pods.get('c')?.v6 as string).ok);
+  });
+});
