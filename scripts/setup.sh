@@ -10,6 +10,7 @@ command -v ping >/dev/null || missing+=(iputils-ping)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
+command -v nsenter >/dev/null || missing+=(util-linux)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
@@ -22,7 +23,7 @@ echo "== dependencies (npm ci; brings Node 24 as a dev dependency)" >&2
 if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
-echo "== control plane and CNI tools (built once from the Go module proxy into ~/.cache/blockipam)" >&2
-bash test/control-plane/build.sh all >/dev/null
+echo "== control plane, CNI tools, kubelet, containerd and images (built once from the Go module proxy and Debian packages into ~/.cache/blockipam)" >&2
+bash test/cluster/build.sh all >/dev/null
 # Everything after this uses the project's Node 24 (npm scripts do the same).
 export PATH="$PWD/node_modules/.bin:$PATH"

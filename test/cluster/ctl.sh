@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Acts on a running test cluster (test/cluster/up.sh): a shell or a command inside one of its
+# namespaces, and stopping / starting its daemons by their recorded PIDs.
+#
+#   ctl.sh RUN_DIR exec NS [CMD...]     run CMD (default: an interactive bash) in NS's network +
+#                                       mount namespaces; NS = cluster | node-1 | node-2 ...
+#   ctl.sh RUN_DIR stop DAEMON          SIGTERM (SIGKILL after 10 s); DAEMON = kubelet-node-1,
+#                                       containerd-node-2, scheduler, controller-manager, ...
+#   ctl.sh RUN_DIR kill DAEMON          SIGKILL
+#   ctl.sh RUN_DIR start DAEMON         start it again with the command it was started with
+#   ctl.sh RUN_DIR restart DAEMON       stop, then start
+# Inside `exec`, KUBECONFIG is the admin's (API server at 10.99.0.1:6443), PATH has kubectl and
+# ctr, and CONTAINERD is the node's containerd socket: `ctr --address $CONTAINERD -n k8s.io ...`.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+RUN=$(cd "${1:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart ...}" && pwd)
+action=${2:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart ...}
+target=${3:?ctl.sh: name a namespace or a daemon}
+shift 3
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+case $action in
+  exec)
+    # shellcheck disable=SC1091
+    source "$RUN/env"
+    cmd=("$@")
+    [ ${#cmd[@]} -gt 0 ] || cmd=(bash --norc -i)
+    in_ns "$target" env KUBECONFIG="$CLUSTER_INNER_KUBECONFIG" \
+      PATH="$CLUSTER_BIN:$CLUSTER_NODE_BIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+      CONTAINERD="$RUN/$target/containerd.sock" PS1="[$target \\W]# " "${cmd[@]}"
+    ;;
+  stop) stop "$target" 10 ;;
+  kill) pid=$(recorded "$target") && kill -KILL "$pid" && wait_until 10 sh -c "! kill -0 $pid" ;;
+  start | restart)
+    [ -f "$RUN/cmds/$target" ] || { echo "ctl.sh: no daemon $target in $RUN" >&2; exit 2; }
+    [ "$action" = start ] || stop "$target" 10
+    if recorded "$target" >/dev/null; then echo "ctl.sh: $target is running" >&2; exit 1; fi
+    # shellcheck disable=SC1090
+    source "$RUN/cmds/$target"
+    spawn "$target" "$NS" "${CMD[@]}"
+    ;;
+  *) echo "ctl.sh: unknown action $action" >&2; exit 2 ;;
+esac

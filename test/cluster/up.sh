@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Starts a multi-node Kubernetes test cluster on this machine, changing nothing on the host
+# (docs/test-cluster.md). Run as root.
+#
+#   cluster namespace (own network + mount namespaces): bridge br0 10.99.0.1/24, etcd,
+#     kube-apiserver (Node,RBAC authorization; NodeRestriction and ServiceAccount admission),
+#     kube-scheduler, kube-controller-manager
+#   node-I (own network + mount namespaces, entered from the cluster's): veth node0 on the
+#     bridge at 10.99.0.(10+I), containerd + runc, kubelet with its own client certificate
+#     (CN=system:node:node-I, O=system:nodes) and its own cgroup root
+#   host: 127.0.0.1:<free port> forwarded to the API server (api-forward.py)
+#
+# Usage: up.sh [--nodes N] [--owner-pid PID]
+#   --nodes      number of nodes (default 3)
+#   --owner-pid  a watchdog tears the cluster down when PID exits (also on SIGKILL of the owner)
+# Prints the path of an env file (CLUSTER_* variables, shell syntax). Nodes are registered but
+# not Ready until a CNI network config is installed (test/cluster/install-blockipam.sh).
+# Stop with: down.sh RUN_DIR (recorded PIDs only; then checks that the host is unchanged).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+nodes=3 owner=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --nodes) nodes=${2:?"up.sh: --nodes needs a number"}; shift 2 ;;
+    --owner-pid) owner=${2:?"up.sh: --owner-pid needs a PID"}; shift 2 ;;
+    *) echo "up.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ $nodes =~ ^[1-9][0-9]?$ ]] || { echo "up.sh: --nodes must be 1-99, got $nodes" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "up.sh: run as root (namespaces, cgroups)" >&2; exit 1; }
+
+# Build first (it may wait for another run's build): nothing is started yet.
+eval "$(bash "$here/build.sh" all)"
+RUN=$(mktemp -d /tmp/blockipam-cluster.XXXXXX)
+ID=${RUN##*.}
+CGROUP_TOP=blockipam-cluster.$ID
+DAEMON_PATH=$NODE_BIN:$BIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+# shellcheck source=node.sh
+source "$here/node.sh"
+echo "$CGROUP_TOP" >"$RUN/cgroup-top"
+starttime $$ >"$RUN/started" # processes started before this are never swept by down.sh
+bash "$here/host-state.sh" snapshot "$RUN/host-before"
+t0=$(date +%s.%N)
+trap 'bash "$here/down.sh" "$RUN" >&2' EXIT
+trap 'exit 130' INT TERM
+if [ -n "$owner" ]; then
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done; [ -d "$2" ] && bash "$3" "$2"' \
+    watchdog "$owner" "$RUN" "$here/down.sh" >/dev/null 2>&1 </dev/null &
+  record watchdog $!
+fi
+fail() {
+  log "$*"
+  local f
+  for f in "$RUN"/logs/*.log; do [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 15 "$f" >&2; }; done
+  exit 1
+}
+
+# --- PKI (P-256: RSA-2048 keys took seconds each on a busy machine) -------------------------
+mkdir -p "$RUN/pki"
+(
+  cd "$RUN/pki"
+  ec() { openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "$@" 2>/dev/null; }
+  ec -x509 -keyout ca.key -out ca.crt -days 2 -subj /CN=blockipam-cluster-ca
+  cert() { # cert NAME SUBJECT EXTENSIONS — one after another: -CAcreateserial races on ca.srl
+    ec -keyout "$1.key" -out "$1.csr" -subj "$2"
+    printf '%b\n' "$3" >"$1.ext"
+    openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+  }
+  client='extendedKeyUsage=clientAuth'
+  cert apiserver /CN=kube-apiserver "extendedKeyUsage=serverAuth\nsubjectAltName=IP:10.99.0.1,IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+  cert admin "/O=system:masters/CN=blockipam-admin" "$client"
+  cert scheduler /CN=system:kube-scheduler "$client"
+  cert controller-manager /CN=system:kube-controller-manager "$client"
+  for i in $(seq "$nodes"); do cert "node-$i" "/O=system:nodes/CN=system:node:node-$i" "$client"; done
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out sa.key 2>/dev/null
+  openssl pkey -in sa.key -pubout -out sa.pub 2>/dev/null
+  chmod 600 ./*.key
+)
+# kubeconfig FILE SERVER CERT: client-certificate kubeconfig for $RUN/pki/CERT.{crt,key}.
+kubeconfig() {
+  cat >"$1" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+  - name: cluster
+    cluster: {server: "$2", certificate-authority: "$RUN/pki/ca.crt"}
+users:
+  - name: $3
+    user: {client-certificate: "$RUN/pki/$3.crt", client-key: "$RUN/pki/$3.key"}
+contexts:
+  - name: $3
+    context: {cluster: cluster, user: $3}
+current-context: $3
+KC
+  chmod 600 "$1"
+}
+printf 'nameserver 127.0.0.1\n' >"$RUN/resolv.conf"
+{ printf '127.0.0.1 localhost\n10.99.0.1 cluster\n'; for i in $(seq "$nodes"); do printf '10.99.0.%s node-%s\n' $((10 + i)) "$i"; done; } >"$RUN/hosts"
+
+# --- the cluster namespace and its control plane --------------------------------------------
+anchor cluster - 'mount -n -t tmpfs tmpfs /run; mount -n --bind "$0/hosts" /etc/hosts; ip link set lo up; ip link add br0 type bridge; ip addr add 10.99.0.1/24 dev br0; ip link set br0 up'
+inner=https://10.99.0.1:6443
+spawn etcd cluster "$BIN/etcd" --name cluster --data-dir "$RUN/etcd" \
+  --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+  --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+  --initial-cluster cluster=http://127.0.0.1:2380 --unsafe-no-fsync --log-level warn
+wait_until 30 in_ns cluster curl -fsS http://127.0.0.1:2379/health || fail "etcd did not become healthy in 30 s"
+spawn apiserver cluster "$BIN/kube-apiserver" \
+  --etcd-servers=http://127.0.0.1:2379 --bind-address=0.0.0.0 --advertise-address=10.99.0.1 --secure-port=6443 \
+  --cert-dir="$RUN/pki" --tls-cert-file="$RUN/pki/apiserver.crt" --tls-private-key-file="$RUN/pki/apiserver.key" \
+  --client-ca-file="$RUN/pki/ca.crt" \
+  --kubelet-client-certificate="$RUN/pki/apiserver-kubelet-client.crt" --kubelet-client-key="$RUN/pki/apiserver-kubelet-client.key" \
+  --kubelet-preferred-address-types=InternalIP \
+  --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+  --service-account-issuer="$inner" --service-account-key-file="$RUN/pki/sa.pub" \
+  --service-account-signing-key-file="$RUN/pki/sa.key" \
+  --service-cluster-ip-range=10.0.0.0/24 --allow-privileged=true --profiling=false
+python3 "$here/api-forward.py" "$RUN/api.port" "$(pid_of_ns cluster)" 10.99.0.1:6443 \
+  >"$RUN/logs/api-forward.log" 2>&1 </dev/null &
+record api-forward $!
+wait_until 10 test -s "$RUN/api.port" || fail "the API forwarder did not start"
+API_URL=https://127.0.0.1:$(cat "$RUN/api.port")
+kubeconfig "$RUN/admin.kubeconfig" "$API_URL" admin
+kubeconfig "$RUN/admin-inner.kubeconfig" "$inner" admin
+kubeconfig "$RUN/scheduler.kubeconfig" "$inner" scheduler
+kubeconfig "$RUN/controller-manager.kubeconfig" "$inner" controller-manager
+kubectl() { "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
+wait_until 120 kubectl get --raw /readyz || fail "kube-apiserver did not become ready in 120 s"
+spawn scheduler cluster "$BIN/kube-scheduler" --kubeconfig="$RUN/scheduler.kubeconfig" \
+  --authentication-kubeconfig="$RUN/scheduler.kubeconfig" --authorization-kubeconfig="$RUN/scheduler.kubeconfig" \
+  --leader-elect=true --bind-address=127.0.0.1
+spawn controller-manager cluster "$BIN/kube-controller-manager" --kubeconfig="$RUN/controller-manager.kubeconfig" \
+  --authentication-kubeconfig="$RUN/controller-manager.kubeconfig" \
+  --authorization-kubeconfig="$RUN/controller-manager.kubeconfig" --bind-address=127.0.0.1 \
+  --service-account-private-key-file="$RUN/pki/sa.key" --root-ca-file="$RUN/pki/ca.crt" \
+  --use-service-account-credentials=true --controllers='*' \
+  --cluster-signing-cert-file="$RUN/pki/ca.crt" --cluster-signing-key-file="$RUN/pki/ca.key" \
+  --flex-volume-plugin-dir="$RUN/flex-volume" --leader-elect=true
+cp_seconds=$(python3 -c "import time;print(f'{time.time()-$t0:.1f}')")
+
+# --- nodes ------------------------------------------------------------------------------------
+names=()
+for i in $(seq "$nodes"); do
+  start_node "$i"
+  names+=("node-$i")
+done
+for n in "${names[@]}"; do
+  wait_until 60 kubectl get node "$n" || fail "$n did not register in 60 s"
+done
+wait_until 30 kubectl -n default get serviceaccount default || fail "the default ServiceAccount did not appear"
+elapsed=$(python3 -c "import time;print(f'{time.time()-$t0:.1f}')")
+
+cat >"$RUN/env" <<ENV
+CLUSTER_RUN_DIR=$RUN
+CLUSTER_ID=$ID
+CLUSTER_NODES="${names[*]}"
+CLUSTER_NODE_IPS="$(for i in $(seq "$nodes"); do printf '10.99.0.%s ' $((10 + i)); done | sed 's/ $//')"
+CLUSTER_API_URL=$API_URL
+CLUSTER_INNER_API_URL=$inner
+CLUSTER_KUBECONFIG=$RUN/admin.kubeconfig
+CLUSTER_INNER_KUBECONFIG=$RUN/admin-inner.kubeconfig
+CLUSTER_CA_FILE=$RUN/pki/ca.crt
+CLUSTER_BIN=$BIN
+CLUSTER_CNI_BIN=$CNI_BIN
+CLUSTER_NODE_BIN=$NODE_BIN
+CLUSTER_PAUSE_IMAGE=$PAUSE_IMAGE
+CLUSTER_BUSYBOX_IMAGE=$BUSYBOX_IMAGE
+CLUSTER_CONTROL_PLANE_SECONDS=$cp_seconds
+CLUSTER_STARTUP_SECONDS=$elapsed
+ENV
+trap - EXIT INT TERM
+log "${#names[@]} nodes registered in ${elapsed}s (control plane ${cp_seconds}s); API $API_URL; run dir $RUN"
+echo "$RUN/env"
