@@ -1,9 +1,11 @@
 /**
  * Test launcher: starts ONE local control plane (etcd + kube-apiserver) for the whole run,
- * exports its description as CP_* environment variables, runs every `*.test.ts` under
- * `test/` with Node's test runner (files one at a time: integration tests share the
- * cluster-scoped CRDs), then stops the control plane — also on SIGINT/SIGTERM, and through
- * up.sh's watchdog if this process is SIGKILLed.
+ * exports its description as CP_* environment variables — and, when a file under test/cluster/
+ * is selected, ONE multi-node cluster (test/cluster/up.sh, CLUSTER_* variables) — runs every
+ * `*.test.ts` under `test/` with Node's test runner (files one at a time: integration tests
+ * share the cluster-scoped CRDs), then stops both — also on SIGINT/SIGTERM, and through the
+ * up.sh watchdogs if this process is SIGKILLed. A cluster teardown whose host check fails
+ * (docs/test-cluster.md) fails the run.
  *
  * Usage: node scripts/run-tests.ts [glob ...]   (default: test/**\/*.test.ts)
  * Exits 1 when the globs match no test file (a typo must not pass as green).
@@ -12,6 +14,7 @@ import { spawn } from 'node:child_process';
 import { globSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+import { startCluster, type StartedCluster } from '../test/helpers/cluster.ts';
 import { startControlPlane } from '../test/helpers/control-plane.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,10 +34,27 @@ if (!plane) {
   process.exit(1);
 }
 const cpEnv = plane.env;
-const stop = (): void => plane.stop();
 console.log(
   `control plane: kube-apiserver ${cpEnv.CP_SERVER_VERSION} at ${cpEnv.CP_API_URL} (started in ${cpEnv.CP_STARTUP_SECONDS} s)`,
 );
+let multiNode: StartedCluster | undefined;
+if (files.some((f) => f.startsWith('test/cluster/'))) {
+  multiNode = startCluster();
+  if (!multiNode) {
+    plane.stop();
+    console.error('run-tests: the test cluster (test/cluster/up.sh) did not start');
+    process.exit(1);
+  }
+  console.log(
+    `test cluster: ${multiNode.env.CLUSTER_NODES} registered in ${multiNode.env.CLUSTER_STARTUP_SECONDS} s (${multiNode.env.CLUSTER_RUN_DIR})`,
+  );
+}
+/** Stops both; false when the cluster's teardown found the host changed. */
+const stop = (): boolean => {
+  const hostUnchanged = multiNode?.stop() ?? true;
+  plane.stop();
+  return hostUnchanged;
+};
 
 // The runner gets its own process group, recorded in the run dir: down.sh (also when the
 // watchdog calls it after this launcher was SIGKILLed) stops the whole test run with it.
@@ -42,7 +62,7 @@ console.log(
 const child = spawn(
   process.execPath,
   ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-reporter=spec', ...files],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, ...cpEnv }, detached: true },
+  { cwd: root, stdio: 'inherit', env: { ...process.env, ...cpEnv, ...multiNode?.env }, detached: true },
 );
 if (child.pid !== undefined) writeFileSync(join(cpEnv.CP_RUN_DIR ?? '', 'tests.pid'), String(child.pid));
 let interrupted = false;
@@ -53,6 +73,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 child.on('exit', (code, signal) => {
-  stop();
-  process.exit(interrupted ? 130 : (code ?? (signal ? 130 : 1)));
+  const hostUnchanged = stop();
+  if (!hostUnchanged) console.error('run-tests: the test cluster changed the host (see above)');
+  const status = interrupted ? 130 : (code ?? (signal ? 130 : 1));
+  process.exit(status === 0 && !hostUnchanged ? 1 : status);
 });

@@ -1,0 +1,252 @@
+/**
+ * blockipam on the test cluster, for the tests in this folder: install (install-blockipam.sh),
+ * ipamctl, the IPAMBlocks and their allocations, the CNI calls the runtime made (cni-recorder.sh)
+ * and small polling / manifest helpers. Talks to blockipam only from the outside: the plugin
+ * executable the runtime runs, ipamctl's CLI and the CRDs.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { cluster, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, '..', '..');
+
+/**
+ * Installs blockipam on every node (idempotent) and waits until all nodes are Ready.
+ * @throws Error with the script's stderr when it fails
+ */
+export function installBlockipam(cniVersion = '1.1.0'): void {
+  const r = spawnSync(
+    'bash',
+    [join(here, 'install-blockipam.sh'), join(cluster().runDir, 'env'), '--cni-version', cniVersion],
+    {
+      encoding: 'utf8',
+      stdio: ['ignore', 'inherit', 'pipe'],
+    },
+  );
+  if (r.status !== 0) throw new Error(`install-blockipam.sh failed:\n${r.stderr}`);
+}
+
+/** Rewrites one node's conflist with another cniVersion (containerd reloads it by itself). */
+export function setCniVersion(node: string, cniVersion: string): void {
+  const r = spawnSync(
+    'bash',
+    [
+      join(here, 'install-blockipam.sh'),
+      join(cluster().runDir, 'env'),
+      '--cni-version',
+      cniVersion,
+      '--node',
+      node,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`install-blockipam.sh --node ${node} failed:\n${r.stderr}`);
+}
+
+/** Runs ipamctl (cli/main.ts under the project's Node) against the cluster as admin. */
+export function ipamctl(args: readonly string[]): RunResult {
+  const r = spawnSync(
+    join(repo, 'node_modules', '.bin', 'node'),
+    [join(repo, 'cli', 'main.ts'), '--kubeconfig', cluster().kubeconfig, ...args],
+    { encoding: 'utf8', cwd: repo },
+  );
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** One allocation of an IPAMBlock, with the block it is in. */
+export interface Allocation {
+  readonly block: string;
+  readonly cidr: string;
+  /** The block's affinity: the owning node, or null. */
+  readonly affinity: string | null;
+  readonly ordinal: number;
+  readonly handle: string;
+  readonly node: string;
+  readonly namespace?: string;
+  readonly pod?: string;
+  readonly podUID?: string;
+}
+
+interface BlockObject {
+  metadata: { name: string };
+  spec: {
+    cidr: string;
+    affinity: string | null;
+    allocations: Record<string, Omit<Allocation, 'block' | 'cidr' | 'affinity' | 'ordinal'>>;
+  };
+}
+
+/** Every allocation in every IPAMBlock. */
+export function allocations(): Allocation[] {
+  const list = JSON.parse(kubectlOk(['get', 'ipamblocks', '-o', 'json'])) as { items: BlockObject[] };
+  return list.items.flatMap((b) =>
+    Object.entries(b.spec.allocations).map(([ordinal, a]) => ({
+      ...a,
+      block: b.metadata.name,
+      cidr: b.spec.cidr,
+      affinity: b.spec.affinity,
+      ordinal: Number(ordinal),
+    })),
+  );
+}
+
+/** The address of an allocation (IPv4 blocks: base + ordinal). */
+export function addressOf(a: Allocation): string {
+  const [base] = a.cidr.split('/');
+  const n = (base ?? '').split('.').reduce((acc, o) => acc * 256 + Number(o), 0) + a.ordinal;
+  return [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
+}
+
+/** True when `ip` (IPv4) is inside `cidr`. */
+export function inCidr(ip: string, cidr: string): boolean {
+  const [base, len] = cidr.split('/');
+  const num = (s: string): number => s.split('.').reduce((acc, o) => acc * 256 + Number(o), 0);
+  const size = 2 ** (32 - Number(len));
+  return Math.floor(num(ip) / size) === Math.floor(num(base ?? '') / size);
+}
+
+/** One CNI call as recorded on a node, in call order. Secrets in the environment are redacted. */
+export interface CniCall {
+  /** ns since the epoch when the call started */
+  readonly at: bigint;
+  readonly plugin: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly stdin: Record<string, unknown>;
+  readonly stdout: string;
+  /** exit status; undefined while the call is still running */
+  readonly rc?: number;
+}
+
+const secretName = /token|secret|password|passwd|credential|key/i;
+
+/** The CNI calls recorded on `node` (optionally of one plugin), oldest first. */
+export function cniCalls(node: string, plugin?: string): CniCall[] {
+  const dir = join(cluster().runDir, node, 'cni-calls');
+  if (!existsSync(dir)) return [];
+  const calls: CniCall[] = [];
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith('.stdin'))
+    .sort()) {
+    const base = f.slice(0, -'.stdin'.length);
+    const name = base.slice(base.indexOf('.') + 1);
+    if (plugin !== undefined && name !== plugin) continue;
+    const read = (ext: string): string | undefined => {
+      const p = join(dir, `${base}.${ext}`);
+      return existsSync(p) ? readFileSync(p, 'utf8') : undefined;
+    };
+    const env: Record<string, string> = {};
+    for (const line of (read('env') ?? '').split('\n')) {
+      const eq = line.indexOf('=');
+      if (eq > 0)
+        env[line.slice(0, eq)] = secretName.test(line.slice(0, eq)) ? '<redacted>' : line.slice(eq + 1);
+    }
+    let stdin: Record<string, unknown>;
+    try {
+      stdin = JSON.parse(read('stdin') ?? '{}') as Record<string, unknown>;
+    } catch {
+      stdin = { unparsable: read('stdin') };
+    }
+    const rc = read('rc');
+    calls.push({
+      at: BigInt(base.slice(0, base.indexOf('-'))),
+      plugin: name,
+      env,
+      stdin,
+      stdout: read('stdout') ?? '',
+      ...(rc === undefined ? {} : { rc: Number(rc.trim()) }),
+    });
+  }
+  return calls;
+}
+
+/** The value of one K8S_* key of a call's CNI_ARGS. */
+export function cniArg(call: CniCall, key: string): string | undefined {
+  for (const kv of (call.env.CNI_ARGS ?? '').split(';')) {
+    const eq = kv.indexOf('=');
+    if (eq > 0 && kv.slice(0, eq) === key) return kv.slice(eq + 1);
+  }
+  return undefined;
+}
+
+/**
+ * Polls `probe` every `everyMs` until it returns a value other than undefined.
+ * @throws Error naming `what` (and the last probe's note) after `timeoutMs`
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined,
+  timeoutMs: number,
+  everyMs = 500,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** The pods of a namespace (kubectl JSON, the fields the tests read). */
+export interface PodObject {
+  metadata: { name: string; uid: string; namespace: string; deletionTimestamp?: string };
+  spec: { nodeName?: string };
+  status: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[] };
+}
+
+export function pods(namespace: string, selector?: string): PodObject[] {
+  const args = ['-n', namespace, 'get', 'pods', '-o', 'json', ...(selector ? ['-l', selector] : [])];
+  return (JSON.parse(kubectlOk(args)) as { items: PodObject[] }).items;
+}
+
+/** The node's Ready condition status ("True", "False", "Unknown"); "" when the Node does not exist. */
+export function nodeReady(node: string): string {
+  const jsonpath = 'jsonpath={.status.conditions[?(@.type=="Ready")].status}';
+  const r = kubectl(['get', 'node', node, '--ignore-not-found', '-o', jsonpath]);
+  if (r.status !== 0) throw new Error(`kubectl get node ${node} failed: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/** A busybox container spec for the cluster's imported image. */
+export function busybox(name: string, command: readonly string[]): Record<string, unknown> {
+  return { name, image: cluster().busyboxImage, imagePullPolicy: 'Never', command };
+}
+
+/**
+ * A Deployment of busybox `sleep 3600` pods labelled app=NAME, spread evenly over the nodes
+ * (topologySpreadConstraints on the hostname, maxSkew 1, DoNotSchedule).
+ */
+export function spreadDeployment(
+  name: string,
+  replicas: number,
+  graceSeconds: number,
+): Record<string, unknown> {
+  const labels = { app: name };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: {
+      replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          terminationGracePeriodSeconds: graceSeconds,
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'DoNotSchedule',
+              labelSelector: { matchLabels: labels },
+            },
+          ],
+          containers: [busybox('sleep', ['sleep', '3600'])],
+        },
+      },
+    },
+  };
+}
