@@ -66,6 +66,18 @@ async function handles(block: string): Promise<string[]> {
     : ['<no block>'];
 }
 
+/** `target` with some members replaced (methods of the rest bound to it: private fields work). */
+function overriding<T extends object>(target: T, members: (key: string | symbol) => unknown): T {
+  return new Proxy(target, {
+    get(t, key) {
+      const replaced = members(key);
+      if (replaced !== undefined) return replaced;
+      const value = Reflect.get(t, key) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+    },
+  });
+}
+
 function reconciler(clock: TestClock, datastore: Datastore = ds): Reconciler {
   return new Reconciler({
     ds: datastore,
@@ -188,12 +200,9 @@ describe('controller: leaked addresses', () => {
 
   test('an API error in the fresh re-check keeps the handle', async () => {
     await seed('10.70.0.0/26', 'ctl-n1', [{ ordinal: 2, ...owner('err', 'ctl-n1') }]);
-    const failing = new Proxy(ds, {
-      get(target, key, receiver) {
-        if (key === 'getPod') return () => Promise.reject(new UnavailableError('API server unreachable'));
-        return Reflect.get(target, key, receiver) as unknown;
-      },
-    });
+    const failing = overriding(ds, (key) =>
+      key === 'getPod' ? () => Promise.reject(new UnavailableError('API server unreachable')) : undefined,
+    );
     const clock = new TestClock();
     const r = reconciler(clock, failing);
     await r.pass({ view: await listedView(ds) });
@@ -206,6 +215,39 @@ describe('controller: leaked addresses', () => {
     const skipped = await r.pass({ view: { ...(await listedView(ds)), notReady: () => 'pods: not synced' } });
     assert.equal(skipped.skipped, 'pods: not synced');
   });
+});
+
+test('controller: a release that fails (API error) keeps its candidates for the next pass', async () => {
+  await seed('10.70.0.0/26', 'ctl-n1', [{ ordinal: 2, ...owner('flaky', 'ctl-n1') }]);
+  let down = true;
+  const blocks = overriding(ds.blocks, (key) =>
+    down && key === 'update'
+      ? () => Promise.reject(new UnavailableError('API server unreachable'))
+      : undefined,
+  );
+  const failing = overriding(ds, (key) => (key === 'blocks' ? blocks : undefined));
+  const clock = new TestClock();
+  const r = reconciler(clock, failing);
+  await r.pass({ view: await listedView(ds) });
+  clock.advance(GRACE_S);
+  const pass = await r.pass({ view: await listedView(ds) });
+  assert.deepEqual(pass.leaks?.reclaim.released, []);
+  assert.equal(pass.leaks?.reclaim.failed.length, 1);
+  assert.equal(r.candidates.size, 1, 'still a candidate');
+  assert.deepEqual(await handles('10-70-0-0-26'), ['net.flaky.eth0']);
+  down = false;
+  const retried = await r.pass({ view: await listedView(ds) });
+  console.log(
+    'DBG',
+    String(retried.leaks?.reclaim.failed[0]?.error),
+    r.candidates.size,
+    JSON.stringify(retried.leaks?.reclaim.kept),
+  );
+  assert.deepEqual(
+    retried.leaks?.reclaim.released.map((c) => c.address),
+    ['10.70.0.2'],
+    'released on the next pass',
+  );
 });
 
 describe('controller: deleted nodes', () => {

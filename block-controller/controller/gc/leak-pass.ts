@@ -23,19 +23,19 @@ export async function leakStep(ctx: PassContext, candidates: LeakCandidates): Pr
   candidates.observe(scan.candidates, nowMs);
   const graceMs = settingsOf(ctx.view.config()).leakGracePeriodSeconds * 1000;
   const due = dueHandles(scan, candidates, nowMs, graceMs);
-  const empty: ReclaimResult = { released: [], kept: [], skipped: [] };
+  const empty: ReclaimResult = { released: [], kept: [], skipped: [], failed: [] };
   if (due.length === 0 || !ctx.mayWrite()) return { scan, reclaim: empty };
-  let reclaim: ReclaimResult;
-  try {
-    reclaim = await reclaimHandles(ctx.ds, due, ctx.allocator);
-  } catch (error) {
-    // A release that failed half-way: what core released is re-read by the next scan (the
-    // watch shows it gone); the rest stays a candidate.
-    ctx.onApiError?.('release-leaks', error);
-    ctx.log.warn('releasing leaked addresses failed; retried next pass', { error: String(error) });
-    return { scan, reclaim: empty };
-  }
+  const reclaim = await reclaimHandles(ctx.ds, due, ctx.allocator);
   for (const c of [...reclaim.released, ...reclaim.skipped]) candidates.forget(c.key);
+  // A failed release leaves its candidates as they are (grace already over): retried next pass.
+  for (const { candidate, error } of reclaim.failed) {
+    ctx.onApiError?.('release-leaks', error);
+    ctx.log.warn('releasing a leaked address failed; retried next pass', {
+      address: candidate.address,
+      handle: candidate.allocation.handle,
+      error: String(error),
+    });
+  }
   for (const c of reclaim.released)
     ctx.metrics?.gcReclamations.inc({ ippool: c.pool, node: c.allocation.node });
   for (const kept of reclaim.kept)

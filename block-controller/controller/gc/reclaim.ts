@@ -22,35 +22,55 @@ export interface ReclaimResult {
   kept: { handle: string; reason: KeepReason }[];
   /** Addresses core refused (sequence or pod UID changed) or found gone (released meanwhile). */
   skipped: LeakCandidate[];
+  /** Addresses whose release failed (API error): still candidates, retried next pass. */
+  failed: { candidate: LeakCandidate; error: unknown }[];
 }
 
-/** Re-checks and releases `handles` (each an all-or-nothing group). Errors of the release throw. */
+/** Re-checks and releases `handles` (each an all-or-nothing group). Never throws: failures are in `failed`. */
 export async function reclaimHandles(
   ds: Datastore,
   handles: readonly (readonly LeakCandidate[])[],
   options: AllocatorOptions = {},
 ): Promise<ReclaimResult> {
   const reads = new FreshReads(ds);
-  const result: ReclaimResult = { released: [], kept: [], skipped: [] };
+  const result: ReclaimResult = { released: [], kept: [], skipped: [], failed: [] };
   const confirmed: LeakCandidate[] = [];
   await forEachLimited(handles, RECHECK_CONCURRENCY, async (group) => {
     const reason = await recheckHandle(group, reads);
     if (reason && group[0]) result.kept.push({ handle: group[0].allocation.handle, reason });
     else confirmed.push(...group);
   });
-  if (confirmed.length === 0) return result;
-  const items: AddressRelease[] = confirmed.map((c) => ({
-    address: c.address,
-    handle: c.allocation.handle,
-    sequence: c.allocation.sequence,
-    block: c.block,
-  }));
-  const outcome = await releaseAddresses(ds, items, {}, options);
-  const freed = new Set(
-    outcome.released.map((a) => `${a.block}/${a.ordinal}/${a.allocation.handle}/${a.sequence}`),
-  );
-  for (const candidate of confirmed)
-    (freed.has(candidate.key) ? result.released : result.skipped).push(candidate);
+  // One release per block, RECHECK_CONCURRENCY blocks at a time: distinct blocks never conflict,
+  // and core groups a call's items into one compare-and-swap per block.
+  const byBlock = new Map<string, LeakCandidate[]>();
+  for (const c of confirmed) byBlock.set(c.block, [...(byBlock.get(c.block) ?? []), c]);
+  await forEachLimited([...byBlock.values()], RECHECK_CONCURRENCY, async (group) => {
+    const items: AddressRelease[] = group.map((c) => ({
+      address: c.address,
+      handle: c.allocation.handle,
+      sequence: c.allocation.sequence,
+      block: c.block,
+    }));
+    let outcome: Awaited<ReturnType<typeof releaseAddresses>>;
+    try {
+      outcome = await releaseAddresses(ds, items, {}, options);
+    } catch (error) {
+      result.failed.push(...group.map((candidate) => ({ candidate, error })));
+      return;
+    }
+    const freed = new Set(
+      outcome.released.map((a) => `${a.block}/${a.ordinal}/${a.allocation.handle}/${a.sequence}`),
+    );
+    const notHeld = new Set([
+      ...outcome.gone.map((i) => i.address),
+      ...outcome.refused.map((a) => a.address),
+    ]);
+    for (const candidate of group) {
+      if (freed.has(candidate.key)) result.released.push(candidate);
+      else if (notHeld.has(candidate.address)) result.skipped.push(candidate);
+      else result.failed.push({ candidate, error: new Error('not released (no outcome reported for it)') });
+    }
+  });
   return result;
 }
 
