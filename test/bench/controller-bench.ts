@@ -4,10 +4,12 @@
  * on 250 nodes, grace period included). The controller runs in-process on its real watches
  * (shared/informer.ts) with an injected clock: one pass sees the leaks (candidates), the clock
  * jumps over the grace period, the next pass reclaims — its wall time and API requests are the
- * figures. Scenario A: pods gone, nodes alive (grace, fresh re-check per pod). Scenario B: the
- * 250 nodes deleted too (no grace; then their 250 blocks released).
+ * figures. Scenario A: pods gone, nodes alive (grace, fresh re-check per pod). Scenario B (the
+ * 250 nodes deleted too: no grace, then their blocks released) is `--only-b`; its run on
+ * 2026-12-01 found the seeded blocks gone before the first pass (not understood yet: no
+ * figures from it).
  *
- * Usage: node_modules/.bin/node test/bench/controller-bench.ts
+ * Usage: node_modules/.bin/node test/bench/controller-bench.ts [--only-b]
  */
 import { IPAM_CONFIG_NAME, settingsOf } from '../../core/index.ts';
 import type { KubeDatastore } from '../../core/index.ts';
@@ -63,8 +65,10 @@ async function scenario(name: string, deleteNodes: boolean): Promise<Record<stri
       .catch(() => undefined);
   const connection = connectKube({ kubeconfig: controlPlane().adminKubeconfig });
   const log = createLogger({ component: 'controller', level: 'warn' });
-  if (deleteNodes)
+  if (deleteNodes) {
     await admin.transport.request('DELETE', '/api/v1/nodes', { query: { labelSelector: 'ipamctl-test=1' } });
+    progress(`${name}: nodes deleted; ${(await admin.blocks.list()).length} blocks`);
+  }
   const view = await watchCluster({ connection, log, onChange: () => undefined });
   while (
     view.blocks().length < NODES ||
@@ -113,12 +117,13 @@ function progress(text: string): void {
 }
 
 function diff(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(after)
-      .map(([m, n]) => [m, n - (before[m] ?? 0)])
-      .filter(([, n]) => n !== 0),
-  );
+  const out: Record<string, number> = {};
+  for (const [method, n] of Object.entries(after))
+    if (n !== (before[method] ?? 0)) out[method] = n - (before[method] ?? 0);
+  return out;
 }
 
-console.log(JSON.stringify(await scenario('A: 3,000 pods gone, 250 nodes alive', false)));
-console.log(JSON.stringify(await scenario('B: 3,000 pods and their 250 nodes gone', true)));
+if (!process.argv.includes('--only-b'))
+  console.log(JSON.stringify(await scenario('A: 3,000 pods gone, 250 nodes alive', false)));
+if (process.argv.includes('--only-b'))
+  console.log(JSON.stringify(await scenario('B: 3,000 pods and their 250 nodes gone', true)));
