@@ -1,6 +1,9 @@
-// ESLint flat config: typescript-eslint's recommended type-checked rules over the whole tree.
+// ESLint flat config: typescript-eslint's recommended type-checked rules over the whole tree,
+// plus two rules of our own: blockipam/core-entries (core is imported through its package
+// "exports" only) and blockipam/docs-lint.
 import { spawnSync } from 'node:child_process';
 import js from '@eslint/js';
+import { dirname, relative, resolve, sep } from 'node:path';
 import tseslint from 'typescript-eslint';
 
 /**
@@ -26,6 +29,55 @@ const docsLint = {
   },
 };
 
+const root = import.meta.dirname;
+const coreDir = resolve(root, 'core') + sep;
+const coreTestsDir = resolve(root, 'test', 'core') + sep;
+/** package.json "exports": the only way into core from outside it. */
+const entries = new Map([
+  ['core/index.ts', 'blockipam/core'],
+  ['core/kube/index.ts', 'blockipam/core/kube'],
+  ['core/kube/kubeconfig.ts', 'blockipam/core/kubeconfig'],
+]);
+
+/**
+ * A relative import that lands in core/ from a file outside core/ is an error: use the entry
+ * (`blockipam/core`, `blockipam/core/kube`, `blockipam/core/kubeconfig`). One exception: core's
+ * own unit tests (test/core/) may import a core file that is not an entry, to test an internal
+ * (claimBlock, contextOf, …); what an entry exports they import through the entry too.
+ */
+const coreEntries = {
+  meta: {
+    type: 'problem',
+    messages: {
+      deep: "import core through its exports map ('blockipam/core', 'blockipam/core/kube', 'blockipam/core/kubeconfig'), not '{{source}}'",
+      entry: "import '{{source}}' as '{{entry}}'",
+    },
+    schema: [],
+  },
+  create(context) {
+    const file = context.filename;
+    if (file.startsWith(coreDir)) return {};
+    const check = (node) => {
+      if (node?.type !== 'Literal' || typeof node.value !== 'string' || !node.value.startsWith('.')) return;
+      const target = resolve(dirname(file), node.value);
+      if (!target.startsWith(coreDir)) return;
+      const entry = entries.get(relative(root, target).split(sep).join('/'));
+      if (entry !== undefined)
+        context.report({ node, messageId: 'entry', data: { source: node.value, entry } });
+      else if (!file.startsWith(coreTestsDir))
+        context.report({ node, messageId: 'deep', data: { source: node.value } });
+    };
+    return {
+      ImportDeclaration: (n) => check(n.source),
+      ExportNamedDeclaration: (n) => check(n.source),
+      ExportAllDeclaration: (n) => check(n.source),
+      ImportExpression: (n) => check(n.source),
+    };
+  },
+};
+
+const blockipam = { rules: { 'core-entries': coreEntries, 'docs-lint': docsLint } };
+
 export default tseslint.config(
   { ignores: ['dist/', 'build/', 'node_modules/', '**/*.generated.js', '**/*.generated.ts'] },
   js.configs.recommended,
@@ -34,7 +86,9 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
+    plugins: { blockipam },
     rules: {
+      'blockipam/core-entries': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       // node:test's describe/test return promises the runner itself awaits.
@@ -50,7 +104,6 @@ export default tseslint.config(
   },
   {
     files: ['scripts/docs-lint.ts'],
-    plugins: { blockipam: { rules: { 'docs-lint': docsLint } } },
     rules: { 'blockipam/docs-lint': 'error' },
   },
   {

@@ -10,10 +10,9 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { KubeDatastore } from '../core/index.ts';
-import { inClusterConfig, KubeTransport } from '../core/kube/index.ts';
-import { tlsMaterialProblem } from '../core/kube/tls-material.ts';
-import type { KubeClientConfig } from '../core/kube/index.ts';
+import { KubeDatastore, KubeTransport, tlsMaterialProblem } from 'blockipam/core/kube';
+import { inClusterConfig } from 'blockipam/core/kubeconfig';
+import type { KubeClientConfig } from 'blockipam/core/kube';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CliError } from './io.ts';
 import type { Io } from './io.ts';

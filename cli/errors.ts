@@ -2,8 +2,8 @@
  * Turns a failure into one clear line on stderr and exit code 2 (ERROR). Expected failures get a
  * sentence saying what to do; anything else is shown with its name so it can be reported.
  */
-import { isApiError, isConflict, isInvalid, isNotFound, isUnavailable } from '../core/index.ts';
-import { isKubeconfigError } from '../core/kube/index.ts';
+import { isApiError, isConflict, isInvalid, isNotFound, isUnavailable } from 'blockipam/core';
+import { isKubeconfigError } from 'blockipam/core/kube';
 import { EXIT, isCliError, println } from './io.ts';
 import type { ExitCode, TextOut } from './io.ts';
 

@@ -11,8 +11,9 @@ import {
   ordinalOf,
   parseIP,
   reservedOrdinals,
-} from '../core/index.ts';
-import type { Allocation, IP, IPAMBlock, KubeDatastore } from '../core/index.ts';
+} from 'blockipam/core';
+import type { Allocation, IP, IPAMBlock } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { CliError } from './io.ts';
 
 /** One holder of the address. */

@@ -7,15 +7,17 @@
  * Validation:   validatePool, checkBlockInvariants, configProblems
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
  *               seed blocks exactly as the allocator writes them)
- * Datastores:   Datastore (port), MemoryDatastore, KubeDatastore (over core/kube's lean transport)
+ * Datastores:   Datastore (port), MemoryDatastore
  * Node cache:   NodeCacheDocument, buildNodeCache, encodeNodeCache, decodeNodeCache (+ reasons),
  *               cacheSnapshot, cachedPodOf, cachedNamespaceOf (the agent → plugin cache format)
  * Errors:       NotFoundError, AlreadyExistsError, ConflictError, UnavailableError, InvalidError,
  *               ApiError, RetriesExhaustedError (+ isX guards)
  *
- * The Kubernetes transport (kubeconfig loading, requests) is exported separately from
- * core/kube/index.ts so a caller can load it without the allocator. Not the reverse: this file
- * exports KubeDatastore, which imports the transport.
+ * Imported as `blockipam/core` (package.json "exports"). The Kubernetes adapter (KubeDatastore,
+ * the lean transport) is the separate entry `blockipam/core/kube` (core/kube/index.ts), and the
+ * kubeconfig loader `blockipam/core/kubeconfig` (core/kube/kubeconfig.ts: it loads the YAML
+ * parser, which the CNI plugin's warm path must not). This entry loads no I/O module: a caller
+ * of the pure core and the memory store pulls in no transport.
  */
 export { autoAssign } from './allocator/auto-assign.ts';
 export { assignIP } from './allocator/static-assign.ts';
@@ -79,6 +81,7 @@ export {
   REGION_LABEL,
   affineSelector,
   blockLabels,
+  familySelector,
   isNodeLabel,
   nodeBlocksSelector,
   nodeLabel,
@@ -102,7 +105,6 @@ export type {
 } from './datastore/datastore.ts';
 export { MemoryDatastore } from './datastore/memory.ts';
 export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
-export { KubeDatastore } from './datastore/kube.ts';
 
 export * from './node-cache/index.ts';
 

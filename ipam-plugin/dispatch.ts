@@ -5,7 +5,7 @@
  * cniVersion (1) → command gate (1) → schema (7). Exactly one JSON document is written to stdout:
  * the ADD result, the VERSION answer, or the error object; nothing else ever is.
  */
-import { isKubeconfigError } from '../core/kube/kubeconfig-error.ts';
+import { isKubeconfigError } from 'blockipam/core/kube';
 import type { BackendFactory, Backend } from './backend/port.ts';
 import { isBackendUnavailableError } from './backend/port.ts';
 import { add } from './commands/add.ts';

@@ -8,7 +8,7 @@
  * the CRDs and at least one IPPool. Pod objects may exist (the plugin then records their UID).
  */
 import { existsSync } from 'node:fs';
-import { checkBlockInvariants, type IPAMBlock } from '../core/index.ts';
+import { checkBlockInvariants, type IPAMBlock } from 'blockipam/core';
 import { kubectl } from '../test/helpers/control-plane.ts';
 import { inNs, netnsPath } from '../test/e2e/harness/netns.ts';
 import { createWorld, currentPtp, debianPtp } from '../test/e2e/harness/world.ts';

@@ -5,8 +5,8 @@
  * logged by the caller, never retried, never blocks the pass; at most `maxPerPass` per pass
  * (a mass reclaim must not flood the API server with Events).
  */
-import { API_VERSION } from '../../core/index.ts';
-import type { KubeTransport } from '../../core/kube/index.ts';
+import { API_VERSION } from 'blockipam/core';
+import type { KubeTransport } from 'blockipam/core/kube';
 import { microTime } from './leader/lease.ts';
 
 export const REPORTING_CONTROLLER = 'ipam.blockipam.io/controller';

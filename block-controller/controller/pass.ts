@@ -3,7 +3,7 @@
  * watched view, an injected clock, logs, metrics, a bounded Event budget, and the leadership
  * check made right before each write step.
  */
-import type { AllocatorOptions, Datastore } from '../../core/index.ts';
+import type { AllocatorOptions, Datastore } from 'blockipam/core';
 import type { ControllerEvent, EventSink } from './events.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { ClusterView } from './view.ts';

@@ -5,8 +5,8 @@
  * every `resyncMs` (grace periods expire without any event). No pass runs while a watch has not
  * synced or is failing: missing data means keep.
  */
-import { newStats } from '../../core/index.ts';
-import type { AllocatorStats, Datastore } from '../../core/index.ts';
+import { newStats } from 'blockipam/core';
+import type { AllocatorStats, Datastore } from 'blockipam/core';
 import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
 import type { EventSink } from './events.ts';
 import { leakStep } from './gc/leak-pass.ts';

@@ -4,8 +4,8 @@
  * and stopped when it stops leading (a standby replica puts no watch load on the API server).
  * Every event calls `onChange` (the pass scheduler's trigger).
  */
-import { API_VERSION, IPAM_CONFIG_NAME } from '../../core/index.ts';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, Node } from '../../core/index.ts';
+import { API_VERSION, IPAM_CONFIG_NAME } from 'blockipam/core';
+import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, Node } from 'blockipam/core';
 import { watchKind } from '../shared/index.ts';
 import type { DaemonMetrics, KubeConnection, Logger, WatchedKind } from '../shared/index.ts';
 import type { WatchedPod } from './gc/owners.ts';

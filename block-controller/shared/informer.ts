@@ -11,7 +11,7 @@
  */
 import { ListWatch, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
-import type { KubeTransport } from '../../core/kube/index.ts';
+import type { KubeTransport } from 'blockipam/core/kube';
 import { errorFields, F } from './log.ts';
 import type { Logger } from './log.ts';
 import type { DaemonMetrics } from './metrics.ts';

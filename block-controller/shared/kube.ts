@@ -12,14 +12,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeDatastore } from '../../core/index.ts';
-import {
-  inClusterConfig,
-  KubeTransport,
-  loadKubeconfig,
-  SERVICE_ACCOUNT_DIR,
-} from '../../core/kube/index.ts';
-import type { KubeClientConfig } from '../../core/kube/index.ts';
+import { KubeDatastore, KubeTransport } from 'blockipam/core/kube';
+import { inClusterConfig, loadKubeconfig, SERVICE_ACCOUNT_DIR } from 'blockipam/core/kubeconfig';
+import type { KubeClientConfig } from 'blockipam/core/kube';
 
 export interface KubeConnectionOptions {
   /** Path of a kubeconfig file; absent = in-cluster service account. */

@@ -5,7 +5,7 @@
  * prefix (`_total` for counters, base units).
  */
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
-import type { KubeTransport } from '../../core/kube/index.ts';
+import type { KubeTransport } from 'blockipam/core/kube';
 
 export const METRIC_PREFIX = 'blockipam_';
 

@@ -11,7 +11,8 @@
  *   of the pod still shows the IP with the same UID (a pod's IP is set after its allocation).
  * docs/design-cli.md §The snapshot.
  */
-import type { IPAMBlock, KubeDatastore } from '../../core/index.ts';
+import type { IPAMBlock } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import {
   affinityProblems,
   blockSizeProblems,

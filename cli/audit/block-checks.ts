@@ -13,8 +13,8 @@ import {
   parseCidr,
   POOL_LABEL,
   poolBlockSize,
-} from '../../core/index.ts';
-import type { Cidr, IPAMBlock, IPPool } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { Cidr, IPAMBlock, IPPool } from 'blockipam/core';
 import { problem } from './problems.ts';
 import type { Problem } from './problems.ts';
 import type { Snapshot } from './snapshot.ts';

@@ -7,8 +7,8 @@
  * leaked; if its node is gone it is reported as `pod-on-deleted-node`. Pure functions of the
  * snapshot.
  */
-import { addressTextAt, cidrContains, formatIP, parseCidr, parseIP } from '../../core/index.ts';
-import type { Allocation, Cidr, IPAMBlock } from '../../core/index.ts';
+import { addressTextAt, cidrContains, formatIP, parseCidr, parseIP } from 'blockipam/core';
+import type { Allocation, Cidr, IPAMBlock } from 'blockipam/core';
 import { rangedBlocks } from './block-checks.ts';
 import { problem } from './problems.ts';
 import type { LeakedAllocation, LeakReason, Problem } from './problems.ts';

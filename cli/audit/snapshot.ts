@@ -8,9 +8,9 @@
  * be called leaked. Each LIST is one consistent view (pages share the first page's
  * resourceVersion); the resourceVersions are recorded in the report.
  */
-import type { KubeTransport } from '../../core/kube/index.ts';
-import { API_VERSION, IPAM_CONFIG_NAME } from '../../core/index.ts';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject } from '../../core/index.ts';
+import type { KubeTransport } from 'blockipam/core/kube';
+import { API_VERSION, IPAM_CONFIG_NAME } from 'blockipam/core';
+import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject } from 'blockipam/core';
 
 /** A Pod, the fields the audit reads. */
 export interface AuditPod extends KubeObject {

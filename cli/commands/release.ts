@@ -3,8 +3,9 @@
  * (docs/design-cli.md §Release safety). Prints its plan; changes nothing without --yes.
  */
 import { resolve } from 'node:path';
-import { cidrContains, formatIP, parseCidr } from '../../core/index.ts';
-import type { IP, KubeDatastore } from '../../core/index.ts';
+import { cidrContains, formatIP, parseCidr } from 'blockipam/core';
+import type { IP } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { readReport } from '../audit/report.ts';
 import { defineCommand } from '../command.ts';

@@ -2,8 +2,8 @@
  * `ipamctl show`: pool utilisation (default), `--blocks`, `--node N`, `--ip X`. Read-only.
  * Tables by default, `-o json|yaml` for scripts.
  */
-import { listNodeAllocations, affineSelector } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
+import { listNodeAllocations, affineSelector } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { defineCommand, withFormat } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { EXIT } from '../io.ts';

@@ -3,8 +3,9 @@
  * (+ pod UID) preconditions through core's releaseAddresses (each a compare-and-swap UPDATE of
  * its block). An entry that changed after the re-check is left alone and reported.
  */
-import { releaseAddresses } from '../../core/index.ts';
-import type { Allocation, KubeDatastore } from '../../core/index.ts';
+import { releaseAddresses } from 'blockipam/core';
+import type { Allocation } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';

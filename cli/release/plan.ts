@@ -9,8 +9,8 @@
  * allocation on a reserved ordinal (a corrupt block) is no exception: core's release removes it
  * and never lists a reserved ordinal in `freed`.
  */
-import { addressTextAt, parseCidr } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
+import { addressTextAt, parseCidr } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { entryOf, isLivePod } from '../audit/owner-checks.ts';
 import type { AuditPod } from '../audit/snapshot.ts';
 import { leakKey } from '../audit/problems.ts';

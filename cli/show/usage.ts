@@ -10,8 +10,8 @@ import {
   parseCidr,
   poolBlockSize,
   reservedOrdinals,
-} from '../../core/index.ts';
-import type { IPAMBlock, IPPool } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { IPAMBlock, IPPool } from 'blockipam/core';
 
 /** One pool's utilisation. */
 export interface PoolUsage {

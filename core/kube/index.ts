@@ -1,16 +1,20 @@
 /**
- * The lean Kubernetes transport, importable on its own (the CNI plugin uses it directly):
+ * The Kubernetes adapter, `blockipam/core/kube` (package.json "exports"): the KubeDatastore and
+ * the lean transport under it, importable without the allocator (the CNI plugin uses the
+ * transport directly):
  *
- *   const config = loadKubeconfig('/etc/cni/net.d/blockipam.kubeconfig'); // or inClusterConfig()
- *   const api = new KubeTransport(config, { timeoutMs: 10_000 });
+ *   import { loadKubeconfig } from 'blockipam/core/kubeconfig'; // or inClusterConfig()
+ *   const api = new KubeTransport(loadKubeconfig('/etc/cni/net.d/blockipam.kubeconfig'), { timeoutMs: 10_000 });
  *   const pod = await api.request<Pod>('GET', `/api/v1/namespaces/${ns}/pods/${name}`);
  *   api.close();
  *
  * Errors are core/errors' typed classes (NotFound, AlreadyExists, Conflict, Invalid, Unavailable,
- * ApiError); `api.stats` counts requests.
+ * ApiError); `api.stats` counts requests. The kubeconfig loader is its own entry
+ * (core/kube/kubeconfig.ts) because it loads the YAML parser: this one must not.
  */
-export { inClusterConfig, loadKubeconfig, SERVICE_ACCOUNT_DIR } from './config.ts';
 export type { KubeClientConfig } from './config.ts';
+export { KubeDatastore } from '../datastore/kube.ts';
 export { KubeconfigError, isKubeconfigError } from './kubeconfig-error.ts';
+export { tlsMaterialProblem } from './tls-material.ts';
 export { errorFor, KubeTransport } from './transport.ts';
 export type { HttpClientKind, Method, RequestOptions, TransportStats } from './transport.ts';

@@ -7,15 +7,17 @@
  * (CNI 11); the time budget is enforced by racing the signal (an operation still in flight
  * when it fires may complete: the runtime's DEL after the failed ADD releases it).
  */
-import type { AssignOutcome, AssignedAddress, PodRef as CorePodRef } from '../../core/allocator/types.ts';
-import { autoAssign } from '../../core/allocator/auto-assign.ts';
-import { assignIP } from '../../core/allocator/static-assign.ts';
-import { findByHandle, releaseByHandle } from '../../core/allocator/release.ts';
-import { releaseForGC } from '../../core/allocator/gc.ts';
-import type { Datastore } from '../../core/datastore/datastore.ts';
-import { isApiError } from '../../core/errors/api-error.ts';
-import { isRetriesExhausted } from '../../core/errors/retries-exhausted.ts';
-import { isUnavailable } from '../../core/errors/unavailable.ts';
+import type { AssignOutcome, AssignedAddress, PodRef as CorePodRef, Datastore } from 'blockipam/core';
+import {
+  autoAssign,
+  assignIP,
+  findByHandle,
+  releaseByHandle,
+  releaseForGC,
+  isApiError,
+  isRetriesExhausted,
+  isUnavailable,
+} from 'blockipam/core';
 import { readAnnotations } from './annotations.ts';
 import type {
   AddOutcome,

@@ -5,9 +5,8 @@
  * loads the YAML parser. A kubeconfig that cannot be read is CNI code 11 (it is usually written
  * by the node agent after the runtime starts calling: try again later).
  */
-import { KubeDatastore } from '../../core/datastore/kube.ts';
-import type { KubeClientConfig } from '../../core/kube/config.ts';
-import { isKubeconfigError } from '../../core/kube/kubeconfig-error.ts';
+import { KubeDatastore, isKubeconfigError } from 'blockipam/core/kube';
+import type { KubeClientConfig } from 'blockipam/core/kube';
 import type { Backend } from './port.ts';
 import { createCoreBackend } from './core-backend.ts';
 import { readNodeCache } from '../host/node-cache-file.ts';

@@ -11,15 +11,21 @@
  * - STATUS's "available" when a cached own block has a free address or the pool provably has a
  *   block left to claim; anything else is decided on the API server's data.
  */
-import { parseCidr, type IPFamily } from '../../core/address/ip.ts';
-import { poolBlockSize, poolCidr, type PoolSnapshot } from '../../core/allocator/pools.ts';
-import { capacityOf, cidrOf } from '../../core/block/block.ts';
-import { POOL_LABEL } from '../../core/block/labels.ts';
-import type { Datastore } from '../../core/datastore/datastore.ts';
-import type { NodeCacheDocument } from '../../core/node-cache/document.ts';
-import { cachedNamespaceOf, cachedPodOf, cacheSnapshot } from '../../core/node-cache/view.ts';
-import type { IPPool } from '../../core/resources.ts';
-import { matchesSelector } from '../../core/selector.ts';
+import {
+  parseCidr,
+  type IPFamily,
+  poolBlockSize,
+  poolCidr,
+  type PoolSnapshot,
+  capacityOf,
+  cidrOf,
+  POOL_LABEL,
+  cachedNamespaceOf,
+  cachedPodOf,
+  cacheSnapshot,
+  matchesSelector,
+} from 'blockipam/core';
+import type { Datastore, NodeCacheDocument, IPPool } from 'blockipam/core';
 import { readAnnotations } from './annotations.ts';
 import type { PodRef } from './port.ts';
 import { servingFirstNodeList } from './prefetch.ts';

@@ -13,14 +13,21 @@
  * has room in its own blocks) is one LIST selected by the node's label — never a LIST of every
  * block of the cluster; steps 2 and 3 run only when the node's blocks are full.
  */
-import { parseCidr, type IPFamily } from '../../core/address/ip.ts';
-import { reservedOrdinals } from '../../core/address/block-cidr.ts';
-import { poolBlockSize, poolCidr, type PoolSnapshot } from '../../core/allocator/pools.ts';
-import { capacityOf, cidrOf } from '../../core/block/block.ts';
-import { familySelector, nodeBlocksSelector, POOL_LABEL } from '../../core/block/labels.ts';
-import type { Datastore } from '../../core/datastore/datastore.ts';
-import type { IPAMBlock, IPPool } from '../../core/resources.ts';
-import { matchesSelector } from '../../core/selector.ts';
+import {
+  parseCidr,
+  type IPFamily,
+  reservedOrdinals,
+  poolBlockSize,
+  poolCidr,
+  type PoolSnapshot,
+  capacityOf,
+  cidrOf,
+  familySelector,
+  nodeBlocksSelector,
+  POOL_LABEL,
+  matchesSelector,
+} from 'blockipam/core';
+import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
 import type { StatusOutcome } from './port.ts';
 
 export interface StatusQuery {

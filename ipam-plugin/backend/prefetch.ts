@@ -7,9 +7,8 @@
  * core (correctness never rests on it); core-backend.ts uses the view only when the host lock
  * was free at once, so another ADD on this node is unlikely to have written in between.
  */
-import { nodeBlocksSelector } from '../../core/block/labels.ts';
-import type { Datastore, ListOptions, ResourceStore } from '../../core/datastore/datastore.ts';
-import type { IPAMBlock } from '../../core/resources.ts';
+import { nodeBlocksSelector } from 'blockipam/core';
+import type { Datastore, ListOptions, ResourceStore, IPAMBlock } from 'blockipam/core';
 
 /** Starts the LIST now; returns a view that hands it to the first matching `blocks.list`. */
 export function prefetchAffineBlocks(ds: Datastore, node: string): Datastore {

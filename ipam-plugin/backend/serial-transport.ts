@@ -12,8 +12,8 @@
  * fail with that error unsent, so a hung API server costs one request timeout, not one per
  * queued read. Failures with an HTTP status (404, 409, 429, 5xx) affect only their own request.
  */
-import { isUnavailable } from '../../core/errors/unavailable.ts';
-import { KubeTransport, type Method, type RequestOptions } from '../../core/kube/transport.ts';
+import { isUnavailable } from 'blockipam/core';
+import { KubeTransport, type Method, type RequestOptions } from 'blockipam/core/kube';
 
 export class SerialTransport extends KubeTransport {
   #tail: Promise<unknown> = Promise.resolve();

@@ -3,7 +3,7 @@
  * JSON → version negotiation → the ahead-of-time compiled schema → a `Readonly` domain value.
  */
 import { hostname } from 'node:os';
-import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from '../../core/node-cache/document.ts';
+import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from 'blockipam/core';
 import { formatCidr, maskCidr, parseCidr, parseIp, parseIpMaybeCidr, type Family } from './addr.ts';
 import { CniCode, CniError } from './errors.ts';
 import * as generated from './netconf-validate.generated.ts';

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { KubeClientConfig } from '../../core/kube/config.ts';
+import type { KubeClientConfig } from 'blockipam/core/kube';
 import { ensureDir } from './ensure-dir.ts';
 
 /** 5 min: a backstop bound on staleness should a change slip between a read and its stamp. */
@@ -57,7 +57,7 @@ export async function loadKubeconfigCached(path: string, cacheDir: string): Prom
   } catch {
     // absent or unreadable: parse the kubeconfig
   }
-  const { loadKubeconfig } = await import('../../core/kube/config.ts');
+  const { loadKubeconfig } = await import('blockipam/core/kubeconfig');
   const cfg = loadKubeconfig(path);
   try {
     ensureDir(cacheDir, 0o700);

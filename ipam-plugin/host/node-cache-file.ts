@@ -7,10 +7,8 @@
  * remembered (cluster-identity.ts), one GET to learn it.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { decodeNodeCache } from '../../core/node-cache/codec.ts';
-import type { NodeCacheRejection } from '../../core/node-cache/codec.ts';
-import { NODE_CACHE_MAX_BYTES } from '../../core/node-cache/document.ts';
-import type { NodeCacheDocument } from '../../core/node-cache/document.ts';
+import { decodeNodeCache, NODE_CACHE_MAX_BYTES } from 'blockipam/core';
+import type { NodeCacheRejection, NodeCacheDocument } from 'blockipam/core';
 import { learnClusterUID, rememberedClusterUID, type ClusterIdentityOptions } from './cluster-identity.ts';
 
 /**

@@ -10,10 +10,8 @@
  * rename; not under the host lock: readers see the old or the new file whole). Raw objects are
  * stored; the snapshot is rebuilt from them with core's snapshotOf.
  */
-import { snapshotOf, type PoolSnapshot } from '../../core/allocator/pools.ts';
-import { IPAM_CONFIG_NAME } from '../../core/config.ts';
-import type { Datastore } from '../../core/datastore/datastore.ts';
-import type { IPAMConfigObject, IPPool, IPReservation } from '../../core/resources.ts';
+import { snapshotOf, type PoolSnapshot, IPAM_CONFIG_NAME } from 'blockipam/core';
+import type { Datastore, IPAMConfigObject, IPPool, IPReservation } from 'blockipam/core';
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

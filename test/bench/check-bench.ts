@@ -16,9 +16,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { format } from 'prettier';
-import { addressTextAt, KubeDatastore, parseCidr } from '../../core/index.ts';
-import { KubeTransport, loadKubeconfig } from '../../core/kube/index.ts';
-import type { Pod } from '../../core/index.ts';
+import { addressTextAt, parseCidr } from 'blockipam/core';
+import { KubeDatastore, KubeTransport } from 'blockipam/core/kube';
+import { loadKubeconfig } from 'blockipam/core/kubeconfig';
+import type { Pod } from 'blockipam/core';
 import {
   adminDatastore,
   blockObject,

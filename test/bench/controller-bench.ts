@@ -11,8 +11,8 @@
  *
  * Usage: node_modules/.bin/node test/bench/controller-bench.ts [--only-b]
  */
-import { IPAM_CONFIG_NAME, settingsOf } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
+import { IPAM_CONFIG_NAME, settingsOf } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { connectKube, createLogger } from '../../block-controller/shared/index.ts';
 import { Reconciler } from '../../block-controller/controller/reconciler.ts';
 import { watchCluster } from '../../block-controller/controller/watched-view.ts';

@@ -16,8 +16,9 @@ import {
   mustParseCidr,
   newBlock,
   releaseByHandle,
-} from '../../core/index.ts';
-import type { IPAMBlock, KubeDatastore, PoolSnapshot } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { IPAMBlock, PoolSnapshot } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 
 /** Requests per operation, by HTTP method, averaged over `runs`. */
 export type PerOp = Record<string, number>;

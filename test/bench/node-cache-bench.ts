@@ -17,14 +17,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  allocateOrdinal,
-  buildNodeCache,
-  encodeNodeCache,
-  mustParseCidr,
-  newBlock,
-} from '../../core/index.ts';
-import type { IPAMBlock, Namespace, Pod } from '../../core/index.ts';
+import { allocateOrdinal, buildNodeCache, encodeNodeCache, mustParseCidr, newBlock } from 'blockipam/core';
+import type { IPAMBlock, Namespace, Pod } from 'blockipam/core';
 import { repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { fmt, pct, timed, writeDocsSection } from './plugin-bench-lib.ts';
 

@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Pod } from '../../core/index.ts';
+import type { Pod } from 'blockipam/core';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';

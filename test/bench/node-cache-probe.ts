@@ -7,8 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { decodeNodeCache } from '../../core/node-cache/codec.ts';
-import { cachedPodOf } from '../../core/node-cache/view.ts';
+import { decodeNodeCache, cachedPodOf } from 'blockipam/core';
 
 const [mode = 'none', path = '', clusterUID = '', node = ''] = process.argv.slice(2);
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
-import type { KubeDatastore } from '../../core/index.ts';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { blockObject, ipamctl, poolObject, uniqueNamespace, cleanClusterHooks } from './cluster.ts';
 
 const ns = uniqueNamespace('ipamctl-admin');

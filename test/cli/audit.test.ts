@@ -3,8 +3,8 @@
 // `afterBlockList` runs exactly there, so the race is reproduced deterministically.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { autoAssign, handleOf, releaseByHandle } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
+import { autoAssign, handleOf, releaseByHandle } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { runAudit } from '../../cli/audit/audit.ts';
 import { createPod, deletePod, poolObject, uniqueNamespace, cleanClusterHooks } from './cluster.ts';
 

@@ -7,8 +7,8 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { autoAssign, handleOf, releaseByHandle } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
+import { autoAssign, handleOf, releaseByHandle } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import type { Report } from '../../cli/audit/report.ts';
 import {
   cleanClusterHooks,

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { KubeDatastore } from '../../core/index.ts';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import type { Report } from '../../cli/audit/report.ts';
 import {
   adminDatastore,

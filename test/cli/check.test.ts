@@ -5,8 +5,9 @@ import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { autoAssign, handleOf } from '../../core/index.ts';
-import type { KubeDatastore, Pod } from '../../core/index.ts';
+import { autoAssign, handleOf } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
+import type { Pod } from 'blockipam/core';
 import type { Report } from '../../cli/audit/report.ts';
 import {
   blockObject,

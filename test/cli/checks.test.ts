@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { cidrsOverlap, formatCidr, maskValue } from '../../core/index.ts';
-import type { Cidr } from '../../core/index.ts';
+import { cidrsOverlap, formatCidr, maskValue } from 'blockipam/core';
+import type { Cidr } from 'blockipam/core';
 import { overlaps } from '../../cli/audit/block-checks.ts';
 import type { LeakedAllocation } from '../../cli/audit/problems.ts';
 import type { Report } from '../../cli/audit/report.ts';

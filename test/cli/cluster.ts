@@ -6,11 +6,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach } from 'node:test';
-import { API_VERSION, newBlock, parseCidr } from '../../core/index.ts';
-import type { KubeDatastore } from '../../core/index.ts';
-import type { IPAMBlock, IPPool, Pod } from '../../core/index.ts';
+import { API_VERSION, newBlock, parseCidr, allocateOrdinal } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
+import type { IPAMBlock, IPPool, Pod } from 'blockipam/core';
 // Not in core's public index yet (reported to the lead): the pure allocation step, for seeding.
-import { allocateOrdinal } from '../../core/block/block.ts';
 import { run } from '../../cli/ipamctl.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 

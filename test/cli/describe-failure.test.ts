@@ -1,8 +1,8 @@
 // How failures reach the operator: one sentence per kind of failure (cli/errors.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ApiError, ConflictError, InvalidError, NotFoundError, UnavailableError } from '../../core/index.ts';
-import { KubeconfigError } from '../../core/kube/index.ts';
+import { ApiError, ConflictError, InvalidError, NotFoundError, UnavailableError } from 'blockipam/core';
+import { KubeconfigError } from 'blockipam/core/kube';
 import { describeFailure } from '../../cli/errors.ts';
 import { CliError } from '../../cli/io.ts';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import type { KubeDatastore } from '../../core/index.ts';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore, cleanCluster, ipamctl } from './cluster.ts';
 

@@ -2,7 +2,7 @@
 // (real API server, 1,000 seeded Node objects).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { KubeDatastore } from '../../core/index.ts';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { adminDatastore, cleanCluster, createNode, ipamctl } from './cluster.ts';
 
 let ds: KubeDatastore;

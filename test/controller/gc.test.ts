@@ -5,8 +5,9 @@
 // read by LISTs at the moment each test chooses.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { IPAM_CONFIG_NAME, UnavailableError } from '../../core/index.ts';
-import type { Datastore, IPAMBlock, KubeDatastore, Pod } from '../../core/index.ts';
+import { IPAM_CONFIG_NAME, UnavailableError } from 'blockipam/core';
+import type { Datastore, IPAMBlock, Pod } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { Reconciler } from '../../block-controller/controller/reconciler.ts';
 import type { SeedAllocation } from '../cli/cluster.ts';
 import {

@@ -4,8 +4,8 @@
  * (the reconciler's input without watches: each test decides exactly what the controller saw),
  * an injected clock, and a quiet logger.
  */
-import { IPAM_CONFIG_NAME } from '../../core/index.ts';
-import type { Datastore } from '../../core/index.ts';
+import { IPAM_CONFIG_NAME } from 'blockipam/core';
+import type { Datastore } from 'blockipam/core';
 import type { ClusterView } from '../../block-controller/controller/view.ts';
 import type { PassLog } from '../../block-controller/controller/pass.ts';
 

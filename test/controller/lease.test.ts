@@ -3,7 +3,7 @@
 // compare-and-swap, on short periods.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConflictError, AlreadyExistsError } from '../../core/index.ts';
+import { ConflictError, AlreadyExistsError } from 'blockipam/core';
 import { decide, observe, releasedSpec } from '../../block-controller/controller/leader/lease.ts';
 import type { Lease, LeaseSpec } from '../../block-controller/controller/leader/lease.ts';
 import { LeaderElector, sleep } from '../../block-controller/controller/leader/elector.ts';

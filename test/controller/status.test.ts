@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
-import { IPAM_CONFIG_NAME, newBlock, parseCidr } from '../../core/index.ts';
-import type { IPPool, KubeDatastore } from '../../core/index.ts';
+import { IPAM_CONFIG_NAME, newBlock, parseCidr } from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubeEventSink } from '../../block-controller/controller/events.ts';
 import { controllerMetrics } from '../../block-controller/controller/metrics.ts';
 import { Reconciler } from '../../block-controller/controller/reconciler.ts';

@@ -17,7 +17,7 @@ import {
   parseCidr,
   parseIP,
   reservedOrdinals,
-} from '../../core/index.ts';
+} from 'blockipam/core';
 
 describe('parseIP / formatIP', () => {
   const cases: [string, string | undefined][] = [

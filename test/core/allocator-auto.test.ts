@@ -12,7 +12,7 @@ import {
   ordinalOf,
   parseIP,
   releaseByHandle,
-} from '../../core/index.ts';
+} from 'blockipam/core';
 import { claimBlock } from '../../core/allocator/claim.ts';
 import { contextOf } from '../../core/allocator/context.ts';
 import { pod, pool, reservation, T0, world } from './fixtures.ts';

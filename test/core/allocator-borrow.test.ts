@@ -13,8 +13,8 @@ import {
   releaseByHandle,
   releaseForGC,
   releaseNodeBlocks,
-} from '../../core/index.ts';
-import type { AssignedAddress } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { AssignedAddress } from 'blockipam/core';
 import { pod, pool, world } from './fixtures.ts';
 import type { World } from './fixtures.ts';
 

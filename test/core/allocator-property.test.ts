@@ -20,8 +20,8 @@ import {
   releaseByHandle,
   releaseEmptyBlocks,
   releaseForGC,
-} from '../../core/index.ts';
-import type { AssignOutcome } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { AssignOutcome } from 'blockipam/core';
 import { pool, world } from './fixtures.ts';
 import type { World } from './fixtures.ts';
 

@@ -15,7 +15,7 @@ import {
   releaseForGC,
   releaseNodeBlocks,
   validatePool,
-} from '../../core/index.ts';
+} from 'blockipam/core';
 import { pod, pool, reservation, world } from './fixtures.ts';
 
 describe('assignIP (static)', () => {

@@ -2,10 +2,17 @@
 // release with preconditions, invariants, and the size of a full block.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkBlockInvariants, emptySinceMs, mustParseCidr, newBlock, nodeLabel } from '../../core/index.ts';
-import { allocateOrdinal, pickOrdinal, releaseHandle } from '../../core/block/block.ts';
-import type { Owner } from '../../core/block/block.ts';
-import type { IPAMBlock } from '../../core/index.ts';
+import {
+  checkBlockInvariants,
+  emptySinceMs,
+  mustParseCidr,
+  newBlock,
+  nodeLabel,
+  allocateOrdinal,
+  pickOrdinal,
+  releaseHandle,
+} from 'blockipam/core';
+import type { Owner, IPAMBlock } from 'blockipam/core';
 
 const T0 = Date.parse('2026-11-29T08:00:00Z');
 const owner = (n: number, node = 'node-a'): Owner => ({
@@ -304,7 +311,7 @@ describe('corrupted blocks: reserved or out-of-range ordinals never reach freed'
 
 describe('core/index.ts exports what seeding a block needs', () => {
   it('allocateOrdinal, cidrOf and blockLabels label a block exactly as the allocator does', async () => {
-    const core = await import('../../core/index.ts');
+    const core = await import('blockipam/core');
     const b = fresh('10.0.0.64/26');
     assert.deepEqual(core.cidrOf(b), mustParseCidr('10.0.0.64/26'));
     const done = core.allocateOrdinal(b, 5, owner(1, 'node-b'), T0);

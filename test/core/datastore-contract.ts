@@ -7,8 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isAlreadyExists, isConflict, isNotFound, mustParseCidr, newBlock } from '../../core/index.ts';
-import type { Datastore, IPAMBlock, IPPool } from '../../core/index.ts';
+import { isAlreadyExists, isConflict, isNotFound, mustParseCidr, newBlock } from 'blockipam/core';
+import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
 
 /** What a factory gives the suite. `cleanup` removes what the suite created. */
 export interface ContractSubject {

@@ -1,5 +1,5 @@
 /** Plain-object fixtures and a fake clock for the allocator tests (memory datastore). */
-import { checkBlockInvariants, MemoryDatastore, newStats } from '../../core/index.ts';
+import { checkBlockInvariants, MemoryDatastore, newStats } from 'blockipam/core';
 import type {
   AllocatorOptions,
   AllocatorStats,
@@ -8,7 +8,7 @@ import type {
   IPPoolSpec,
   IPReservation,
   MemorySeed,
-} from '../../core/index.ts';
+} from 'blockipam/core';
 
 export const T0 = Date.parse('2026-11-29T08:00:00Z');
 

@@ -4,8 +4,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { KubeDatastore } from '../../core/datastore/kube.ts';
-import { KubeTransport } from '../../core/kube/index.ts';
+import { KubeDatastore, KubeTransport } from 'blockipam/core/kube';
 
 describe('KubeDatastore LIST query', () => {
   let server: http.Server;

@@ -16,14 +16,9 @@ import {
   isInvalid,
   isNotFound,
   isUnavailable,
-} from '../../core/index.ts';
-import {
-  errorFor,
-  inClusterConfig,
-  isKubeconfigError,
-  KubeTransport,
-  loadKubeconfig,
-} from '../../core/kube/index.ts';
+} from 'blockipam/core';
+import { errorFor, isKubeconfigError, KubeTransport } from 'blockipam/core/kube';
+import { inClusterConfig, loadKubeconfig } from 'blockipam/core/kubeconfig';
 
 const dir = mkdtempSync(join(tmpdir(), 'blockipam-kubeconfig-'));
 // For the timeout cases: requests must fail with Unavailable within about timeoutMs; the bound

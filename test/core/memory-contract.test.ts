@@ -1,5 +1,5 @@
 // The Datastore contract suite against the memory datastore.
-import { MemoryDatastore } from '../../core/index.ts';
+import { MemoryDatastore } from 'blockipam/core';
 import { datastoreContract } from './datastore-contract.ts';
 
 datastoreContract('memory', () =>

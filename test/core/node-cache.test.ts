@@ -15,8 +15,8 @@ import {
   newBlock,
   NODE_CACHE_MAX_BYTES,
   NODE_CACHE_VERSION,
-} from '../../core/index.ts';
-import type { IPAMBlock, NodeCacheDocument, NodeCacheExpectation, Pod } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { IPAMBlock, NodeCacheDocument, NodeCacheExpectation, Pod } from 'blockipam/core';
 import { pool, reservation, T0 } from './fixtures.ts';
 
 const NODE = 'node-a';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { checkBlockInvariants } from '../../core/index.ts';
+import { checkBlockInvariants } from 'blockipam/core';
 import { fixture, type Fixture } from '../plugin/helpers/cluster.ts';
 import { pluginPath } from '../plugin/helpers/plugin-exe.ts';
 import { PluginError } from './harness/libcni.ts';

@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { addressTextAt, cidrContains, mustParseCidr, parseIP, type IP } from '../../core/index.ts';
+import { addressTextAt, cidrContains, mustParseCidr, parseIP, type IP } from 'blockipam/core';
 import { kubectl } from '../helpers/control-plane.ts';
 import { fixture, type Fixture } from '../plugin/helpers/cluster.ts';
 import { inNs, netnsPath, sh } from './harness/netns.ts';

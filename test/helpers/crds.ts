@@ -4,8 +4,8 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeDatastore } from '../../core/index.ts';
-import { loadKubeconfig } from '../../core/kube/index.ts';
+import { KubeDatastore } from 'blockipam/core/kube';
+import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { controlPlane, kubectl } from './control-plane.ts';
 
 const crdDir = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'crds');

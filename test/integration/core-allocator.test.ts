@@ -15,8 +15,9 @@ import {
   releaseByHandle,
   releaseForGC,
   validatePool,
-} from '../../core/index.ts';
-import type { IPPool, KubeDatastore } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubeDatastore, wipe } from './core-cluster.ts';
 
 const ds: KubeDatastore = kubeDatastore();

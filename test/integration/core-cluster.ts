@@ -3,7 +3,7 @@
  * per process, waits until established), gives a KubeDatastore as the admin identity, and wipes
  * every blockipam object (test files share one cluster: each starts and ends clean).
  */
-import type { KubeDatastore } from '../../core/index.ts';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { adminDatastore } from '../helpers/crds.ts';
 
 const KINDS = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'] as const;

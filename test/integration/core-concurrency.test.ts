@@ -22,8 +22,9 @@ import {
   releaseByHandle,
   releaseEmptyBlocks,
   releaseNodeBlocks,
-} from '../../core/index.ts';
-import type { AllocatorStats, KubeDatastore, PoolSnapshot } from '../../core/index.ts';
+} from 'blockipam/core';
+import type { AllocatorStats, PoolSnapshot } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubeDatastore, wipe } from './core-cluster.ts';
 
 const NODES = Array.from({ length: 9 }, (_, i) => `sim-node-${i}`);

@@ -2,8 +2,9 @@
 // printer columns, short names and the category work.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isInvalid, mustParseCidr, newBlock } from '../../core/index.ts';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeDatastore } from '../../core/index.ts';
+import { isInvalid, mustParseCidr, newBlock } from 'blockipam/core';
+import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubectl } from '../helpers/control-plane.ts';
 import { kubeDatastore, wipe } from './core-cluster.ts';
 

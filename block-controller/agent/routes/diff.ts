@@ -2,7 +2,7 @@
  * The diff between the routes the planner wants and the routes of our protocol the kernel
  * holds: the changes that make the second equal the first, and nothing else. Pure.
  */
-import type { IPFamily } from '../../../core/index.ts';
+import type { IPFamily } from 'blockipam/core';
 import type { DesiredRoute, InstalledRoute, RouteChange } from './types.ts';
 
 /** The kernel's default metric when a route is added without one (IPv4 0, IPv6 1024). */

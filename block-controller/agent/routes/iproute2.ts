@@ -7,8 +7,8 @@
  * replaced or removed. Requires iproute2 ≥ 4.17 (JSON route output; Debian 12 ships 6.1).
  */
 import { spawn } from 'node:child_process';
-import { bitsOf, formatCidr, formatIP, parseCidr, parseIP } from '../../../core/index.ts';
-import type { IPFamily } from '../../../core/index.ts';
+import { bitsOf, formatCidr, formatIP, parseCidr, parseIP } from 'blockipam/core';
+import type { IPFamily } from 'blockipam/core';
 import { RouteCommandError } from './route-command-error.ts';
 import type { InstalledRoute, RouteChange, RouteTable } from './types.ts';
 import { ROUTE_PROTOCOL } from './types.ts';

@@ -15,8 +15,8 @@
  *   B's owner included (its own block route would send the address nowhere, or the blackhole).
  *   On the borrower itself ptp's host route to the veth already wins over B's block route.
  */
-import { addressTextAt, bitsOf, formatCidr, formatIP, parseCidr, parseIP } from '../../../core/index.ts';
-import type { Cidr, IPFamily } from '../../../core/index.ts';
+import { addressTextAt, bitsOf, formatCidr, formatIP, parseCidr, parseIP } from 'blockipam/core';
+import type { Cidr, IPFamily } from 'blockipam/core';
 import type { DesiredRoute, RouteNode, RouteView, SkippedRoute } from './types.ts';
 
 export interface PlanOptions {

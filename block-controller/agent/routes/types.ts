@@ -4,7 +4,7 @@
  * prefix ("10.244.3.64/26", "10.244.3.70/32", "fd00::40/122", "fd00::41/128"), so desired and
  * installed routes compare as strings.
  */
-import type { IPAMBlock, IPFamily, ObjectMeta } from '../../../core/index.ts';
+import type { IPAMBlock, IPFamily, ObjectMeta } from 'blockipam/core';
 
 /**
  * The routing protocol id (rtm_protocol) stamped on every route the agent installs, and the

@@ -3,7 +3,7 @@
  * candidates' first-seen times, re-check and release the handles whose every allocation is past
  * its grace period. Returns the scan (the node step needs it) and what was released.
  */
-import { settingsOf } from '../../../core/index.ts';
+import { settingsOf } from 'blockipam/core';
 import type { PassContext } from '../pass.ts';
 import { ownerIndex } from './owners.ts';
 import { reclaimHandles } from './reclaim.ts';

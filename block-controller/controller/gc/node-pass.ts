@@ -6,7 +6,7 @@
  * deletes the empty blocks and makes the others (other nodes' borrowed addresses) unowned.
  * Also: unowned blocks left empty, deleted after max(emptyBlockReleaseSeconds, ipCooldownSeconds).
  */
-import { releaseNodeBlocks, releaseUnownedEmptyBlocks, settingsOf } from '../../../core/index.ts';
+import { releaseNodeBlocks, releaseUnownedEmptyBlocks, settingsOf } from 'blockipam/core';
 import type { PassContext } from '../pass.ts';
 import type { LeakStep } from './leak-pass.ts';
 

@@ -3,8 +3,8 @@
  * and nodes, built once per pass: pods by namespace/name, live pods by IP, node names.
  * Identity is handle + pod UID, never the pod name.
  */
-import { formatIP, parseIP } from '../../../core/index.ts';
-import type { Pod } from '../../../core/index.ts';
+import { formatIP, parseIP } from 'blockipam/core';
+import type { Pod } from 'blockipam/core';
 
 /** The Pod fields the controller reads (core's Pod plus `spec.hostNetwork`). */
 export interface WatchedPod extends Pod {

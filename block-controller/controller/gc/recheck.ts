@@ -4,7 +4,7 @@
  * server must agree now. One GET per pod named and one per node concerned (memoised for one
  * pass), so the cost grows with the leaks, not with the cluster. Any error means "keep".
  */
-import type { Datastore } from '../../../core/index.ts';
+import type { Datastore } from 'blockipam/core';
 import { isLivePod, podIPs } from './owners.ts';
 import type { WatchedPod } from './owners.ts';
 import type { LeakCandidate } from './scan.ts';

@@ -4,8 +4,8 @@
  * block). An ordinal handed out again since the scan carries another sequence number: core
  * refuses it, nothing is freed. A handle whose re-check fails in any way is kept whole.
  */
-import { releaseAddresses } from '../../../core/index.ts';
-import type { AddressRelease, AllocatorOptions, Datastore } from '../../../core/index.ts';
+import { releaseAddresses } from 'blockipam/core';
+import type { AddressRelease, AllocatorOptions, Datastore } from 'blockipam/core';
 import { FreshReads, recheckHandle } from './recheck.ts';
 import type { KeepReason } from './recheck.ts';
 import type { LeakCandidate } from './scan.ts';

@@ -5,8 +5,8 @@
  * per handle (Calico #5044: a dual-stack handle whose pod reports only its IPv4 address must
  * lose neither).
  */
-import { addressTextAt, cidrFromBlockName, POOL_LABEL } from '../../../core/index.ts';
-import type { Allocation, IPAMBlock } from '../../../core/index.ts';
+import { addressTextAt, cidrFromBlockName, POOL_LABEL } from 'blockipam/core';
+import type { Allocation, IPAMBlock } from 'blockipam/core';
 import type { OwnerIndex } from './owners.ts';
 import { leakReason } from './verdict.ts';
 import type { LeakReason } from './verdict.ts';

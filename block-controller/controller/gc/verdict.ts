@@ -14,7 +14,7 @@
  * `pod-gone` and `pod-uid-differs` wait `leakGracePeriodSeconds` (a CNI DEL may still come);
  * `node-gone` does not (no kubelet is left to send a DEL) — the same split as Calico's.
  */
-import type { Allocation } from '../../../core/index.ts';
+import type { Allocation } from 'blockipam/core';
 import type { OwnerIndex } from './owners.ts';
 
 export const LEAK_REASONS = ['pod-gone', 'pod-uid-differs', 'node-gone'] as const;

@@ -7,7 +7,7 @@
  * loop waits for it to return before it releases the lease (holder cleared, 1 s) or competes
  * again. Defaults: client-go's 15 s / 10 s / 2 s.
  */
-import { isAlreadyExists, isConflict } from '../../../core/index.ts';
+import { isAlreadyExists, isConflict } from 'blockipam/core';
 import { decide, observe, releasedSpec } from './lease.ts';
 import type { LeaseSpec, Observation } from './lease.ts';
 import type { LeaseStore } from './lease-store.ts';

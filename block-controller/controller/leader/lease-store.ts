@@ -3,8 +3,8 @@
  * blockipam_api_requests_total, typed errors: ConflictError on a stale resourceVersion,
  * AlreadyExistsError when a racing candidate created it first).
  */
-import type { KubeTransport } from '../../../core/kube/index.ts';
-import { isNotFound } from '../../../core/index.ts';
+import type { KubeTransport } from 'blockipam/core/kube';
+import { isNotFound } from 'blockipam/core';
 import type { Lease, LeaseSpec } from './lease.ts';
 
 /** The port the elector uses (a fake in unit tests). */

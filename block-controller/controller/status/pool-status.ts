@@ -4,15 +4,8 @@
  * applied without spec.blockSize), and one condition, `Allocatable` (Calico's reasons: OK,
  * CIDROverlap, PoolDisabled, Terminating).
  */
-import { parseCidr, poolUtilization } from '../../../core/index.ts';
-import type {
-  Condition,
-  IPAMBlock,
-  IPPool,
-  IPPoolStatus,
-  IPReservation,
-  ShadowedPool,
-} from '../../../core/index.ts';
+import { parseCidr, poolUtilization } from 'blockipam/core';
+import type { Condition, IPAMBlock, IPPool, IPPoolStatus, IPReservation, ShadowedPool } from 'blockipam/core';
 
 export const ALLOCATABLE = 'Allocatable';
 

@@ -4,7 +4,7 @@
  * resourceVersion watched: a 409 means the pool changed, and the next pass sees the change).
  * An Event when the Allocatable condition changes (e.g. a pool applied over an older one).
  */
-import { isConflict, isNotFound, usablePools } from '../../../core/index.ts';
+import { isConflict, isNotFound, usablePools } from 'blockipam/core';
 import type { PassContext } from '../pass.ts';
 import { ALLOCATABLE, desiredStatus, statusDiffers } from './pool-status.ts';
 

@@ -1,6 +1,6 @@
 /** `ipamctl config get`: the effective IPAM settings (IPAMConfig `default` with defaults filled in). */
-import { DEFAULT_SETTINGS, IPAM_CONFIG_NAME, settingsOf } from '../../../core/index.ts';
-import type { IPAMConfigSpec } from '../../../core/index.ts';
+import { DEFAULT_SETTINGS, IPAM_CONFIG_NAME, settingsOf } from 'blockipam/core';
+import type { IPAMConfigSpec } from 'blockipam/core';
 import { defineCommand, withFormat } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { EXIT } from '../../io.ts';

@@ -3,14 +3,8 @@
  * compare-and-swap write, after checking the cross-field rules (core's configProblems; the CRD's
  * CEL rules check them again). `key=` removes a setting (back to its default).
  */
-import {
-  API_VERSION,
-  configProblems,
-  DEFAULT_SETTINGS,
-  IPAM_CONFIG_NAME,
-  settingsOf,
-} from '../../../core/index.ts';
-import type { IPAMConfigObject, IPAMConfigSpec } from '../../../core/index.ts';
+import { API_VERSION, configProblems, DEFAULT_SETTINGS, IPAM_CONFIG_NAME, settingsOf } from 'blockipam/core';
+import type { IPAMConfigObject, IPAMConfigSpec } from 'blockipam/core';
 import { defineCommand } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';

@@ -3,8 +3,8 @@
  * overlap with other pools, nor with blocks of another size) before the API server's schema
  * sees it.
  */
-import { API_VERSION, isAlreadyExists, parseCidr, validatePool } from '../../../core/index.ts';
-import type { IPPool, LabelSelector } from '../../../core/index.ts';
+import { API_VERSION, isAlreadyExists, parseCidr, validatePool } from 'blockipam/core';
+import type { IPPool, LabelSelector } from 'blockipam/core';
 import { defineCommand, integerFlag } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';

@@ -6,8 +6,9 @@
  * any allocation that slips in between makes a precondition fail and stops the deletion
  * (docs/design-cli.md §pool delete).
  */
-import { POOL_LABEL } from '../../../core/index.ts';
-import type { IPAMBlock, IPPool, KubeDatastore } from '../../../core/index.ts';
+import { POOL_LABEL } from 'blockipam/core';
+import type { IPAMBlock, IPPool } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import { defineCommand } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';

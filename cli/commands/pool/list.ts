@@ -1,6 +1,6 @@
 /** `ipamctl pool list`: every pool with its state as the allocator sees it (usable, disabled, shadowed). */
-import { poolBlockSize, usablePools } from '../../../core/index.ts';
-import type { IPPool } from '../../../core/index.ts';
+import { poolBlockSize, usablePools } from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
 import { defineCommand, withFormat } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { EXIT } from '../../io.ts';

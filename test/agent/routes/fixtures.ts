@@ -1,6 +1,6 @@
 // Seeds for the route tests: blocks as the allocator writes them, Nodes as the API server holds them.
-import { mustParseCidr, newBlock } from '../../../core/index.ts';
-import type { IPAMBlock } from '../../../core/index.ts';
+import { mustParseCidr, newBlock } from 'blockipam/core';
+import type { IPAMBlock } from 'blockipam/core';
 import type { RouteNode } from '../../../block-controller/agent/routes/index.ts';
 
 const T0 = Date.parse('2026-12-01T08:00:00Z');

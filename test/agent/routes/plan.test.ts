@@ -3,7 +3,7 @@
 // nodes gone, IPv6, and the refusal to plan before the informers synced.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { IPAMBlock } from '../../../core/index.ts';
+import type { IPAMBlock } from 'blockipam/core';
 import { block, node } from './fixtures.ts';
 import { planRoutes } from '../../../block-controller/agent/routes/index.ts';
 import type { RouteNode, RouteView } from '../../../block-controller/agent/routes/index.ts';

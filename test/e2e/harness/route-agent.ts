@@ -7,7 +7,7 @@
  * stdout (`{"status":"waiting"|"done"|"error", ...}`); logs on stderr.
  * A stand-in until the node agent (block-controller/agent/) runs the same RouteProgrammer.
  */
-import { API_GROUP, type IPAMBlock } from '../../../core/index.ts';
+import { API_GROUP, type IPAMBlock } from 'blockipam/core';
 import {
   IpRouteTable,
   RouteProgrammer,

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { isConflict, MemoryDatastore, type IPPool } from '../../../core/index.ts';
+import { isConflict, MemoryDatastore, type IPPool } from 'blockipam/core';
 import type { AddRequest, Backend } from '../../../ipam-plugin/backend/port.ts';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
 import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';

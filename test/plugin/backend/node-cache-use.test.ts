@@ -3,8 +3,8 @@
 // and STATUS's "available" (proven from cached blocks or the pool's status, else undefined).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { allocateOrdinal, buildNodeCache, mustParseCidr, newBlock } from '../../../core/index.ts';
-import type { IPAMBlock, IPPool, NodeCacheDocument } from '../../../core/index.ts';
+import { allocateOrdinal, buildNodeCache, mustParseCidr, newBlock } from 'blockipam/core';
+import type { IPAMBlock, IPPool, NodeCacheDocument } from 'blockipam/core';
 import {
   cacheHoldsHandle,
   podContextFromCache,

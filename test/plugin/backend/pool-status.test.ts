@@ -17,7 +17,7 @@ import {
   newBlock,
   type IPAMBlock,
   type IPAMConfigSpec,
-} from '../../../core/index.ts';
+} from 'blockipam/core';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
 import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';
 

@@ -1,8 +1,7 @@
 /** API failures mapped to documented CNI codes (105 credentials/TLS, 106 rejected as invalid). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApiError } from '../../../core/errors/api-error.ts';
-import { InvalidError } from '../../../core/errors/invalid.ts';
+import { ApiError, InvalidError } from 'blockipam/core';
 import { apiFailure } from '../../../ipam-plugin/cni/errors.ts';
 
 void describe('apiFailure', () => {

@@ -3,8 +3,8 @@
  * whether they were there before), creates pools / config / namespaces / pods with kubectl,
  * reads blocks back, and removes everything it created (CRDs only if it installed them).
  */
-import type { IPAMBlock } from '../../../core/index.ts';
-import { addressTextAt, mustParseCidr } from '../../../core/index.ts';
+import type { IPAMBlock } from 'blockipam/core';
+import { addressTextAt, mustParseCidr } from 'blockipam/core';
 import { controlPlane, kubectl } from '../../helpers/control-plane.ts';
 import { installCrds } from '../../helpers/crds.ts';
 

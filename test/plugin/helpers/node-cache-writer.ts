@@ -12,7 +12,7 @@ import {
   type Datastore,
   type Namespace,
   type NodeCacheDocument,
-} from '../../../core/index.ts';
+} from 'blockipam/core';
 
 export interface CacheSpoilers {
   /** Stamp another cluster's UID. */

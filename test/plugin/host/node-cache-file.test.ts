@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { buildNodeCache, encodeNodeCache } from '../../../core/index.ts';
+import { buildNodeCache, encodeNodeCache } from 'blockipam/core';
 import { readNodeCache, type NodeCacheReadOptions } from '../../../ipam-plugin/host/node-cache-file.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-ncfile-'));
