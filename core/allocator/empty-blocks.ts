@@ -1,11 +1,12 @@
 /**
  * Empty-block release with the anti-ping-pong rule (docs/design-core.md §2, Calico's releaseUnusedBlocks):
  * an empty block goes only after staying empty for max(emptyBlockReleaseSeconds,
- * ipCooldownSeconds), and a node always keeps at least one block. The delete carries the
- * resourceVersion + uid read, so a block that got an allocation meanwhile survives (no
+ * ipCooldownSeconds), and a node always keeps at least one block of each IP family (a
+ * dual-stack node's next pod needs both; keyed by (node, family), so the v6 block is not the
+ * one that ping-pongs). The delete carries the resourceVersion + uid read, so a block that got an allocation meanwhile survives (no
  * compare-and-delete is needed beyond Kubernetes' delete preconditions).
  */
-import { emptySinceMs } from '../block/block.ts';
+import { cidrOf, emptySinceMs } from '../block/block.ts';
 import { affineSelector } from '../block/labels.ts';
 import { IPAM_CONFIG_NAME, settingsOf } from '../config.ts';
 import type { IPAMSettings } from '../config.ts';
@@ -39,13 +40,13 @@ export async function releaseEmptyBlocks(
   );
   const minAgeMs = Math.max(settings.emptyBlockReleaseSeconds, settings.ipCooldownSeconds) * 1000;
   const result: EmptyBlockRelease = { released: [], kept: [] };
-  for (const group of byAffinity(blocks).values()) {
+  for (const group of byAffinityAndFamily(blocks).values()) {
     const idle = group.filter((block) => {
       const since = emptySinceMs(block);
       return since !== undefined && ctx.clock() - since >= minAgeMs;
     });
-    // Keep one block per node: if every block of the node is idle, the first by name stays — a
-    // deterministic choice, so concurrent passes agree on it.
+    // Keep one block per (node, family): if every block of the node in the family is idle, the
+    // first by name stays — a deterministic choice, so concurrent passes agree on it.
     const owned = group[0]?.spec.affinity !== null;
     const keep = owned && idle.length === group.length ? idle.shift() : undefined;
     if (keep) result.kept.push(keep.metadata.name);
@@ -55,11 +56,14 @@ export async function releaseEmptyBlocks(
   return result;
 }
 
-/** Blocks grouped by affinity (null = unowned), each group sorted by name. */
-function byAffinity(blocks: readonly IPAMBlock[]): Map<string | null, IPAMBlock[]> {
-  const groups = new Map<string | null, IPAMBlock[]>();
+/**
+ * Blocks grouped by (affinity, IP family) — affinity null = unowned — each group sorted by name.
+ * @returns a map keyed by JSON `[affinity, family]`
+ */
+function byAffinityAndFamily(blocks: readonly IPAMBlock[]): Map<string, IPAMBlock[]> {
+  const groups = new Map<string, IPAMBlock[]>();
   for (const block of [...blocks].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
-    const key = block.spec.affinity;
+    const key = JSON.stringify([block.spec.affinity, cidrOf(block).family]);
     groups.set(key, [...(groups.get(key) ?? []), block]);
   }
   return groups;
