@@ -11,7 +11,7 @@
  * Node cache:   NodeCacheDocument, buildNodeCache, encodeNodeCache, decodeNodeCache (+ reasons),
  *               cacheSnapshot, cachedPodOf, cachedNamespaceOf (the agent → plugin cache format)
  * Errors:       NotFoundError, AlreadyExistsError, ConflictError, UnavailableError, InvalidError,
- *               ApiError, RetriesExhaustedError (+ isX guards)
+ *               ApiError (refined: DecodeError), RetriesExhaustedError (+ isX guards)
  *
  * Imported as `blockipam/core` (package.json "exports"). The Kubernetes adapter (KubeDatastore,
  * the lean transport) is the separate entry `blockipam/core/kube` (core/kube/index.ts), and the
@@ -111,6 +111,7 @@ export * from './node-cache/index.ts';
 export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts';
 export { ApiError, isApiError } from './errors/api-error.ts';
 export { ConflictError, isConflict } from './errors/conflict.ts';
+export { DecodeError, isDecodeError } from './errors/decode-error.ts';
 export { InvalidError, isInvalid } from './errors/invalid.ts';
 export { NotFoundError, isNotFound } from './errors/not-found.ts';
 export { RetriesExhaustedError, isRetriesExhausted } from './errors/retries-exhausted.ts';

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { AlreadyExistsError } from '../errors/already-exists.ts';
 import { ApiError } from '../errors/api-error.ts';
 import { ConflictError } from '../errors/conflict.ts';
+import { DecodeError } from '../errors/decode-error.ts';
 import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
 import { UnavailableError } from '../errors/unavailable.ts';
@@ -98,7 +99,8 @@ export class KubeTransport {
    * @param path absolute API path, e.g. "/apis/ipam.blockipam.io/v1alpha1/ippools"
    * @throws NotFoundError (404), AlreadyExistsError (409 AlreadyExists), ConflictError (409),
    *   InvalidError (422, 400 — with the server's message), UnavailableError (no connection,
-   *   timeout, 429 after 5 retries, 5xx), ApiError (anything else)
+   *   timeout, 429 after 5 retries, 5xx), DecodeError (a 2xx answer that is not JSON, naming
+   *   the path), ApiError (anything else)
    */
   async request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
     for (let retry = 0; ; retry++) {
@@ -109,7 +111,7 @@ export class KubeTransport {
         this.#pathWithQuery(path, options.query),
         options,
       );
-      if (status >= 200 && status < 300) return (text === '' ? undefined : JSON.parse(text)) as T;
+      if (status >= 200 && status < 300) return decode<T>(status, text, `${method} ${path}`);
       if (status !== 429 || retry >= MAX_429_RETRIES) throw errorFor(status, text, `${method} ${path}`);
       const seconds = Number(retryAfter);
       const waitMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : DEFAULT_429_WAIT_MS;
@@ -172,6 +174,24 @@ export class KubeTransport {
       }
     }
     return this.#token.value;
+  }
+}
+
+/**
+ * The JSON body of a 2xx answer (undefined when empty).
+ * @throws DecodeError naming `what` when the body is not JSON (e.g. a proxy's HTML login page)
+ */
+function decode<T>(status: number, text: string, what: string): T {
+  if (text === '') return undefined as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch (error) {
+    const start = text.slice(0, 80).replace(/\s+/g, ' ');
+    throw new DecodeError(
+      `${what}: HTTP ${status} answer is not JSON (${text.length} bytes, starting "${start}"); a proxy or load balancer in front of the API server?`,
+      status,
+      { cause: error },
+    );
   }
 }
 

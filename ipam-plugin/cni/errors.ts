@@ -4,8 +4,10 @@
  * Codes (SPEC.md §6, "Error"): 1 incompatible version, 2 unsupported field,
  * 3 unknown container, 4 invalid environment variables, 5 I/O failure, 6 undecodable content,
  * 7 invalid network config, 11 try again later, 50/51 STATUS unavailability; 100+ are
- * plugin-specific (105 credentials/TLS refused, 106 request rejected as invalid); 999 is the Go library's "internal error", reused for unexpected failures.
+ * plugin-specific (105 credentials/TLS refused, 106 request rejected as invalid or answer not JSON); 999 is the Go library's "internal error", reused for unexpected failures.
  */
+
+import { isDecodeError } from 'blockipam/core';
 
 /** CNI error codes used by blockipam. Plugin-specific codes start at 100 (spec: 0–99 reserved). */
 export const CniCode = {
@@ -30,7 +32,11 @@ export const CniCode = {
   checkFailed: 103,
   /** The API server refused our credentials (HTTP 401/403) or its TLS certificate is not trusted. */
   authFailed: 105,
-  /** The API server rejected a request as invalid (HTTP 422/400) that validation did not catch. */
+  /**
+   * An API failure that is not transient: a request the API server rejected as invalid (HTTP
+   * 422/400) that validation did not catch, or a 2xx answer that is not the API's JSON (a
+   * proxy's login page: core's DecodeError, naming the path).
+   */
   apiRejected: 106,
   internal: 999,
 } as const;
@@ -41,7 +47,8 @@ const tlsProblem =
 /**
  * Maps an API failure that is neither transient nor expected to a documented code, or undefined.
  * 401/403 and an untrusted certificate are 105 (not 11: retrying does not fix credentials);
- * a leftover 422/400 is 106 with the server's message shortened (it can echo huge inputs).
+ * a leftover 422/400 is 106 with the server's message shortened (it can echo huge inputs), and so
+ * is a 2xx answer that is not JSON (DecodeError).
  */
 export function apiFailure(e: unknown): CniError | undefined {
   if (!(e instanceof Error)) return undefined;
@@ -67,6 +74,7 @@ export function apiFailure(e: unknown): CniError | undefined {
         : `TLS: the API server's certificate is not trusted (check the kubeconfig's certificate-authority-data and server name): ${msg}`,
     );
   }
+  if (isDecodeError(e)) return new CniError(CniCode.apiRejected, 'API server answer is not JSON', msg);
   if (e.name === 'InvalidError') {
     return new CniError(CniCode.apiRejected, 'API server rejected the request as invalid', msg);
   }
