@@ -10,8 +10,9 @@
  * Datastores:   Datastore (port), MemoryDatastore
  * Node cache:   NodeCacheDocument, buildNodeCache, encodeNodeCache, decodeNodeCache (+ reasons),
  *               cacheSnapshot, cachedPodOf, cachedNamespaceOf (the agent → plugin cache format)
- * Errors:       NotFoundError, AlreadyExistsError, ConflictError, UnavailableError, InvalidError,
- *               ApiError (refined: DecodeError), RetriesExhaustedError (+ isX guards)
+ * Errors:       NotFoundError, AlreadyExistsError, ConflictError, InvalidError,
+ *               ApiError (refined: DecodeError, TlsError), UnavailableError (refined:
+ *               RequestTimeoutError, ProxyError), RetriesExhaustedError (+ isX guards)
  *
  * Imported as `blockipam/core` (package.json "exports"). The Kubernetes adapter (KubeDatastore,
  * the lean transport) is the separate entry `blockipam/core/kube` (core/kube/index.ts), and the
@@ -114,5 +115,8 @@ export { ConflictError, isConflict } from './errors/conflict.ts';
 export { DecodeError, isDecodeError } from './errors/decode-error.ts';
 export { InvalidError, isInvalid } from './errors/invalid.ts';
 export { NotFoundError, isNotFound } from './errors/not-found.ts';
+export { ProxyError, isProxyError } from './errors/proxy-error.ts';
+export { RequestTimeoutError, isRequestTimeout } from './errors/request-timeout.ts';
+export { TlsError, isTlsError } from './errors/tls-error.ts';
 export { RetriesExhaustedError, isRetriesExhausted } from './errors/retries-exhausted.ts';
 export { UnavailableError, isUnavailable } from './errors/unavailable.ts';

@@ -11,6 +11,9 @@ import { ConflictError } from '../errors/conflict.ts';
 import { DecodeError } from '../errors/decode-error.ts';
 import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
+import { ProxyError } from '../errors/proxy-error.ts';
+import { RequestTimeoutError } from '../errors/request-timeout.ts';
+import { TlsError } from '../errors/tls-error.ts';
 import { UnavailableError } from '../errors/unavailable.ts';
 import type { KubeClientConfig } from './config.ts';
 import { fetchClient } from './fetch-client.ts';
@@ -99,8 +102,11 @@ export class KubeTransport {
    * @param path absolute API path, e.g. "/apis/ipam.blockipam.io/v1alpha1/ippools"
    * @throws NotFoundError (404), AlreadyExistsError (409 AlreadyExists), ConflictError (409),
    *   InvalidError (422, 400 — with the server's message), UnavailableError (no connection,
-   *   timeout, 429 after 5 retries, 5xx), DecodeError (a 2xx answer that is not JSON, naming
-   *   the path), ApiError (anything else)
+   *   429 after 5 retries, 5xx) refined as RequestTimeoutError (no complete answer within
+   *   timeoutMs) and ProxyError (a proxy refused the tunnel), TlsError (no TLS session; origin
+   *   `kubeconfig` or `server`), DecodeError (a 2xx answer that is not JSON), ApiError (any
+   *   other status; TlsError and DecodeError refine it). All name the request; socket failures
+   *   carry the socket error as `cause`.
    */
   async request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
     for (let retry = 0; ; retry++) {
@@ -136,7 +142,7 @@ export class KubeTransport {
     try {
       return await this.#client.send({ method, path, headers, body, timeoutMs: this.#timeoutMs });
     } catch (error) {
-      throw networkError(error as Error & { code?: string }, method, path);
+      throw networkError(error as Error & { code?: string }, method, path, this.#timeoutMs);
     }
   }
 
@@ -222,11 +228,37 @@ export function errorFor(status: number, text: string, what: string): Error {
   return new ApiError(`${what}: HTTP ${status}: ${message}`, status);
 }
 
-function networkError(error: Error & { code?: string }, method: string, path: string): Error {
+// A TLS failure, by the socket error's code (Node's and Bun's: OpenSSL verification codes,
+// ERR_TLS_*, ERR_SSL_*; ERR_TLS_CREDENTIALS is fetch-client.ts's for our own material) or, where a
+// runtime gives no code, by its message.
+const TLS_CODE =
+  /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|HOSTNAME_MISMATCH|EPROTO$)/;
+const TLS_MESSAGE =
+  /certificate|self[- ]signed|altnames|unable to verify|unable to get (local )?issuer|CERT_|ERR_TLS|SSL|TLS/i;
+
+/**
+ * Maps a failure without an HTTP answer to its kind: RequestTimeoutError (ETIMEDOUT: the
+ * deadline, or the OS's connect timeout), ProxyError (EPROXY, fetch-client.ts), UnavailableError
+ * (connection refused/reset, DNS, …), TlsError (origin `kubeconfig` for our own material), else
+ * ApiError with status 0. Each carries the socket error as `cause` and names the request.
+ */
+function networkError(
+  error: Error & { code?: string },
+  method: string,
+  path: string,
+  timeoutMs: number,
+): Error {
   const code = error.code ?? '';
+  const what = `${method} ${path}`;
+  const cause = { cause: error };
+  if (code === 'ETIMEDOUT')
+    return new RequestTimeoutError(`${what}: API server unreachable: ${error.message}`, timeoutMs, cause);
+  if (code === 'EPROXY') return new ProxyError(`${what}: API server unreachable: ${error.message}`, cause);
   if (NETWORK_CODES.has(code) || /socket hang up/.test(error.message))
-    return new UnavailableError(`${method} ${path}: API server unreachable: ${error.message}`, {
-      cause: error,
-    });
-  return new ApiError(`${method} ${path}: ${error.message}`, 0);
+    return new UnavailableError(`${what}: API server unreachable: ${error.message}`, cause);
+  if (TLS_CODE.test(code) || TLS_MESSAGE.test(error.message)) {
+    const ours = code === 'ERR_TLS_CREDENTIALS' || /^TLS: (the )?kubeconfig/.test(error.message);
+    return new TlsError(`${what}: ${error.message}`, ours ? 'kubeconfig' : 'server', cause);
+  }
+  return new ApiError(`${what}: ${error.message}`, 0, cause);
 }

@@ -7,7 +7,7 @@
  * plugin-specific (105 credentials/TLS refused, 106 request rejected as invalid or answer not JSON); 999 is the Go library's "internal error", reused for unexpected failures.
  */
 
-import { isDecodeError } from 'blockipam/core';
+import { isApiError, isDecodeError, isInvalid, isTlsError } from 'blockipam/core';
 
 /** CNI error codes used by blockipam. Plugin-specific codes start at 100 (spec: 0–99 reserved). */
 export const CniCode = {
@@ -41,41 +41,36 @@ export const CniCode = {
   internal: 999,
 } as const;
 
-const tlsProblem =
-  /certificate|self[- ]signed|altnames|unable to verify|unable to get (local )?issuer|CERT_|ERR_TLS|SSL|TLS/i;
-
 /**
- * Maps an API failure that is neither transient nor expected to a documented code, or undefined.
- * 401/403 and an untrusted certificate are 105 (not 11: retrying does not fix credentials);
- * a leftover 422/400 is 106 with the server's message shortened (it can echo huge inputs), and so
- * is a 2xx answer that is not JSON (DecodeError).
+ * Maps an API failure that is neither transient nor expected to a documented code, or undefined,
+ * on core's error kinds (not their messages): 401/403 and a TlsError are 105 (not 11: retrying
+ * does not fix credentials or a certificate); a leftover 422/400 (InvalidError) is 106 with the
+ * server's message shortened (it can echo huge inputs), and so is a 2xx answer that is not JSON
+ * (DecodeError).
  */
 export function apiFailure(e: unknown): CniError | undefined {
   if (!(e instanceof Error)) return undefined;
-  const status = (e as { status?: unknown }).status;
   const msg = e.message.length > 300 ? `${e.message.slice(0, 300)}… (${e.message.length} chars)` : e.message;
-  if (e.name === 'ApiError' && (status === 401 || status === 403)) {
-    const what = status === 401 ? 'credentials not accepted (HTTP 401)' : 'permission denied (HTTP 403)';
+  if (isTlsError(e))
+    // origin kubeconfig: our own TLS material unusable (the message names the item); server: the
+    // server's certificate not trusted.
+    return new CniError(
+      CniCode.authFailed,
+      'API server refused our credentials or TLS',
+      e.origin === 'kubeconfig'
+        ? msg
+        : `TLS: the API server's certificate is not trusted (check the kubeconfig's certificate-authority-data and server name): ${msg}`,
+    );
+  if (isApiError(e) && (e.status === 401 || e.status === 403)) {
+    const what = e.status === 401 ? 'credentials not accepted (HTTP 401)' : 'permission denied (HTTP 403)';
     return new CniError(
       CniCode.authFailed,
       'API server refused our credentials or TLS',
       `${what}: check the kubeconfig's user and its RBAC: ${msg}`,
     );
   }
-  if (e.name === 'ApiError' && status === 0 && tlsProblem.test(e.message)) {
-    // Our own TLS material unusable (core/kube/fetch-client.ts names the kubeconfig item), or
-    // the server's certificate not trusted.
-    const ours = /TLS: (the )?kubeconfig/.test(e.message);
-    return new CniError(
-      CniCode.authFailed,
-      'API server refused our credentials or TLS',
-      ours
-        ? msg
-        : `TLS: the API server's certificate is not trusted (check the kubeconfig's certificate-authority-data and server name): ${msg}`,
-    );
-  }
   if (isDecodeError(e)) return new CniError(CniCode.apiRejected, 'API server answer is not JSON', msg);
-  if (e.name === 'InvalidError') {
+  if (isInvalid(e)) {
     return new CniError(CniCode.apiRejected, 'API server rejected the request as invalid', msg);
   }
   return undefined;

@@ -1,7 +1,7 @@
-/** API failures mapped to documented CNI codes (105 credentials/TLS, 106 rejected as invalid). */
+/** API failures mapped to documented CNI codes on core's error kinds (105 credentials/TLS, 106 rejected as invalid or not JSON). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ApiError, InvalidError } from 'blockipam/core';
+import { ApiError, DecodeError, InvalidError, TlsError } from 'blockipam/core';
 import { apiFailure } from '../../../ipam-plugin/cni/errors.ts';
 
 void describe('apiFailure', () => {
@@ -11,10 +11,12 @@ void describe('apiFailure', () => {
     assert.ok((e422?.details.length ?? 0) < 400);
     assert.equal(apiFailure(new ApiError('GET /x: HTTP 401: Unauthorized', 401))?.code, 105);
     assert.equal(apiFailure(new ApiError('GET /x: HTTP 403: forbidden', 403))?.code, 105);
+    // untrusted TLS arrives as core's TlsError (the transport classifies it; no message regex here)
     assert.equal(
-      apiFailure(new ApiError('GET /x: self-signed certificate in certificate chain', 0))?.code,
+      apiFailure(new TlsError('GET /x: self-signed certificate in certificate chain', 'server'))?.code,
       105,
     );
+    assert.equal(apiFailure(new DecodeError('GET /x: HTTP 200 answer is not JSON', 200))?.code, 106);
     assert.equal(apiFailure(new ApiError('GET /x: HTTP 405: nope', 405)), undefined);
   });
 });
