@@ -97,6 +97,7 @@ export { matchesSelector, selectorToQuery } from './selector.ts';
 export * from './resources.ts';
 
 export type {
+  CallOptions,
   Datastore,
   DeletePreconditions,
   ListOptions,
@@ -105,6 +106,7 @@ export type {
   StatusResourceStore,
 } from './datastore/datastore.ts';
 export { MemoryDatastore } from './datastore/memory.ts';
+export { withSignal } from './datastore/with-signal.ts';
 export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
 
 export * from './node-cache/index.ts';

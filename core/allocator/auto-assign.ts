@@ -52,7 +52,7 @@ export async function autoAssign(
   if (badNode) return { ok: false, reason: 'NotAllowed', message: badNode };
   const [inputs, mine] = await Promise.all([
     gatherInputs(ctx, request),
-    ds.blocks.list({ labelSelector: nodeBlocksSelector(request.node) }),
+    ctx.ds.blocks.list({ labelSelector: nodeBlocksSelector(request.node) }),
   ]);
   return assignAllOrNothing(ctx, request.node, families, (family) =>
     assignFamily(ctx, { request, family, mine, ...inputs }),

@@ -3,6 +3,7 @@
  * a sleep for backoff, counters, and the retry bound. Also the compare-and-swap backoff.
  */
 import type { Datastore } from '../datastore/datastore.ts';
+import { withSignal } from '../datastore/with-signal.ts';
 
 /** Counters an operation adds to; pass one object to several calls to accumulate. */
 export interface AllocatorStats {
@@ -50,6 +51,16 @@ export interface AllocatorOptions {
    * datastoreRetries): 50 racing writers on one block all finish within it.
    */
   maxRetries?: number;
+  /**
+   * The caller's budget (e.g. the CNI plugin's time budget). Once it has fired the operation
+   * sends nothing more — no read, no write, no retry, no rollback — and rejects with
+   * `signal.reason`; a request in flight is abandoned (a write already sent may still land: it
+   * was sent within the budget). What an aborted operation already wrote stays (an aborted
+   * dual-stack ADD can keep its first family: the runtime's DEL after the failed ADD releases
+   * it). Bound to every datastore call (datastore/with-signal.ts) and to the backoff sleep.
+   * Default: none.
+   */
+  signal?: AbortSignal;
 }
 
 /** Options resolved to values. */
@@ -60,17 +71,32 @@ export interface Context {
   readonly sleep: (ms: number) => Promise<void>;
   readonly stats: AllocatorStats;
   readonly maxRetries: number;
+  /** The caller's signal, already bound to `ds` and `sleep`. */
+  readonly signal: AbortSignal | undefined;
 }
 
 export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Context {
+  const { signal } = options;
+  const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   return {
-    ds,
+    ds: withSignal(ds, signal),
     clock: options.clock ?? Date.now,
     random: options.random ?? Math.random,
-    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    sleep: signal === undefined ? sleep : (ms) => abortable(sleep(ms), signal),
     stats: options.stats ?? newStats(),
     maxRetries: options.maxRetries ?? 100,
+    signal,
   };
+}
+
+/** `p`, or a rejection with the signal's reason as soon as it fires (already fired: at once). */
+function abortable(p: Promise<void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
 }
 
 // 5 ms: about one API-server write round trip (~8 ms measured). 1 s cap: 50 writers racing for

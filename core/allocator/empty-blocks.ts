@@ -34,8 +34,8 @@ export async function releaseEmptyBlocks(
   options: AllocatorOptions = {},
 ): Promise<EmptyBlockRelease> {
   const ctx = contextOf(ds, options);
-  const settings = query.settings ?? settingsOf(await ds.configs.get(IPAM_CONFIG_NAME));
-  const blocks = await ds.blocks.list(
+  const settings = query.settings ?? settingsOf(await ctx.ds.configs.get(IPAM_CONFIG_NAME));
+  const blocks = await ctx.ds.blocks.list(
     query.node === undefined ? {} : { labelSelector: affineSelector(query.node) },
   );
   const minAgeMs = Math.max(settings.emptyBlockReleaseSeconds, settings.ipCooldownSeconds) * 1000;

@@ -47,7 +47,7 @@ export async function releaseForGC(
   const valid = new Set(
     request.validAttachments.map((a) => handleOf(request.network, a.containerID, a.ifname)),
   );
-  const stale = (await listNodeAllocations(ds, request.node)).filter(
+  const stale = (await listNodeAllocations(ctx.ds, request.node)).filter(
     (a) => ofNetwork(a, request.network) && !valid.has(a.allocation.handle),
   );
   return releaseAddresses(

@@ -31,7 +31,7 @@ export async function releaseNodeBlocks(
 ): Promise<NodeBlocksRelease> {
   const ctx = contextOf(ds, options);
   const result: NodeBlocksRelease = { deleted: [], unowned: [] };
-  for (const block of await ds.blocks.list({ labelSelector: affineSelector(node) })) {
+  for (const block of await ctx.ds.blocks.list({ labelSelector: affineSelector(node) })) {
     const outcome = await releaseOne(ctx, block, node);
     if (outcome !== 'gone') result[outcome].push(block.metadata.name);
   }

@@ -45,7 +45,7 @@ export async function releaseByHandle(
   options: AllocatorOptions = {},
 ): Promise<ReleaseResult> {
   const ctx = contextOf(ds, options);
-  const blocks = await listBlocksOf(ds, preconditions.node);
+  const blocks = await listBlocksOf(ctx.ds, preconditions.node);
   const result: ReleaseResult = { released: [], refused: [] };
   for (const block of blocks.filter((b) =>
     Object.values(b.spec.allocations).some((a) => a.handle === handle),
@@ -96,14 +96,14 @@ export async function releaseAddresses(
   const result: AddressReleaseResult = { released: [], refused: [], gone: [] };
   const listed = items.every((item) => item.block !== undefined)
     ? undefined
-    : await listBlocksOf(ds, query.node);
+    : await listBlocksOf(ctx.ds, query.node);
   for (const item of items) {
     const ip = parseIP(item.address);
     const block = !ip
       ? undefined
       : listed
         ? listed.find((b) => blockHolds(b, ip))
-        : await ds.blocks.get(item.block ?? '');
+        : await ctx.ds.blocks.get(item.block ?? '');
     const ordinal = ip && block && blockHolds(block, ip) ? ordinalOf(cidrOf(block), ip) : undefined;
     const holds =
       block !== undefined && ordinal !== undefined && block.spec.allocations[ordinal]?.handle === item.handle;

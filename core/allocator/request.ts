@@ -76,7 +76,9 @@ export async function assignAllOrNothing<T>(
       done.push(outcome);
     }
   } catch (error) {
-    await rollback(ctx, node, done).catch(() => undefined);
+    // Aborted (the caller's budget): nothing more is written, the rollback included — the
+    // runtime's DEL after the failed ADD releases what was assigned.
+    if (!ctx.signal?.aborted) await rollback(ctx, node, done).catch(() => undefined);
     throw error;
   }
   const v4 = done.find((a) => a.family === 4);

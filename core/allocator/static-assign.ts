@@ -46,7 +46,7 @@ export async function assignIP(
     return { ok: false, reason: 'NotInPool', message: 'at most one address per IP family' };
   // A live attachment never gets a second address (ptp's cleanup DEL would free it): one LIST of the blocks this
   // node owns or has borrowed into finds the handle wherever its address came from.
-  const held = await findByHandle(ds, request.handle, { node: request.node });
+  const held = await findByHandle(ctx.ds, request.handle, { node: request.node });
   if (held.length > 0)
     return {
       ok: false,

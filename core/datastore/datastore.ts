@@ -27,8 +27,17 @@ export interface DeletePreconditions {
   uid?: string;
 }
 
+/**
+ * Options every call takes. `signal`: when it has fired, the call starts nothing and rejects
+ * with `signal.reason`; a request in flight is abandoned (a write already sent may still land
+ * on the server — it was sent before the signal fired). Default: no signal.
+ */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
 /** Options of a LIST. */
-export interface ListOptions {
+export interface ListOptions extends CallOptions {
   /** Only objects whose labels match. */
   labelSelector?: LabelSelector;
   /**
@@ -45,7 +54,7 @@ export interface ListOptions {
 /** CRUD on one cluster-scoped kind, with the API server's compare-and-swap semantics. */
 export interface ResourceStore<T extends KubeObject> {
   /** The object, or undefined when it does not exist. */
-  get(name: string): Promise<T | undefined>;
+  get(name: string, options?: CallOptions): Promise<T | undefined>;
   /** All objects (sorted by name) whose labels match. */
   list(options?: ListOptions): Promise<T[]>;
   /** Metadata only (name, labels, resourceVersion, uid …) — a cheaper LIST for large kinds. */
@@ -55,28 +64,28 @@ export interface ResourceStore<T extends KubeObject> {
    * subresource's `status` is dropped, as the API server does).
    * @throws AlreadyExistsError when the name is taken; InvalidError when the schema refuses it
    */
-  create(object: T): Promise<T>;
+  create(object: T, options?: CallOptions): Promise<T>;
   /**
    * Replaces the object. With `metadata.resourceVersion` set this is a compare-and-swap.
    * `status` of a kind with a status subresource is left as stored.
    * @throws ConflictError when the resourceVersion is stale; NotFoundError when it is gone
    */
-  update(object: T): Promise<T>;
+  update(object: T, options?: CallOptions): Promise<T>;
   /**
    * Deletes the object; with preconditions only if they still hold.
    * @throws NotFoundError when it does not exist; ConflictError when a precondition fails
    */
-  delete(name: string, preconditions?: DeletePreconditions): Promise<void>;
+  delete(name: string, preconditions?: DeletePreconditions, options?: CallOptions): Promise<void>;
 }
 
 /** A kind with a status subresource (IPPool). */
 export interface StatusResourceStore<T extends KubeObject> extends ResourceStore<T> {
   /** Replaces only `status` (compare-and-swap on resourceVersion when set). Same errors as update. */
-  updateStatus(object: T): Promise<T>;
+  updateStatus(object: T, options?: CallOptions): Promise<T>;
 }
 
 /** Options of a pod LIST. */
-export interface PodListOptions {
+export interface PodListOptions extends CallOptions {
   /** Only pods scheduled to this node (field selector spec.nodeName). */
   nodeName?: string;
   labelSelector?: LabelSelector;
@@ -88,9 +97,9 @@ export interface Datastore {
   readonly configs: ResourceStore<IPAMConfigObject>;
   readonly reservations: ResourceStore<IPReservation>;
   /** Read-only views of built-in objects; undefined when absent. */
-  getPod(namespace: string, name: string): Promise<Pod | undefined>;
-  getNamespace(name: string): Promise<Namespace | undefined>;
-  getNode(name: string): Promise<Node | undefined>;
+  getPod(namespace: string, name: string, options?: CallOptions): Promise<Pod | undefined>;
+  getNamespace(name: string, options?: CallOptions): Promise<Namespace | undefined>;
+  getNode(name: string, options?: CallOptions): Promise<Node | undefined>;
   listPods(options?: PodListOptions): Promise<Pod[]>;
   listNodes(options?: ListOptions): Promise<Node[]>;
 }

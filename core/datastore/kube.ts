@@ -20,6 +20,7 @@ import type {
 } from '../resources.ts';
 import { selectorToQuery } from '../selector.ts';
 import type {
+  CallOptions,
   Datastore,
   DeletePreconditions,
   ListOptions,
@@ -36,9 +37,13 @@ interface List<T> {
 }
 
 /** get() that maps 404 to undefined. */
-async function getOrUndefined<T>(api: KubeTransport, path: string): Promise<T | undefined> {
+async function getOrUndefined<T>(
+  api: KubeTransport,
+  path: string,
+  signal: AbortSignal | undefined,
+): Promise<T | undefined> {
   try {
-    return await api.request<T>('GET', path);
+    return await api.request<T>('GET', path, { signal });
   } catch (error) {
     if (isNotFound(error)) return undefined;
     throw error;
@@ -56,13 +61,14 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
     this.#kind = kind;
   }
 
-  get(name: string): Promise<T | undefined> {
-    return getOrUndefined<T>(this.#api, this.#path(name));
+  get(name: string, options: CallOptions = {}): Promise<T | undefined> {
+    return getOrUndefined<T>(this.#api, this.#path(name), options.signal);
   }
 
   async list(options: ListOptions = {}): Promise<T[]> {
     const list = await this.#api.request<List<T>>('GET', this.#path(), {
       query: listQuery(options),
+      signal: options.signal,
     });
     return (list.items ?? []).map((item) => ({ ...item, apiVersion: API_VERSION, kind: this.#kind }));
   }
@@ -71,31 +77,40 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
     const list = await this.#api.request<List<{ metadata: ObjectMeta }>>('GET', this.#path(), {
       query: listQuery(options),
       accept: METADATA_LIST,
+      signal: options.signal,
     });
     return (list.items ?? []).map((item) => item.metadata);
   }
 
-  create(object: T): Promise<T> {
-    return this.#api.request<T>('POST', this.#path(), { body: this.#typed(object) });
+  create(object: T, options: CallOptions = {}): Promise<T> {
+    return this.#api.request<T>('POST', this.#path(), { body: this.#typed(object), signal: options.signal });
   }
 
-  update(object: T): Promise<T> {
-    return this.#api.request<T>('PUT', this.#path(object.metadata.name), { body: this.#typed(object) });
-  }
-
-  updateStatus(object: T): Promise<T> {
-    return this.#api.request<T>('PUT', `${this.#path(object.metadata.name)}/status`, {
+  update(object: T, options: CallOptions = {}): Promise<T> {
+    return this.#api.request<T>('PUT', this.#path(object.metadata.name), {
       body: this.#typed(object),
+      signal: options.signal,
     });
   }
 
-  async delete(name: string, preconditions: DeletePreconditions = {}): Promise<void> {
+  updateStatus(object: T, options: CallOptions = {}): Promise<T> {
+    return this.#api.request<T>('PUT', `${this.#path(object.metadata.name)}/status`, {
+      body: this.#typed(object),
+      signal: options.signal,
+    });
+  }
+
+  async delete(
+    name: string,
+    preconditions: DeletePreconditions = {},
+    options: CallOptions = {},
+  ): Promise<void> {
     const body = {
       apiVersion: 'v1',
       kind: 'DeleteOptions',
       ...(preconditions.resourceVersion || preconditions.uid ? { preconditions } : {}),
     };
-    await this.#api.request('DELETE', this.#path(name), { body });
+    await this.#api.request('DELETE', this.#path(name), { body, signal: options.signal });
   }
 
   #path(name?: string): string {
@@ -130,19 +145,24 @@ export class KubeDatastore implements Datastore {
     );
   }
 
-  getPod(namespace: string, name: string): Promise<Pod | undefined> {
+  getPod(namespace: string, name: string, options: CallOptions = {}): Promise<Pod | undefined> {
     return getOrUndefined<Pod>(
       this.transport,
       `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
+      options.signal,
     );
   }
 
-  getNamespace(name: string): Promise<Namespace | undefined> {
-    return getOrUndefined<Namespace>(this.transport, `/api/v1/namespaces/${encodeURIComponent(name)}`);
+  getNamespace(name: string, options: CallOptions = {}): Promise<Namespace | undefined> {
+    return getOrUndefined<Namespace>(
+      this.transport,
+      `/api/v1/namespaces/${encodeURIComponent(name)}`,
+      options.signal,
+    );
   }
 
-  getNode(name: string): Promise<Node | undefined> {
-    return getOrUndefined<Node>(this.transport, `/api/v1/nodes/${encodeURIComponent(name)}`);
+  getNode(name: string, options: CallOptions = {}): Promise<Node | undefined> {
+    return getOrUndefined<Node>(this.transport, `/api/v1/nodes/${encodeURIComponent(name)}`, options.signal);
   }
 
   async listPods(options: PodListOptions = {}): Promise<Pod[]> {
@@ -150,7 +170,10 @@ export class KubeDatastore implements Datastore {
       labelSelector: selectorToQuery(options.labelSelector),
       fieldSelector: options.nodeName === undefined ? undefined : `spec.nodeName=${options.nodeName}`,
     };
-    return (await this.transport.request<List<Pod>>('GET', '/api/v1/pods', { query })).items ?? [];
+    return (
+      (await this.transport.request<List<Pod>>('GET', '/api/v1/pods', { query, signal: options.signal }))
+        .items ?? []
+    );
   }
 
   async listNodes(options: ListOptions = {}): Promise<Node[]> {
@@ -158,6 +181,7 @@ export class KubeDatastore implements Datastore {
       (
         await this.transport.request<List<Node>>('GET', '/api/v1/nodes', {
           query: { labelSelector: selectorToQuery(options.labelSelector) },
+          signal: options.signal,
         })
       ).items ?? []
     );

@@ -10,7 +10,7 @@ import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
 import { matchesSelector } from '../selector.ts';
 import type { KubeObject, ObjectMeta } from '../resources.ts';
-import type { DeletePreconditions, ListOptions, StatusResourceStore } from './datastore.ts';
+import type { CallOptions, DeletePreconditions, ListOptions, StatusResourceStore } from './datastore.ts';
 import { LabelIndex } from './label-index.ts';
 
 /** Counts of operations served, for tests and benchmarks. */
@@ -48,28 +48,28 @@ export class MemoryResourceStore<T extends KubeObject> implements StatusResource
     this.#clock = options.clock;
   }
 
-  async get(name: string): Promise<T | undefined> {
-    await settle(this.#stats, 'reads');
+  async get(name: string, options: CallOptions = {}): Promise<T | undefined> {
+    await settle(this.#stats, 'reads', options.signal);
     const found = this.#objects.get(name);
     return found ? structuredClone(found) : undefined;
   }
 
   async list(options: ListOptions = {}): Promise<T[]> {
-    await settle(this.#stats, 'reads');
+    await settle(this.#stats, 'reads', options.signal);
     const selected = this.#select(options);
     this.#stats.listed += selected.length;
     return selected.map((object) => structuredClone(object));
   }
 
   async listMetadata(options: ListOptions = {}): Promise<ObjectMeta[]> {
-    await settle(this.#stats, 'reads');
+    await settle(this.#stats, 'reads', options.signal);
     const selected = this.#select(options);
     this.#stats.listed += selected.length;
     return selected.map((object) => structuredClone(object.metadata));
   }
 
-  async create(object: T): Promise<T> {
-    await settle(this.#stats, 'writes');
+  async create(object: T, options: CallOptions = {}): Promise<T> {
+    await settle(this.#stats, 'writes', options.signal);
     const name = object.metadata.name;
     this.#checkName(name);
     if (object.metadata.resourceVersion)
@@ -91,18 +91,22 @@ export class MemoryResourceStore<T extends KubeObject> implements StatusResource
     return structuredClone(stored);
   }
 
-  async update(object: T): Promise<T> {
-    await settle(this.#stats, 'writes');
+  async update(object: T, options: CallOptions = {}): Promise<T> {
+    await settle(this.#stats, 'writes', options.signal);
     return this.#replace(object, (current, next) => (this.#hasStatus ? withStatusOf(next, current) : next));
   }
 
-  async updateStatus(object: T): Promise<T> {
-    await settle(this.#stats, 'writes');
+  async updateStatus(object: T, options: CallOptions = {}): Promise<T> {
+    await settle(this.#stats, 'writes', options.signal);
     return this.#replace(object, (current, next) => withStatusOf(current, next));
   }
 
-  async delete(name: string, preconditions: DeletePreconditions = {}): Promise<void> {
-    await settle(this.#stats, 'writes');
+  async delete(
+    name: string,
+    preconditions: DeletePreconditions = {},
+    options: CallOptions = {},
+  ): Promise<void> {
+    await settle(this.#stats, 'writes', options.signal);
     const current = this.#objects.get(name);
     if (!current) throw new NotFoundError(`${this.#kind}/${name}`, `${this.#kind} "${name}" not found`);
     const { uid, resourceVersion } = preconditions;
@@ -205,8 +209,18 @@ function withStatusOf<T extends KubeObject>(target: T, source: T): T {
   return out;
 }
 
-/** Makes every call asynchronous (as a network call is) so concurrent callers interleave. */
-export async function settle(stats: MemoryStats, what: 'reads' | 'writes'): Promise<void> {
+/**
+ * Makes every call asynchronous (as a network call is) so concurrent callers interleave. A call
+ * whose `signal` has fired starts nothing (rejects with its reason, uncounted); one that fires
+ * while the call is "in flight" rejects before the call takes effect, as an abandoned request.
+ */
+export async function settle(
+  stats: MemoryStats,
+  what: 'reads' | 'writes',
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  signal?.throwIfAborted();
   stats[what] += 1;
   await new Promise<void>((resolve) => setImmediate(resolve));
+  signal?.throwIfAborted();
 }

@@ -16,7 +16,7 @@ import type {
   Node,
   Pod,
 } from '../resources.ts';
-import type { Datastore, ListOptions, PodListOptions } from './datastore.ts';
+import type { CallOptions, Datastore, ListOptions, PodListOptions } from './datastore.ts';
 import { MemoryResourceStore, settle } from './memory-store.ts';
 import type { MemoryStats } from './memory-store.ts';
 
@@ -71,25 +71,25 @@ export class MemoryDatastore implements Datastore {
     this.#nodes = structuredClone(seed.nodes ?? []);
   }
 
-  async getPod(namespace: string, name: string): Promise<Pod | undefined> {
-    await settle(this.stats, 'reads');
+  async getPod(namespace: string, name: string, options: CallOptions = {}): Promise<Pod | undefined> {
+    await settle(this.stats, 'reads', options.signal);
     return copyOf(
       this.#pods.find((pod) => pod.metadata.namespace === namespace && pod.metadata.name === name),
     );
   }
 
-  async getNamespace(name: string): Promise<Namespace | undefined> {
-    await settle(this.stats, 'reads');
+  async getNamespace(name: string, options: CallOptions = {}): Promise<Namespace | undefined> {
+    await settle(this.stats, 'reads', options.signal);
     return copyOf(this.#namespaces.find((namespace) => namespace.metadata.name === name));
   }
 
-  async getNode(name: string): Promise<Node | undefined> {
-    await settle(this.stats, 'reads');
+  async getNode(name: string, options: CallOptions = {}): Promise<Node | undefined> {
+    await settle(this.stats, 'reads', options.signal);
     return copyOf(this.#nodes.find((node) => node.metadata.name === name));
   }
 
   async listPods(options: PodListOptions = {}): Promise<Pod[]> {
-    await settle(this.stats, 'reads');
+    await settle(this.stats, 'reads', options.signal);
     const { nodeName, labelSelector } = options;
     return structuredClone(
       this.#pods.filter(
@@ -101,7 +101,7 @@ export class MemoryDatastore implements Datastore {
   }
 
   async listNodes(options: ListOptions = {}): Promise<Node[]> {
-    await settle(this.stats, 'reads');
+    await settle(this.stats, 'reads', options.signal);
     return structuredClone(
       this.#nodes.filter((node) => matchesSelector(options.labelSelector, node.metadata.labels)),
     );

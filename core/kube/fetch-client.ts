@@ -87,11 +87,12 @@ export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
       : undefined;
   const origin = url.origin;
   return {
-    async send({ method, path, headers, body, timeoutMs }: Outgoing): Promise<Exchange> {
+    async send({ method, path, headers, body, timeoutMs, signal }: Outgoing): Promise<Exchange> {
+      const deadline = AbortSignal.timeout(timeoutMs);
       const init: BunRequestInit = {
         method,
         headers,
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
         redirect: 'manual',
         verbose: false,
         ...(body === undefined ? {} : { body }),
@@ -103,6 +104,8 @@ export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
         res = await fetch(`${origin}${path}`, init);
         text = await res.text();
       } catch (e) {
+        // The caller's signal: its reason, whatever it is (it may itself be a TimeoutError).
+        if (signal?.aborted) throw signal.reason;
         // AbortSignal.timeout rejects with a TimeoutError DOMException: give it the socket code.
         if (e instanceof Error && e.name === 'TimeoutError')
           throw Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT', cause: e });

@@ -32,6 +32,8 @@ export interface Outgoing {
    * with `code` ETIMEDOUT.
    */
   timeoutMs: number;
+  /** The caller's signal: when it fires the exchange is abandoned and `send` rejects with its reason. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -95,13 +97,15 @@ export function nodeClient(config: KubeClientConfig, url: URL): HttpClient {
  * forever, and Node skips the first idle expiry while a write is pending (the request queued
  * behind an unfinished TLS handshake), so an idle timer alone fires at 2 × timeoutMs there. The
  * timer is cleared when the exchange settles, so a finished request never keeps the process alive.
- * @throws (rejects) an Error with `code` ETIMEDOUT after `timeoutMs`, or the socket's error
+ * @throws (rejects) an Error with `code` ETIMEDOUT after `timeoutMs`, the signal's reason when it
+ *   fires first, or the socket's error
  */
 function exchange(
   api: NodeApi,
   url: URL,
-  { method, path, headers, body, timeoutMs }: Outgoing,
+  { method, path, headers, body, timeoutMs, signal }: Outgoing,
 ): Promise<Exchange> {
+  if (signal?.aborted) return Promise.reject(signal.reason as Error);
   const withLength =
     body === undefined ? headers : { ...headers, 'Content-Length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
@@ -110,6 +114,7 @@ function exchange(
       if (settled) return false;
       settled = true;
       clearTimeout(deadline);
+      signal?.removeEventListener('abort', onAbort);
       return true;
     };
     const fail = (error: Error): void => {
@@ -145,6 +150,12 @@ function exchange(
       fail(error);
       req.destroy(error);
     }, timeoutMs);
+    function onAbort(): void {
+      const reason = signal?.reason as Error;
+      fail(reason);
+      req.destroy(reason);
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
     req.on('error', fail);
     req.end(body);
   });

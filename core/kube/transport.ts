@@ -38,6 +38,12 @@ export interface RequestOptions {
   accept?: string;
   /** Content-Type for the body; default application/json. */
   contentType?: string;
+  /**
+   * The caller's budget: once it has fired nothing more is sent (no retry, no 429 wait) and the
+   * request rejects with `signal.reason` (not a transport error); a request in flight is
+   * abandoned — a write already sent may still land. Independent of `timeoutMs`.
+   */
+  signal?: AbortSignal;
 }
 
 // 30 s: API requests normally take milliseconds; this only bounds a hung connection.
@@ -110,6 +116,7 @@ export class KubeTransport {
    */
   async request<T>(method: Method, path: string, options: RequestOptions = {}): Promise<T> {
     for (let retry = 0; ; retry++) {
+      options.signal?.throwIfAborted();
       this.stats.requests += 1;
       this.stats.byMethod[method] = (this.stats.byMethod[method] ?? 0) + 1;
       const { status, text, retryAfter } = await this.#send(
@@ -121,7 +128,7 @@ export class KubeTransport {
       if (status !== 429 || retry >= MAX_429_RETRIES) throw errorFor(status, text, `${method} ${path}`);
       const seconds = Number(retryAfter);
       const waitMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : DEFAULT_429_WAIT_MS;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(waitMs, MAX_429_WAIT_MS)));
+      await abortableDelay(Math.min(waitMs, MAX_429_WAIT_MS), options.signal);
     }
   }
 
@@ -139,9 +146,11 @@ export class KubeTransport {
     if (body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
     const token = this.#bearer();
     if (token) headers.Authorization = `Bearer ${token}`;
+    const { signal } = options;
     try {
-      return await this.#client.send({ method, path, headers, body, timeoutMs: this.#timeoutMs });
+      return await this.#client.send({ method, path, headers, body, timeoutMs: this.#timeoutMs, signal });
     } catch (error) {
+      if (signal?.aborted) throw signal.reason;
       throw networkError(error as Error & { code?: string }, method, path, this.#timeoutMs);
     }
   }
@@ -181,6 +190,22 @@ export class KubeTransport {
     }
     return this.#token.value;
   }
+}
+
+/** Waits `ms`; rejects with the signal's reason as soon as it fires. */
+function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /**

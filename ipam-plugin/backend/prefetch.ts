@@ -25,7 +25,7 @@ export function servingFirstNodeList(ds: Datastore, node: string, first: Promise
   let pending: Promise<IPAMBlock[]> | undefined = first;
   pending.catch(() => undefined); // observed by core when used; never an unhandled rejection
   const blocks: ResourceStore<IPAMBlock> = {
-    get: (name) => ds.blocks.get(name),
+    get: (name, options) => ds.blocks.get(name, options),
     list: (options?: ListOptions) => {
       if (pending && JSON.stringify(options?.labelSelector) === selector) {
         const p = pending;
@@ -35,18 +35,18 @@ export function servingFirstNodeList(ds: Datastore, node: string, first: Promise
       return ds.blocks.list(options);
     },
     listMetadata: (options) => ds.blocks.listMetadata(options),
-    create: (object) => ds.blocks.create(object),
-    update: (object) => ds.blocks.update(object),
-    delete: (name, pre) => ds.blocks.delete(name, pre),
+    create: (object, options) => ds.blocks.create(object, options),
+    update: (object, options) => ds.blocks.update(object, options),
+    delete: (name, pre, options) => ds.blocks.delete(name, pre, options),
   };
   return {
     pools: ds.pools,
     blocks,
     configs: ds.configs,
     reservations: ds.reservations,
-    getPod: (namespace, name) => ds.getPod(namespace, name),
-    getNamespace: (name) => ds.getNamespace(name),
-    getNode: (name) => ds.getNode(name),
+    getPod: (namespace, name, options) => ds.getPod(namespace, name, options),
+    getNamespace: (name, options) => ds.getNamespace(name, options),
+    getNode: (name, options) => ds.getNode(name, options),
     listPods: (options) => ds.listPods(options),
     listNodes: (options) => ds.listNodes(options),
   };

@@ -210,6 +210,24 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
       assert.equal(await ds.blocks.get(current.metadata.name), undefined);
     });
 
+    it('a call whose signal has fired rejects with its reason and changes nothing', async () => {
+      const fired = AbortSignal.abort(new Error('budget expired'));
+      const reason = { message: 'budget expired' };
+      const current = await ds.blocks.get('10-200-0-0-26');
+      assert.ok(current);
+      await assert.rejects(ds.blocks.create(block('10.200.9.0/26'), { signal: fired }), reason);
+      await assert.rejects(ds.blocks.update({ ...current }, { signal: fired }), reason);
+      await assert.rejects(ds.blocks.delete(current.metadata.name, {}, { signal: fired }), reason);
+      await assert.rejects(ds.blocks.get(current.metadata.name, { signal: fired }), reason);
+      await assert.rejects(ds.blocks.list({ signal: fired }), reason);
+      await assert.rejects(ds.getNode('node-a', { signal: fired }), reason);
+      assert.equal(await ds.blocks.get('10-200-9-0-26'), undefined);
+      assert.equal(
+        (await ds.blocks.get(current.metadata.name))?.metadata.resourceVersion,
+        current.metadata.resourceVersion,
+      );
+    });
+
     it('an update carrying the uid of a deleted-and-recreated object throws Conflict', async () => {
       const old = await ds.blocks.get('10-200-0-0-26');
       assert.ok(old);
