@@ -11,7 +11,8 @@
  * (test/plugin/helpers/node-cache-writer.ts, core's format module — what the agent does). Each
  * IPAM is exec'd as ptp would exec it (cniVersion 1.1.0, CNI_ARGS with the K8S_POD_* keys).
  *
- * Usage: node test/bench/node-cache-plugin-bench.ts [--runs N] [--write-docs]
+ * Usage: node test/bench/node-cache-plugin-bench.ts [--runs N] [--without-whereabouts] [--write-docs]
+ *   --without-whereabouts: blockipam only (e.g. while whereabouts' Go build is not cached yet)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -37,16 +38,21 @@ const must = (args: string[], input?: string): void => {
   if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
 };
 
-const wbBin = spawnSync('bash', [join(repoRoot, 'test/bench/plugin-build-whereabouts.sh')], {
-  encoding: 'utf8',
-}).stdout.trim();
+const withWhereabouts = !argv.includes('--without-whereabouts');
+const wbBin = !withWhereabouts
+  ? ''
+  : spawnSync('bash', [join(repoRoot, 'test/bench/plugin-build-whereabouts.sh')], {
+      encoding: 'utf8',
+    }).stdout.trim();
 const wbCrds = join(
   spawnSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).stdout.trim(),
   'github.com/k8snetworkplumbingwg/whereabouts@v0.9.2/doc/crds',
 );
-for (const f of ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'])
-  must(['apply', '-f', join(wbCrds, `whereabouts.cni.cncf.io_${f}.yaml`)]);
-must(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ippools.whereabouts.cni.cncf.io']);
+if (withWhereabouts) {
+  for (const f of ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'])
+    must(['apply', '-f', join(wbCrds, `whereabouts.cni.cncf.io_${f}.yaml`)]);
+  must(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ippools.whereabouts.cni.cncf.io']);
+}
 writeFileSync(
   join(tmp, 'wb-flat.conf'),
   JSON.stringify({
@@ -96,9 +102,7 @@ const bipam = (label: string, node: string, cached: boolean): Ipam => ({
   api: blockipamApi,
   ...(cached ? { cache: join(tmp, `${label}-node-cache.json`) } : {}),
 });
-const ipams: Ipam[] = [
-  bipam('cache', 'bench-nc-cache', true),
-  bipam('api', 'bench-nc-api', false),
+const whereabouts: Ipam[] = [
   {
     label: 'wb',
     name: 'whereabouts',
@@ -111,6 +115,11 @@ const ipams: Ipam[] = [
     },
     api: /^(whereabouts\.cni\.cncf\.io\/|coordination\.k8s\.io\/|\/pods )/,
   },
+];
+const ipams: Ipam[] = [
+  bipam('cache', 'bench-nc-cache', true),
+  bipam('api', 'bench-nc-api', false),
+  ...(withWhereabouts ? whereabouts : []),
 ];
 const netconf = (ipam: Ipam): string =>
   JSON.stringify({ cniVersion: '1.1.0', name: 'benchnet', type: 'ptp', ipam: ipam.conf });
@@ -223,10 +232,13 @@ async function main(): Promise<void> {
       `| ${ipam.name} | ${mean(c.add)} | ${mean(c.del)} | ${c.status.length ? mean(c.status) : 'n/a'} | ${fmt(pct(l.add, 50))} | ${fmt(pct(l.add, 99))} | ${fmt(pct(l.del, 50))} | ${fmt(pct(l.del, 99))} | ${l.failures} |`,
     );
   }
-  const p50 = (label: string): number => pct(lat.get(label)!.add, 50);
+  const p50 = (label: string): number => pct(lat.get(label)?.add ?? [], 50);
   lines.push(
     '',
-    `ADD p50 ratios, same run: node cache / no node cache ${(p50('cache') / p50('api')).toFixed(2)}; node cache / whereabouts ${(p50('cache') / p50('wb')).toFixed(2)}; no node cache / whereabouts ${(p50('api') / p50('wb')).toFixed(2)}.`,
+    `ADD p50 ratios, same run: node cache / no node cache ${(p50('cache') / p50('api')).toFixed(2)}` +
+      (withWhereabouts
+        ? `; node cache / whereabouts ${(p50('cache') / p50('wb')).toFixed(2)}; no node cache / whereabouts ${(p50('api') / p50('wb')).toFixed(2)}.`
+        : '; whereabouts not run (--without-whereabouts).'),
     '',
     'Requests by kind (mean per call):',
     '',
