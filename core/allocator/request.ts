@@ -31,7 +31,11 @@ export function ownerOf(request: AssignRequestBase): Owner {
     handle: request.handle,
     ...(request.network !== undefined ? { network: request.network } : {}),
     ...(request.pod
-      ? { namespace: request.pod.namespace, pod: request.pod.name, podUID: request.pod.uid }
+      ? {
+          namespace: request.pod.namespace,
+          pod: request.pod.name,
+          ...(request.pod.uid !== undefined ? { podUID: request.pod.uid } : {}),
+        }
       : {}),
     node: request.node,
   };

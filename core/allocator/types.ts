@@ -10,7 +10,8 @@ import type { PoolSnapshot } from './pools.ts';
 export interface PodRef {
   namespace: string;
   name: string;
-  uid: string;
+  /** The pod's UID as the runtime named it (K8S_POD_UID); absent when it did not: none recorded. */
+  uid?: string;
 }
 
 /** Common part of an assignment request. */

@@ -116,7 +116,8 @@ type PodContext =
       pools: string[];
       ips: string[];
     }
-  | { problem: string };
+  /** `wrongNode`: the pod runs on another node than the plugin's (ipam.nodeName). */
+  | { problem: string; wrongNode?: true };
 
 export function createCoreBackend(o: CoreBackendOptions): Backend {
   const { ds, conf } = o;
@@ -165,9 +166,22 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         pools: [...choice.pools],
         ips: [...choice.ips],
       };
-    const uid = req.pod.uid ?? pod.metadata.uid ?? '';
+    // A pod scheduled on another node than ours (calico #12257): recording this node would let
+    // the pod's own node never DEL it and a GC from here free a live pod's address.
+    const podNode = pod.spec?.nodeName;
+    if (podNode !== undefined && podNode !== '' && podNode !== req.node)
+      return {
+        wrongNode: true,
+        problem: `pod ${req.pod.namespace}/${req.pod.name} runs on node "${podNode}", but this plugin's node name is "${req.node}" (ipam.nodeName, default the host name in lower case): set ipam.nodeName to the name of this host's Node object`,
+      };
+    // The UID is the runtime's (K8S_POD_UID) or none: the pod object's current UID may be a
+    // newer pod of the same name (a recreated StatefulSet pod), not the sandbox's.
     return {
-      pod: { namespace: req.pod.namespace, name: req.pod.name, uid },
+      pod: {
+        namespace: req.pod.namespace,
+        name: req.pod.name,
+        ...(req.pod.uid !== undefined ? { uid: req.pod.uid } : {}),
+      },
       namespaceLabels: ns?.metadata.labels ?? {},
       pools: [...choice.pools],
       ips: [...choice.ips],
@@ -212,7 +226,10 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   }
 
   /** Pod context and inputs: from a valid node cache where it holds them, else read. */
-  async function prepare(req: AddRequest, nc: NodeCacheRead): Promise<Prepared | { problem: string }> {
+  async function prepare(
+    req: AddRequest,
+    nc: NodeCacheRead,
+  ): Promise<Prepared | { problem: string; wrongNode?: true }> {
     const fromCache =
       nc.ok && req.pod ? podContextFromCache(nc.cache, req.pod, req.node, conf.podAnnotations) : undefined;
     if (req.pod) podFromCache = fromCache !== undefined;
@@ -238,7 +255,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         ? prefetchAffineBlocks(ds, req.node)
         : undefined;
     const p = await prepare(req, nc);
-    if ('problem' in p) return { kind: 'rejected', message: p.problem };
+    if ('problem' in p) return { kind: p.wrongNode ? 'misconfigured' : 'rejected', message: p.problem };
     // After a wait for the lock another ADD of this node has written: its block is newer than
     // the cache or the prefetched LIST (a conflict and a re-read), so core LISTs afresh.
     return req.critical((signal, waited) =>
@@ -261,7 +278,15 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
           ? cachedBlocksView(ds, nc.cache, req.node)
           : ds;
       if (nc.ok && view === ds) nodeCacheUse = 'HandleNotCached';
-      const r = await race(guard(releaseByHandle(view, handle, { node: req.node })), req.signal);
+      const r = await race(
+        guard(
+          releaseByHandle(view, handle, {
+            node: req.node,
+            ...(req.podUID !== undefined ? { podUID: req.podUID } : {}),
+          }),
+        ),
+        req.signal,
+      );
       return r.released.length;
     },
     async check(a: AttachmentRef, expected: readonly string[]): Promise<CheckOutcome> {

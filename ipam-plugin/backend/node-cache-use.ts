@@ -32,7 +32,7 @@ import { servingFirstNodeList } from './prefetch.ts';
 
 /** The pod-dependent inputs of an ADD, as the API path computes them. */
 export interface CachedPodContext {
-  readonly pod: { readonly namespace: string; readonly name: string; readonly uid: string };
+  readonly pod: { readonly namespace: string; readonly name: string; readonly uid?: string };
   readonly namespaceLabels: Record<string, string>;
   readonly pools: string[];
   readonly ips: string[];
@@ -58,7 +58,8 @@ export function podContextFromCache(
   const choice = readAnnotations(runtimeAnnotations ?? cached.annotations, ns.annotations);
   if ('problem' in choice) return choice;
   return {
-    pod: { namespace: pod.namespace, name: pod.name, uid: pod.uid ?? cached.uid },
+    // The runtime's UID or none (never the cached pod's: it may be a newer pod of the name).
+    pod: { namespace: pod.namespace, name: pod.name, ...(pod.uid !== undefined ? { uid: pod.uid } : {}) },
     namespaceLabels: { ...ns.labels },
     pools: [...choice.pools],
     ips: [...choice.ips],

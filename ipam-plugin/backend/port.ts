@@ -59,13 +59,15 @@ export type AddOutcome =
   /** A static IP is outside every eligible pool, reserved or taken; nothing left allocated. */
   | { readonly kind: 'unavailable'; readonly message: string }
   /** Pool choice or annotations are invalid (e.g. an unknown pool, a malformed annotation). */
-  | { readonly kind: 'rejected'; readonly message: string };
+  | { readonly kind: 'rejected'; readonly message: string }
+  /** The netconf does not fit the cluster (the pod runs on another node than ipam.nodeName). */
+  | { readonly kind: 'misconfigured'; readonly message: string };
 
 export interface DelRequest {
   readonly attachment: AttachmentRef;
   readonly node: string;
-  /** Addresses named by prevResult: a hint that may save lookups; may be empty or stale. */
-  readonly hintIPs: readonly string[];
+  /** K8S_POD_UID when the runtime gave one: an allocation of another pod UID is not released. */
+  readonly podUID?: string;
   readonly signal: AbortSignal;
 }
 

@@ -93,3 +93,15 @@ export function parseCniArgs(raw: string): CniArgs {
 function optional<K extends string>(key: K, v: string | undefined): { [P in K]?: string } {
   return (v === undefined ? {} : { [key]: v }) as { [P in K]?: string };
 }
+
+/**
+ * K8S_POD_UID of a raw CNI_ARGS, leniently (DEL must never fail on CNI_ARGS): undefined when
+ * absent, or when the value or the string around it is not well formed.
+ */
+export function podUIDOf(raw: string): string | undefined {
+  try {
+    return parseCniArgs(raw).podUID;
+  } catch {
+    return undefined;
+  }
+}

@@ -65,5 +65,7 @@ function allocatedOrThrow(o: AddOutcome): readonly IpConfig[] {
       throw new CniError(CniCode.staticUnavailable, 'requested address not available', o.message);
     case 'rejected':
       throw new CniError(CniCode.requestRejected, 'invalid address request', o.message);
+    case 'misconfigured':
+      throw new CniError(CniCode.invalidConfig, 'node name mismatch', o.message);
   }
 }

@@ -1,18 +1,24 @@
 /**
  * DEL (SPEC §2): release every address of the attachment.
  * Idempotent: an unknown container, a repeated DEL, a missing or deleted netns (never opened)
- * and a block that is gone are all success with no output. prevResult, when present in any
- * version, is only a hint. CNI_ARGS is not needed and not parsed, so a DEL can never fail on it.
+ * and a block that is gone are all success with no output. prevResult is not needed (the handle
+ * finds the allocation). Of CNI_ARGS only a well-formed K8S_POD_UID is read (an allocation
+ * recorded for another pod UID is left alone); a malformed CNI_ARGS never fails a DEL.
  * An unreachable API server fails with code 11 and changes nothing (the runtime retries).
  */
-import { prevResultAddresses } from '../cni/prev-result.ts';
+import { podUIDOf } from '../cni/args.ts';
 import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
 
 export async function del(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();
-  const hintIPs = prevResultAddresses(ctx.conf.prevResult);
+  const podUID = podUIDOf(ctx.env.args);
   const released = await underLock(ctx, (signal) =>
-    backend.del({ attachment: attachmentOf(ctx), node: ctx.conf.nodeName, hintIPs, signal }),
+    backend.del({
+      attachment: attachmentOf(ctx),
+      node: ctx.conf.nodeName,
+      ...(podUID !== undefined ? { podUID } : {}),
+      signal,
+    }),
   );
   ctx.log.log('info', released > 0 ? 'released' : 'nothing to release', { released });
   return undefined;

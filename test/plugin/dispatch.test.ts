@@ -199,22 +199,26 @@ void describe('DEL, CHECK, GC, STATUS', () => {
     }
     assert.equal(b.allocations.size, 0);
   });
-  void it('DEL passes prevResult addresses (1.0.0 chain form and 0.4.0 form) as hints', async () => {
+  void it('DEL with a 1.0.0 chain prevResult and a 0.4.0 one succeeds; K8S_POD_UID is passed when given', async () => {
     const b = fakeBackend();
     const prev10 = {
       cniVersion: '1.0.0',
       interfaces: [{ name: 'veth' }, { name: 'eth0' }],
       ips: [{ address: '10.244.0.5/26', gateway: '10.244.0.1', interface: 1 }],
     };
-    await invoke(DEL, netconf('1.0.0', {}, { prevResult: prev10 }), b);
+    const withUid = {
+      ...DEL,
+      CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=ns;K8S_POD_NAME=p;K8S_POD_UID=uid-1',
+    };
+    assert.equal((await invoke(withUid, netconf('1.0.0', {}, { prevResult: prev10 }), b)).code, 0);
     const prev04 = {
       cniVersion: '0.4.0',
       ips: [{ version: '4', address: '10.244.0.6/26', gateway: '10.244.0.1' }],
     };
-    await invoke(DEL, netconf('0.4.0', {}, { prevResult: prev04 }), b);
+    assert.equal((await invoke(DEL, netconf('0.4.0', {}, { prevResult: prev04 }), b)).code, 0);
     assert.deepEqual(
-      b.calls.map((c) => (c.arg as { hintIPs: string[] }).hintIPs),
-      [['10.244.0.5'], ['10.244.0.6']],
+      b.calls.map((c) => (c.arg as { podUID?: string }).podUID),
+      ['uid-1', undefined],
     );
   });
   void it('DEL ignores malformed CNI_ARGS', async () => {

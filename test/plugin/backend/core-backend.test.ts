@@ -39,6 +39,12 @@ function setup(seedPods = true): { ds: MemoryDatastore; backend: Backend } {
           {
             apiVersion: 'v1',
             kind: 'Pod',
+            metadata: { name: 'elsewhere', namespace: 'ns1', uid: 'uid-e' },
+            spec: { nodeName: 'node-2' },
+          },
+          {
+            apiVersion: 'v1',
+            kind: 'Pod',
             metadata: {
               name: 'p2',
               namespace: 'ns1',
@@ -144,7 +150,7 @@ void describe('core backend (memory datastore)', () => {
     assert.deepEqual(await backend.check(att, [first.split('/')[0] as string]), { kind: 'ok' });
     assert.equal((await backend.check(att, ['10.99.9.9'])).kind, 'mismatch');
     assert.equal(
-      await backend.del({ attachment: att, node: 'node-1', hintIPs: [], signal: AbortSignal.timeout(1000) }),
+      await backend.del({ attachment: att, node: 'node-1', signal: AbortSignal.timeout(1000) }),
       1,
     );
     assert.equal((await backend.check(att, [])).kind, 'missing');
@@ -164,5 +170,37 @@ void describe('core backend (memory datastore)', () => {
     const { backend } = setup();
     assert.deepEqual(await backend.status('node-1', [4], { 4: [], 6: [] }), { kind: 'available' });
     assert.equal((await backend.status('node-1', [6], { 4: [], 6: [] })).kind, 'unavailable');
+  });
+  void it("a pod named without K8S_POD_UID is recorded without a UID, not the pod object's", async () => {
+    const { ds, backend } = setup();
+    assert.equal(
+      (await backend.add(req('nouid', { pod: { namespace: 'ns1', name: 'p1' } }))).kind,
+      'allocated',
+    );
+    const a = (await ds.blocks.list())
+      .flatMap((b) => Object.values(b.spec.allocations))
+      .find((x) => x.handle === 'n.nouid.eth0');
+    assert.equal(a?.pod, 'p1');
+    assert.equal(a?.podUID, undefined);
+  });
+  void it('DEL with K8S_POD_UID leaves an allocation of another pod UID; the matching UID releases it', async () => {
+    const { backend } = setup();
+    const pod = { namespace: 'ns1', name: 'p1', uid: 'uid-p1' };
+    assert.equal((await backend.add(req('u', { pod }))).kind, 'allocated');
+    const att = { network: 'n', containerID: 'u', ifname: 'eth0' };
+    const signal = AbortSignal.timeout(1000);
+    assert.equal(await backend.del({ attachment: att, node: 'node-1', podUID: 'uid-other', signal }), 0);
+    assert.equal((await backend.check(att, [])).kind, 'ok');
+    assert.equal(await backend.del({ attachment: att, node: 'node-1', podUID: 'uid-p1', signal }), 1);
+  });
+  void it('a pod scheduled on another node: ADD refused naming both nodes and ipam.nodeName, nothing allocated', async () => {
+    const { ds, backend } = setup();
+    const out = await backend.add(req('wn', { pod: { namespace: 'ns1', name: 'elsewhere', uid: 'uid-e' } }));
+    assert.equal(out.kind, 'misconfigured');
+    const message = out.kind === 'misconfigured' ? out.message : '';
+    assert.match(message, /"node-2"/);
+    assert.match(message, /"node-1"/);
+    assert.match(message, /ipam\.nodeName/);
+    assert.equal((await ds.blocks.list()).flatMap((b) => Object.values(b.spec.allocations)).length, 0);
   });
 });
