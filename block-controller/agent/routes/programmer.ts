@@ -9,7 +9,8 @@
  * after `debounceMs`. A pass also runs every `resyncMs` with the latest view, so a route
  * someone deleted by hand comes back (flannel's host-gw checks its routes every 10 s, too).
  * Until an update with a synced view that contains this node arrives, no pass reads or
- * changes any route.
+ * changes any route. A pass that fails (the `ip` command, or anything else) is reported through
+ * `onPass` as `{status: 'error'}` and logged; the loop keeps running.
  */
 import { isRouteCommandError } from './route-command-error.ts';
 import { reconcileRoutes, type PassOutcome } from './reconcile.ts';
@@ -116,9 +117,14 @@ export class RouteProgrammer {
       for (const f of outcome.status === 'done' ? outcome.failed : [])
         log?.warn('route change refused', { op: f.change.op, dst: f.change.route.dst, error: f.error });
     } catch (error) {
-      if (!isRouteCommandError(error)) throw error;
-      outcome = { status: 'error', error: error.message };
-      log?.warn('route pass failed; nothing changed', { error: error.message });
+      // The loop outlives any one pass: a failed `ip` (RouteCommandError) or anything else
+      // (an object the planner could not read) is reported and the next pass tries again.
+      const message = error instanceof Error ? error.message : String(error);
+      outcome = { status: 'error', error: message };
+      log?.warn('route pass failed; the next pass retries', {
+        error: message,
+        errorName: isRouteCommandError(error) ? error.name : error instanceof Error ? error.name : 'unknown',
+      });
     }
     try {
       onPass?.(outcome);
