@@ -22,6 +22,12 @@ export interface IPAMSettings {
   readonly emptyBlockReleaseSeconds: number;
   /** Leaked allocations are reclaimed after this (controller). Default 900 s (Calico's 15 min). */
   readonly leakGracePeriodSeconds: number;
+  /**
+   * The node agent's watermark: when the free addresses in a node's affine blocks of an eligible
+   * pool fall below this, the agent claims another block of that pool ahead of demand
+   * (docs/design-agent.md §Pre-claim). 0 disables pre-claiming. Default 16.
+   */
+  readonly minFreeAddressesPerNode: number;
 }
 
 export const DEFAULT_SETTINGS: IPAMSettings = {
@@ -32,6 +38,10 @@ export const DEFAULT_SETTINGS: IPAMSettings = {
   // 5 min: long enough that a node whose last pod restarts keeps its block (no ping-pong).
   emptyBlockReleaseSeconds: 300,
   leakGracePeriodSeconds: 900,
+  // 16: a burst of 16 pod starts on a node (a kubelet restart, a DaemonSet rollout plus a small
+  // Deployment) never claims on the ADD path, while a node with a few pods keeps one /26 block
+  // (61 usable addresses) until 45 are in use.
+  minFreeAddressesPerNode: 16,
 };
 
 /** Fills the defaults into a stored IPAMConfig (or none). */
@@ -44,6 +54,7 @@ export function settingsOf(config: IPAMConfigObject | undefined): IPAMSettings {
     ipCooldownSeconds: spec.ipCooldownSeconds ?? DEFAULT_SETTINGS.ipCooldownSeconds,
     emptyBlockReleaseSeconds: spec.emptyBlockReleaseSeconds ?? DEFAULT_SETTINGS.emptyBlockReleaseSeconds,
     leakGracePeriodSeconds: spec.leakGracePeriodSeconds ?? DEFAULT_SETTINGS.leakGracePeriodSeconds,
+    minFreeAddressesPerNode: spec.minFreeAddressesPerNode ?? DEFAULT_SETTINGS.minFreeAddressesPerNode,
   };
 }
 

@@ -34,6 +34,8 @@ export type { Attachment, GcRequest } from './allocator/gc.ts';
 export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
 export { releaseNodeBlocks } from './allocator/node-blocks.ts';
 export { releaseUnownedEmptyBlocks } from './allocator/unowned-blocks.ts';
+export { claimNodeBlock, releaseIdleBlock } from './allocator/node-upkeep.ts';
+export type { NodeBlockClaim } from './allocator/node-upkeep.ts';
 export type { NodeBlocksRelease } from './allocator/node-blocks.ts';
 export type { EmptyBlockRelease } from './allocator/empty-blocks.ts';
 export {

@@ -137,6 +137,7 @@ export interface IPAMConfigSpec {
   ipCooldownSeconds?: number;
   emptyBlockReleaseSeconds?: number;
   leakGracePeriodSeconds?: number;
+  minFreeAddressesPerNode?: number;
 }
 
 export interface IPAMConfigObject extends KubeObject {

@@ -40,6 +40,8 @@ export interface KubeConnection {
   readonly datastore: KubeDatastore;
   /** The server URL both clients use. */
   readonly server: string;
+  /** core's resolved settings (server, CA, credentials), e.g. for a kubeconfig written for the plugin. */
+  readonly clientConfig: KubeClientConfig;
   /** Closes the transport's keep-alive connections. */
   close(): void;
 }
@@ -64,6 +66,7 @@ export function connectKube(options: KubeConnectionOptions = {}): KubeConnection
     transport,
     datastore: new KubeDatastore(transport),
     server: config.server,
+    clientConfig: config,
     close: () => transport.close(),
   };
 }

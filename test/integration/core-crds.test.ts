@@ -168,6 +168,11 @@ describe('IPAMConfig schema', () => {
       [/spec\.emptyBlockReleaseSeconds/, /ipCooldownSeconds/],
     ],
     ['maxBlocksPerNode 0', config('default', { maxBlocksPerNode: 0 }), [/spec\.maxBlocksPerNode/]],
+    [
+      'a negative minFreeAddressesPerNode',
+      config('default', { minFreeAddressesPerNode: -1 }),
+      [/spec\.minFreeAddressesPerNode/],
+    ],
   ];
   for (const [title, object, patterns] of cases)
     it(`rejects ${title}`, () => rejected(ds.configs.create(object), ...patterns));
@@ -182,6 +187,7 @@ describe('IPAMConfig schema', () => {
       ipCooldownSeconds: 0,
       emptyBlockReleaseSeconds: 300,
       leakGracePeriodSeconds: 900,
+      minFreeAddressesPerNode: 16,
     });
     await ds.configs.delete('default');
   });

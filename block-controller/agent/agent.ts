@@ -1,0 +1,172 @@
+/**
+ * The node agent (docs/design-agent.md): wires the watched state to its loops — pre-claim and
+ * idle-block release (upkeep/), the node cache file, routes (routes/), install mode (install/) —
+ * behind /metrics, /healthz, /readyz, with JSON logs and a graceful SIGTERM.
+ */
+import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
+import {
+  connectKube,
+  createLogger,
+  errorFields,
+  F,
+  Lifecycle,
+  observeTransport,
+  startHttpServer,
+} from '../shared/index.ts';
+import type { Logger } from '../shared/index.ts';
+import { CniInstaller } from './install/installer.ts';
+import type { InstallOptions } from './install/installer.ts';
+import { createAgentMetrics } from './metrics.ts';
+import type { AgentMetrics } from './metrics.ts';
+import { NodeCacheWriter } from './node-cache-writer.ts';
+import type { AgentOptions } from './options.ts';
+import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
+import { AgentState } from './state.ts';
+import { Upkeep } from './upkeep/runner.ts';
+
+// 10 s: install mode retries while the API server is unreachable at start-up.
+const INSTALL_RETRY_MS = 10_000;
+
+/** Runs the agent until SIGTERM/SIGINT (then the process exits through the lifecycle). */
+export async function runAgent(options: AgentOptions): Promise<void> {
+  const log = createLogger({ component: 'agent', level: options.logLevel });
+  const metrics = createAgentMetrics();
+  const lifecycle = new Lifecycle(log);
+  lifecycle.handleSignals();
+  const connection = connectKube(connectionOptions(options));
+  lifecycle.onStop('connection', () => connection.close());
+  observeTransport(metrics.registry, connection.transport);
+  const started: { state?: AgentState } = {};
+  let installed = !options.installCni;
+  const server = await startHttpServer({
+    port: options.metricsPort,
+    host: options.metricsHost,
+    registry: metrics.registry,
+    ready: {
+      watches: () =>
+        started.state?.synced ? undefined : `not synced: ${(started.state?.unsynced ?? ['all']).join(', ')}`,
+      install: () => (installed ? undefined : 'CNI plugin not installed yet'),
+    },
+  });
+  lifecycle.onStop('http', () => server.close());
+  log.info('agent starting', { [F.node]: options.nodeName, port: server.port, server: connection.server });
+  const state = await AgentState.start({ node: options.nodeName, connection, log, metrics });
+  started.state = state;
+  const watched = state;
+  lifecycle.onStop('watches', () => watched.stop());
+  const upkeep = new Upkeep({
+    state,
+    ds: connection.datastore,
+    log,
+    metrics,
+    lifecycle,
+    tickMs: options.upkeepSeconds * 1000,
+  });
+  lifecycle.onStop('upkeep', () => upkeep.stop());
+  if (options.nodeCacheFile !== '') {
+    const writer = new NodeCacheWriter({ path: options.nodeCacheFile, state, log, metrics });
+    lifecycle.onStop('node cache', () => writer.stop());
+    writer.kick();
+  }
+  if (options.routes) {
+    const routes = new RouteProgrammer({
+      nodeName: options.nodeName,
+      table: new IpRouteTable({ command: options.ipCommand }),
+      log,
+    });
+    const update = (): void =>
+      routes.update({ synced: watched.synced, blocks: watched.blocks(), nodes: watched.nodes() });
+    state.onChange((kind) => {
+      if (kind === 'blocks' || kind === 'nodes') update();
+    });
+    update();
+    lifecycle.onStop('routes', () => routes.stop());
+  }
+  if (options.installCni) {
+    const installer = new CniInstaller(installOptions(options, connection), {
+      transport: connection.transport,
+      log,
+      metrics,
+      node: options.nodeName,
+    });
+    lifecycle.onStop('install', () => installer.stop());
+    void installUntilDone(installer, lifecycle, log).then(() => (installed = true));
+  }
+  upkeep.kick();
+}
+
+/** Install mode once (the `install` command): exits non-zero on failure. */
+export async function runInstall(options: AgentOptions): Promise<void> {
+  const log = createLogger({ component: 'agent', level: options.logLevel });
+  const connection = connectKube(connectionOptions(options));
+  try {
+    await new CniInstaller(installOptions(options, connection), {
+      transport: connection.transport,
+      log,
+      metrics: createAgentMetrics(),
+      node: options.nodeName,
+    }).install();
+  } finally {
+    connection.close();
+  }
+}
+
+async function installUntilDone(installer: CniInstaller, lifecycle: Lifecycle, log: Logger): Promise<void> {
+  while (!lifecycle.stopping) {
+    try {
+      await lifecycle.track(installer.install());
+      installer.start();
+      return;
+    } catch (error) {
+      log.error('install failed; retrying', { [F.durationMs]: INSTALL_RETRY_MS, ...errorFields(error) });
+      await new Promise((resolve) => setTimeout(resolve, INSTALL_RETRY_MS));
+    }
+  }
+}
+
+function connectionOptions(options: AgentOptions): Parameters<typeof connectKube>[0] {
+  return {
+    ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+    ...(options.context ? { context: options.context } : {}),
+    ...(options.apiServer ? { apiServer: options.apiServer } : {}),
+  };
+}
+
+function installOptions(options: AgentOptions, connection: ReturnType<typeof connectKube>): InstallOptions {
+  const config = connection.clientConfig;
+  return {
+    cniBinDir: options.cniBinDir,
+    ...(options.pluginBinary ? { pluginBinary: options.pluginBinary } : {}),
+    cniConfDir: options.cniConfDir,
+    conflistName: options.conflistName,
+    conflist: {
+      networkName: options.networkName,
+      cniVersion: options.cniVersion,
+      ...(options.mtu !== undefined ? { mtu: options.mtu } : {}),
+      portmap: options.portmap,
+      nodeName: options.nodeName,
+      assignIPv6: options.assignIpv6,
+      ...(options.nodeCacheFile !== DEFAULT_NODE_CACHE_FILE && options.nodeCacheFile !== ''
+        ? { nodeCacheFile: options.nodeCacheFile }
+        : {}),
+    },
+    kubeconfigPath: options.pluginKubeconfig,
+    pluginServer: options.pluginApiServer ?? connection.server,
+    ...(config.ca ? { ca: config.ca } : {}),
+    ...(config.insecureSkipTLSVerify ? { insecureSkipTLSVerify: true } : {}),
+    token: {
+      namespace: options.namespace ?? '',
+      serviceAccount: options.serviceAccount ?? '',
+      audiences: options.tokenAudiences,
+      expirationSeconds: options.tokenExpirationSeconds,
+      ...(options.podName && options.podUid
+        ? { boundPod: { name: options.podName, uid: options.podUid } }
+        : {}),
+    },
+    ...(options.tokenRefreshSeconds !== undefined
+      ? { tokenRefreshMs: options.tokenRefreshSeconds * 1000 }
+      : {}),
+  };
+}
+
+export type { AgentMetrics };

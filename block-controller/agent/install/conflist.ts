@@ -1,0 +1,49 @@
+/**
+ * The CNI network configuration list the agent installs (pure): ptp as the main plugin with
+ * blockipam as its IPAM, then portmap. ptp declares the `io.kubernetes.cri.pod-annotations`
+ * capability, so containerd hands it the pod's annotations and ptp forwards them to blockipam
+ * (which then reads its pool and static-address annotations there instead of GETting the pod);
+ * portmap declares `portMappings` (hostPort). Only fields the plugin's netconf schema knows go
+ * into `ipam` (it refuses unknown ones).
+ */
+
+export interface ConflistOptions {
+  /** Network name (the handle prefix). Default "blockipam". */
+  readonly networkName?: string;
+  /** Default "1.1.0" (STATUS and GC; containerd 2.x speaks it). */
+  readonly cniVersion?: string;
+  /** Pod interface MTU; undefined = ptp's default (the host's route MTU). */
+  readonly mtu?: number;
+  /** Include portmap (hostPort). Default true. */
+  readonly portmap?: boolean;
+  /** ptp's ipMasq (SNAT of pod traffic leaving the node). Default false. */
+  readonly ipMasq?: boolean;
+  /** Path of the plugin's kubeconfig (absolute). */
+  readonly kubeconfig: string;
+  /** The node name the plugin uses; undefined = its default (the host name). */
+  readonly nodeName?: string;
+  /** The node cache file, when not the plugin's default. */
+  readonly nodeCacheFile?: string;
+  /** Assign an IPv6 address too (dual-stack). Default false. */
+  readonly assignIPv6?: boolean;
+}
+
+export const POD_ANNOTATIONS_CAPABILITY = 'io.kubernetes.cri.pod-annotations';
+
+/** The conflist document. */
+export function conflistFor(options: ConflistOptions): Record<string, unknown> {
+  const ipam: Record<string, unknown> = { type: 'blockipam', kubeconfig: options.kubeconfig };
+  if (options.nodeName !== undefined) ipam.nodeName = options.nodeName;
+  if (options.nodeCacheFile !== undefined) ipam.nodeCacheFile = options.nodeCacheFile;
+  if (options.assignIPv6) ipam.assignIPv6 = true;
+  const ptp: Record<string, unknown> = {
+    type: 'ptp',
+    ipMasq: options.ipMasq ?? false,
+    ...(options.mtu !== undefined ? { mtu: options.mtu } : {}),
+    capabilities: { [POD_ANNOTATIONS_CAPABILITY]: true },
+    ipam,
+  };
+  const plugins: Record<string, unknown>[] = [ptp];
+  if (options.portmap ?? true) plugins.push({ type: 'portmap', capabilities: { portMappings: true } });
+  return { cniVersion: options.cniVersion ?? '1.1.0', name: options.networkName ?? 'blockipam', plugins };
+}

@@ -1,0 +1,157 @@
+/**
+ * Install mode (as Calico's install-cni): puts the plugin on the agent's host and keeps its
+ * credential fresh. In order, so the runtime never finds a conflist whose plugin cannot run:
+ * 1. the plugin executable → `<cniBinDir>/blockipam` (0755; skipped when the content is equal);
+ * 2. a bound token (token.ts) → the plugin's kubeconfig (0600: it holds the token);
+ * 3. the conflist (conflist.ts) → `<cniConfDir>/<conflistName>` (0644).
+ * Every file is replaced atomically (files.ts). Then the token is re-requested at half its
+ * lifetime (token.ts refreshAtMs) and the kubeconfig rewritten; a failed refresh is retried every
+ * 10 s while the old token is still valid.
+ */
+import { join } from 'node:path';
+import type { KubeTransport } from 'blockipam/core/kube';
+import { errorFields, F } from '../../shared/index.ts';
+import type { Logger } from '../../shared/index.ts';
+import { copyFileAtomic, MODE_EXECUTABLE, MODE_PUBLIC, MODE_SECRET, writeFileAtomic } from '../files.ts';
+import type { AgentMetrics } from '../metrics.ts';
+import { conflistFor } from './conflist.ts';
+import type { ConflistOptions } from './conflist.ts';
+import { refreshAtMs, requestToken } from './token.ts';
+import type { IssuedToken, TokenSpec } from './token.ts';
+
+export interface InstallOptions {
+  /** Where the runtime looks for plugins, e.g. /opt/cni/bin. */
+  readonly cniBinDir: string;
+  /** The plugin executable to copy; undefined = do not copy (installed some other way). */
+  readonly pluginBinary?: string;
+  /** Where the runtime looks for network configurations, e.g. /etc/cni/net.d. */
+  readonly cniConfDir: string;
+  /** File name of the conflist, e.g. 10-blockipam.conflist (lowest name wins in containerd). */
+  readonly conflistName: string;
+  readonly conflist: Omit<ConflistOptions, 'kubeconfig'>;
+  /** The plugin's kubeconfig path (absolute; the conflist names it). */
+  readonly kubeconfigPath: string;
+  /** API server URL the plugin uses (the host's view: no Service address without kube-proxy). */
+  readonly pluginServer: string;
+  /** PEM CA bundle of the API server, written into the kubeconfig. */
+  readonly ca?: Buffer;
+  readonly insecureSkipTLSVerify?: boolean;
+  readonly token: TokenSpec;
+  /** Refresh after this many ms instead of at half the lifetime (tests). */
+  readonly tokenRefreshMs?: number;
+}
+
+// 10 s: a refresh that failed (API server briefly away) is retried soon; the token in place
+// still has half its lifetime (≥ 5 min) left.
+const RETRY_MS = 10_000;
+/** The plugin executable's name in the CNI bin dir (netconf `ipam.type`). */
+export const PLUGIN_NAME = 'blockipam';
+
+export class CniInstaller {
+  readonly #o: InstallOptions;
+  readonly #transport: KubeTransport;
+  readonly #log: Logger;
+  readonly #metrics: AgentMetrics;
+  readonly #node: string;
+  #timer: NodeJS.Timeout | undefined;
+  #token: IssuedToken | undefined;
+  #stopped = false;
+
+  constructor(
+    options: InstallOptions,
+    deps: { transport: KubeTransport; log: Logger; metrics: AgentMetrics; node: string },
+  ) {
+    this.#o = options;
+    this.#transport = deps.transport;
+    this.#log = deps.log;
+    this.#metrics = deps.metrics;
+    this.#node = deps.node;
+  }
+
+  /** The token currently written (undefined before install). */
+  get token(): IssuedToken | undefined {
+    return this.#token;
+  }
+
+  /**
+   * Installs the three files once.
+   * @throws the fs or API error (nothing after the failing step is written)
+   */
+  async install(): Promise<void> {
+    const o = this.#o;
+    if (o.pluginBinary !== undefined) {
+      const target = join(o.cniBinDir, PLUGIN_NAME);
+      const copied = await copyFileAtomic(o.pluginBinary, target, MODE_EXECUTABLE);
+      this.#log.info(copied ? 'plugin installed' : 'plugin already installed', { [F.path]: target });
+    }
+    await this.#refresh();
+    const conflist = join(o.cniConfDir, o.conflistName);
+    const document = conflistFor({ ...o.conflist, kubeconfig: o.kubeconfigPath });
+    await writeFileAtomic(conflist, `${JSON.stringify(document, null, 2)}\n`, MODE_PUBLIC);
+    this.#log.info('conflist written', { [F.path]: conflist });
+  }
+
+  /** Keeps the token fresh until {@link stop}. Call after {@link install}. */
+  start(): void {
+    this.#schedule(this.#token ? refreshAtMs(this.#token, this.#o.tokenRefreshMs) - Date.now() : 0);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  #schedule(delayMs: number): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(
+      () => {
+        this.#refresh().then(
+          () => this.start(),
+          (error: unknown) => {
+            this.#log.error('token refresh failed; retrying', {
+              [F.durationMs]: RETRY_MS,
+              ...errorFields(error),
+            });
+            this.#schedule(RETRY_MS);
+          },
+        );
+      },
+      Math.max(0, delayMs),
+    );
+  }
+
+  async #refresh(): Promise<void> {
+    let token: IssuedToken;
+    try {
+      token = await requestToken(this.#transport, this.#o.token);
+    } catch (error) {
+      this.#metrics.tokenRefreshes.inc({ node: this.#node, result: 'error' });
+      this.#metrics.apiErrors.inc({ operation: 'token', reason: (error as Error).name ?? 'Error' });
+      throw error;
+    }
+    await writeFileAtomic(this.#o.kubeconfigPath, this.#kubeconfig(token.token), MODE_SECRET);
+    this.#token = token;
+    this.#metrics.tokenRefreshes.inc({ node: this.#node, result: 'ok' });
+    this.#log.info('plugin kubeconfig written', {
+      [F.path]: this.#o.kubeconfigPath,
+      expiresAt: new Date(token.expiresAtMs).toISOString(),
+    });
+  }
+
+  /** The kubeconfig (JSON, which is YAML) for the plugin: one cluster, one token user. */
+  #kubeconfig(token: string): string {
+    const cluster: Record<string, unknown> = { server: this.#o.pluginServer };
+    if (this.#o.ca) cluster['certificate-authority-data'] = this.#o.ca.toString('base64');
+    if (this.#o.insecureSkipTLSVerify) cluster['insecure-skip-tls-verify'] = true;
+    const doc = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'blockipam', cluster }],
+      users: [{ name: 'blockipam-plugin', user: { token } }],
+      contexts: [{ name: 'blockipam', context: { cluster: 'blockipam', user: 'blockipam-plugin' } }],
+      'current-context': 'blockipam',
+    };
+    return `${JSON.stringify(doc, null, 2)}\n`;
+  }
+}

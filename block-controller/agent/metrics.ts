@@ -1,0 +1,76 @@
+/**
+ * The agent's Prometheus metrics (beside the shared ones of block-controller/shared/metrics.ts).
+ * Every series carries `node`, so a federated view over all agents needs no relabelling.
+ */
+import { Counter, Gauge } from 'prom-client';
+import { createMetrics, METRIC_PREFIX } from '../shared/index.ts';
+import type { DaemonMetrics } from '../shared/index.ts';
+
+const P = `${METRIC_PREFIX}agent_`;
+
+export interface AgentMetrics extends DaemonMetrics {
+  readonly blocksClaimed: Counter<'node' | 'pool'>;
+  readonly blocksReleased: Counter<'node' | 'pool'>;
+  readonly freeAddresses: Gauge<'node' | 'pool' | 'family'>;
+  readonly affineBlocks: Gauge<'node' | 'pool' | 'family'>;
+  readonly watermark: Gauge<'node'>;
+  readonly atBlockLimit: Gauge<'node' | 'pool'>;
+  readonly cacheWrites: Counter<'node' | 'result'>;
+  readonly tokenRefreshes: Counter<'node' | 'result'>;
+}
+
+export function createAgentMetrics(): AgentMetrics {
+  const base = createMetrics('agent');
+  const registers = [base.registry];
+  return {
+    ...base,
+    blocksClaimed: new Counter({
+      name: `${P}blocks_claimed_total`,
+      help: 'Blocks the agent pre-claimed for its node',
+      labelNames: ['node', 'pool'],
+      registers,
+    }),
+    blocksReleased: new Counter({
+      name: `${P}blocks_released_total`,
+      help: 'Idle blocks of its node the agent released',
+      labelNames: ['node', 'pool'],
+      registers,
+    }),
+    freeAddresses: new Gauge({
+      name: `${P}free_addresses`,
+      help: "Free addresses in the node's affine blocks, per eligible pool",
+      labelNames: ['node', 'pool', 'family'],
+      registers,
+    }),
+    affineBlocks: new Gauge({
+      name: `${P}affine_blocks`,
+      help: 'Blocks affine to the node, per eligible pool',
+      labelNames: ['node', 'pool', 'family'],
+      registers,
+    }),
+    watermark: new Gauge({
+      name: `${P}min_free_addresses`,
+      help: 'The pre-claim watermark (IPAMConfig minFreeAddressesPerNode)',
+      labelNames: ['node'],
+      registers,
+    }),
+    atBlockLimit: new Gauge({
+      name: `${P}at_block_limit`,
+      help: '1 when a pool is under the watermark and the node holds maxBlocksPerNode blocks of its family',
+      labelNames: ['node', 'pool'],
+      registers,
+    }),
+    cacheWrites: new Counter({
+      name: `${P}node_cache_writes_total`,
+      help: 'Node cache file writes, by result (ok, error)',
+      labelNames: ['node', 'result'],
+      registers,
+    }),
+    tokenRefreshes: new Counter({
+      name: `${P}token_refreshes_total`,
+      help: "TokenRequests for the plugin's kubeconfig, by result (ok, error)",
+      labelNames: ['node', 'result'],
+      registers,
+    }),
+  };
+}

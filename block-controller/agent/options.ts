@@ -1,0 +1,187 @@
+/**
+ * The agent's command line (yargs; every option also from `BLOCKIPAM_AGENT_<NAME>`, e.g.
+ * BLOCKIPAM_AGENT_NODE_NAME). `run` (default): the agent; `install`: install the plugin, its
+ * kubeconfig and the conflist once and exit (an init container). Kubernetes' downward-API
+ * variables fill the pod fields: NODE_NAME, POD_NAME, POD_UID, POD_NAMESPACE.
+ */
+import yargs from 'yargs';
+import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
+import { LOG_LEVELS } from '../shared/index.ts';
+import type { LogLevel } from '../shared/index.ts';
+
+export interface AgentOptions {
+  readonly command: 'run' | 'install';
+  readonly nodeName: string;
+  readonly kubeconfig?: string;
+  readonly context?: string;
+  readonly apiServer?: string;
+  readonly logLevel: LogLevel;
+  readonly metricsHost: string;
+  readonly metricsPort: number;
+  /** Node cache file; empty string = do not write one. */
+  readonly nodeCacheFile: string;
+  /** Period of the timed pre-claim pass, s. */
+  readonly upkeepSeconds: number;
+  /** Program routes to other nodes' blocks (routes/). */
+  readonly routes: boolean;
+  /** The `ip` command and leading arguments for routes, e.g. ["ip", "-n", "node1"]. */
+  readonly ipCommand: readonly string[];
+  /** Also do install mode at start-up, then keep the token fresh. */
+  readonly installCni: boolean;
+  readonly cniBinDir: string;
+  readonly cniConfDir: string;
+  readonly pluginBinary?: string;
+  readonly conflistName: string;
+  readonly networkName: string;
+  readonly cniVersion: string;
+  readonly mtu?: number;
+  readonly portmap: boolean;
+  readonly assignIpv6: boolean;
+  readonly pluginKubeconfig: string;
+  readonly pluginApiServer?: string;
+  readonly serviceAccount?: string;
+  readonly namespace?: string;
+  readonly podName?: string;
+  readonly podUid?: string;
+  readonly tokenAudiences: readonly string[];
+  readonly tokenExpirationSeconds: number;
+  readonly tokenRefreshSeconds?: number;
+}
+
+/**
+ * Parses argv.
+ * @throws Error with yargs' message naming the bad or missing option
+ */
+export async function parseOptions(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<AgentOptions> {
+  const parsed = await yargs([...argv])
+    .scriptName('blockipam-agent')
+    .env('BLOCKIPAM_AGENT')
+    .command(['run', '$0'], 'run the node agent')
+    .command('install', 'install the CNI plugin, its kubeconfig and the conflist once, then exit')
+    .options({
+      'node-name': { type: 'string', default: env.NODE_NAME, describe: 'This node (default $NODE_NAME)' },
+      kubeconfig: { type: 'string', describe: 'Kubeconfig file (default: the pod service account)' },
+      context: { type: 'string', describe: 'Kubeconfig context' },
+      'api-server': { type: 'string', describe: 'API server URL override (clusters without kube-proxy)' },
+      'log-level': { choices: LOG_LEVELS, default: 'info' },
+      'metrics-host': { type: 'string', default: '0.0.0.0' },
+      'metrics-port': {
+        type: 'number',
+        default: 9465,
+        describe: '/metrics, /healthz, /readyz (0 = any free port)',
+      },
+      'node-cache-file': {
+        type: 'string',
+        default: DEFAULT_NODE_CACHE_FILE,
+        describe: 'Node cache file ("" = none)',
+      },
+      'upkeep-seconds': { type: 'number', default: 10, describe: 'Period of the timed pre-claim pass' },
+      routes: { type: 'boolean', default: false, describe: 'Program routes to the other nodes’ blocks' },
+      'ip-command': {
+        type: 'string',
+        array: true,
+        default: ['ip'],
+        describe: 'iproute2 command for --routes',
+      },
+      'install-cni': {
+        type: 'boolean',
+        default: false,
+        describe: 'Install the plugin at start-up and refresh its token',
+      },
+      'cni-bin-dir': { type: 'string', default: '/opt/cni/bin' },
+      'cni-conf-dir': { type: 'string', default: '/etc/cni/net.d' },
+      'plugin-binary': { type: 'string', describe: 'Plugin executable to copy into --cni-bin-dir' },
+      'conflist-name': { type: 'string', default: '10-blockipam.conflist' },
+      'network-name': { type: 'string', default: 'blockipam' },
+      'cni-version': { type: 'string', default: '1.1.0' },
+      mtu: { type: 'number', describe: 'Pod interface MTU (default: ptp’s)' },
+      portmap: { type: 'boolean', default: true, describe: 'Chain portmap (hostPort)' },
+      'assign-ipv6': { type: 'boolean', default: false },
+      'plugin-kubeconfig': { type: 'string', default: '/etc/cni/net.d/blockipam-kubeconfig' },
+      'plugin-api-server': {
+        type: 'string',
+        describe: 'API server URL written for the plugin (default: the agent’s)',
+      },
+      'service-account': {
+        type: 'string',
+        default: env.SERVICE_ACCOUNT_NAME,
+        describe: 'ServiceAccount of the plugin’s token',
+      },
+      namespace: {
+        type: 'string',
+        default: env.POD_NAMESPACE,
+        describe: 'Its namespace (default $POD_NAMESPACE)',
+      },
+      'pod-name': {
+        type: 'string',
+        default: env.POD_NAME,
+        describe: 'Bind the token to this pod (default $POD_NAME)',
+      },
+      'pod-uid': { type: 'string', default: env.POD_UID, describe: 'The pod’s UID (default $POD_UID)' },
+      'token-audience': { type: 'string', array: true, default: [] as string[] },
+      'token-expiration-seconds': { type: 'number', default: 3600 },
+      'token-refresh-seconds': {
+        type: 'number',
+        describe: 'Refresh after this instead of half the lifetime',
+      },
+    })
+    .check((a) => {
+      if (!a['node-name']) throw new Error('--node-name (or $NODE_NAME) is required');
+      for (const key of ['metrics-port', 'upkeep-seconds', 'token-expiration-seconds'] as const)
+        if (!Number.isFinite(a[key]) || a[key] < 0) throw new Error(`--${key} must be a number >= 0`);
+      if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576))
+        throw new Error('--mtu must be an integer >= 576');
+      if ((a['install-cni'] || a._[0] === 'install') && (!a['service-account'] || !a.namespace))
+        throw new Error(
+          'install mode needs --service-account and --namespace (or $SERVICE_ACCOUNT_NAME, $POD_NAMESPACE)',
+        );
+      if (Boolean(a['pod-name']) !== Boolean(a['pod-uid']))
+        throw new Error('--pod-name and --pod-uid go together');
+      return true;
+    })
+    .strict()
+    .help()
+    .version(false)
+    .exitProcess(false)
+    .fail((message, error) => {
+      throw error ?? new Error(message);
+    })
+    .parseAsync();
+  const opt = <T>(value: T | undefined): T | undefined => (value === '' ? undefined : value);
+  return {
+    command: parsed._[0] === 'install' ? 'install' : 'run',
+    nodeName: parsed['node-name'] as string,
+    kubeconfig: opt(parsed.kubeconfig),
+    context: opt(parsed.context),
+    apiServer: opt(parsed['api-server']),
+    logLevel: parsed['log-level'] as LogLevel,
+    metricsHost: parsed['metrics-host'],
+    metricsPort: parsed['metrics-port'],
+    nodeCacheFile: parsed['node-cache-file'],
+    upkeepSeconds: parsed['upkeep-seconds'],
+    routes: parsed.routes,
+    ipCommand: parsed['ip-command'],
+    installCni: parsed['install-cni'],
+    cniBinDir: parsed['cni-bin-dir'],
+    cniConfDir: parsed['cni-conf-dir'],
+    pluginBinary: opt(parsed['plugin-binary']),
+    conflistName: parsed['conflist-name'],
+    networkName: parsed['network-name'],
+    cniVersion: parsed['cni-version'],
+    mtu: parsed.mtu,
+    portmap: parsed.portmap,
+    assignIpv6: parsed['assign-ipv6'],
+    pluginKubeconfig: parsed['plugin-kubeconfig'],
+    pluginApiServer: opt(parsed['plugin-api-server']),
+    serviceAccount: opt(parsed['service-account']),
+    namespace: opt(parsed.namespace),
+    podName: opt(parsed['pod-name']),
+    podUid: opt(parsed['pod-uid']),
+    tokenAudiences: parsed['token-audience'],
+    tokenExpirationSeconds: parsed['token-expiration-seconds'],
+    tokenRefreshSeconds: parsed['token-refresh-seconds'],
+  };
+}

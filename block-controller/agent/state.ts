@@ -1,0 +1,170 @@
+/**
+ * What the agent knows, kept current by watches (block-controller/shared/informer.ts), one per
+ * kind: every IPAMBlock and every Node (the route planner needs the whole cluster's; the node's
+ * own blocks are a filter of them), IPPools, IPAMConfigs, IPReservations, Namespaces (the pods'
+ * annotations and labels, and kube-system's UID = the cluster's identity), and the Pods bound to
+ * this node (field selector spec.nodeName). Nothing acts before `synced`: an empty cache means
+ * "not read yet", never "nothing there".
+ */
+import { API_VERSION, IPAM_CONFIG_NAME, nodeLabel } from 'blockipam/core';
+import type {
+  IPAMBlock,
+  IPAMConfigObject,
+  IPPool,
+  IPReservation,
+  Namespace,
+  Node,
+  Pod,
+} from 'blockipam/core';
+import { watchKind } from '../shared/index.ts';
+import type { DaemonMetrics, KubeConnection, Logger, WatchedKind, WatchEvent } from '../shared/index.ts';
+
+const GROUP = `/apis/${API_VERSION}`;
+
+/** Which watch an event came from. */
+export type Kind = 'blocks' | 'pools' | 'configs' | 'reservations' | 'nodes' | 'namespaces' | 'pods';
+
+export type StateListener = (kind: Kind, event: WatchEvent, object: { metadata: { name: string } }) => void;
+
+/** A Node with the fields the agent reads (labels, InternalIPs). */
+export interface NodeObject extends Node {
+  status?: { addresses?: { type: string; address: string }[] };
+}
+
+export class AgentState {
+  readonly node: string;
+  readonly #watches: Record<Kind, WatchedKind<never>>;
+  readonly #listeners: StateListener[];
+
+  private constructor(node: string, watches: Record<Kind, WatchedKind<never>>, listeners: StateListener[]) {
+    this.node = node;
+    this.#watches = watches;
+    this.#listeners = listeners;
+  }
+
+  /**
+   * Starts the seven watches (in parallel) and resolves once each has tried its first LIST;
+   * failed ones keep retrying (see `synced`).
+   */
+  static async start(options: {
+    node: string;
+    connection: KubeConnection;
+    log: Logger;
+    metrics: DaemonMetrics;
+  }): Promise<AgentState> {
+    const listeners: StateListener[] = [];
+    const paths: Record<Kind, [string, string?]> = {
+      blocks: [`${GROUP}/ipamblocks`],
+      pools: [`${GROUP}/ippools`],
+      configs: [`${GROUP}/ipamconfigs`],
+      reservations: [`${GROUP}/ipreservations`],
+      nodes: ['/api/v1/nodes'],
+      namespaces: ['/api/v1/namespaces'],
+      pods: ['/api/v1/pods', `spec.nodeName=${options.node}`],
+    };
+    const entries = await Promise.all(
+      (Object.entries(paths) as [Kind, [string, string?]][]).map(async ([kind, [path, fieldSelector]]) => {
+        const watch = await watchKind<never>({
+          resource: kind,
+          path,
+          ...(fieldSelector ? { fieldSelector } : {}),
+          kubeConfig: options.connection.kubeConfig,
+          transport: options.connection.transport,
+          log: options.log,
+          metrics: options.metrics,
+          onEvent: (event, object) => {
+            for (const listener of listeners) listener(kind, event, object);
+          },
+        });
+        return [kind, watch] as const;
+      }),
+    );
+    return new AgentState(
+      options.node,
+      Object.fromEntries(entries) as Record<Kind, WatchedKind<never>>,
+      listeners,
+    );
+  }
+
+  /** Calls `listener` after every change of any watched object. */
+  onChange(listener: StateListener): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Every watch has listed at least once. */
+  get synced(): boolean {
+    return Object.values(this.#watches).every((w) => w.synced);
+  }
+
+  /** Every watch is connected (no error pending). */
+  get connected(): boolean {
+    return Object.values(this.#watches).every((w) => w.connected);
+  }
+
+  /** Names of the watches not synced yet (readiness reasons). */
+  get unsynced(): Kind[] {
+    return (Object.entries(this.#watches) as [Kind, WatchedKind<never>][])
+      .filter(([, w]) => !w.synced)
+      .map(([kind]) => kind);
+  }
+
+  #list<T>(kind: Kind): readonly T[] {
+    return this.#watches[kind].list();
+  }
+
+  blocks(): readonly IPAMBlock[] {
+    return this.#list<IPAMBlock>('blocks');
+  }
+
+  /** Blocks affine to this node. */
+  affineBlocks(): IPAMBlock[] {
+    return this.blocks().filter((b) => b.spec.affinity === this.node);
+  }
+
+  /** Blocks carrying this node's label: affine, or holding addresses it borrowed. */
+  nodeBlocks(): IPAMBlock[] {
+    const label = nodeLabel(this.node);
+    return this.blocks().filter((b) => b.metadata.labels?.[label] !== undefined);
+  }
+
+  pools(): readonly IPPool[] {
+    return this.#list<IPPool>('pools');
+  }
+
+  /** IPAMConfig `default`, or undefined (defaults apply). */
+  config(): IPAMConfigObject | undefined {
+    return this.#watches.configs.get(IPAM_CONFIG_NAME);
+  }
+
+  reservations(): readonly IPReservation[] {
+    return this.#list<IPReservation>('reservations');
+  }
+
+  nodes(): readonly NodeObject[] {
+    return this.#list<NodeObject>('nodes');
+  }
+
+  /** This node's Node object (undefined until it is registered). */
+  nodeObject(): NodeObject | undefined {
+    return this.#watches.nodes.get(this.node);
+  }
+
+  namespaces(): readonly Namespace[] {
+    return this.#list<Namespace>('namespaces');
+  }
+
+  /** metadata.uid of kube-system: the cluster's identity (undefined until listed). */
+  clusterUID(): string | undefined {
+    return (this.#watches.namespaces.get('kube-system') as Namespace | undefined)?.metadata.uid;
+  }
+
+  /** Pods bound to this node. */
+  pods(): readonly Pod[] {
+    return this.#list<Pod>('pods');
+  }
+
+  /** Stops every watch. */
+  async stop(): Promise<void> {
+    await Promise.all(Object.values(this.#watches).map((w) => w.stop()));
+  }
+}

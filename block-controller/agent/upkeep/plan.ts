@@ -1,0 +1,149 @@
+/**
+ * The node's headroom and what to do about it (docs/design-agent.md §Pre-claim), pure: from the
+ * node's affine blocks, the pool snapshot and the clock, which pools get one more block and which
+ * idle blocks go.
+ *
+ * Rules:
+ * - A pool is **eligible** for the node when it is usable (enabled, not being deleted, not
+ *   shadowed by an older overlapping pool), `Automatic`, and its nodeSelector matches the node's
+ *   labels (its namespaceSelector is not checked: some namespace may use it on this node).
+ * - **free(pool)** = Σ over the node's affine blocks of that pool of (assignable ordinals −
+ *   allocations). Addresses the node borrowed in other nodes' blocks never count: they are not
+ *   the node's headroom (with strictAffinity they could not even be used).
+ * - **Claim** one block of an eligible pool when free(pool) < minFreeAddressesPerNode, unless
+ *   autoAllocateBlocks is false or the node holds maxBlocksPerNode affine blocks of that family
+ *   (then the pool is reported `atLimit`: pods fall back to borrowing, or fail with strictAffinity).
+ * - **Release** an affine block that has been empty for max(emptyBlockReleaseSeconds,
+ *   ipCooldownSeconds), unless it is the node's last affine block of its family, or releasing it
+ *   would take an eligible pool below the watermark (that would only make the next pass claim
+ *   again: ping-pong). If every block of the family is idle, the first by name stays (core's
+ *   releaseEmptyBlocks keeps the same one).
+ */
+import { capacityOf, cidrOf, emptySinceMs, matchesSelector, POOL_LABEL, poolCidr } from 'blockipam/core';
+import type { IPAMBlock, IPFamily, IPPool, PoolSnapshot } from 'blockipam/core';
+
+/** What the planner looks at. */
+export interface UpkeepView {
+  readonly node: string;
+  readonly nodeLabels: Readonly<Record<string, string>>;
+  /** Built by core's snapshotOf from the watched config, pools and reservations. */
+  readonly snapshot: PoolSnapshot;
+  /** Blocks whose affinity is this node (any pool, both families). */
+  readonly affine: readonly IPAMBlock[];
+  readonly nowMs: number;
+}
+
+/** The headroom of one eligible pool on the node. */
+export interface PoolHeadroom {
+  readonly pool: string;
+  readonly family: IPFamily;
+  /** Free addresses in the node's affine blocks of the pool. */
+  readonly free: number;
+  /** The node's affine blocks of the pool. */
+  readonly blocks: number;
+}
+
+export interface UpkeepPlan {
+  /** Every eligible pool, in the snapshot's order (oldest first). */
+  readonly headroom: readonly PoolHeadroom[];
+  /** Pools to claim one block in now (at most one each). */
+  readonly claims: readonly IPPool[];
+  /** Eligible pools under the watermark whose family is at maxBlocksPerNode. */
+  readonly atLimit: readonly string[];
+  /** Idle blocks to release now. */
+  readonly releases: readonly IPAMBlock[];
+  /** The watermark used (IPAMConfig minFreeAddressesPerNode). */
+  readonly watermark: number;
+}
+
+/** Free addresses of one block: assignable ordinals minus allocations. */
+export function freeOf(block: IPAMBlock): number {
+  return Math.max(0, capacityOf(block) - Object.keys(block.spec.allocations).length);
+}
+
+/** The usable Automatic pools whose nodeSelector matches the node. */
+export function eligiblePools(
+  snapshot: PoolSnapshot,
+  nodeLabels: Readonly<Record<string, string>>,
+): IPPool[] {
+  return snapshot.usable.filter(
+    (pool) =>
+      (pool.spec.assignmentMode ?? 'Automatic') === 'Automatic' &&
+      matchesSelector(pool.spec.nodeSelector, nodeLabels),
+  );
+}
+
+const poolOf = (block: IPAMBlock): string => block.metadata.labels?.[POOL_LABEL] ?? '';
+
+/** Plans one pass. */
+export function planUpkeep(view: UpkeepView): UpkeepPlan {
+  const { settings } = view.snapshot;
+  const watermark = settings.minFreeAddressesPerNode;
+  const eligible = eligiblePools(view.snapshot, view.nodeLabels);
+  const free = new Map<string, number>();
+  const count = new Map<string, number>();
+  for (const block of view.affine) {
+    free.set(poolOf(block), (free.get(poolOf(block)) ?? 0) + freeOf(block));
+    count.set(poolOf(block), (count.get(poolOf(block)) ?? 0) + 1);
+  }
+  const held: Record<IPFamily, number> = { 4: 0, 6: 0 };
+  for (const block of view.affine) held[cidrOf(block).family] += 1;
+  const headroom = eligible.map((pool) => ({
+    pool: pool.metadata.name,
+    family: poolCidr(pool).family,
+    free: free.get(pool.metadata.name) ?? 0,
+    blocks: count.get(pool.metadata.name) ?? 0,
+  }));
+  const claims: IPPool[] = [];
+  const atLimit: string[] = [];
+  if (watermark > 0 && settings.autoAllocateBlocks)
+    for (const [i, pool] of eligible.entries()) {
+      const room = headroom[i];
+      if (!room || room.free >= watermark) continue;
+      if (held[room.family] >= settings.maxBlocksPerNode) atLimit.push(pool.metadata.name);
+      else {
+        claims.push(pool);
+        held[room.family] += 1;
+      }
+    }
+  const eligibleNames = new Set(eligible.map((p) => p.metadata.name));
+  return {
+    headroom,
+    claims,
+    atLimit,
+    releases: planReleases(view, { watermark, free, eligible: eligibleNames }),
+    watermark,
+  };
+}
+
+function planReleases(
+  view: UpkeepView,
+  pools: { watermark: number; free: Map<string, number>; eligible: ReadonlySet<string> },
+): IPAMBlock[] {
+  const { settings } = view.snapshot;
+  const minAgeMs = Math.max(settings.emptyBlockReleaseSeconds, settings.ipCooldownSeconds) * 1000;
+  const free = new Map(pools.free);
+  const releases: IPAMBlock[] = [];
+  for (const family of [4, 6] as const) {
+    const group = view.affine
+      .filter((b) => cidrOf(b).family === family)
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const idle = group.filter((block) => {
+      const since = emptySinceMs(block);
+      return since !== undefined && view.nowMs - since >= minAgeMs;
+    });
+    // Keep one block per (node, family): when all are idle, the first by name stays.
+    if (idle.length === group.length) idle.shift();
+    let remaining = group.length;
+    for (const block of idle) {
+      if (remaining <= 1) break;
+      const pool = poolOf(block);
+      const after = (free.get(pool) ?? 0) - freeOf(block);
+      if (pools.eligible.has(pool) && after < pools.watermark) continue;
+      free.set(pool, after);
+      remaining -= 1;
+      releases.push(block);
+    }
+  }
+  return releases;
+}

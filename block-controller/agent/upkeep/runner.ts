@@ -1,0 +1,227 @@
+/**
+ * The pre-claim / release loop (docs/design-agent.md §Pre-claim): a pass plans from the watched
+ * state (plan.ts) and carries the plan out through core's claimNodeBlock / releaseIdleBlock, then
+ * plans again, until there is nothing to do. Passes are serialised, run after a change
+ * (debounced) and every `tickMs` (empty blocks age without an event; a failed pass is retried).
+ *
+ * A block the loop claimed counts at once, before the watch reports it (and one it released stops
+ * counting): without that, the pass after a claim would see the old headroom and claim again.
+ */
+import { cidrOf, claimNodeBlock, POOL_LABEL, poolCidr, releaseIdleBlock, snapshotOf } from 'blockipam/core';
+import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
+import { errorFields, F } from '../../shared/index.ts';
+import type { Lifecycle, Logger } from '../../shared/index.ts';
+import type { AgentMetrics } from '../metrics.ts';
+import type { AgentState } from '../state.ts';
+import { planUpkeep } from './plan.ts';
+import type { UpkeepPlan } from './plan.ts';
+
+export interface UpkeepOptions {
+  readonly state: AgentState;
+  readonly ds: Datastore;
+  readonly log: Logger;
+  readonly metrics: AgentMetrics;
+  readonly lifecycle: Lifecycle;
+  /** ms since epoch; default Date.now. */
+  readonly clock?: () => number;
+  /** Period of the timed pass, ms. Default 10 000. */
+  readonly tickMs?: number;
+}
+
+// 10 s: empty blocks become releasable without any event; 10 s is small beside the default
+// 300 s emptyBlockReleaseSeconds, and one pass on an idle node reads only the watch caches.
+const DEFAULT_TICK_MS = 10_000;
+// 50 ms: a burst of watch events (a pod's ADD touches one block) becomes one pass.
+const DEBOUNCE_MS = 50;
+// 64 rounds: maxBlocksPerNode defaults to 20 per family; a pass that still has work after 64
+// claims or releases leaves the rest to the next one.
+const MAX_ROUNDS = 64;
+
+export class Upkeep {
+  readonly #o: UpkeepOptions;
+  readonly #clock: () => number;
+  /** Claimed or released by this process, not yet seen so by the watch: name → block | 'gone'. */
+  readonly #pending = new Map<string, IPAMBlock | 'gone'>();
+  #timer: NodeJS.Timeout | undefined;
+  #tick: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #last: UpkeepPlan | undefined;
+
+  constructor(options: UpkeepOptions) {
+    this.#o = options;
+    this.#clock = options.clock ?? Date.now;
+    options.state.onChange((kind, event, object) => {
+      if (kind === 'blocks') {
+        const pending = this.#pending.get(object.metadata.name);
+        // The watch caught up: a claimed block arrived, or a released one is gone.
+        if (pending !== undefined && (event === 'delete' || pending !== 'gone'))
+          this.#pending.delete(object.metadata.name);
+      }
+      if (kind !== 'pods' && kind !== 'namespaces') this.kick();
+    });
+    this.#tick = setInterval(() => this.kick(), options.tickMs ?? DEFAULT_TICK_MS);
+    options.lifecycle.signal.addEventListener('abort', () => {
+      clearInterval(this.#tick);
+      clearTimeout(this.#timer);
+    });
+  }
+
+  /** The plan of the last pass (for ipamctl-like views and tests). */
+  get last(): UpkeepPlan | undefined {
+    return this.#last;
+  }
+
+  /** Schedules a pass. */
+  kick(): void {
+    if (this.#o.lifecycle.stopping) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => void this.run(), DEBOUNCE_MS);
+  }
+
+  /** Runs a pass now (after the running one) and resolves when it is done. */
+  async run(): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = this.#pass().finally(() => (this.#running = undefined));
+    await this.#running;
+    if (this.#again) {
+      this.#again = false;
+      await this.run();
+    }
+  }
+
+  /** Stops the timers; the running pass finishes (its writes are tracked by the lifecycle). */
+  stop(): Promise<void> {
+    clearInterval(this.#tick);
+    clearTimeout(this.#timer);
+    return this.#running ?? Promise.resolve();
+  }
+
+  #affine(): IPAMBlock[] {
+    const { state } = this.#o;
+    const watched = state.affineBlocks().filter((b) => this.#pending.get(b.metadata.name) !== 'gone');
+    const known = new Set(state.blocks().map((b) => b.metadata.name));
+    const claimed = [...this.#pending.values()].filter(
+      (b): b is IPAMBlock => b !== 'gone' && !known.has(b.metadata.name),
+    );
+    return [...watched, ...claimed];
+  }
+
+  #plan(): UpkeepPlan {
+    const { state } = this.#o;
+    const nowMs = this.#clock();
+    const snapshot = snapshotOf(
+      { config: state.config(), pools: state.pools(), reservations: state.reservations() },
+      nowMs,
+    );
+    return planUpkeep({
+      node: state.node,
+      nodeLabels: state.nodeObject()?.metadata.labels ?? {},
+      snapshot,
+      affine: this.#affine(),
+      nowMs,
+    });
+  }
+
+  async #pass(): Promise<void> {
+    const { state, lifecycle } = this.#o;
+    // The node's labels decide pool eligibility: without its Node object nothing is known.
+    if (!state.synced || state.nodeObject() === undefined) return;
+    try {
+      for (let round = 0; round < MAX_ROUNDS && !lifecycle.stopping; round++) {
+        const plan = this.#plan();
+        this.#report(plan);
+        if (plan.claims.length === 0 && plan.releases.length === 0) return;
+        let progressed = false;
+        for (const pool of plan.claims)
+          if (!lifecycle.stopping && (await this.#claim(pool))) progressed = true;
+        for (const block of plan.releases)
+          if (!lifecycle.stopping && (await this.#release(block))) progressed = true;
+        if (!progressed) return;
+      }
+    } catch (error) {
+      this.#o.metrics.apiErrors.inc({ operation: 'upkeep', reason: (error as Error).name ?? 'Error' });
+      this.#o.log.warn('pre-claim pass failed; retrying on the next tick', errorFields(error));
+    }
+  }
+
+  async #claim(pool: IPPool): Promise<boolean> {
+    const { state, ds, lifecycle, log, metrics } = this.#o;
+    const family = poolCidr(pool).family;
+    const snapshot = snapshotOf(
+      { config: state.config(), pools: state.pools(), reservations: state.reservations() },
+      this.#clock(),
+    );
+    const held = this.#affine().filter((b) => cidrOf(b).family === family).length;
+    const started = this.#clock();
+    const got = await lifecycle.track(
+      claimNodeBlock(ds, {
+        pool,
+        node: state.node,
+        reservations: snapshot.reservations,
+        held,
+        maxBlocksPerNode: snapshot.settings.maxBlocksPerNode,
+      }),
+    );
+    const fields = { [F.node]: state.node, [F.pool]: pool.metadata.name, [F.family]: family };
+    if (got === 'limit' || got === 'full') {
+      log.warn(
+        got === 'limit' ? 'at maxBlocksPerNode; not pre-claiming' : 'pool has no free block to pre-claim',
+        fields,
+      );
+      return false;
+    }
+    if (!state.blocks().some((b) => b.metadata.name === got.metadata.name))
+      this.#pending.set(got.metadata.name, got);
+    metrics.blocksClaimed.inc({ node: state.node, pool: pool.metadata.name });
+    log.info('block pre-claimed', {
+      ...fields,
+      [F.block]: got.metadata.name,
+      [F.cidr]: got.spec.cidr,
+      [F.durationMs]: this.#clock() - started,
+    });
+    return true;
+  }
+
+  async #release(block: IPAMBlock): Promise<boolean> {
+    const { state, ds, lifecycle, log, metrics } = this.#o;
+    const pool = block.metadata.labels?.[POOL_LABEL] ?? '';
+    const released = await lifecycle.track(releaseIdleBlock(ds, block));
+    if (!released) {
+      metrics.conflicts.inc({ operation: 'release' });
+      return false;
+    }
+    if (state.blocks().some((b) => b.metadata.name === block.metadata.name))
+      this.#pending.set(block.metadata.name, 'gone');
+    metrics.blocksReleased.inc({ node: state.node, pool });
+    log.info('idle block released', {
+      [F.node]: state.node,
+      [F.pool]: pool,
+      [F.block]: block.metadata.name,
+      [F.cidr]: block.spec.cidr,
+    });
+    return true;
+  }
+
+  #report(plan: UpkeepPlan): void {
+    const { metrics, state } = this.#o;
+    const node = state.node;
+    if (this.#last)
+      for (const old of this.#last.headroom) {
+        metrics.freeAddresses.remove({ node, pool: old.pool, family: String(old.family) });
+        metrics.affineBlocks.remove({ node, pool: old.pool, family: String(old.family) });
+        metrics.atBlockLimit.remove({ node, pool: old.pool });
+      }
+    for (const room of plan.headroom) {
+      const labels = { node, pool: room.pool, family: String(room.family) };
+      metrics.freeAddresses.set(labels, room.free);
+      metrics.affineBlocks.set(labels, room.blocks);
+      metrics.atBlockLimit.set({ node, pool: room.pool }, plan.atLimit.includes(room.pool) ? 1 : 0);
+    }
+    metrics.watermark.set({ node }, plan.watermark);
+    this.#last = plan;
+  }
+}
