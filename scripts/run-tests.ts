@@ -1,80 +1,115 @@
 /**
- * Test launcher: starts ONE local control plane (etcd + kube-apiserver) for the whole run,
- * exports its description as CP_* environment variables — and, when a file under test/cluster/
- * is selected, ONE multi-node cluster (test/cluster/up.sh, CLUSTER_* variables) — runs every
- * `*.test.ts` under `test/` with Node's test runner (files one at a time: integration tests
- * share the cluster-scoped CRDs), then stops both — also on SIGINT/SIGTERM, and through the
- * up.sh watchdogs if this process is SIGKILLed. A cluster teardown whose host check fails
- * (docs/test-cluster.md) fails the run.
+ * Test launcher, two tiers (test/helpers/tier.ts has the rule: a test that needs the control
+ * plane, a test cluster, root or network namespaces is named `*.int.test.ts`):
  *
- * Usage: node scripts/run-tests.ts [glob ...]   (default: test/**\/*.test.ts)
+ *   node scripts/run-tests.ts [glob ...]          every test (default test/**\/*.test.ts): starts
+ *       ONE local control plane (etcd + kube-apiserver) for the whole run, exports its
+ *       description as CP_* environment variables — and, when a file under test/cluster/ is
+ *       selected, ONE multi-node cluster (test/cluster/up.sh, CLUSTER_* variables) — runs the
+ *       files one at a time (integration tests share the cluster-scoped CRDs), then stops both —
+ *       also on SIGINT/SIGTERM, and through the up.sh watchdogs if this process is SIGKILLed. A
+ *       cluster teardown whose host check fails (docs/test-cluster.md) fails the run.
+ *   node scripts/run-tests.ts --unit [glob ...]   the unit tests only (`npm run test:unit`): no
+ *       control plane, files in parallel (--test-concurrency = the machine's cores, at least 2),
+ *       BLOCKIPAM_TEST_TIER=unit so a test reaching for the control plane or a namespace fails.
+ *
  * Exits 1 when the globs match no test file (a typo must not pass as green).
  */
 import { spawn } from 'node:child_process';
 import { globSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import { startCluster, type StartedCluster } from '../test/helpers/cluster.ts';
 import { startControlPlane } from '../test/helpers/control-plane.ts';
+import { TIER_ENV } from '../test/helpers/tier.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-const globs = process.argv.slice(2);
+const unit = process.argv[2] === '--unit';
+const globs = process.argv.slice(unit ? 3 : 2);
 const files = [
   ...new Set((globs.length > 0 ? globs : ['test/**/*.test.ts']).flatMap((g) => globSync(g, { cwd: root }))),
-].sort();
+]
+  .filter((f) => !unit || !f.endsWith('.int.test.ts'))
+  .sort();
 if (files.length === 0) {
-  console.error(`run-tests: no test file matches ${globs.join(' ')}`);
+  console.error(
+    `run-tests: no ${unit ? 'unit ' : ''}test file matches ${globs.join(' ') || 'test/**/*.test.ts'}`,
+  );
   process.exit(1);
 }
 
-const plane = startControlPlane();
-if (!plane) {
-  console.error('run-tests: the control plane did not start');
-  process.exit(1);
+if (unit) {
+  // At least 2: many unit tests wait on child processes (the lock, the dispatcher), not the CPU.
+  const concurrency = Math.max(2, availableParallelism());
+  console.log(`unit tier: ${files.length} files, ${concurrency} at a time, no control plane`);
+  const child = spawn(
+    process.execPath,
+    [
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      '--test-timeout=120000',
+      '--test-reporter=spec',
+      ...files,
+    ],
+    { cwd: root, stdio: 'inherit', env: { ...process.env, [TIER_ENV]: 'unit' } },
+  );
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 130 : 1)));
+} else {
+  runAll();
 }
-const cpEnv = plane.env;
-console.log(
-  `control plane: kube-apiserver ${cpEnv.CP_SERVER_VERSION} at ${cpEnv.CP_API_URL} (started in ${cpEnv.CP_STARTUP_SECONDS} s)`,
-);
-let multiNode: StartedCluster | undefined;
-if (files.some((f) => f.startsWith('test/cluster/'))) {
-  multiNode = startCluster();
-  if (!multiNode) {
-    plane.stop();
-    console.error('run-tests: the test cluster (test/cluster/up.sh) did not start');
+
+function runAll(): void {
+  const plane = startControlPlane();
+  if (!plane) {
+    console.error('run-tests: the control plane did not start');
     process.exit(1);
   }
+  const cpEnv = plane.env;
   console.log(
-    `test cluster: ${multiNode.env.CLUSTER_NODES} registered in ${multiNode.env.CLUSTER_STARTUP_SECONDS} s (${multiNode.env.CLUSTER_RUN_DIR})`,
+    `control plane: kube-apiserver ${cpEnv.CP_SERVER_VERSION} at ${cpEnv.CP_API_URL} (started in ${cpEnv.CP_STARTUP_SECONDS} s)`,
   );
-}
-/** Stops both; false when the cluster's teardown found the host changed. */
-const stop = (): boolean => {
-  const hostUnchanged = multiNode?.stop() ?? true;
-  plane.stop();
-  return hostUnchanged;
-};
+  let multiNode: StartedCluster | undefined;
+  if (files.some((f) => f.startsWith('test/cluster/') && f.endsWith('.int.test.ts'))) {
+    multiNode = startCluster();
+    if (!multiNode) {
+      plane.stop();
+      console.error('run-tests: the test cluster (test/cluster/up.sh) did not start');
+      process.exit(1);
+    }
+    console.log(
+      `test cluster: ${multiNode.env.CLUSTER_NODES} registered in ${multiNode.env.CLUSTER_STARTUP_SECONDS} s (${multiNode.env.CLUSTER_RUN_DIR})`,
+    );
+  }
+  /** Stops both; false when the cluster's teardown found the host changed. */
+  const stop = (): boolean => {
+    const hostUnchanged = multiNode?.stop() ?? true;
+    plane.stop();
+    return hostUnchanged;
+  };
 
-// The runner gets its own process group, recorded in the run dir: down.sh (also when the
-// watchdog calls it after this launcher was SIGKILLed) stops the whole test run with it.
-// 10 min per test: a hung test fails instead of eating CI's 90 minutes.
-const child = spawn(
-  process.execPath,
-  ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-reporter=spec', ...files],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, ...cpEnv, ...multiNode?.env }, detached: true },
-);
-if (child.pid !== undefined) writeFileSync(join(cpEnv.CP_RUN_DIR ?? '', 'tests.pid'), String(child.pid));
-let interrupted = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    interrupted = true;
-    if (child.pid !== undefined) process.kill(-child.pid, signal);
+  // The runner gets its own process group, recorded in the run dir: down.sh (also when the
+  // watchdog calls it after this launcher was SIGKILLed) stops the whole test run with it.
+  // 10 min per test: a hung test fails instead of eating CI's 90 minutes.
+  const child = spawn(
+    process.execPath,
+    ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-reporter=spec', ...files],
+    { cwd: root, stdio: 'inherit', env: { ...process.env, ...cpEnv, ...multiNode?.env }, detached: true },
+  );
+  if (child.pid !== undefined) writeFileSync(join(cpEnv.CP_RUN_DIR ?? '', 'tests.pid'), String(child.pid));
+  let interrupted = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      interrupted = true;
+      if (child.pid !== undefined) process.kill(-child.pid, signal);
+    });
+  }
+  child.on('exit', (code, signal) => {
+    const hostUnchanged = stop();
+    if (!hostUnchanged) console.error('run-tests: the test cluster changed the host (see above)');
+    const status = interrupted ? 130 : (code ?? (signal ? 130 : 1));
+    process.exit(status === 0 && !hostUnchanged ? 1 : status);
   });
 }
-child.on('exit', (code, signal) => {
-  const hostUnchanged = stop();
-  if (!hostUnchanged) console.error('run-tests: the test cluster changed the host (see above)');
-  const status = interrupted ? 130 : (code ?? (signal ? 130 : 1));
-  process.exit(status === 0 && !hostUnchanged ? 1 : status);
-});

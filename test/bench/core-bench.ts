@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { kubeDatastore, wipe } from '../integration/core-cluster.ts';
+import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { apiCosts, importCost, memoryThroughput } from './core-bench-lib.ts';
 import type { PerOp } from './core-bench-lib.ts';
@@ -28,10 +28,10 @@ const fmt = (op: PerOp): string =>
 
 async function main(): Promise<void> {
   const cp = controlPlane();
-  const ds = kubeDatastore();
-  await wipe(ds);
+  const ds = adminDatastore();
+  await wipeBlockipam(ds);
   const api = await apiCosts(ds, API_RUNS);
-  await wipe(ds);
+  await wipeBlockipam(ds);
   ds.close();
   const memory = await memoryThroughput(NODES, 20_000, 16);
   const imports = await importCost(root, 15);

@@ -13,10 +13,9 @@ import type { IPAMBlock, IPPool, Pod } from 'blockipam/core';
 import { run } from '../../cli/ipamctl.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 
-const KINDS = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'] as const;
 export const TEST_LABEL = 'ipamctl-test';
 
-import { adminDatastore } from '../helpers/crds.ts';
+import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 
 export { adminDatastore };
 
@@ -164,7 +163,7 @@ const ALLOCATED_AT_MS = Date.parse('2026-01-01T00:00:00Z');
 
 /** Removes every blockipam object, the test nodes, and the pods of `namespaces`. */
 export async function cleanCluster(ds: KubeDatastore, namespaces: readonly string[] = []): Promise<void> {
-  for (const kind of KINDS) await ds.transport.request('DELETE', `/apis/ipam.blockipam.io/v1alpha1/${kind}`);
+  await wipeBlockipam(ds);
   await ds.transport.request('DELETE', '/api/v1/nodes', { query: { labelSelector: `${TEST_LABEL}=1` } });
   for (const ns of namespaces)
     await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}/pods`, {

@@ -1,7 +1,7 @@
 /**
  * The Datastore contract suite: ONE set of cases run against every implementation (memory in
  * test/core/memory-contract.test.ts, the real kube-apiserver in
- * test/integration/kube-contract.test.ts), so the memory store provably behaves like the API
+ * test/core/kube-contract.int.test.ts), so the memory store provably behaves like the API
  * server: create / get / list by label / update with resourceVersion / delete with preconditions,
  * NotFound, AlreadyExists, Conflict, status subresource.
  */

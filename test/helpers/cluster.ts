@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requireIntegrationTier } from './tier.ts';
 
 const clusterDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'cluster');
 
@@ -119,9 +120,11 @@ let cached: Cluster | undefined;
 
 /**
  * Returns the run's cluster, starting a private one when none was given.
- * @throws Error when the cluster cannot be started (up.sh's log tails are on stderr)
+ * @throws Error under the unit tier (test/helpers/tier.ts); when the cluster cannot be started
+ *   (up.sh's log tails are on stderr)
  */
 export function cluster(): Cluster {
+  requireIntegrationTier('the test cluster');
   if (cached) return cached;
   const given = fromEnv(process.env);
   if (given) return (cached = given);

@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requireIntegrationTier } from './tier.ts';
 
 /** What a test needs to reach the control plane. Paths are absolute. */
 export interface ControlPlane {
@@ -92,9 +93,10 @@ export function startControlPlane(): StartedControlPlane | undefined {
 
 /**
  * Returns the run's control plane, starting a private one when none was given.
- * @throws Error when the control plane cannot be started (up.sh's log tail is on stderr).
+ * @throws Error under the unit tier (test/helpers/tier.ts); when the control plane cannot be started (up.sh's log tail is on stderr).
  */
 export function controlPlane(): ControlPlane {
+  requireIntegrationTier('the control plane');
   if (cached) return cached;
   const given = fromEnv(process.env);
   if (given) return (cached = given);

@@ -1,6 +1,7 @@
 /**
  * blockipam's CRDs on the run's control plane, for every test suite that needs them: apply
- * crds/ and wait until the API server serves them, and an admin KubeDatastore.
+ * crds/ and wait until the API server serves them, an admin KubeDatastore, and a wipe of every
+ * blockipam object (test files share one cluster: each starts and ends clean).
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,11 +9,10 @@ import { KubeDatastore } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { controlPlane, kubectl } from './control-plane.ts';
 
+const KINDS = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'] as const;
 const crdDir = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'crds');
 /** The CRDs' names, e.g. `ipamblocks.ipam.blockipam.io`. */
-export const CRD_NAMES = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'].map(
-  (k) => `${k}.ipam.blockipam.io`,
-);
+export const CRD_NAMES = KINDS.map((k) => `${k}.ipam.blockipam.io`);
 let installed = false;
 
 /**
@@ -39,4 +39,9 @@ export function installCrds(options: { once?: boolean } = {}): void {
 export function adminDatastore(): KubeDatastore {
   installCrds();
   return new KubeDatastore(loadKubeconfig(controlPlane().adminKubeconfig));
+}
+
+/** Deletes every blockipam object (one deletecollection per kind). */
+export async function wipeBlockipam(ds: KubeDatastore): Promise<void> {
+  for (const kind of KINDS) await ds.transport.request('DELETE', `/apis/ipam.blockipam.io/v1alpha1/${kind}`);
 }

@@ -7,6 +7,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { requireIntegrationTier } from '../../helpers/tier.ts';
 
 /** Runs `ip` (or another command) and returns stdout; throws with stderr on failure. */
 export function sh(cmd: string, args: readonly string[]): string {
@@ -55,6 +56,7 @@ export interface Topology {
  * @param tag short tag to tell several topologies of one process apart (≤ 4 chars)
  */
 export function createTopology(nodeCount: number, tag = 't'): Topology {
+  requireIntegrationTier('root and network namespaces');
   sweepStale();
   const prefix = `bipam${process.pid}-${tag}-`;
   const created: string[] = [];

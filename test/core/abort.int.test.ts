@@ -7,12 +7,12 @@ import { after, beforeEach, describe, it } from 'node:test';
 import { autoAssign, findByHandle, releaseAddresses } from 'blockipam/core';
 import type { Datastore, IPAMBlock, IPPool, ResourceStore } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { kubeDatastore, wipe } from './core-cluster.ts';
+import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 
-const ds: KubeDatastore = kubeDatastore();
-beforeEach(() => wipe(ds));
+const ds: KubeDatastore = adminDatastore();
+beforeEach(() => wipeBlockipam(ds));
 after(async () => {
-  await wipe(ds);
+  await wipeBlockipam(ds);
   ds.close();
 });
 

@@ -1,14 +1,14 @@
 // The Datastore contract suite against the real kube-apiserver (same cases as the memory store).
 import { datastoreContract } from '../core/datastore-contract.ts';
-import { kubeDatastore, wipe } from './core-cluster.ts';
+import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 
 datastoreContract('Kubernetes API server', async () => {
-  const ds = kubeDatastore();
-  await wipe(ds);
+  const ds = adminDatastore();
+  await wipeBlockipam(ds);
   return {
     ds,
     cleanup: async () => {
-      await wipe(ds);
+      await wipeBlockipam(ds);
       ds.close();
     },
   };

@@ -18,12 +18,12 @@ import {
 } from 'blockipam/core';
 import type { IPPool } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { kubeDatastore, wipe } from './core-cluster.ts';
+import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 
-const ds: KubeDatastore = kubeDatastore();
-beforeEach(() => wipe(ds));
+const ds: KubeDatastore = adminDatastore();
+beforeEach(() => wipeBlockipam(ds));
 after(async () => {
-  await wipe(ds);
+  await wipeBlockipam(ds);
   ds.close();
 });
 

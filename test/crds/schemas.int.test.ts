@@ -6,15 +6,15 @@ import { isInvalid, mustParseCidr, newBlock } from 'blockipam/core';
 import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubectl } from '../helpers/control-plane.ts';
-import { kubeDatastore, wipe } from './core-cluster.ts';
+import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 
 let ds: KubeDatastore;
 before(async () => {
-  ds = kubeDatastore();
-  await wipe(ds);
+  ds = adminDatastore();
+  await wipeBlockipam(ds);
 });
 after(async () => {
-  await wipe(ds);
+  await wipeBlockipam(ds);
   ds.close();
 });
 

@@ -25,15 +25,15 @@ import {
 } from 'blockipam/core';
 import type { AllocatorStats, PoolSnapshot } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { kubeDatastore, wipe } from './core-cluster.ts';
+import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 
 const NODES = Array.from({ length: 9 }, (_, i) => `sim-node-${i}`);
 const PER_NODE = 50;
 let ds: KubeDatastore;
 
 before(async () => {
-  ds = kubeDatastore();
-  await wipe(ds);
+  ds = adminDatastore();
+  await wipeBlockipam(ds);
   await ds.configs.create({
     metadata: { name: 'default' },
     // 1 h until phase 3: with every node at maxBlocksPerNode 1, a CIDR freed by the loop in the
@@ -43,7 +43,7 @@ before(async () => {
   await ds.pools.create({ metadata: { name: 'concurrency' }, spec: { cidr: '10.60.0.0/23', blockSize: 26 } });
 });
 after(async () => {
-  await wipe(ds);
+  await wipeBlockipam(ds);
   ds.close();
 });
 
