@@ -30,12 +30,16 @@ export async function applyPlan(
   const result = await releaseAddresses(ds, items);
   const released = new Set(result.released.map((r) => `${r.block}|${r.address}`));
   const refused = new Map(result.refused.map((r) => [`${r.block}|${r.address}`, r.allocation]));
+  // a block that could not be read or written: core went on with the others (its `failed`)
+  const failed = new Map(result.failed.map((f) => [`${f.item.block}|${f.item.address}`, f.error]));
   const missed = go.filter((l) => !released.has(`${l.block}|${l.address}`));
-  for (const l of missed)
+  for (const l of missed) {
+    const error = failed.get(`${l.block}|${l.address}`);
     println(
       io.stdout,
-      `not released ${l.address} (IPAMBlock ${l.block}): ${whyRefused(l, refused.get(`${l.block}|${l.address}`))}`,
+      `not released ${l.address} (IPAMBlock ${l.block}): ${error ? `the write failed: ${error.message}` : whyRefused(l, refused.get(`${l.block}|${l.address}`))}`,
     );
+  }
   println(io.stdout, `Released ${released.size} of ${go.length}.`);
   return missed.length === 0 ? EXIT.OK : EXIT.PROBLEMS;
 }

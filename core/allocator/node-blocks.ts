@@ -7,9 +7,10 @@
 import { isEmpty, setAffinity } from '../block/block.ts';
 import { affineSelector } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
+import { isConflict } from '../errors/conflict.ts';
+import { isNotFound } from '../errors/not-found.ts';
 import { RetriesExhaustedError } from '../errors/retries-exhausted.ts';
 import type { IPAMBlock } from '../resources.ts';
-import { updateBlock } from './cas.ts';
 import { backoff, contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
 import { deleteIfUnchanged } from './release.ts';
@@ -38,6 +39,12 @@ export async function releaseNodeBlocks(
   return result;
 }
 
+/**
+ * One block of the deleted node, under one retry bound: each attempt decides on the block as last
+ * read — empty: a conditional delete; else one UPDATE making it unowned — and a lost race
+ * (Conflict) re-reads and decides again, at most `ctx.maxRetries` attempts in all (the loop used
+ * to wrap updateBlock's own retry loop: maxRetries² attempts).
+ */
 async function releaseOne(
   ctx: Context,
   block: IPAMBlock,
@@ -48,13 +55,14 @@ async function releaseOne(
     if (isEmpty(current)) {
       if (await deleteIfUnchanged(ctx, current)) return 'deleted';
     } else {
-      const outcome = await updateBlock(ctx, current, (b) =>
-        b.spec.affinity === node && !isEmpty(b)
-          ? { write: setAffinity(b, null, ctx.clock()), result: true }
-          : { skip: false },
-      );
-      if ('gone' in outcome) return 'gone';
-      if (outcome.result) return 'unowned';
+      try {
+        await ctx.ds.blocks.update(setAffinity(current, null, ctx.clock()));
+        return 'unowned';
+      } catch (error) {
+        if (isNotFound(error)) return 'gone';
+        if (!isConflict(error)) throw error;
+        ctx.stats.conflicts += 1;
+      }
     }
     if (attempt >= ctx.maxRetries)
       throw new RetriesExhaustedError(

@@ -8,7 +8,7 @@ import { blockOrdinals, cidrFromBlockName, ordinalOf } from '../address/block-ci
 import { cidrContains, parseIP } from '../address/ip.ts';
 import type { IP } from '../address/ip.ts';
 import { cidrOf, isEmpty, releaseHandle } from '../block/block.ts';
-import type { ReleasePreconditions } from '../block/block.ts';
+import type { ReleasedOrdinal, ReleasePreconditions } from '../block/block.ts';
 import { nodeBlocksSelector } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import { isConflict } from '../errors/conflict.ts';
@@ -71,6 +71,12 @@ export interface AddressRelease {
   block?: string;
 }
 
+/** An item whose block could not be read or written (the error as thrown, e.g. RetriesExhausted). */
+export interface ReleaseFailure {
+  item: AddressRelease;
+  error: Error;
+}
+
 /** Result of {@link releaseAddresses}: a {@link ReleaseResult} plus the items with nothing to free. */
 export interface AddressReleaseResult extends ReleaseResult {
   /**
@@ -79,12 +85,22 @@ export interface AddressReleaseResult extends ReleaseResult {
    * written for them; as input, in input order.
    */
   gone: AddressRelease[];
+  /**
+   * Items of a block whose read or write failed (unreachable, RetriesExhaustedError, …): the
+   * other blocks were still tried (CNI GC continues past per-item errors). Nothing of those
+   * items was written. Empty when everything was decided.
+   */
+  failed: ReleaseFailure[];
 }
 
 /**
  * Releases exact (address, handle[, sequence, podUID]) items; mismatches are refused, absent ones
- * returned in `gone`. Cost: 1 LIST unless every item names its block (then 1 GET per block), + 1
- * UPDATE per block.
+ * returned in `gone`. Items are grouped by block and each block is written once — one
+ * compare-and-swap for all its items, recomputed on a conflict (Calico's ReleaseIPs does the
+ * same) — blocks one after another. A block that cannot be read or written puts its items in
+ * `failed` and the next block is tried. Cost: 1 LIST unless every item names its block (then 1
+ * GET per block), + 1 UPDATE per block (+ re-read and retry per conflict).
+ * @throws what the LIST throws (nothing was released); the signal's reason once it fires
  */
 export async function releaseAddresses(
   ds: Datastore,
@@ -93,25 +109,88 @@ export async function releaseAddresses(
   options: AllocatorOptions | Context = {},
 ): Promise<AddressReleaseResult> {
   const ctx = 'ds' in options ? options : contextOf(ds, options);
-  const result: AddressReleaseResult = { released: [], refused: [], gone: [] };
+  const result: AddressReleaseResult = { released: [], refused: [], gone: [], failed: [] };
   const listed = items.every((item) => item.block !== undefined)
     ? undefined
     : await listBlocksOf(ctx.ds, query.node);
+  const groups = new Map<string, { block: IPAMBlock | undefined; items: AddressRelease[] }>();
   for (const item of items) {
     const ip = parseIP(item.address);
-    const block = !ip
-      ? undefined
-      : listed
-        ? listed.find((b) => blockHolds(b, ip))
-        : await ctx.ds.blocks.get(item.block ?? '');
-    const ordinal = ip && block && blockHolds(block, ip) ? ordinalOf(cidrOf(block), ip) : undefined;
-    const holds =
-      block !== undefined && ordinal !== undefined && block.spec.allocations[ordinal]?.handle === item.handle;
-    // One ordinal per handle per block (invariant I4): releasing the handle here frees exactly it.
-    const touched = holds ? await releaseInBlock(ctx, block, item.handle, item, result) : 0;
-    if (touched === 0) result.gone.push(item);
+    const name = !ip ? undefined : listed ? listed.find((b) => blockHolds(b, ip))?.metadata.name : item.block;
+    if (name === undefined) {
+      result.gone.push(item);
+      continue;
+    }
+    const group = groups.get(name) ?? { block: listed?.find((b) => b.metadata.name === name), items: [] };
+    group.items.push(item);
+    groups.set(name, group);
   }
+  for (const [name, group] of groups) {
+    try {
+      const block = group.block ?? (await ctx.ds.blocks.get(name));
+      if (!block) result.gone.push(...group.items);
+      else await releaseItemsInBlock(ctx, block, group.items, result);
+    } catch (error) {
+      if (ctx.signal?.aborted) throw error;
+      for (const item of group.items) result.failed.push({ item, error: error as Error });
+    }
+  }
+  result.gone.sort((a, b) => items.indexOf(a) - items.indexOf(b));
   return result;
+}
+
+/** What one block's change decided for its items. */
+interface BlockRelease extends ReleaseResult {
+  gone: AddressRelease[];
+}
+
+/**
+ * Releases `items` (all in `block`) in one compare-and-swap of the block, recomputed from the
+ * fresh block on a conflict; deletes the block when it is left empty and unowned.
+ */
+async function releaseItemsInBlock(
+  ctx: Context,
+  block: IPAMBlock,
+  items: readonly AddressRelease[],
+  result: AddressReleaseResult,
+): Promise<void> {
+  const outcome = await updateBlock<BlockRelease>(ctx, block, (current) => {
+    const decided: BlockRelease = { released: [], refused: [], gone: [] };
+    const cidr = cidrOf(current);
+    let next = current;
+    for (const item of items) {
+      const ip = parseIP(item.address);
+      const ordinal = ip && blockHolds(current, ip) ? ordinalOf(cidr, ip) : undefined;
+      // One ordinal per handle per block (invariant I4): releasing the handle here frees exactly it.
+      if (ordinal === undefined || next.spec.allocations[ordinal]?.handle !== item.handle) {
+        decided.gone.push(item);
+        continue;
+      }
+      const done = releaseHandle(next, item.handle, item, ctx.clock());
+      next = done.block;
+      decided.released.push(...describedIn(current, done.released));
+      decided.refused.push(...describedIn(current, done.refused));
+    }
+    return next === current ? { skip: decided } : { write: next, result: decided };
+  });
+  if ('gone' in outcome) {
+    result.gone.push(...items);
+    return;
+  }
+  result.released.push(...outcome.result.released);
+  result.refused.push(...outcome.result.refused);
+  result.gone.push(...outcome.result.gone);
+  if (outcome.written && isEmpty(outcome.written) && outcome.written.spec.affinity === null)
+    await deleteIfUnchanged(ctx, outcome.written);
+}
+
+/**
+ * The released (or refused) ordinals as AllocatedAddress. An entry on a key that is no ordinal of
+ * this block (a hand-corrupted block) is removed by the release but has no address to report: it
+ * is left out, never thrown on.
+ */
+function describedIn(block: IPAMBlock, list: readonly ReleasedOrdinal[]): AllocatedAddress[] {
+  return list.filter((r) => isOrdinalKey(block, r.key)).map((r) => describe(block, r.ordinal, r.allocation));
 }
 
 function blockHolds(block: IPAMBlock, ip: IP): boolean {
@@ -167,12 +246,8 @@ async function releaseInBlock(
 ): Promise<number> {
   const outcome = await updateBlock<ReleaseResult>(ctx, block, (current) => {
     const done = releaseHandle(current, handle, preconditions, ctx.clock());
-    // An entry on a key that is no ordinal of this block (a hand-corrupted block) is removed by
-    // the release but has no address to report: it is left out of the result, never thrown on.
-    const described = (list: typeof done.released): AllocatedAddress[] =>
-      list.filter((r) => isOrdinalKey(current, r.key)).map((r) => describe(current, r.ordinal, r.allocation));
-    const refused = described(done.refused);
-    const released = described(done.released);
+    const refused = describedIn(current, done.refused);
+    const released = describedIn(current, done.released);
     return done.released.length === 0
       ? { skip: { released, refused } }
       : { write: done.block, result: { released, refused } };

@@ -307,7 +307,11 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         guard(releaseForGC(ds, { node: req.node, network: req.network, validAttachments: req.valid })),
         req.signal,
       );
-      return { released: [...new Set(r.released.map((a) => a.allocation.handle))], errors: [] };
+      return {
+        released: [...new Set(r.released.map((a) => a.allocation.handle))],
+        // core went on past a block it could not write (its `failed`): report each item
+        errors: r.failed.map((f) => `${f.item.handle} (${f.item.address}): ${f.error.message}`),
+      };
     },
     async status(node, families, confPools): Promise<StatusOutcome> {
       const nc = await nodeCache(node);
