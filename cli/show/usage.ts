@@ -1,16 +1,10 @@
 /**
- * Utilisation arithmetic for `ipamctl show` (pure). Capacity counts assignable addresses only
- * (each block's reserved ordinals — network, gateway, IPv4 broadcast — excluded), as BigInt:
- * an IPv6 /64 pool holds 2^58 blocks.
+ * Utilisation for `ipamctl show` (pure), from core's one capacity arithmetic: poolUtilization
+ * for a pool (BigInt: an IPv6 /64 pool holds 2^58 blocks) and blockCapacity for a block —
+ * assignable addresses only (each block's reserved ordinals, network, gateway, IPv4 broadcast,
+ * excluded). IPReservations are not subtracted here (show lists them apart).
  */
-import {
-  blockOrdinals,
-  cidrCovers,
-  cidrSize,
-  parseCidr,
-  poolBlockSize,
-  reservedOrdinals,
-} from 'blockipam/core';
+import { blockCapacity, cidrCovers, parseCidr, poolBlockSize, poolUtilization } from 'blockipam/core';
 import type { IPAMBlock, IPPool } from 'blockipam/core';
 
 /** One pool's utilisation. */
@@ -28,37 +22,21 @@ export interface PoolUsage {
   blocks: number;
 }
 
-/** Assignable ordinals of a block of prefix `blockSize` in a pool of this family. */
-function perBlock(pool: IPPool): bigint {
-  const cidr = parseCidr(pool.spec.cidr);
-  if (!cidr) return 0n;
-  const block = { family: cidr.family, base: cidr.base, prefixLength: poolBlockSize(pool) };
-  return BigInt(blockOrdinals(block) - reservedOrdinals(block).length);
-}
-
 /** Utilisation of every pool, from the pools and all blocks. */
 export function poolUsage(pools: readonly IPPool[], blocks: readonly IPAMBlock[]): PoolUsage[] {
   return pools.map((pool) => {
-    const cidr = parseCidr(pool.spec.cidr);
-    const blockSize = poolBlockSize(pool);
-    const mine = blocks.filter((b) => {
-      const bc = parseCidr(b.spec.cidr);
-      return cidr !== undefined && bc !== undefined && cidrCovers(cidr, bc);
-    });
-    const blockCount = cidr
-      ? cidrSize(cidr) / (1n << BigInt((cidr.family === 4 ? 32 : 128) - blockSize))
-      : 0n;
-    const capacity = blockCount * perBlock(pool);
-    const used = BigInt(mine.reduce((n, b) => n + Object.keys(b.spec.allocations).length, 0));
+    const usage = parseCidr(pool.spec.cidr) ? poolUtilization(pool, blocks, []) : undefined;
+    const capacity = usage?.capacity ?? 0n;
+    const used = usage?.allocated ?? 0n;
     return {
       name: pool.metadata.name,
       cidr: pool.spec.cidr,
-      blockSize,
+      blockSize: poolBlockSize(pool),
       disabled: pool.spec.disabled === true,
       capacity,
       used,
       free: capacity - used,
-      blocks: mine.length,
+      blocks: usage?.blocks ?? 0,
     };
   });
 }
@@ -82,7 +60,7 @@ export function blockUsage(pools: readonly IPPool[], blocks: readonly IPAMBlock[
       const pc = parseCidr(p.spec.cidr);
       return pc !== undefined && cidr !== undefined && cidrCovers(pc, cidr);
     });
-    const capacity = cidr ? blockOrdinals(cidr) - reservedOrdinals(cidr).length : 0;
+    const capacity = cidr ? blockCapacity(cidr) : 0;
     const used = Object.keys(b.spec.allocations).length;
     return {
       name: b.metadata.name,

@@ -73,6 +73,16 @@ export function reservedOrdinals(block: Cidr): readonly number[] {
   return block.family === 4 ? [0, 1, size - 1] : [0, 1];
 }
 
+/**
+ * The one capacity arithmetic of blockipam: addresses a block of this CIDR can hand out — its
+ * ordinals less the reserved ones ({@link reservedOrdinals}): 61 for a /26, 1 for a /30, 62 for
+ * a /122. Pool capacity (poolUtilization), a block's (capacityOf), ipamctl show and the plugin's
+ * STATUS all derive from it.
+ */
+export function blockCapacity(block: Cidr): number {
+  return blockOrdinals(block) - reservedOrdinals(block).length;
+}
+
 /** The gateway address of a block (ordinal 1). */
 export function gatewayOf(block: Cidr): IP {
   return addressAt(block, 1);

@@ -26,15 +26,20 @@ export function bitsOf(family: IPFamily): number {
 }
 
 /**
- * Parses an address. IPv4 only in four-part decimal ("10.0.0.1", not "10.1" or "012.0.0.1");
- * IPv6 in any RFC 4291 text form without a zone ("%eth0").
+ * Parses an address — the one parser of blockipam (core, plugin, ipamctl, daemons). IPv4 only in
+ * four-part decimal ("10.0.0.1", not "10.1" or "012.0.0.1"); IPv6 in the RFC 4291 hex forms
+ * (any case, zero runs compressed or not) without a zone ("%eth0") and without an embedded
+ * IPv4 part ("::ffff:10.1.2.3", "::1.2.3.4": refused — those spell an IPv4 address as IPv6, and
+ * two parsers disagreed on what "::1.2.3.4" is). Agrees with node:net's isIP on every other
+ * text (test/core/address-property.test.ts).
  * @returns undefined when `text` is not an address (expected outcome for user input)
  */
 export function parseIP(text: string): IP | undefined {
   if (ipaddr.IPv4.isValidFourPartDecimal(text)) {
     return { family: 4, value: bytesToBigInt(ipaddr.IPv4.parse(text).toByteArray()) };
   }
-  if (!text.includes(':') || text.includes('%') || !ipaddr.IPv6.isValid(text)) return undefined;
+  if (!text.includes(':') || text.includes('%') || text.includes('.') || !ipaddr.IPv6.isValid(text))
+    return undefined;
   return { family: 6, value: bytesToBigInt(ipaddr.IPv6.parse(text).toByteArray()) };
 }
 

@@ -3,7 +3,7 @@
  * controller's IPPool.status and metrics (and ipamctl show). Pure, BigInt: an IPv6 /48 pool
  * holds 2^74 /122 blocks.
  */
-import { blockOrdinals, reservedOrdinals } from '../address/block-cidr.ts';
+import { blockCapacity } from '../address/block-cidr.ts';
 import { bitsOf, cidrCovers, cidrLast, cidrSize, parseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
@@ -37,7 +37,7 @@ export function poolUtilization(
   const cidr = poolCidr(pool);
   const blockSize = poolBlockSize(pool);
   const block: Cidr = { family: cidr.family, base: cidr.base, prefixLength: blockSize };
-  const perBlock = BigInt(blockOrdinals(block) - reservedOrdinals(block).length);
+  const perBlock = BigInt(blockCapacity(block));
   const capacity = (cidrSize(cidr) >> BigInt(bitsOf(cidr.family) - blockSize)) * perBlock;
   let allocated = 0n;
   let count = 0;

@@ -4,7 +4,13 @@
  * Every function returns a new object and never mutates its input; "full" or "refused" are
  * return values. Encoding and invariants: docs/design-core.md; checker: invariants.ts.
  */
-import { addressTextAt, blockNameOf, blockOrdinals, reservedOrdinals } from '../address/block-cidr.ts';
+import {
+  addressTextAt,
+  blockCapacity,
+  blockNameOf,
+  blockOrdinals,
+  reservedOrdinals,
+} from '../address/block-cidr.ts';
 import { mustParseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { API_VERSION } from '../resources.ts';
@@ -211,10 +217,9 @@ export function emptySinceMs(block: IPAMBlock): number | undefined {
   return since;
 }
 
-/** Assignable ordinals in the block: its size minus reserved ordinals. */
+/** Assignable ordinals in the block: {@link blockCapacity} of its CIDR. */
 export function capacityOf(block: IPAMBlock): number {
-  const cidr = cidrOf(block);
-  return blockOrdinals(cidr) - reservedOrdinals(cidr).length;
+  return blockCapacity(cidrOf(block));
 }
 
 function withSpec(block: IPAMBlock, spec: IPAMBlock['spec']): IPAMBlock {
