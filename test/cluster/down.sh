@@ -17,6 +17,14 @@ here=$(cd "$(dirname "$0")" && pwd)
 RUN=${1:?usage: down.sh RUN_DIR [--keep]}
 [ -d "$RUN" ] || exit 0
 RUN=$(cd "$RUN" && pwd)
+# Only a run directory of up.sh is ever torn down (and removed): its name and the marker up.sh
+# writes before it starts anything. Anything else (a typo, "." from a failed `dirname "$env"`) is
+# refused with nothing touched.
+case ${RUN##*/} in
+  blockipam-cluster.*) ;;
+  *) echo "down.sh: $RUN is not a test-cluster run directory (blockipam-cluster.*): refused" >&2; exit 2 ;;
+esac
+[ -f "$RUN/started" ] || { echo "down.sh: $RUN has no 'started' marker of up.sh: refused" >&2; exit 2; }
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 ID=${RUN##*.}

@@ -27,6 +27,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $nodes =~ ^[1-9][0-9]?$ ]] || { echo "up.sh: --nodes must be 1-99, got $nodes" >&2; exit 2; }
+[ -z "$owner" ] || { [[ $owner =~ ^[1-9][0-9]*$ ]] && kill -0 "$owner" 2>/dev/null; } ||
+  { echo "up.sh: --owner-pid must be the PID of a live process, got $owner" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "up.sh: run as root (namespaces, cgroups)" >&2; exit 1; }
 
 # Build first (it may wait for another run's build): nothing is started yet.
@@ -45,11 +47,17 @@ bash "$here/host-state.sh" snapshot "$RUN/host-before"
 t0=$(date +%s.%N)
 trap 'bash "$here/down.sh" "$RUN" >&2' EXIT
 trap 'exit 130' INT TERM
-if [ -n "$owner" ]; then
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done; [ -d "$2" ] && bash "$3" "$2"' \
-    watchdog "$owner" "$RUN" "$here/down.sh" >/dev/null 2>&1 </dev/null &
-  record watchdog $!
-fi
+log "starting in run dir $RUN (tear down by hand with: bash $here/down.sh $RUN)"
+# The watchdog tears the cluster down when the owner exits (SIGKILL included). Without
+# --owner-pid it watches this script until the start has finished (RUN/up-done), so a start
+# killed half-way leaves nothing running; a cluster that started is then held open.
+setsid bash -c 'while [ -d "$2" ]; do
+    if [ -n "$1" ]; then kill -0 "$1" 2>/dev/null || break
+    else [ -f "$2/up-done" ] && exit 0; kill -0 "$4" 2>/dev/null || break; fi
+    sleep 1
+  done; [ -d "$2" ] && bash "$3" "$2"' \
+  watchdog "$owner" "$RUN" "$here/down.sh" $$ >/dev/null 2>&1 </dev/null &
+record watchdog $!
 fail() {
   log "$*"
   local f
@@ -172,5 +180,6 @@ CLUSTER_CONTROL_PLANE_SECONDS=$cp_seconds
 CLUSTER_STARTUP_SECONDS=$elapsed
 ENV
 trap - EXIT INT TERM
+: >"$RUN/up-done"
 log "${#names[@]} nodes registered in ${elapsed}s (control plane ${cp_seconds}s); API $API_URL; run dir $RUN"
 echo "$RUN/env"
