@@ -87,12 +87,13 @@ describe('podContextFromCache', () => {
       },
     ],
     [
-      'no UID from the runtime: the cached one',
+      // The cached pod's UID may be a recreated pod's: without the runtime's UID none is recorded.
+      'no UID from the runtime: the cached pod, and no UID recorded',
       { namespace: 'ns', name: 'p' },
       NODE,
       undefined,
       {
-        pod: { namespace: 'ns', name: 'p', uid: 'u1' },
+        pod: { namespace: 'ns', name: 'p' },
         namespaceLabels: { team: 't' },
         pools: ['v4'],
         ips: [],
