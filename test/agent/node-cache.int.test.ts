@@ -50,7 +50,7 @@ describe('agent node cache', () => {
       apiVersion: 'v1',
       kind: 'Namespace',
       metadata: {
-        name: 'nc-ns',
+        name: 'agent-nc-ns',
         labels: { team: 'a' },
         annotations: { 'ipam.blockipam.io/pools': '["v4"]' },
       },
@@ -58,13 +58,13 @@ describe('agent node cache', () => {
     apply({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'p1', namespace: 'nc-ns', annotations: { note: 'one' } },
+      metadata: { name: 'p1', namespace: 'agent-nc-ns', annotations: { note: 'one' } },
       spec: { nodeName: NODE, containers: [{ name: 'c', image: 'busybox' }] },
     });
     apply({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'elsewhere', namespace: 'nc-ns' },
+      metadata: { name: 'elsewhere', namespace: 'agent-nc-ns' },
       spec: { nodeName: 'other-node', containers: [{ name: 'c', image: 'busybox' }] },
     });
     await ds.pools.create({ metadata: { name: 'v4' }, spec: { cidr: '10.60.0.0/16' } });
@@ -74,8 +74,8 @@ describe('agent node cache', () => {
   });
   after(async () => {
     await agent.kill();
-    kubectl(['delete', 'namespace', 'nc-ns', '--wait=false']);
-    kubectl(['delete', 'pod', '--all', '-n', 'nc-ns', '--grace-period=0', '--force']);
+    kubectl(['delete', 'namespace', 'agent-nc-ns', '--wait=false']);
+    kubectl(['delete', 'pod', '--all', '-n', 'agent-nc-ns', '--grace-period=0', '--force']);
     for (const kind of ['ipamblocks', 'ippools', 'ipamconfigs']) kubectl(['delete', kind, '--all']);
     kubectl(['delete', 'node', NODE]);
     ds.close();
@@ -100,20 +100,20 @@ describe('agent node cache', () => {
       ['v4'],
     );
     assert.equal(cache.config?.spec.minFreeAddressesPerNode, 4);
-    const pod = await ds.getPod('nc-ns', 'p1');
-    assert.deepEqual(Object.keys(cache.pods), ['nc-ns/p1'], 'only pods bound to this node');
-    assert.deepEqual(cache.pods['nc-ns/p1'], {
+    const pod = await ds.getPod('agent-nc-ns', 'p1');
+    assert.deepEqual(Object.keys(cache.pods), ['agent-nc-ns/p1'], 'only pods bound to this node');
+    assert.deepEqual(cache.pods['agent-nc-ns/p1'], {
       uid: pod?.metadata.uid,
       nodeName: NODE,
       annotations: pod?.metadata.annotations,
     });
-    assert.equal(cache.pods['nc-ns/p1']?.annotations.note, 'one');
+    assert.equal(cache.pods['agent-nc-ns/p1']?.annotations.note, 'one');
     assert.deepEqual(
-      cache.namespaces['nc-ns']?.annotations,
-      (await ds.getNamespace('nc-ns'))?.metadata.annotations,
+      cache.namespaces['agent-nc-ns']?.annotations,
+      (await ds.getNamespace('agent-nc-ns'))?.metadata.annotations,
     );
-    assert.equal(cache.namespaces['nc-ns']?.annotations['ipam.blockipam.io/pools'], '["v4"]');
-    assert.equal(cache.namespaces['nc-ns']?.labels.team, 'a');
+    assert.equal(cache.namespaces['agent-nc-ns']?.annotations['ipam.blockipam.io/pools'], '["v4"]');
+    assert.equal(cache.namespaces['agent-nc-ns']?.labels.team, 'a');
     assert.equal(cache.node.labels.zone, 'z1');
     assert.equal(cache.cluster.uid, clusterUID);
     assert.equal(statSync(file).mode & 0o777, 0o644);
@@ -122,9 +122,9 @@ describe('agent node cache', () => {
   test('rewritten on change: a pod annotation, an allocation (new resourceVersion), node labels', async () => {
     const before = readCache();
     assert.ok(before);
-    kubectl(['annotate', 'pod', 'p1', '-n', 'nc-ns', 'note=two', '--overwrite']);
+    kubectl(['annotate', 'pod', 'p1', '-n', 'agent-nc-ns', 'note=two', '--overwrite']);
     await eventually('the new annotation', () =>
-      readCache()?.pods['nc-ns/p1']?.annotations.note === 'two' ? true : undefined,
+      readCache()?.pods['agent-nc-ns/p1']?.annotations.note === 'two' ? true : undefined,
     );
     const got = await autoAssign(ds, { handle: 'nc.c1.eth0', node: NODE, nodeLabels: { zone: 'z1' } });
     assert.equal(got.ok, true);
