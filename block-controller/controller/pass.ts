@@ -16,6 +16,7 @@ export interface PassLog {
 }
 
 export interface PassContext {
+  /** Bound to the pass's signal (core's withSignal): no request once leadership is lost. */
   ds: Datastore;
   view: ClusterView;
   /** ms since epoch. */
@@ -23,7 +24,7 @@ export interface PassContext {
   log: PassLog;
   metrics?: ControllerMetrics;
   events: EventBudget;
-  /** Passed to every core call (clock, stats for conflicts). */
+  /** Passed to every core call (clock, stats for conflicts, the pass's signal). */
   allocator: AllocatorOptions;
   /** False once leadership is lost or shutdown began: no further write step starts. */
   mayWrite: () => boolean;
@@ -31,21 +32,31 @@ export interface PassContext {
   onApiError?: (operation: string, error: unknown) => void;
 }
 
-/** At most `max` Events per pass; failures reported to `onError`, never thrown. */
+/**
+ * At most `max` Events per pass; failures reported to `onError`, never thrown. None is sent
+ * once `signal` (the pass's: leadership lost) has fired.
+ */
 export class EventBudget {
   readonly #sink: EventSink | undefined;
   readonly #pending: Promise<void>[] = [];
   #left: number;
   readonly #onError: (error: unknown) => void;
+  readonly #signal: AbortSignal | undefined;
 
-  constructor(sink: EventSink | undefined, max: number, onError: (error: unknown) => void = () => undefined) {
+  constructor(
+    sink: EventSink | undefined,
+    max: number,
+    onError: (error: unknown) => void = () => undefined,
+    signal?: AbortSignal,
+  ) {
     this.#sink = sink;
     this.#left = max;
     this.#onError = onError;
+    this.#signal = signal;
   }
 
   emit(event: ControllerEvent): void {
-    if (!this.#sink || this.#left <= 0) return;
+    if (!this.#sink || this.#left <= 0 || this.#signal?.aborted) return;
     this.#left -= 1;
     this.#pending.push(this.#sink.emit(event).catch(this.#onError));
   }

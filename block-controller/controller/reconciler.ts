@@ -5,7 +5,7 @@
  * every `resyncMs` (grace periods expire without any event). No pass runs while a watch has not
  * synced or is failing: missing data means keep.
  */
-import { newStats } from 'blockipam/core';
+import { newStats, withSignal } from 'blockipam/core';
 import type { AllocatorStats, Datastore } from 'blockipam/core';
 import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
 import type { EventSink } from './events.ts';
@@ -61,12 +61,19 @@ export class Reconciler {
   }
 
   /**
-   * One pass. `mayWrite` is checked before every write step (leadership, shutdown); `view`
-   * replaces the configured one for this pass (tests hand in what the watches would show).
+   * One pass. `mayWrite` is checked before every write step (leadership, shutdown); `signal`
+   * (the elector's `deposed`) is bound to every request of the pass — core calls, re-check GETs,
+   * status writes, Events: once it fires nothing more is sent, a request in flight is abandoned,
+   * and no further write step starts. `view` replaces the configured one for this pass (tests
+   * hand in what the watches would show).
    */
-  async pass(options: { mayWrite?: () => boolean; view?: ClusterView } = {}): Promise<PassResult> {
+  async pass(
+    options: { mayWrite?: () => boolean; view?: ClusterView; signal?: AbortSignal } = {},
+  ): Promise<PassResult> {
     const view = options.view ?? this.#o.view;
-    const mayWrite = options.mayWrite ?? (() => true);
+    const { signal } = options;
+    const allowed = options.mayWrite ?? (() => true);
+    const mayWrite = (): boolean => signal?.aborted !== true && allowed();
     const notReady = view.notReady();
     if (notReady) {
       this.#o.metrics?.passes.inc({ outcome: 'skipped' });
@@ -77,15 +84,16 @@ export class Reconciler {
       this.#o.events,
       this.#o.maxEventsPerPass ?? DEFAULT_MAX_EVENTS_PER_PASS,
       (error) => this.#o.onApiError?.('event', error),
+      signal,
     );
     const ctx: PassContext = {
-      ds: this.#o.ds,
+      ds: withSignal(this.#o.ds, signal),
       view,
       clock: this.#clock,
       log: this.#o.log,
       ...(this.#o.metrics ? { metrics: this.#o.metrics } : {}),
       events,
-      allocator: { clock: this.#clock, stats: this.stats },
+      allocator: { clock: this.#clock, stats: this.stats, ...(signal ? { signal } : {}) },
       mayWrite,
       ...(this.#o.onApiError ? { onApiError: this.#o.onApiError } : {}),
     };

@@ -100,7 +100,7 @@ export async function runController(options: ControllerOptions): Promise<void> {
     }
   }
 
-  const lead = async (leading: AbortSignal): Promise<void> => {
+  const lead = async (leading: AbortSignal, deposed: AbortSignal): Promise<void> => {
     lastPassMs = Date.now();
     const scheduler = new PassScheduler(() => pass(), {
       debounceMs: options.debounceMs,
@@ -118,7 +118,9 @@ export async function runController(options: ControllerOptions): Promise<void> {
     let conflicts = 0;
     const mayWrite = (): boolean => elector.isLeader && !leading.aborted;
     async function pass(): Promise<void> {
-      const done = await lifecycle.track(reconciler.pass({ mayWrite }));
+      // `deposed`: a leader that lost the lease sends nothing more (not even the request a
+      // core retry would send next); a shutdown (only `leading`) lets the write in flight finish.
+      const done = await lifecycle.track(reconciler.pass({ mayWrite, signal: deposed }));
       lastPassMs = Date.now();
       shared.conflicts.inc({ operation: 'reconcile' }, reconciler.stats.conflicts - conflicts);
       conflicts = reconciler.stats.conflicts;

@@ -65,8 +65,9 @@ export function scanAllocations(blocks: readonly IPAMBlock[], owners: OwnerIndex
 /**
  * Leak candidates with the time each was first seen. A candidate that stops being one (its pod
  * came back, the ordinal was released or handed out again — a new key) is forgotten, so its
- * grace period starts afresh if it leaks again. In memory only: a new leader starts every grace
- * period again (the safe direction).
+ * grace period starts afresh if it leaks again. In memory only, by design: a new leader starts
+ * every grace period again — a release comes later after a failover, never earlier
+ * (docs/design-controller.md §4).
  */
 export class LeakCandidates {
   readonly #firstSeenMs = new Map<string, number>();

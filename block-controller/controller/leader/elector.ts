@@ -3,8 +3,8 @@
  * A candidate tries every `retryPeriodMs` (× up to 1.2 jitter, as client-go); the leader renews
  * every `retryPeriodMs` and gives up when it has not renewed for `renewDeadlineMs` — shorter than
  * `leaseDurationMs`, so it stops acting before any other replica may take the lease. While
- * leading, `lead(signal)` runs; its signal aborts when leadership is lost or on shutdown, and the
- * loop waits for it to return before it releases the lease (holder cleared, 1 s) or competes
+ * leading, `lead(leading, deposed)` runs (see run()); `leading` aborts when leadership is lost or
+ * on shutdown, `deposed` only when it is lost, and the loop waits for `lead` to return before it releases the lease (holder cleared, 1 s) or competes
  * again. Defaults: client-go's 15 s / 10 s / 2 s.
  */
 import { isAlreadyExists, isConflict } from 'blockipam/core';
@@ -65,16 +65,37 @@ export class LeaderElector {
     return this.#leading && this.#o.clock() - this.#renewedAtMs < this.#o.renewDeadlineMs;
   }
 
-  /** Competes until `signal` aborts; runs `lead` while leading. Releases the lease on shutdown. */
-  async run(signal: AbortSignal, lead: (leading: AbortSignal) => Promise<void>): Promise<void> {
+  /**
+   * Competes until `signal` aborts; runs `lead` while leading. Releases the lease on shutdown.
+   * `lead` gets two signals: `leading` aborts when leadership ends for any reason (lost, or
+   * shutdown: start no new work); `deposed` aborts only when leadership is lost, at the very
+   * moment `isLeader` turns false (the renew deadline after the last renewal: a timer re-armed by
+   * each renewal, still armed while a shutting-down leader drains) — pass it to core calls, so a
+   * deposed leader sends no request after it (one already sent is settled by its
+   * preconditions), while a shutdown lets the write in flight finish.
+   */
+  async run(
+    signal: AbortSignal,
+    lead: (leading: AbortSignal, deposed: AbortSignal) => Promise<void>,
+  ): Promise<void> {
     while (!signal.aborted) {
       if (!(await this.#acquire(signal))) break;
       const leading = new AbortController();
-      const work = lead(leading.signal).catch(() => undefined);
-      const reason = await this.#renewUntilLost(signal);
+      const deposed = new AbortController();
+      const lost = `lease not renewed within ${this.#o.renewDeadlineMs} ms`;
+      let timer: NodeJS.Timeout | undefined;
+      const arm = (): void => {
+        clearTimeout(timer);
+        const leftMs = this.#renewedAtMs + this.#o.renewDeadlineMs - this.#o.clock();
+        timer = setTimeout(() => deposed.abort(new Error(lost)), Math.max(0, leftMs));
+      };
+      arm();
+      const work = lead(leading.signal, deposed.signal).catch(() => undefined);
+      const reason = await this.#renewUntilLost(signal, deposed.signal, arm, lost);
       leading.abort(new Error(reason));
       this.#leading = false;
       await work;
+      clearTimeout(timer);
       if (signal.aborted) {
         await this.#release();
         break;
@@ -95,14 +116,25 @@ export class LeaderElector {
     return false;
   }
 
-  /** Renews every retry period; returns why leadership ended. */
-  async #renewUntilLost(signal: AbortSignal): Promise<string> {
+  /**
+   * Renews every retry period (each success re-arms the deadline timer); returns why leadership
+   * ended. Once `deposed` has fired, leadership is over even if a late renewal succeeds.
+   */
+  async #renewUntilLost(
+    signal: AbortSignal,
+    deposed: AbortSignal,
+    rearm: () => void,
+    lost: string,
+  ): Promise<string> {
+    const wake = AbortSignal.any([signal, deposed]);
     while (!signal.aborted) {
-      await sleep(this.#o.retryPeriodMs, signal);
+      await sleep(this.#o.retryPeriodMs, wake);
       if (signal.aborted) break;
-      if (await this.#tryAcquireOrRenew()) continue;
-      if (this.#o.clock() - this.#renewedAtMs >= this.#o.renewDeadlineMs)
-        return `lease not renewed within ${this.#o.renewDeadlineMs} ms`;
+      if (deposed.aborted) return lost;
+      const renewed = await this.#tryAcquireOrRenew();
+      if (deposed.aborted) return lost;
+      if (renewed) rearm();
+      else if (this.#o.clock() - this.#renewedAtMs >= this.#o.renewDeadlineMs) return lost;
     }
     return 'shutting down';
   }
