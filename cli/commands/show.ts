@@ -2,15 +2,16 @@
  * `ipamctl show`: pool utilisation (default), `--blocks`, `--node N`, `--ip X`. Read-only.
  * Tables by default, `-o json|yaml` for scripts.
  */
-import { listNodeAllocations, affineSelector } from 'blockipam/core';
+import { affineSelector, IPAM_CONFIG_NAME, listNodeAllocations } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { defineCommand, withFormat } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
-import { EXIT } from '../io.ts';
+import { EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
-import { print } from '../output.ts';
+import { print, renderTable } from '../output.ts';
 import type { Format } from '../output.ts';
+import { nodeHeadroom } from '../show/node.ts';
 import { blockUsage, poolUsage } from '../show/usage.ts';
 import { withConnection } from './with-connection.ts';
 
@@ -31,14 +32,18 @@ export function showCommand(ctx: CommandContext) {
         .option('blocks', { type: 'boolean', describe: 'One row per block' })
         .option('node', {
           type: 'string',
-          describe: 'Blocks affine to NODE and every address allocated for it',
+          describe:
+            "NODE's affine blocks with free counts, the agent's watermark per pool, and every address allocated for it",
         })
         .option('ip', { type: 'string', describe: 'Who holds this address' })
         .conflicts('ip', ['node', 'blocks'])
         .conflicts('node', 'blocks')
         .example('$0 show', 'Pools: capacity, used, free, blocks')
         .example('$0 show --blocks -o yaml', 'Every block with its pool, affinity and use')
-        .example('$0 show --node worker-1', "A node's blocks and addresses (borrowed ones included)")
+        .example(
+          '$0 show --node worker-1',
+          "A node's headroom vs minFreeAddressesPerNode, its blocks, its addresses (borrowed ones included)",
+        )
         .example('$0 show --ip 10.244.3.70', 'The owner of an address: handle, pod, UID, node, sequence'),
     run: (args) => show(args, ctx.io),
   });
@@ -95,17 +100,31 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
 }
 
 async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io): Promise<void> {
-  const [affine, allocations] = await Promise.all([
+  const [affine, allocations, nodeObject, config, pools, reservations] = await Promise.all([
     ds.blocks.list({ labelSelector: affineSelector(node) }),
     listNodeAllocations(ds, node),
+    ds.getNode(node),
+    ds.configs.get(IPAM_CONFIG_NAME),
+    ds.pools.list(),
+    ds.reservations.list(),
   ]);
+  const headroom = nodeHeadroom({
+    node,
+    nodeLabels: nodeObject?.metadata.labels ?? (nodeObject ? {} : undefined),
+    config,
+    pools,
+    reservations,
+    affine,
+    nowMs: Date.now(),
+  });
   const data = {
     node,
-    blocks: affine.map((b) => ({
-      name: b.metadata.name,
-      cidr: b.spec.cidr,
-      used: Object.keys(b.spec.allocations).length,
-    })),
+    nodeExists: nodeObject !== undefined,
+    watermark: headroom.watermark,
+    maxBlocksPerNode: headroom.maxBlocksPerNode,
+    autoAllocateBlocks: headroom.autoAllocateBlocks,
+    pools: headroom.pools,
+    blocks: headroom.blocks,
     allocations: allocations.map((a) => ({
       address: a.address,
       block: a.block,
@@ -117,21 +136,46 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
       sequence: a.sequence,
     })),
   };
-  print(io.stdout, format, data, () => ({
-    headers: ['ADDRESS', 'BLOCK', 'BORROWED', 'POD', 'HANDLE'],
-    rows: [
-      ...data.allocations.map((a) => [
+  if (format !== 'table') return print(io.stdout, format, data, () => ({ headers: [], rows: [] }));
+  const sections = [
+    `NODE ${node}${data.nodeExists ? '' : ' (no Node object: deleted, or not registered yet)'}   ` +
+      `WATERMARK minFreeAddressesPerNode=${data.watermark}${data.watermark === 0 ? ' (pre-claim off)' : ''}` +
+      `   maxBlocksPerNode=${data.maxBlocksPerNode}${data.autoAllocateBlocks ? '' : '   autoAllocateBlocks=false'}`,
+    renderTable({
+      headers: ['POOL', 'FAMILY', 'BLOCKS', 'FREE', 'WATERMARK', 'BELOW', 'AT LIMIT'],
+      rows: data.pools.map((p) => [
+        p.pool,
+        `IPv${p.family}`,
+        String(p.blocks),
+        String(p.free),
+        String(data.watermark),
+        p.belowWatermark ? 'yes' : 'no',
+        p.atBlockLimit ? 'yes' : 'no',
+      ]),
+    }),
+    renderTable({
+      headers: ['BLOCK', 'CIDR', 'POOL', 'CAPACITY', 'USED', 'FREE'],
+      rows: data.blocks.map((b) => [
+        b.name,
+        b.cidr,
+        b.pool || '(none)',
+        String(b.capacity),
+        String(b.used),
+        String(b.free),
+      ]),
+    }),
+    renderTable({
+      headers: ['ADDRESS', 'BLOCK', 'BORROWED', 'POD', 'HANDLE'],
+      rows: data.allocations.map((a) => [
         a.address,
         a.block,
         String(a.borrowed),
         a.pod ? `${a.namespace ?? ''}/${a.pod}` : '-',
         a.handle,
       ]),
-      ...data.blocks
-        .filter((b) => b.used === 0)
-        .map((b) => ['-', b.name, 'false', '(empty affine block)', '-']),
-    ],
-  }));
+    }),
+  ];
+  println(io.stdout, sections.join('\n\n'));
 }
 
 async function showIP(ds: KubeDatastore, text: string, format: Format, io: Io): Promise<ExitCode> {

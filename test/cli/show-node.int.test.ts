@@ -1,0 +1,143 @@
+// ipamctl show --node against the real API server: the node's affine blocks with their free
+// counts, the agent's watermark (IPAMConfig minFreeAddressesPerNode) per eligible pool — below
+// it or not, at maxBlocksPerNode or not — as the agent's own planner computes it; pools the
+// agent would not pre-claim in (Manual, another nodeSelector, disabled) are not listed.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { IPAM_CONFIG_NAME } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
+import { blockObject, cleanClusterHooks, ipamctl, poolObject, uniqueNamespace } from './cluster.ts';
+
+const ns = uniqueNamespace('ipamctl-shownode');
+let ds: KubeDatastore;
+
+interface ShownNode {
+  node: string;
+  nodeExists: boolean;
+  watermark: number;
+  maxBlocksPerNode: number;
+  pools: {
+    pool: string;
+    family: number;
+    blocks: number;
+    free: number;
+    belowWatermark: boolean;
+    atBlockLimit: boolean;
+  }[];
+  blocks: { name: string; cidr: string; pool: string; capacity: number; used: number; free: number }[];
+  allocations: { address: string; borrowed: boolean }[];
+}
+
+async function seed(spec: Record<string, unknown>): Promise<void> {
+  await ds.configs.create({ metadata: { name: IPAM_CONFIG_NAME }, spec });
+  await ds.pools.create(poolObject('p4', '10.245.0.0/24'));
+  await ds.pools.create(poolObject('p6', 'fd00:245::/120', 122));
+  await ds.pools.create({
+    ...poolObject('manual', '10.246.0.0/24'),
+    spec: { cidr: '10.246.0.0/24', assignmentMode: 'Manual' },
+  });
+  await ds.pools.create({
+    ...poolObject('elsewhere', '10.247.0.0/24'),
+    spec: { cidr: '10.247.0.0/24', nodeSelector: { matchLabels: { zone: 'b' } } },
+  });
+  const allocations = [
+    { ordinal: 5, handle: 'net.a.eth0', node: 'sn1', namespace: ns, pod: 'a', podUID: 'uid-a' },
+    { ordinal: 6, handle: 'net.b.eth0', node: 'sn2', namespace: ns, pod: 'b', podUID: 'uid-b' },
+  ];
+  await ds.blocks.create(blockObject({ cidr: '10.245.0.0/26', pool: 'p4', affinity: 'sn1', allocations }));
+  await ds.blocks.create(blockObject({ cidr: '10.245.0.64/26', pool: 'p4', affinity: 'sn2' }));
+}
+
+describe('ipamctl show --node (real API server)', () => {
+  cleanClusterHooks({ namespace: ns, nodes: ['sn1', 'sn2'], onReady: (d) => (ds = d) });
+
+  test('free counts per block and per pool against minFreeAddressesPerNode', async () => {
+    await seed({ minFreeAddressesPerNode: 60 });
+    const run = await ipamctl(['show', '--node', 'sn1', '-o', 'json']);
+    assert.equal(run.code, 0, run.stderr);
+    const shown = JSON.parse(run.stdout) as ShownNode;
+    assert.equal(shown.nodeExists, true);
+    assert.equal(shown.watermark, 60);
+    assert.equal(shown.maxBlocksPerNode, 20);
+    // /26: 61 assignable, 2 allocated (sn2's borrowed .6 is in sn1's block: it counts against sn1).
+    assert.deepEqual(shown.blocks, [
+      { name: '10-245-0-0-26', cidr: '10.245.0.0/26', pool: 'p4', capacity: 61, used: 2, free: 59 },
+    ]);
+    assert.deepEqual(shown.pools, [
+      { pool: 'p4', family: 4, blocks: 1, free: 59, belowWatermark: true, atBlockLimit: false },
+      { pool: 'p6', family: 6, blocks: 0, free: 0, belowWatermark: true, atBlockLimit: false },
+    ]);
+    const table = await ipamctl(['show', '--node', 'sn1']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^NODE sn1 +WATERMARK minFreeAddressesPerNode=60 +maxBlocksPerNode=20\n\n/);
+    assert.match(
+      table.stdout,
+      /\nPOOL +FAMILY +BLOCKS +FREE +WATERMARK +BELOW +AT LIMIT\np4 +IPv4 +1 +59 +60 +yes +no\np6 +IPv6 +0 +0 +60 +yes +no\n/,
+    );
+    assert.match(
+      table.stdout,
+      /\nBLOCK +CIDR +POOL +CAPACITY +USED +FREE\n10-245-0-0-26 +10\.245\.0\.0\/26 +p4 +61 +2 +59\n/,
+    );
+    assert.match(
+      table.stdout,
+      /\nADDRESS +BLOCK +BORROWED +POD +HANDLE\n10\.245\.0\.5 +10-245-0-0-26 +false +[^ ]+\/a +net\.a\.eth0\n$/,
+    );
+    // sn2: its own empty block is its headroom; its borrowed address is listed, not counted.
+    const sn2 = JSON.parse((await ipamctl(['show', '--node', 'sn2', '-o', 'json'])).stdout) as ShownNode;
+    assert.deepEqual(sn2.pools[0], {
+      pool: 'p4',
+      family: 4,
+      blocks: 1,
+      free: 61,
+      belowWatermark: false,
+      atBlockLimit: false,
+    });
+    assert.deepEqual(
+      sn2.allocations.map((a) => [a.address, a.borrowed]),
+      [['10.245.0.6', true]],
+    );
+  });
+
+  test('at maxBlocksPerNode the node is reported at its limit; watermark 0 is never below', async () => {
+    await seed({ minFreeAddressesPerNode: 60, maxBlocksPerNode: 1 });
+    let shown = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
+    assert.deepEqual(
+      shown.pools.map((p) => [p.pool, p.belowWatermark, p.atBlockLimit]),
+      [
+        ['p4', true, true],
+        ['p6', true, false],
+      ],
+    );
+    const config = await ds.configs.get(IPAM_CONFIG_NAME);
+    await ds.configs.update({ ...config!, spec: { minFreeAddressesPerNode: 0 } });
+    shown = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
+    assert.equal(shown.watermark, 0);
+    assert.deepEqual(
+      shown.pools.map((p) => p.belowWatermark),
+      [false, false],
+    );
+    assert.match(
+      (await ipamctl(['show', '--node', 'sn1'])).stdout,
+      /minFreeAddressesPerNode=0 \(pre-claim off\)/,
+    );
+  });
+
+  test('a node without a Node object says so (and the default watermark is 16)', async () => {
+    await ds.pools.create(poolObject('p4', '10.245.0.0/24'));
+    await ds.blocks.create(blockObject({ cidr: '10.245.0.128/26', pool: 'p4', affinity: 'gone-node' }));
+    const table = await ipamctl(['show', '--node', 'gone-node']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(
+      table.stdout,
+      /^NODE gone-node \(no Node object: deleted, or not registered yet\) +WATERMARK minFreeAddressesPerNode=16 /,
+    );
+    const shown = JSON.parse(
+      (await ipamctl(['show', '--node', 'gone-node', '-o', 'json'])).stdout,
+    ) as ShownNode;
+    assert.equal(shown.nodeExists, false);
+    assert.deepEqual(
+      shown.blocks.map((b) => [b.name, b.free]),
+      [['10-245-0-128-26', 61]],
+    );
+  });
+});
