@@ -10,7 +10,8 @@ import { LOG_LEVELS } from '../shared/index.ts';
 import type { LogLevel } from '../shared/index.ts';
 
 export interface AgentOptions {
-  readonly command: 'run' | 'install';
+  /** `help`: --help was asked for and printed (stdout); the caller exits 0. */
+  readonly command: 'run' | 'install' | 'help';
   readonly nodeName: string;
   readonly kubeconfig?: string;
   readonly context?: string;
@@ -46,6 +47,19 @@ export interface AgentOptions {
   readonly tokenAudiences: readonly string[];
   readonly tokenExpirationSeconds: number;
   readonly tokenRefreshSeconds?: number;
+}
+
+/** `--plugin-binary self`: copy the running executable (the image's multi-call blockipam). */
+export const PLUGIN_BINARY_SELF = 'self';
+
+/**
+ * The running file when it is a Bun-compiled executable (its entry module lives in Bun's
+ * embedded file system, `/$bunfs/…`; process.execPath is then the executable itself, whatever
+ * name or symlink it was started by), else undefined (under node or `bun run`, execPath is the
+ * runtime, not blockipam).
+ */
+function selfExecutable(): string | undefined {
+  return process.argv[1]?.startsWith('/$bunfs/') ? process.execPath : undefined;
 }
 
 /**
@@ -93,7 +107,10 @@ export async function parseOptions(
       },
       'cni-bin-dir': { type: 'string', default: '/opt/cni/bin' },
       'cni-conf-dir': { type: 'string', default: '/etc/cni/net.d' },
-      'plugin-binary': { type: 'string', describe: 'Plugin executable to copy into --cni-bin-dir' },
+      'plugin-binary': {
+        type: 'string',
+        describe: 'Plugin executable to copy into --cni-bin-dir ("self": this multi-call executable)',
+      },
       'conflist-name': { type: 'string', default: '10-blockipam.conflist' },
       'network-name': { type: 'string', default: 'blockipam' },
       'cni-version': { type: 'string', default: '1.1.0' },
@@ -129,6 +146,7 @@ export async function parseOptions(
       },
     })
     .check((a) => {
+      if (a.help) return true; // printed by yargs; nothing else is required then
       if (!a['node-name']) throw new Error('--node-name (or $NODE_NAME) is required');
       for (const key of ['metrics-port', 'upkeep-seconds', 'token-expiration-seconds'] as const)
         if (!Number.isFinite(a[key]) || a[key] < 0) throw new Error(`--${key} must be a number >= 0`);
@@ -137,6 +155,10 @@ export async function parseOptions(
       if ((a['install-cni'] || a._[0] === 'install') && (!a['service-account'] || !a.namespace))
         throw new Error(
           'install mode needs --service-account and --namespace (or $SERVICE_ACCOUNT_NAME, $POD_NAMESPACE)',
+        );
+      if (a['plugin-binary'] === PLUGIN_BINARY_SELF && selfExecutable() === undefined)
+        throw new Error(
+          '--plugin-binary self needs the multi-call blockipam executable (this process is not one: name a file)',
         );
       if (Boolean(a['pod-name']) !== Boolean(a['pod-uid']))
         throw new Error('--pod-name and --pod-uid go together');
@@ -152,7 +174,7 @@ export async function parseOptions(
     .parseAsync();
   const opt = <T>(value: T | undefined): T | undefined => (value === '' ? undefined : value);
   return {
-    command: parsed._[0] === 'install' ? 'install' : 'run',
+    command: parsed.help ? 'help' : parsed._[0] === 'install' ? 'install' : 'run',
     nodeName: parsed['node-name'] as string,
     kubeconfig: opt(parsed.kubeconfig),
     context: opt(parsed.context),
@@ -167,7 +189,8 @@ export async function parseOptions(
     installCni: parsed['install-cni'],
     cniBinDir: parsed['cni-bin-dir'],
     cniConfDir: parsed['cni-conf-dir'],
-    pluginBinary: opt(parsed['plugin-binary']),
+    pluginBinary:
+      parsed['plugin-binary'] === PLUGIN_BINARY_SELF ? selfExecutable() : opt(parsed['plugin-binary']),
     conflistName: parsed['conflist-name'],
     networkName: parsed['network-name'],
     cniVersion: parsed['cni-version'],

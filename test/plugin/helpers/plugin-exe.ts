@@ -12,7 +12,8 @@ export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..'
 export const pluginDir = join(repoRoot, 'build', 'plugin');
 export const pluginPath = join(pluginDir, 'blockipam');
 
-function newestSource(dir: string): number {
+/** Newest mtime (ms) of any .ts file under `dir`. */
+export function newestSource(dir: string): number {
   let newest = 0;
   for (const e of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, e.name);

@@ -1,0 +1,122 @@
+/**
+ * The multi-call executable (cmd/blockipam.ts, built by scripts/build-plugin.ts --multi-call):
+ * every role runs by its symlink and by its subcommand; a bad name or subcommand fails with
+ * exit 2 and a message naming it; the agent's install mode copies the executable itself
+ * (`--plugin-binary self`) into the CNI bin dir as `blockipam`, and the copy is the plugin.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import type { SpawnSyncReturns } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { controlPlane, kubectl } from '../helpers/control-plane.ts';
+import { ensureMultiCall, multiCallDir } from '../helpers/multi-call.ts';
+
+let exe: string;
+let dir: string;
+
+function run(
+  path: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+): SpawnSyncReturns<string> {
+  return spawnSync(path, args, {
+    encoding: 'utf8',
+    input: '',
+    env: { PATH: process.env.PATH ?? '', ...env },
+  });
+}
+
+/** The plugin's VERSION answer (CNI spec §"VERSION"). */
+function assertVersion(r: SpawnSyncReturns<string>): void {
+  assert.equal(r.status, 0, r.stderr);
+  const answer = JSON.parse(r.stdout) as { cniVersion: string; supportedVersions: string[] };
+  assert.ok(answer.supportedVersions.includes('1.1.0'), r.stdout);
+}
+
+describe('the multi-call executable', () => {
+  before(() => {
+    exe = ensureMultiCall();
+    dir = mkdtempSync(join(tmpdir(), 'multi-call-'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('the plugin role answers VERSION by its name and by `blockipam plugin`', () => {
+    assertVersion(run(exe, [], { CNI_COMMAND: 'VERSION' }));
+    assertVersion(run(exe, ['plugin'], { CNI_COMMAND: 'VERSION' }));
+  });
+
+  for (const [link, sub, usage] of [
+    ['ipamctl', 'ipamctl', /ipamctl <command> \[options\]/],
+    ['blockipam-agent', 'agent', /--install-cni/],
+    ['blockipam-controller', 'controller', /--lease-duration-seconds/],
+  ] as const) {
+    test(`${link} --help by its symlink and \`blockipam ${sub} --help\``, () => {
+      for (const r of [run(join(multiCallDir, link), ['--help']), run(exe, [sub, '--help'])]) {
+        assert.equal(r.status, 0, r.stderr);
+        assert.match(r.stdout, usage);
+      }
+    });
+  }
+
+  test('the role follows the invoked name, wherever the symlink is', () => {
+    const link = join(dir, 'ipamctl');
+    symlinkSync(exe, link);
+    const r = run(link, ['--help']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /ipamctl <command>/);
+  });
+
+  test('an unknown name or subcommand exits 2 naming it; --help shows the roles', () => {
+    const link = join(dir, 'blockipam-cni');
+    symlinkSync(exe, link);
+    const name = run(link, []);
+    assert.equal(name.status, 2);
+    assert.match(name.stderr, /unknown role "blockipam-cni"/);
+    const sub = run(exe, ['agnet']);
+    assert.equal(sub.status, 2);
+    assert.match(sub.stderr, /unknown subcommand "agnet": one of plugin, ipamctl, agent, controller/);
+    const help = run(exe, ['--help']);
+    assert.equal(help.status, 0);
+    assert.match(help.stdout, /blockipam controller \[options\]/);
+  });
+
+  test('agent install --plugin-binary self copies the executable itself as the plugin', () => {
+    const ns = 'multi-call-ns';
+    const sa = 'blockipam-plugin';
+    kubectl(['create', 'namespace', ns]);
+    try {
+      const created = kubectl(['-n', ns, 'create', 'serviceaccount', sa]);
+      assert.equal(created.status, 0, created.stderr);
+      const r = run(exe, [
+        'agent',
+        'install',
+        '--node-name',
+        'mc-1',
+        '--kubeconfig',
+        controlPlane().adminKubeconfig,
+        '--plugin-binary',
+        'self',
+        '--cni-bin-dir',
+        join(dir, 'bin'),
+        '--cni-conf-dir',
+        join(dir, 'net.d'),
+        '--plugin-kubeconfig',
+        join(dir, 'net.d', 'blockipam-kubeconfig'),
+        '--service-account',
+        sa,
+        '--namespace',
+        ns,
+      ]);
+      assert.equal(r.status, 0, r.stderr);
+      const installed = join(dir, 'bin', 'blockipam');
+      assert.equal(statSync(installed).mode & 0o777, 0o755);
+      assert.ok(readFileSync(installed).equals(readFileSync(exe)), 'the installed plugin is the executable');
+      assertVersion(run(installed, [], { CNI_COMMAND: 'VERSION' }));
+    } finally {
+      kubectl(['delete', 'namespace', ns, '--wait=false']);
+    }
+  });
+});
