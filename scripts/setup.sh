@@ -25,5 +25,7 @@ if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.pack
 fi
 echo "== control plane, CNI tools, kubelet, containerd and images (built once from the Go module proxy and Debian packages into ~/.cache/blockipam)" >&2
 bash test/cluster/build.sh all >/dev/null
+echo "== Helm 3 and Helm 4 for the chart tests (built once from the Go module proxy into ~/.cache/blockipam; 4.5-21 min cold, depending on load)" >&2
+bash test/tools/build-helm.sh >/dev/null
 # Everything after this uses the project's Node 24 (npm scripts do the same).
 export PATH="$PWD/node_modules/.bin:$PATH"

@@ -1,0 +1,56 @@
+{{/* The prefix of every object's name: the release name, or <release>-blockipam. */}}
+{{- define "blockipam.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "blockipam.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* selector labels of one component: include "blockipam.selector" (list . "agent") */}}
+{{- define "blockipam.selector" -}}
+{{- $ := index . 0 -}}
+app.kubernetes.io/name: {{ $.Chart.Name }}
+app.kubernetes.io/instance: {{ $.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/* The node ServiceAccount: the agent's pods run as it, and the plugin's token is of it (a
+token bound to the agent's pod must be of the pod's own ServiceAccount). */}}
+{{- define "blockipam.nodeServiceAccount" -}}{{ include "blockipam.fullname" . }}-node{{- end -}}
+{{- define "blockipam.controllerServiceAccount" -}}{{ include "blockipam.fullname" . }}-controller{{- end -}}
+
+{{- define "blockipam.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* --api-server when apiServer.host is set (IPv6 hosts get brackets). */}}
+{{- define "blockipam.apiServerArg" -}}
+{{- with .Values.apiServer.host -}}
+{{- if contains ":" . }}
+- --api-server=https://[{{ . }}]:{{ $.Values.apiServer.port }}
+{{- else }}
+- --api-server=https://{{ . }}:{{ $.Values.apiServer.port }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether any pool is IPv6 / IPv4. */}}
+{{- define "blockipam.hasIPv6" -}}
+{{- range .Values.pools }}{{ if contains ":" .cidr }}true{{ end }}{{ end -}}
+{{- end -}}
+{{- define "blockipam.hasIPv4" -}}
+{{- range .Values.pools }}{{ if not (contains ":" .cidr) }}true{{ end }}{{ end -}}
+{{- end -}}
+
+{{- define "blockipam.vapSupported" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}true{{- end -}}
+{{- end -}}

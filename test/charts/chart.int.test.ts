@@ -1,0 +1,241 @@
+/**
+ * charts/blockipam with Helm 3 and Helm 4 (built by test/tools/build-helm.sh): `lint --strict`,
+ * what `template` renders (the agent DaemonSet, the controller Deployment, pools, policy), the
+ * values schema's refusals naming the value, the packaged CRDs equal to crds/, and the rendered
+ * chart accepted by the real API server (server-side dry-run). RBAC and the admission policy in
+ * action: rbac.int.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { describe, test } from 'node:test';
+import { kubectl } from '../helpers/control-plane.ts';
+import { installCrds } from '../helpers/crds.ts';
+import { CHART, REPO, find, helm, parseObjects, render, templateArgs } from './helm.ts';
+import type { HelmMajor, Rendered } from './helm.ts';
+
+interface Container {
+  command: string[];
+  args: string[];
+  env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  securityContext: { capabilities: { drop: string[]; add?: string[] }; readOnlyRootFilesystem: boolean };
+  volumeMounts: { name: string; mountPath: string }[];
+  livenessProbe: { httpGet: { path: string } };
+  readinessProbe: { httpGet: { path: string } };
+}
+interface PodSpec {
+  hostNetwork?: boolean;
+  priorityClassName: string;
+  serviceAccountName: string;
+  tolerations?: { operator: string }[];
+  containers: Container[];
+  volumes: { name: string; hostPath?: { path: string } }[];
+  affinity?: { podAntiAffinity?: { requiredDuringSchedulingIgnoredDuringExecution: unknown[] } };
+}
+const podSpec = (o: Rendered): PodSpec => (o.spec as { template: { spec: PodSpec } }).template.spec;
+
+const DUAL_STACK = `pools:
+  - {name: v4, cidr: 10.244.0.0/16}
+  - {name: v6, cidr: "fd00:10:244::/56", blockSize: 122}
+`;
+
+function valuesFile(text: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'chart-values-')), 'values.yaml');
+  writeFileSync(file, text);
+  return file;
+}
+
+for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
+  describe(`charts/blockipam with Helm ${major}`, () => {
+    test('helm lint --strict passes with the default values and with dual-stack pools', () => {
+      for (const extra of [[], ['-f', valuesFile(DUAL_STACK)]]) {
+        const r = helm(major, ['lint', '--strict', CHART, ...extra]);
+        assert.equal(r.status, 0, r.stdout + r.stderr);
+        assert.match(r.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+      }
+    });
+
+    test('the agent DaemonSet: host network, NET_ADMIN only, every taint, downward API, CNI mounts, probes', () => {
+      const objects = render(major);
+      const ds = find(objects, 'DaemonSet', 'blockipam-agent');
+      assert.deepEqual((ds.spec as { updateStrategy: unknown }).updateStrategy, {
+        type: 'RollingUpdate',
+        rollingUpdate: { maxUnavailable: 1 },
+      });
+      const spec = podSpec(ds);
+      assert.equal(spec.hostNetwork, true);
+      assert.equal(spec.priorityClassName, 'system-node-critical');
+      assert.deepEqual(spec.tolerations, [{ operator: 'Exists' }]);
+      assert.equal(spec.serviceAccountName, 'blockipam-node');
+      const [agent] = spec.containers;
+      assert.ok(agent);
+      assert.deepEqual(agent.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN'] });
+      assert.equal(agent.securityContext.readOnlyRootFilesystem, true);
+      assert.deepEqual(Object.fromEntries(agent.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])), {
+        NODE_NAME: 'spec.nodeName',
+        POD_NAME: 'metadata.name',
+        POD_UID: 'metadata.uid',
+        POD_NAMESPACE: 'metadata.namespace',
+        SERVICE_ACCOUNT_NAME: 'spec.serviceAccountName',
+      });
+      assert.deepEqual(
+        spec.volumes.filter((v) => v.hostPath).map((v) => v.hostPath?.path),
+        ['/opt/cni/bin', '/etc/cni/net.d', '/var/run/blockipam'],
+      );
+      for (const path of ['/opt/cni/bin', '/etc/cni/net.d', '/var/run/blockipam'])
+        assert.ok(
+          agent.volumeMounts.some((m) => m.mountPath === path),
+          `${path} mounted at its host path`,
+        );
+      assert.equal(agent.livenessProbe.httpGet.path, '/healthz');
+      assert.equal(agent.readinessProbe.httpGet.path, '/readyz');
+      for (const arg of ['--install-cni', '--routes=true', '--cni-version=1.1.0', '--portmap=true'])
+        assert.ok(agent.args.includes(arg), `${arg} in ${agent.args.join(' ')}`);
+      assert.ok(!agent.args.some((a) => a.startsWith('--mtu')), 'mtu 0: ptp decides');
+
+      // values: routes off drops NET_ADMIN; mtu, portmap, cniVersion, API server override, IPv6
+      const tuned = podSpec(
+        find(
+          render(major, [
+            'blockipam',
+            '--set',
+            'agent.routes=false,cni.mtu=1400,cni.portmap=false,cni.cniVersion=1.0.0,apiServer.host=10.99.0.1',
+            '-f',
+            valuesFile(DUAL_STACK),
+          ]),
+          'DaemonSet',
+          'blockipam-agent',
+        ),
+      ).containers[0];
+      assert.ok(tuned);
+      assert.deepEqual(tuned.securityContext.capabilities, { drop: ['ALL'] });
+      for (const arg of [
+        '--routes=false',
+        '--mtu=1400',
+        '--portmap=false',
+        '--cni-version=1.0.0',
+        '--api-server=https://10.99.0.1:6443',
+        '--assign-ipv6',
+      ])
+        assert.ok(tuned.args.includes(arg), `${arg} in ${tuned.args.join(' ')}`);
+    });
+
+    test('the controller: 2 replicas, one per node, PodDisruptionBudget, probes, its own lease', () => {
+      const objects = render(major);
+      const deploy = find(objects, 'Deployment', 'blockipam-controller');
+      assert.equal((deploy.spec as { replicas: number }).replicas, 2);
+      const spec = podSpec(deploy);
+      assert.equal(spec.serviceAccountName, 'blockipam-controller');
+      assert.equal(spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution.length, 1);
+      const [controller] = spec.containers;
+      assert.ok(controller);
+      assert.deepEqual(controller.securityContext.capabilities, { drop: ['ALL'] });
+      assert.ok(controller.args.includes('--lease-name=blockipam-controller'));
+      assert.ok(controller.args.includes('--lease-namespace=kube-system'));
+      assert.equal(controller.readinessProbe.httpGet.path, '/readyz');
+      const pdb = find(objects, 'PodDisruptionBudget', 'blockipam-controller');
+      assert.equal((pdb.spec as { maxUnavailable: number }).maxUnavailable, 1);
+    });
+
+    test('pools and the IPAMConfig come from the values and are kept on uninstall', () => {
+      const objects = render(major, [
+        'blockipam',
+        '-f',
+        valuesFile(`${DUAL_STACK}ipamConfig: {minFreeAddressesPerNode: 8, strictAffinity: true}\n`),
+      ]);
+      const pools = objects.filter((o) => o.kind === 'IPPool');
+      assert.deepEqual(
+        pools.map((p) => [p.metadata.name, p.spec]),
+        [
+          ['v4', { cidr: '10.244.0.0/16' }],
+          ['v6', { cidr: 'fd00:10:244::/56', blockSize: 122 }],
+        ],
+      );
+      const config = find(objects, 'IPAMConfig', 'default');
+      assert.deepEqual(config.spec, { minFreeAddressesPerNode: 8, strictAffinity: true });
+      for (const o of [...pools, config])
+        assert.equal(o.metadata.annotations?.['helm.sh/resource-policy'], 'keep', o.metadata.name);
+      const defaults = render(major).filter((o) => o.kind === 'IPPool');
+      assert.deepEqual(
+        defaults.map((p) => [p.metadata.name, p.spec]),
+        [['default-ipv4', { cidr: '10.244.0.0/16', blockSize: 26 }]],
+      );
+    });
+
+    test('the admission policy is rendered where the API server serves it, unless disabled', () => {
+      const kinds = (objects: Rendered[]): string[] =>
+        objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy')).map((o) => o.kind);
+      assert.equal(kinds(render(major)).length, 4, 'two policies and their bindings');
+      assert.deepEqual(kinds(render(major, ['blockipam', '--set', 'admissionPolicy.enabled=false'])), []);
+      // without --api-versions naming it (an old API server), nothing — and NOTES warns
+      const old = helm(major, ['template', 'blockipam', CHART, '--kube-version', 'v1.30.0']);
+      assert.equal(old.status, 0, old.stderr);
+      assert.deepEqual(kinds(parseObjects(old.stdout)), []);
+    });
+
+    test('values.schema.json refuses bad values, naming each', () => {
+      const cases: [string[], RegExp][] = [
+        [['--set', 'image.repository='], /\/image\/repository/],
+        [['--set', 'foo=1'], /additional properties 'foo' not allowed/],
+        [['--set', 'agent.metricsPort=0'], /\/agent\/metricsPort/],
+        [['--set', 'cni.cniVersion=2.0.0'], /\/cni\/cniVersion/],
+        [['--set', 'pools[0].name=p,pools[0].cidr=10.244.0.0'], /\/pools\/0\/cidr/],
+        [
+          ['--set', 'pools[0].name=p,pools[0].cidr=10.0.0.0/8,pools[0].colour=red'],
+          /additional properties 'colour'/,
+        ],
+        [['--set', 'ipamConfig.maxBlocksPerNode=0'], /\/ipamConfig\/maxBlocksPerNode/],
+        [['--set', 'controller.replicas=0'], /\/controller\/replicas/],
+        [['--set', 'agent.tokenExpirationSeconds=60'], /\/agent\/tokenExpirationSeconds/],
+        [['--set', 'cni.mtu=100'], /cni\.mtu must be 0/],
+      ];
+      for (const [args, message] of cases) {
+        const r = helm(major, templateArgs(['blockipam', ...args]));
+        assert.notEqual(r.status, 0, `${args.join(' ')} was accepted`);
+        assert.match(r.stderr, message, args.join(' '));
+      }
+    });
+
+    test('the packaged chart holds crds/ byte for byte (crds is a link to the one source)', () => {
+      const out = mkdtempSync(join(tmpdir(), 'chart-package-'));
+      const r = helm(major, ['package', CHART, '--destination', out]);
+      assert.equal(r.status, 0, r.stderr);
+      const tgz = readdirSync(out).find((f) => f.endsWith('.tgz'));
+      assert.ok(tgz, r.stdout);
+      const x = spawnSync('tar', ['-xzf', join(out, tgz), '-C', out], { encoding: 'utf8' });
+      assert.equal(x.status, 0, x.stderr);
+      const source = readdirSync(join(REPO, 'crds')).sort();
+      assert.deepEqual(readdirSync(join(out, 'blockipam', 'crds')).sort(), source);
+      for (const f of source)
+        assert.equal(
+          readFileSync(join(out, 'blockipam', 'crds', f), 'utf8'),
+          readFileSync(join(REPO, 'crds', f), 'utf8'),
+          f,
+        );
+      const withCrds = render(major, ['blockipam', '--include-crds']);
+      assert.equal(withCrds.filter((o) => o.kind === 'CustomResourceDefinition').length, source.length);
+    });
+
+    test('the rendered chart passes a server-side dry-run apply on the API server', () => {
+      installCrds();
+      for (const extra of [[], ['-f', valuesFile(DUAL_STACK)]]) {
+        const r = helm(major, templateArgs(['blockipam', ...extra]));
+        assert.equal(r.status, 0, r.stderr);
+        const apply = kubectl(
+          ['apply', '--server-side', '--dry-run=server', '--field-manager=helm', '-f', '-'],
+          {
+            input: r.stdout,
+          },
+        );
+        assert.equal(apply.status, 0, apply.stderr);
+        assert.match(apply.stdout, /daemonset\.apps\/blockipam-agent serverside-applied \(server dry run\)/);
+        assert.match(
+          apply.stdout,
+          /validatingadmissionpolicy\.admissionregistration\.k8s\.io\/blockipam-node-blocks/,
+        );
+      }
+    });
+  });
+}
