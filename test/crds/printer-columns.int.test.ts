@@ -83,7 +83,7 @@ describe('printer columns resolve on the objects blockipam writes', () => {
       held: 0,
       maxBlocksPerNode: 20,
     });
-    assert.equal(typeof got, 'object', `claimed: ${String(got)}`);
+    assert.equal(typeof got, 'object', `claimed: ${JSON.stringify(got)}`);
     // An unowned block (its node deleted).
     await ds.blocks.create(
       newBlock({ cidr: mustParseCidr('10.77.200.0/26'), pool: 'pc4', node: null, nowMs: Date.now() }),
