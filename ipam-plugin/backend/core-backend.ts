@@ -35,7 +35,7 @@ import type { NetConf } from '../cni/netconf.ts';
 import type { IpConfig } from '../cni/result.ts';
 import { loadInputs, type Inputs, type SnapshotCacheOptions } from '../host/snapshot-cache.ts';
 import { poolStatus } from './pool-status.ts';
-import { prefetchAffineBlocks } from './prefetch.ts';
+import { isStaleNodeBlocksError, prefetchAffineBlocks } from './prefetch.ts';
 import type { NodeCacheRead } from '../host/node-cache-file.ts';
 import {
   cachedBlocksView,
@@ -125,6 +125,8 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   let snapshotCached: boolean | undefined;
   let nodeCacheUse: string | undefined;
   let podFromCache: boolean | undefined;
+  /** A claim on blocks read before the lock was re-decided on a fresh LIST (prefetch.ts). */
+  let staleNodeBlocks = false;
   let read: Promise<NodeCacheRead> | undefined;
   /** The node cache of this invocation (read once), or a miss. */
   const nodeCache = (node: string): Promise<NodeCacheRead> => {
@@ -215,7 +217,13 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         ? assignIP(on, { ...base, addresses: staticIPs })
         : autoAssign(on, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
     };
-    const first = await assign(p.inputs, view);
+    // A claim about to rest on node blocks read before the lock that the region LIST (read under
+    // the lock) contradicts: nothing was created; decide again on a fresh LIST (prefetch.ts).
+    const first = await assign(p.inputs, view).catch((e: unknown) => {
+      if (!isStaleNodeBlocksError(e)) throw e;
+      staleNodeBlocks = true;
+      return assign(p.inputs, ds);
+    });
     // Re-decided on fresh reads: a failure on a cached snapshot; any failure on cached blocks
     // (a handle or address they show taken may have been released since).
     const confirm =
@@ -336,6 +344,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       ...(snapshotCached !== undefined ? { snapshotCached } : {}),
       ...(nodeCacheUse !== undefined ? { nodeCache: nodeCacheUse } : {}),
       ...(podFromCache !== undefined ? { podFromCache } : {}),
+      ...(staleNodeBlocks ? { staleNodeBlocks } : {}),
     }),
   };
 }
