@@ -30,7 +30,8 @@ export type {
   HandleRelease,
 } from './allocator/release.ts';
 export { releaseForGC } from './allocator/gc.ts';
-export type { Attachment, GcRequest } from './allocator/gc.ts';
+export type { Attachment, GcRequest, GcResult } from './allocator/gc.ts';
+export { isLivePod, podIPs } from './allocator/pod-liveness.ts';
 export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
 export { releaseNodeBlocks } from './allocator/node-blocks.ts';
 export { releaseUnownedEmptyBlocks } from './allocator/unowned-blocks.ts';
@@ -50,7 +51,7 @@ export type { PoolRequest, PoolSnapshot, ShadowedPool, SnapshotObjects } from '.
 export { poolUtilization } from './allocator/utilization.ts';
 export type { PoolUtilization } from './allocator/utilization.ts';
 export { newStats } from './allocator/context.ts';
-export type { AllocatorOptions, AllocatorStats } from './allocator/context.ts';
+export type { AllocatorOptions, AllocatorStats, RollbackFailure } from './allocator/context.ts';
 export { handleOf } from './allocator/types.ts';
 export type {
   AllocatedAddress,
@@ -64,6 +65,7 @@ export type {
   StaticAssignRequest,
 } from './allocator/types.ts';
 export { validatePool } from './pool-validation.ts';
+export { rfc3339 } from './time.ts';
 
 export { checkBlockInvariants } from './block/invariants.ts';
 export {

@@ -157,7 +157,7 @@ export interface IPReservation extends KubeObject {
 
 /** The fields of a Pod the IPAM reads. */
 export interface Pod extends KubeObject {
-  spec?: { nodeName?: string };
+  spec?: { nodeName?: string; hostNetwork?: boolean };
   status?: { phase?: string; podIP?: string; podIPs?: { ip: string }[] };
 }
 

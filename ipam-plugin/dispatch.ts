@@ -101,7 +101,8 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
     return out === undefined ? 0 : emit(io, out);
   } catch (e) {
     const err = asCniError(e);
-    log?.log('error', err.message, { code: err.code, details: err.details });
+    // The backend's counters too: e.g. `rollbackFailed`, what a failed dual-stack rollback left.
+    log?.log('error', err.message, { code: err.code, details: err.details, ...backend?.stats?.() });
     io.stdout.write(`${JSON.stringify(toErrorDocument(err, errorVersion(stdin)))}\n`);
     return 1;
   } finally {

@@ -7,28 +7,15 @@
  * leaked; if its node is gone it is reported as `pod-on-deleted-node`. Pure functions of the
  * snapshot.
  */
-import { addressTextAt, cidrContains, formatIP, parseCidr, parseIP } from 'blockipam/core';
+import { addressTextAt, cidrContains, isLivePod, parseCidr, parseIP, podIPs } from 'blockipam/core';
 import type { Allocation, Cidr, IPAMBlock } from 'blockipam/core';
 import { rangedBlocks } from './block-checks.ts';
 import { problem } from './problems.ts';
 import type { LeakedAllocation, LeakReason, Problem } from './problems.ts';
 import type { AuditPod, Snapshot } from './snapshot.ts';
 
-/** True for a pod whose sandbox (and address) may be live: not finished, not host network. */
-export function isLivePod(pod: AuditPod): boolean {
-  const phase = pod.status?.phase;
-  return !pod.spec?.hostNetwork && phase !== 'Succeeded' && phase !== 'Failed';
-}
-
-/** A pod's IPs in canonical text (status.podIPs plus status.podIP). */
-export function podIPs(pod: AuditPod): string[] {
-  const texts = [
-    ...(pod.status?.podIPs ?? []).map((p) => p.ip),
-    ...(pod.status?.podIP ? [pod.status.podIP] : []),
-  ];
-  const ips = texts.map((t) => parseIP(t)).filter((ip) => ip !== undefined);
-  return [...new Set(ips.map(formatIP))];
-}
+/** The one liveness rule and pod-IP reading (core's, shared with GC and the controller). */
+export { isLivePod, podIPs };
 
 function podName(pod: AuditPod): string {
   return `${pod.metadata.namespace ?? ''}/${pod.metadata.name}`;

@@ -10,13 +10,10 @@
  */
 import type { KubeTransport } from 'blockipam/core/kube';
 import { API_VERSION, IPAM_CONFIG_NAME } from 'blockipam/core';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject } from 'blockipam/core';
+import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject, Pod } from 'blockipam/core';
 
-/** A Pod, the fields the audit reads. */
-export interface AuditPod extends KubeObject {
-  spec?: { nodeName?: string; hostNetwork?: boolean };
-  status?: { phase?: string; podIP?: string; podIPs?: { ip: string }[] };
-}
+/** A Pod, the fields the audit reads: core's Pod. */
+export type AuditPod = Pod;
 
 /** What was read, with the list resourceVersion of each kind. */
 export interface Snapshot {

@@ -61,6 +61,21 @@ export interface AllocatorOptions {
    * Default: none.
    */
   signal?: AbortSignal;
+  /**
+   * Told when a dual-stack rollback left addresses allocated (their release threw, or their
+   * block could not be written): the addresses, and the error. The request's own outcome is
+   * still returned / thrown; the runtime's DEL after the failed ADD releases them. Callers log
+   * it (the CNI plugin does). Default: none.
+   */
+  onRollbackFailure?: (failure: RollbackFailure) => void;
+}
+
+/** What a failed dual-stack rollback left allocated. */
+export interface RollbackFailure {
+  /** Canonical addresses still allocated to the handle. */
+  addresses: string[];
+  handle: string;
+  error: Error;
 }
 
 /** Options resolved to values. */
@@ -73,6 +88,7 @@ export interface Context {
   readonly maxRetries: number;
   /** The caller's signal, already bound to `ds` and `sleep`. */
   readonly signal: AbortSignal | undefined;
+  readonly onRollbackFailure: ((failure: RollbackFailure) => void) | undefined;
 }
 
 export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Context {
@@ -86,6 +102,7 @@ export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Contex
     stats: options.stats ?? newStats(),
     maxRetries: options.maxRetries ?? 100,
     signal,
+    onRollbackFailure: options.onRollbackFailure,
   };
 }
 

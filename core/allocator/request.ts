@@ -41,21 +41,41 @@ export function ownerOf(request: AssignRequestBase): Owner {
   };
 }
 
-/** Releases what a failed multi-family request assigned, each by handle + sequence. */
+/**
+ * Releases what a failed multi-family request assigned, each by handle + sequence. Never throws
+ * for a release that failed — it tells `ctx.onRollbackFailure` what was left allocated — except
+ * once the caller's signal has fired (its reason).
+ */
 export async function rollback(ctx: Context, node: string, done: readonly AllocatedAddress[]): Promise<void> {
   if (done.length === 0) return;
   ctx.stats.rollbacks += 1;
-  await releaseAddresses(
-    ctx.ds,
-    done.map((a) => ({
-      address: a.address,
-      handle: a.allocation.handle,
-      sequence: a.sequence,
-      block: a.block,
-    })),
-    { node },
-    ctx,
-  );
+  const report = (addresses: string[], error: Error): void =>
+    ctx.onRollbackFailure?.({ addresses, handle: done[0]?.allocation.handle ?? '', error });
+  try {
+    const result = await releaseAddresses(
+      ctx.ds,
+      done.map((a) => ({
+        address: a.address,
+        handle: a.allocation.handle,
+        sequence: a.sequence,
+        block: a.block,
+      })),
+      { node },
+      ctx,
+    );
+    const first = result.failed[0];
+    if (first)
+      report(
+        result.failed.map((f) => f.item.address),
+        first.error,
+      );
+  } catch (error) {
+    if (ctx.signal?.aborted) throw error;
+    report(
+      done.map((a) => a.address),
+      error as Error,
+    );
+  }
 }
 
 /**
@@ -82,7 +102,7 @@ export async function assignAllOrNothing<T>(
   } catch (error) {
     // Aborted (the caller's budget): nothing more is written, the rollback included — the
     // runtime's DEL after the failed ADD releases what was assigned.
-    if (!ctx.signal?.aborted) await rollback(ctx, node, done).catch(() => undefined);
+    if (!ctx.signal?.aborted) await rollback(ctx, node, done).catch(() => undefined); // rejects only on an abort
     throw error;
   }
   const v4 = done.find((a) => a.family === 4);

@@ -16,11 +16,7 @@ import type { Cidr } from '../address/ip.ts';
 import { API_VERSION } from '../resources.ts';
 import type { Allocation, IPAMBlock } from '../resources.ts';
 import { blockLabels, POOL_LABEL, relabel } from './labels.ts';
-
-/** RFC 3339 UTC with seconds precision, the format of every block timestamp. */
-export function rfc3339(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
-}
+import { rfc3339 } from '../time.ts';
 
 /** The block's CIDR (validated at creation). */
 export function cidrOf(block: IPAMBlock): Cidr {

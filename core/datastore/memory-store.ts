@@ -12,6 +12,7 @@ import { matchesSelector } from '../selector.ts';
 import type { KubeObject, ObjectMeta } from '../resources.ts';
 import type { CallOptions, DeletePreconditions, ListOptions, StatusResourceStore } from './datastore.ts';
 import { LabelIndex } from './label-index.ts';
+import { rfc3339 } from '../time.ts';
 
 /** Counts of operations served, for tests and benchmarks. */
 export interface MemoryStats {
@@ -85,7 +86,7 @@ export class MemoryResourceStore<T extends KubeObject> implements StatusResource
       uid: randomUUID(),
       resourceVersion: this.#revision.next(),
       generation: 1,
-      creationTimestamp: new Date(this.#clock()).toISOString().replace(/\.\d+Z$/, 'Z'),
+      creationTimestamp: rfc3339(this.#clock()),
     };
     this.#put(stored);
     return structuredClone(stored);
@@ -131,7 +132,7 @@ export class MemoryResourceStore<T extends KubeObject> implements StatusResource
     const stored = structuredClone(object);
     stored.metadata = {
       uid: randomUUID(),
-      creationTimestamp: new Date(this.#clock()).toISOString().replace(/\.\d+Z$/, 'Z'),
+      creationTimestamp: rfc3339(this.#clock()),
       generation: 1,
       ...stored.metadata,
       resourceVersion: this.#revision.next(),

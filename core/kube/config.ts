@@ -31,7 +31,8 @@ export interface KubeClientConfig {
 type Dict = Record<string, unknown>;
 
 /**
- * Loads a kubeconfig file: the current context (or `options.context`), its cluster (server,
+ * Loads a kubeconfig file: the current context (or `options.context`; neither is an error, as in
+ * kubectl), its cluster (server,
  * certificate-authority[-data], insecure-skip-tls-verify) and user (token, tokenFile,
  * client-certificate[-data], client-key[-data]). Relative paths are relative to the file.
  * Exec / auth-provider plugins are not supported (an error says so). certificate-authority,
@@ -49,7 +50,15 @@ export function loadKubeconfig(path: string, options: { context?: string } = {})
   } catch (error) {
     throw new KubeconfigError(`cannot read kubeconfig ${path}: ${(error as Error).message}`);
   }
-  const contextName = options.context ?? (doc['current-context'] as string | undefined);
+  // Like kubectl (and client-go): no context named and no current-context is an error, never
+  // "the first context" — a kubeconfig with several contexts would silently pick one.
+  const current = doc['current-context'];
+  const contextName =
+    options.context ?? (typeof current === 'string' && current !== '' ? current : undefined);
+  if (contextName === undefined)
+    throw new KubeconfigError(
+      `kubeconfig ${path}: current-context is not set (and no context was given): set current-context to one of its contexts`,
+    );
   const context = pick(doc, 'contexts', 'context', contextName, path);
   const cluster = pick(doc, 'clusters', 'cluster', context.cluster as string | undefined, path);
   const user = context.user === undefined ? {} : pick(doc, 'users', 'user', context.user as string, path);

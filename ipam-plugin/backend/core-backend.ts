@@ -7,7 +7,13 @@
  * (CNI 11); the time budget is enforced by racing the signal (an operation still in flight
  * when it fires may complete: the runtime's DEL after the failed ADD releases it).
  */
-import type { AssignOutcome, AssignedAddress, PodRef as CorePodRef, Datastore } from 'blockipam/core';
+import type {
+  AssignOutcome,
+  AssignedAddress,
+  PodRef as CorePodRef,
+  Datastore,
+  RollbackFailure,
+} from 'blockipam/core';
 import {
   autoAssign,
   assignIP,
@@ -125,6 +131,11 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   let snapshotCached: boolean | undefined;
   let nodeCacheUse: string | undefined;
   let podFromCache: boolean | undefined;
+  /** Addresses a failed dual-stack rollback left allocated (logged with the outcome). */
+  const rollbackFailed: string[] = [];
+  const onRollbackFailure = (f: RollbackFailure): void => {
+    rollbackFailed.push(`${f.handle}: ${f.addresses.join(', ')} left allocated: ${f.error.message}`);
+  };
   /** A claim on blocks read before the lock was re-decided on a fresh LIST (prefetch.ts). */
   let staleNodeBlocks = false;
   let read: Promise<NodeCacheRead> | undefined;
@@ -213,9 +224,14 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         ...(pools.length > 0 ? { pools } : {}),
         snapshot: inputs.snapshot,
       };
+      const options = { onRollbackFailure };
       return staticIPs.length > 0
-        ? assignIP(on, { ...base, addresses: staticIPs })
-        : autoAssign(on, { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) });
+        ? assignIP(on, { ...base, addresses: staticIPs }, options)
+        : autoAssign(
+            on,
+            { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) },
+            options,
+          );
     };
     // A claim about to rest on node blocks read before the lock that the region LIST (read under
     // the lock) contradicts: nothing was created; decide again on a fresh LIST (prefetch.ts).
@@ -319,6 +335,11 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         released: [...new Set(r.released.map((a) => a.allocation.handle))],
         // core went on past a block it could not write (its `failed`): report each item
         errors: r.failed.map((f) => `${f.item.handle} (${f.item.address}): ${f.error.message}`),
+        // the pod of the allocation runs on another node with that address (core keeps it)
+        aliveElsewhere: r.aliveElsewhere.map(
+          (a) =>
+            `${a.allocation.handle} (${a.address}: pod ${a.allocation.namespace ?? ''}/${a.allocation.pod ?? ''})`,
+        ),
       };
     },
     async status(node, families, confPools): Promise<StatusOutcome> {
@@ -345,6 +366,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       ...(nodeCacheUse !== undefined ? { nodeCache: nodeCacheUse } : {}),
       ...(podFromCache !== undefined ? { podFromCache } : {}),
       ...(staleNodeBlocks ? { staleNodeBlocks } : {}),
+      ...(rollbackFailed.length > 0 ? { rollbackFailed } : {}),
     }),
   };
 }

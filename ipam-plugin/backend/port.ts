@@ -89,6 +89,11 @@ export interface GcOutcome {
   readonly released: readonly string[];
   /** Per-handle failures; GC continues past them (SPEC GC). */
   readonly errors: readonly string[];
+  /**
+   * Stale by the runtime's list but kept: the allocation's pod (same UID) is alive on another
+   * node with that address (e.g. an ADD recorded under a wrong ipam.nodeName). Logged, not an error.
+   */
+  readonly aliveElsewhere: readonly string[];
 }
 
 export type StatusOutcome =

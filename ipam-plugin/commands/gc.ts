@@ -14,6 +14,10 @@ export async function gc(ctx: CommandContext): Promise<CommandResult> {
   const outcome = await underLock(ctx, (signal) =>
     backend.gc({ network: ctx.conf.name, node: ctx.conf.nodeName, valid, signal }),
   );
+  if (outcome.aliveElsewhere.length > 0)
+    ctx.log.log('warn', 'gc kept allocations whose pod is alive on another node', {
+      kept: outcome.aliveElsewhere,
+    });
   ctx.log.log('info', 'gc done', {
     released: outcome.released,
     keyPresent: ctx.conf.validAttachments !== undefined,

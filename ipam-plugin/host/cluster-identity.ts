@@ -7,8 +7,9 @@
  * caller re-learn it ({@link learnClusterUID}) before refusing the cache: one GET.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from './atomic-file.ts';
 import { ensureDir } from './ensure-dir.ts';
 
 /**
@@ -64,8 +65,7 @@ export async function learnClusterUID(
     ensureDir(o.cacheDir, 0o700);
     const file = fileOf(o);
     const stored: Stored = { uid, learnedAtMs: (o.now ?? Date.now)() };
-    writeFileSync(`${file}.${process.pid}`, JSON.stringify(stored));
-    renameSync(`${file}.${process.pid}`, file);
+    writeFileAtomic(file, JSON.stringify(stored));
   } catch {
     // not remembered: the next call asks again
   }

@@ -8,9 +8,10 @@
  * the kubeconfig, so it is written 0600 in the plugin's cache directory.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KubeClientConfig } from 'blockipam/core/kube';
+import { writeFileAtomic } from './atomic-file.ts';
 import { ensureDir } from './ensure-dir.ts';
 
 /** 5 min: a backstop bound on staleness should a change slip between a read and its stamp. */
@@ -61,7 +62,6 @@ export async function loadKubeconfigCached(path: string, cacheDir: string): Prom
   const cfg = loadKubeconfig(path);
   try {
     ensureDir(cacheDir, 0o700);
-    pruneStaleTemps(cacheDir);
     const stored: Stored = {
       stamp,
       savedAtMs: Date.now(),
@@ -74,8 +74,7 @@ export async function loadKubeconfigCached(path: string, cacheDir: string): Prom
       cert: b64(cfg.cert),
       key: b64(cfg.key),
     };
-    writeFileSync(`${file}.${process.pid}`, JSON.stringify(stored), { mode: 0o600 });
-    renameSync(`${file}.${process.pid}`, file);
+    writeFileAtomic(file, JSON.stringify(stored), 0o600);
   } catch {
     // a cache that cannot be written only costs the parse next time
   }
@@ -89,19 +88,6 @@ function stampOf(path: string): string {
     return `${st.size}:${st.mtimeMs}:${st.ino}`;
   } catch {
     return 'missing';
-  }
-}
-
-/** Temporary files of writers that died between write and rename (SIGKILL): older than 1 min. */
-function pruneStaleTemps(dir: string): void {
-  const cutoff = Date.now() - 60_000;
-  for (const name of readdirSync(dir)) {
-    if (!/^kubeconfig-[0-9a-f]{16}\.json\.\d+$/.test(name)) continue;
-    try {
-      if (statSync(join(dir, name)).mtimeMs < cutoff) unlinkSync(join(dir, name));
-    } catch {
-      // raced with another writer: nothing to do
-    }
   }
 }
 

@@ -13,8 +13,11 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 /** Default lock name: one per host for every blockipam network (they share the node's blocks). */
 export const defaultLockName = 'blockipam/ipam.lock';
 
-/** 200 ms: backstop poll in case a wake-up is missed; normal hand-over is event-driven. */
-const pollMs = 200;
+/**
+ * 1 s: how long a waiter waits on one connection to the holder before trying the bind again — a
+ * backstop in case a wake-up is missed (normal hand-over is event-driven: the holder's close).
+ */
+const pollMs = 1000;
 
 export interface HostLock {
   /** True when another process held the lock when this one first asked (it had to wait). */
@@ -58,7 +61,7 @@ function waitForHolder(name: string, until: number): Promise<void> {
       s.destroy();
       resolve();
     };
-    const t = setTimeout(done, Math.max(0, Math.min(pollMs * 5, until - Date.now())));
+    const t = setTimeout(done, Math.max(0, Math.min(pollMs, until - Date.now())));
     s.on('error', done);
     s.on('close', done);
   });

@@ -6,15 +6,17 @@
  * the block. Staleness can only delay a pool / reservation / node-label change by `ttlMs`, and
  * failures are never decided on cached data (the caller retries with a fresh read).
  *
- * File: `<dir>/snapshot-<hash of apiserver+kubeconfig+node>.json`, written atomically (tmp +
- * rename; not under the host lock: readers see the old or the new file whole). Raw objects are
+ * File: `<dir>/snapshot-<hash of apiserver+kubeconfig+node>.json`, written atomically
+ * (atomic-file.ts: tmp + rename, a dead writer's tmp pruned; not under the host lock: readers see
+ * the old or the new file whole). Raw objects are
  * stored; the snapshot is rebuilt from them with core's snapshotOf.
  */
 import { snapshotOf, type PoolSnapshot, IPAM_CONFIG_NAME } from 'blockipam/core';
 import type { Datastore, IPAMConfigObject, IPPool, IPReservation } from 'blockipam/core';
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from './atomic-file.ts';
 import { ensureDir } from './ensure-dir.ts';
 
 interface Raw {
@@ -78,8 +80,7 @@ export async function loadInputs(ds: Datastore, o: SnapshotCacheOptions, fresh =
   if (o.ttlMs > 0) {
     try {
       ensureDir(o.dir);
-      writeFileSync(`${file}.${process.pid}`, JSON.stringify(raw));
-      renameSync(`${file}.${process.pid}`, file);
+      writeFileAtomic(file, JSON.stringify(raw));
     } catch {
       // a cache that cannot be written only costs reads
     }

@@ -3,13 +3,11 @@
  * and nodes, built once per pass: pods by namespace/name, live pods by IP, node names.
  * Identity is handle + pod UID, never the pod name.
  */
-import { formatIP, parseIP } from 'blockipam/core';
+import { isLivePod, podIPs } from 'blockipam/core';
 import type { Pod } from 'blockipam/core';
 
-/** The Pod fields the controller reads (core's Pod plus `spec.hostNetwork`). */
-export interface WatchedPod extends Pod {
-  spec?: { nodeName?: string; hostNetwork?: boolean };
-}
+/** The Pod fields the controller reads: core's Pod (`spec.hostNetwork` included). */
+export type WatchedPod = Pod;
 
 /** Owner look-ups for one pass. */
 export interface OwnerIndex {
@@ -20,24 +18,8 @@ export interface OwnerIndex {
   nodeExists(name: string): boolean;
 }
 
-/**
- * True for a pod whose sandbox (and address) may be live: not Succeeded / Failed, not host
- * network (a host-network pod reports the node's address, which no block holds).
- */
-export function isLivePod(pod: WatchedPod): boolean {
-  const phase = pod.status?.phase;
-  return pod.spec?.hostNetwork !== true && phase !== 'Succeeded' && phase !== 'Failed';
-}
-
-/** A pod's IPs in canonical text (status.podIPs and status.podIP, deduplicated). */
-export function podIPs(pod: WatchedPod): string[] {
-  const texts = [
-    ...(pod.status?.podIPs ?? []).map((p) => p.ip),
-    ...(pod.status?.podIP ? [pod.status.podIP] : []),
-  ];
-  const ips = texts.map((text) => parseIP(text)).filter((ip) => ip !== undefined);
-  return [...new Set(ips.map(formatIP))];
-}
+/** The one liveness rule and pod-IP reading (core's, shared with CNI GC and ipamctl). */
+export { isLivePod, podIPs };
 
 /** Builds the index from the watched pods and node names. Cost: O(pods). */
 export function ownerIndex(pods: readonly WatchedPod[], nodeNames: Iterable<string>): OwnerIndex {

@@ -4,7 +4,7 @@
  * resourceVersion watched: a 409 means the pool changed, and the next pass sees the change).
  * An Event when the Allocatable condition changes (e.g. a pool applied over an older one).
  */
-import { isConflict, isNotFound, usablePools } from 'blockipam/core';
+import { isConflict, isNotFound, rfc3339, usablePools } from 'blockipam/core';
 import type { PassContext } from '../pass.ts';
 import { ALLOCATABLE, desiredStatus, statusDiffers } from './pool-status.ts';
 
@@ -17,7 +17,7 @@ export async function poolStatusStep(ctx: PassContext): Promise<StatusStep> {
   const pools = ctx.view.pools();
   const { shadowed } = usablePools(pools);
   const input = { blocks: ctx.view.blocks(), reservations: ctx.view.reservations(), shadowed };
-  const nowIso = new Date(ctx.clock()).toISOString().replace(/\.\d+Z$/, 'Z');
+  const nowIso = rfc3339(ctx.clock());
   for (const pool of pools) {
     const status = desiredStatus(pool, input, nowIso);
     ctx.metrics?.poolSize.set({ ippool: pool.metadata.name }, status.capacity ?? 0);

@@ -107,7 +107,7 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
       const keep = new Set(req.valid.map((v) => `${req.network}.${v.containerID}.${v.ifname}`));
       const released = [...allocations.keys()].filter((h) => h.startsWith(`${req.network}.`) && !keep.has(h));
       for (const h of released) allocations.delete(h);
-      return Promise.resolve({ released, errors: [] });
+      return Promise.resolve({ released, errors: [], aliveElsewhere: [] });
     },
     status() {
       guard('status', undefined);

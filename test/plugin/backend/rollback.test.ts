@@ -1,0 +1,77 @@
+// A dual-stack ADD whose IPv6 half fails rolls its IPv4 address back; when that rollback cannot
+// be written the address stays allocated (the runtime's DEL releases it) and the plugin logs what
+// was left — before, core swallowed the failure without a trace.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { MemoryDatastore, UnavailableError, type IPPool } from 'blockipam/core';
+import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
+import { dispatch } from '../../../ipam-plugin/dispatch.ts';
+import type { NetConf } from '../../../ipam-plugin/cni/netconf.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'bipam-rollback-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+
+const v4: IPPool = {
+  apiVersion: 'ipam.blockipam.io/v1alpha1',
+  kind: 'IPPool',
+  metadata: { name: 'v4', creationTimestamp: '2026-01-01T00:00:00Z' },
+  spec: { cidr: '10.71.0.0/16', blockSize: 26 },
+};
+
+void describe('dual-stack rollback', () => {
+  void it('a rollback that cannot be written is logged with the address it left', async () => {
+    const ds = new MemoryDatastore({ pools: [v4] }); // no IPv6 pool: the IPv6 half fails (NoPool)
+    const update = ds.blocks.update.bind(ds.blocks);
+    let updates = 0;
+    ds.blocks.update = (b, o) =>
+      ++updates === 1
+        ? update(b, o)
+        : Promise.reject(new UnavailableError('PUT ipamblocks: connection refused'));
+    let stdout = '';
+    let stderr = '';
+    const stdin = JSON.stringify({
+      cniVersion: '1.1.0',
+      name: 'net',
+      type: 'ptp',
+      ipam: {
+        type: 'blockipam',
+        nodeName: 'n1',
+        assignIPv6: true,
+        snapshotTtlMs: 0,
+        cacheDir: join(tmp, 'c'),
+      },
+    });
+    const code = await dispatch(
+      {
+        env: {
+          CNI_COMMAND: 'ADD',
+          CNI_CONTAINERID: 'c1',
+          CNI_NETNS: '/var/run/netns/x',
+          CNI_IFNAME: 'eth0',
+          CNI_PATH: '/opt/cni/bin',
+        },
+        readStdin: () => stdin,
+        stdout: { write: (s: string) => (stdout += s) },
+        stderr: { write: (s: string) => (stderr += s) },
+      },
+      {
+        backend: (conf: NetConf) => Promise.resolve(createCoreBackend({ ds, conf, cacheKey: 'k' })),
+        lockName: `blockipam-test/rollback-${process.pid}`,
+      },
+    );
+    assert.equal(code, 1);
+    assert.equal((JSON.parse(stdout) as { code: number }).code, 101, stdout);
+    const left = (await ds.blocks.list()).flatMap((b) => Object.values(b.spec.allocations));
+    assert.equal(left.length, 1, 'the IPv4 address stays allocated (the rollback failed)');
+    const line = stderr.split('\n').find((l) => l.includes('rollbackFailed'));
+    assert.ok(line, `a log line names the failed rollback; stderr: ${stderr}`);
+    const logged = JSON.parse(line) as { rollbackFailed: string[] };
+    assert.match(
+      logged.rollbackFailed[0] ?? '',
+      /net\.c1\.eth0: 10\.71\.\d+\.\d+ left allocated: PUT ipamblocks/,
+    );
+  });
+});
