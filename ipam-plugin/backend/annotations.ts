@@ -7,7 +7,7 @@
  *   family. Used only when the invocation itself names none (runtimeConfig.ips, args.cni.ips,
  *   CNI_ARGS IP= come first).
  */
-import { parseIp } from '../cni/addr.ts';
+import { parseIP } from 'blockipam/core';
 
 export const POOLS_ANNOTATION = 'ipam.blockipam.io/ippools';
 export const IP_ADDRS_ANNOTATION = 'ipam.blockipam.io/ip-addrs';
@@ -38,7 +38,7 @@ export function readAnnotations(
     return { problem: `namespace annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
   if (ips === 'bad')
     return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} is not a JSON list of strings` };
-  const families = ips.map((t) => parseIp(t)?.family);
+  const families = ips.map((t) => parseIP(t)?.family);
   if (families.includes(undefined))
     return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} holds a value that is not an IP address` };
   if (new Set(families).size !== families.length)

@@ -14,9 +14,8 @@
  * block of the cluster; steps 2 and 3 run only when the node's blocks are full.
  */
 import {
-  parseCidr,
+  blockCapacity,
   type IPFamily,
-  reservedOrdinals,
   poolBlockSize,
   poolCidr,
   type PoolSnapshot,
@@ -56,11 +55,8 @@ const hasRoom = (b: IPAMBlock): boolean => capacityOf(b) > Object.keys(b.spec.al
 function unclaimedIn(pool: IPPool, claimed: number): bigint {
   const cidr = poolCidr(pool);
   const size = poolBlockSize(pool);
-  const block = parseCidr(`${pool.spec.cidr.split('/')[0]}/${size}`, { strict: false });
-  const assignable = block
-    ? (1n << BigInt((cidr.family === 4 ? 32 : 128) - size)) - BigInt(reservedOrdinals(block).length)
-    : 0n;
-  if (assignable <= 0n) return 0n;
+  const first = { family: cidr.family, base: cidr.base, prefixLength: size };
+  if (blockCapacity(first) <= 0) return 0n;
   return (1n << BigInt(size - cidr.prefixLength)) - BigInt(claimed);
 }
 

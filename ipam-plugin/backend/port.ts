@@ -4,7 +4,7 @@
  * Kubernetes datastore; tests substitute fakes. Expected outcomes are values; an unreachable
  * datastore is a thrown {@link BackendUnavailableError} (reported as CNI code 11).
  */
-import type { Family } from '../cni/addr.ts';
+import type { IPFamily } from 'blockipam/core';
 import type { NetConf } from '../cni/netconf.ts';
 import type { IpConfig } from '../cni/result.ts';
 
@@ -27,7 +27,7 @@ export interface AddRequest {
   readonly pod?: PodRef;
   readonly node: string;
   /** Families to auto-assign (ignored when `staticIPs` is non-empty). */
-  readonly families: readonly Family[];
+  readonly families: readonly IPFamily[];
   /** Pool names per family from the config; the backend may override them from annotations. */
   readonly pools: NetConf['pools'];
   /**
@@ -108,7 +108,7 @@ export interface Backend {
   check(attachment: AttachmentRef, expectedIPs: readonly string[]): Promise<CheckOutcome>;
   gc(req: GcRequest): Promise<GcOutcome>;
   /** Whether an ADD on this node could get an address of every family of `families`. */
-  status(node: string, families: readonly Family[], pools: NetConf['pools']): Promise<StatusOutcome>;
+  status(node: string, families: readonly IPFamily[], pools: NetConf['pools']): Promise<StatusOutcome>;
   /** Frees connections; idempotent. */
   close(): Promise<void>;
   /** Counters of this invocation (API requests …), logged with the outcome. */

@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from 'blockipam/core';
-import { formatCidr, maskCidr, parseCidr, parseIp, parseIpMaybeCidr, type Family } from './addr.ts';
+import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from 'blockipam/core';
 import { CniCode, CniError } from './errors.ts';
 import * as generated from './netconf-validate.generated.ts';
 import { implicitVersion, requireSupported, type CniVersion } from './versions.ts';
@@ -45,7 +45,7 @@ export interface NetConf {
   /** Default `info` (file); stderr always gets `warn` and above. */
   readonly logLevel: 'error' | 'warn' | 'info' | 'debug';
   /** Families to auto-assign. Default IPv4 only. */
-  readonly families: readonly Family[];
+  readonly families: readonly IPFamily[];
   readonly pools: { readonly 4: readonly string[]; readonly 6: readonly string[] };
   /**
    * Canonical routes. Default: `0.0.0.0/0` and `::/0`; ADD keeps only the routes of the families
@@ -153,7 +153,7 @@ interface RawNetConf {
 
 function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
   const i = c.ipam;
-  const families: Family[] = [];
+  const families: IPFamily[] = [];
   if (i.assignIPv4 ?? true) families.push(4);
   if (i.assignIPv6 ?? false) families.push(6);
   if (families.length === 0)
@@ -190,20 +190,27 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
   };
 }
 
-function defaultRoutes(families: readonly Family[]): Route[] {
+function defaultRoutes(families: readonly IPFamily[]): Route[] {
   return families.map((f) => ({ dst: f === 4 ? '0.0.0.0/0' : '::/0' }));
 }
 
 /** Masks `dst` to its network address (ptp fails on host bits) and checks `gw`. */
 function canonicalRoute(r: Route, field: string): Route {
-  const dst = parseCidr(r.dst);
+  const dst = parseCidr(r.dst, { strict: false }); // host bits allowed, masked below
   if (!dst) throw invalid(`${field}.dst: not a CIDR: ${JSON.stringify(r.dst)}`);
   if (r.gw !== undefined) {
-    const gw = parseIp(r.gw);
+    const gw = parseIP(r.gw);
     if (!gw || gw.family !== dst.family)
       throw invalid(`${field}.gw: not an IPv${dst.family} address: ${JSON.stringify(r.gw)}`);
   }
-  return { ...r, dst: formatCidr(maskCidr(dst)) };
+  return { ...r, dst: formatCidr(dst) };
+}
+
+/** The address of `10.1.0.7` or `10.1.0.7/24` (a valid prefix, ignored); undefined otherwise. */
+function addressOf(text: string): IP | undefined {
+  const slash = text.indexOf('/');
+  if (slash >= 0 && !parseCidr(text, { strict: false })) return undefined;
+  return parseIP(slash < 0 ? text : text.slice(0, slash));
 }
 
 /**
@@ -212,9 +219,9 @@ function canonicalRoute(r: Route, field: string): Route {
  */
 export function staticList(ips: readonly string[] | undefined, field: string): string[] | undefined {
   if (ips === undefined || ips.length === 0) return undefined;
-  const seen = new Set<Family>();
+  const seen = new Set<IPFamily>();
   return ips.map((text, n) => {
-    const ip = parseIpMaybeCidr(text);
+    const ip = addressOf(text);
     if (!ip) throw invalid(`${field}[${n}]: not an IP address: ${JSON.stringify(text)}`);
     if (seen.has(ip.family)) throw invalid(`${field}: more than one IPv${ip.family} address requested`);
     seen.add(ip.family);

@@ -5,7 +5,7 @@
  * an `ip` string; later versions `ips` an array of objects with an `address` string, and
  * `routes`/`interfaces` arrays, `dns` an object when present.
  */
-import { parseCidr } from './addr.ts';
+import { parseCidr } from 'blockipam/core';
 import { compareVersions, isSupportedVersion } from './versions.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -52,7 +52,7 @@ export function prevResultAddresses(prev: Readonly<Record<string, unknown>> | un
   if (!prev) return [];
   const out: string[] = [];
   const take = (v: unknown): void => {
-    if (typeof v === 'string' && parseCidr(v)) out.push(v.split('/')[0] as string);
+    if (typeof v === 'string' && parseCidr(v, { strict: false })) out.push(v.split('/')[0] as string);
   };
   if (Array.isArray(prev.ips)) {
     for (const ip of prev.ips as unknown[]) take((ip as { address?: unknown } | null)?.address);

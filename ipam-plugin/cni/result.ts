@@ -3,7 +3,7 @@
  * `cniVersion` always equals the request's (§3.4), and an IPAM result carries no `interfaces`
  * and no `ips[].interface` (§3.2). Reading a `prevResult` back is prev-result.ts's job.
  */
-import { parseCidr, type Family } from './addr.ts';
+import { parseCidr, type IPFamily } from 'blockipam/core';
 import type { Dns, Route } from './netconf.ts';
 import { compareVersions, type CniVersion } from './versions.ts';
 
@@ -22,8 +22,8 @@ export interface IpamResult {
 
 const routeExtras = ['mtu', 'advmss', 'priority', 'table', 'scope'] as const;
 
-function family(address: string): Family {
-  return parseCidr(address)?.family ?? 4;
+function family(address: string): IPFamily {
+  return parseCidr(address, { strict: false })?.family ?? 4;
 }
 
 /** Routes for `version`: 1.1.0 keeps mtu/advmss/priority/table/scope, older versions drop them. */
@@ -54,7 +54,7 @@ export function formatResult(r: IpamResult, version: CniVersion): Record<string,
     for (const ip of r.ips) {
       const f = family(ip.address);
       const own = routes
-        .filter((rt) => parseCidr(rt.dst)?.family === f)
+        .filter((rt) => parseCidr(rt.dst, { strict: false })?.family === f)
         .map((rt) => ({ dst: rt.dst, ...(rt.gw ? { gw: rt.gw } : {}) }));
       doc[`ip${f}`] = { ip: ip.address, gateway: ip.gateway, ...(own.length > 0 ? { routes: own } : {}) };
     }

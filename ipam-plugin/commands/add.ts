@@ -3,7 +3,7 @@
  * print exactly one result in the request's cniVersion. A second ADD of a live attachment fails
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
-import { parseCidr } from '../cni/addr.ts';
+import { parseCidr } from 'blockipam/core';
 import type { AddOutcome, PodRef } from '../backend/port.ts';
 import { parseCniArgs, type CniArgs } from '../cni/args.ts';
 import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
@@ -43,8 +43,9 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
       pod: `${pod.namespace}/${pod.name}`,
     });
   ctx.log.log('info', 'allocated', { ips: ips.map((i) => i.address) });
-  const families = new Set(ips.map((i) => parseCidr(i.address)?.family));
-  const routes = ctx.conf.routes.filter((r) => families.has(parseCidr(r.dst)?.family));
+  const familyOf = (cidr: string): number | undefined => parseCidr(cidr, { strict: false })?.family;
+  const families = new Set(ips.map((i) => familyOf(i.address)));
+  const routes = ctx.conf.routes.filter((r) => families.has(familyOf(r.dst)));
   return formatResult({ ips, routes, ...(ctx.conf.dns ? { dns: ctx.conf.dns } : {}) }, ctx.conf.cniVersion);
 }
 
