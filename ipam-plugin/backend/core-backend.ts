@@ -295,13 +295,15 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     async del(req: DelRequest) {
       const handle = handleOf(req.attachment);
       // The cached blocks serve the LIST only when they hold the handle in every family this
-      // network assigns; otherwise the allocation may be newer than the cache: LIST.
+      // network assigns; otherwise the allocation may be newer than the cache: LIST. After a
+      // wait for the lock another holder of this node has written (a mass DEL: every DEL but
+      // the first), so its block is newer than the cache: LIST + UPDATE, not UPDATE 409 + GET
+      // + UPDATE (the ADD rule, add() above).
       const nc = await nodeCache(req.node);
-      const view =
-        nc.ok && cacheHoldsHandle(nc.cache, handle, conf.families)
-          ? cachedBlocksView(ds, nc.cache, req.node)
-          : ds;
-      if (nc.ok && view === ds) nodeCacheUse = 'HandleNotCached';
+      const holds = nc.ok && cacheHoldsHandle(nc.cache, handle, conf.families);
+      const view = holds && !req.waited ? cachedBlocksView(ds, nc.cache, req.node) : ds;
+      if (nc.ok && !holds) nodeCacheUse = 'HandleNotCached';
+      else if (nc.ok && req.waited) nodeCacheUse = 'LockWaited';
       const r = await race(
         guard(
           releaseByHandle(view, handle, {

@@ -69,6 +69,12 @@ export interface DelRequest {
   /** K8S_POD_UID when the runtime gave one: an allocation of another pod UID is not released. */
   readonly podUID?: string;
   readonly signal: AbortSignal;
+  /**
+   * The host lock was held by another process when this DEL asked for it: that holder (a DEL or
+   * ADD of this node) has likely just written one of the node's blocks, so the node cache's copy
+   * is stale (a 409 and a re-read) and the backend LISTs instead. Default false.
+   */
+  readonly waited?: boolean;
 }
 
 export type CheckOutcome =

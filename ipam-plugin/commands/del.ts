@@ -12,12 +12,13 @@ import { attachmentOf, underLock, type CommandContext, type CommandResult } from
 export async function del(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();
   const podUID = podUIDOf(ctx.env.args);
-  const released = await underLock(ctx, (signal) =>
+  const released = await underLock(ctx, (signal, waited) =>
     backend.del({
       attachment: attachmentOf(ctx),
       node: ctx.conf.nodeName,
       ...(podUID !== undefined ? { podUID } : {}),
       signal,
+      waited,
     }),
   );
   ctx.log.log('info', released > 0 ? 'released' : 'nothing to release', { released });
