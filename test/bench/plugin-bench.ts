@@ -1,26 +1,41 @@
 /**
- * CNI plugin benchmark (issue 4 item 6; not a test). One run, one machine, side by side:
+ * CNI plugin benchmark (issue 4 item 6, issue 13 item 1; not a test). One run, one machine, side by side:
  *  - start-up of the standalone executable (VERSION): the Bun build that ships, the Node SEA
  *    build of the same code (scripts/build-plugin.ts --runtime node), an empty Node process;
  *  - ADD and DEL latency p50/p99 of blockipam (both builds), host-local (files: the floor for a
- *    process-per-call IPAM) and whereabouts v0.9.2 (a CRD-based peer) on the same API server;
+ *    process-per-call IPAM), whereabouts v0.9.2 (a CRD-based peer) and calico-ipam (Calico's
+ *    IPAM, Kubernetes datastore, the v3.28 line) on the same API server;
  *  - a burst of 100 parallel ADDs on one node (wall time, failures, 409 conflicts);
  *  - API requests per ADD and per DEL, from kube-apiserver's own apiserver_request_total.
  * Each IPAM is exec'd directly as ptp would exec it (same env, same stdin shape).
  *
- * Usage: node test/bench/plugin-bench.ts [--runs N] [--write-docs]
+ * Usage: node test/bench/plugin-bench.ts [--runs N] [--calico-api PATH] [--write-docs]
+ *   --calico-api: the projectcalico/api source tarball calico-ipam is built with (peer-ipams.ts'
+ *   DEFAULT_CALICO_API by default); when it is absent, calico-ipam is skipped and the output says so.
  *   Under scripts/run-tests.ts' environment it uses that control plane, else starts one.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { delta, fmt, pct, requestCounters, timed, total, writeDocsSection } from './plugin-bench-lib.ts';
+import {
+  API,
+  applyNodes,
+  CALICO_LABEL,
+  cleanupCalico,
+  cleanupWhereabouts,
+  DEFAULT_CALICO_API,
+  setupCalico,
+  setupWhereabouts,
+} from './peer-ipams.ts';
 
 const argv = process.argv.slice(2);
-const RUNS = Number(argv[argv.indexOf('--runs') + 1] ?? 0) || 60;
+const option = (name: string): string | undefined =>
+  argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined;
+const RUNS = Number(option('--runs') ?? 0) || 60;
 const WARMUP = 5;
 const BURST = 100;
 /** Calls per IPAM in the request-counting phase. */
@@ -32,13 +47,9 @@ const must = (args: string[], input?: string): void => {
   if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
 };
 
-const wbBin = spawnSync('bash', [join(repoRoot, 'test/bench/plugin-build-whereabouts.sh')], {
-  encoding: 'utf8',
-}).stdout.trim();
-const wbCrds = join(
-  spawnSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).stdout.trim(),
-  'github.com/k8snetworkplumbingwg/whereabouts@v0.9.2/doc/crds',
-);
+const wb = setupWhereabouts(tmp);
+const calicoApi = option('--calico-api') ?? DEFAULT_CALICO_API;
+const calico = setupCalico(tmp, calicoApi);
 const hostLocal = join(cp.cniBin, 'host-local');
 const blockipam = ensurePlugin();
 const nodeSea = spawnSync(
@@ -52,17 +63,14 @@ const nodeSea = spawnSync(
   .split('\n')
   .at(-1) as string;
 must(['apply', '-f', join(repoRoot, 'crds')]);
-for (const f of ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'])
-  must(['apply', '-f', join(wbCrds, `whereabouts.cni.cncf.io_${f}.yaml`)]);
 must([
   'wait',
   '--for=condition=Established',
   '--timeout=60s',
   'crd/ippools.ipam.blockipam.io',
   'crd/ipamblocks.ipam.blockipam.io',
-  'crd/ippools.whereabouts.cni.cncf.io',
 ]);
-kubectl(['create', 'namespace', 'kube-system']); // whereabouts takes a Lease there
+applyNodes(['bench-calico-node']);
 const pool = {
   apiVersion: 'ipam.blockipam.io/v1alpha1',
   kind: 'IPPool',
@@ -70,14 +78,6 @@ const pool = {
   spec: { cidr: '10.240.0.0/16', blockSize: 26 },
 };
 must(['apply', '-f', '-'], JSON.stringify(pool));
-writeFileSync(
-  join(tmp, 'wb-flat.conf'),
-  JSON.stringify({
-    datastore: 'kubernetes',
-    kubernetes: { kubeconfig: cp.adminKubeconfig },
-    log_level: 'error',
-  }),
-);
 
 interface Ipam {
   /** container-ID prefix */
@@ -86,6 +86,8 @@ interface Ipam {
   readonly name: string;
   readonly bin: string;
   readonly conf: Record<string, unknown>;
+  /** Top-level netconf fields besides cniVersion, name, type (calico reads its datastore there). */
+  readonly top?: Record<string, unknown>;
   /** apiserver_request_total keys that belong to this IPAM */
   readonly api?: RegExp;
 }
@@ -102,7 +104,7 @@ const ipams: Ipam[] = [
       logFile: bipamLog,
       cacheDir: join(tmp, 'cache'),
     },
-    api: /^(ipam\.blockipam\.io\/|\/pods |\/namespaces |\/nodes )/,
+    api: API.blockipam,
   },
   {
     label: 'blockipam-sea',
@@ -115,7 +117,7 @@ const ipams: Ipam[] = [
       logFile: join(tmp, 'blockipam-sea.log'),
       cacheDir: join(tmp, 'cache-sea'),
     },
-    api: /^(ipam\.blockipam\.io\/|\/pods |\/namespaces |\/nodes )/,
+    api: API.blockipam,
   },
   {
     label: 'host-local',
@@ -126,18 +128,25 @@ const ipams: Ipam[] = [
   {
     label: 'whereabouts',
     name: 'whereabouts',
-    bin: wbBin,
-    conf: {
-      type: 'whereabouts',
-      range: '10.242.0.0/16',
-      configuration_path: join(tmp, 'wb-flat.conf'),
-      kubernetes: { kubeconfig: cp.adminKubeconfig },
-    },
-    api: /^(whereabouts\.cni\.cncf\.io\/|coordination\.k8s\.io\/|\/pods )/,
+    bin: wb.bin,
+    conf: wb.ipam('bench-node'),
+    api: API.whereabouts,
   },
+  ...(calico
+    ? [
+        {
+          label: 'calico',
+          name: CALICO_LABEL,
+          bin: calico.bin,
+          conf: calico.ipam('bench-calico-node'),
+          top: calico.top('bench-calico-node'),
+          api: API.calico,
+        },
+      ]
+    : []),
 ];
 const netconf = (ipam: Ipam): string =>
-  JSON.stringify({ cniVersion: '1.0.0', name: 'benchnet', type: 'ptp', ipam: ipam.conf });
+  JSON.stringify({ cniVersion: '1.0.0', name: 'benchnet', type: 'ptp', ...ipam.top, ipam: ipam.conf });
 const cniEnv = (cmd: string, id: string): Record<string, string | undefined> => ({
   PATH: process.env.PATH,
   CNI_COMMAND: cmd,
@@ -153,7 +162,7 @@ async function phase(
   ipam: Ipam,
   cmd: string,
   ids: readonly string[],
-): Promise<{ ms: number[]; requests: number; failures: number }> {
+): Promise<{ ms: number[]; requests: number; kinds: Map<string, number>; failures: number }> {
   const before = await counters();
   const ms: number[] = [];
   let failures = 0;
@@ -163,7 +172,7 @@ async function phase(
     ms.push(r.ms);
   }
   const d = ipam.api ? delta(before, await counters(), ipam.api) : new Map<string, number>();
-  return { ms, requests: total(d), failures };
+  return { ms, requests: total(d), kinds: d, failures };
 }
 
 /** Warm-up, then API requests per ADD and per DEL over COUNT calls (this IPAM alone). */
@@ -174,7 +183,7 @@ async function counted(ipam: Ipam) {
   const add = await phase(ipam, 'ADD', ids);
   const del = await phase(ipam, 'DEL', ids);
   await phase(ipam, 'DEL', warm);
-  return { add: add.requests / COUNT, del: del.requests / COUNT };
+  return { add: add.requests / COUNT, del: del.requests / COUNT, addKinds: add.kinds, delKinds: del.kinds };
 }
 
 /**
@@ -251,6 +260,58 @@ function selfCounted(): { add: number[]; annotation: number[]; del: number[] } {
   };
 }
 
+/** p50 of `a` / p50 of `b` (ADD or DEL latencies), two decimals; n/a when either is missing. */
+function ratio(
+  data: Map<string, { add: number[]; del: number[] }>,
+  a: string,
+  b: string,
+  cmd: 'add' | 'del' = 'add',
+): string {
+  const x = data.get(a)?.[cmd];
+  const y = data.get(b)?.[cmd];
+  return x && y ? (pct(x, 50) / pct(y, 50)).toFixed(2) : 'n/a';
+}
+
+/** "key × n" per request kind, per call. */
+const kinds = (m: Map<string, number> | undefined): string =>
+  [...(m ?? new Map<string, number>())]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k} × ${(v / COUNT).toFixed(2)}`)
+    .join(', ');
+
+/** The "calico-ipam side by side" subsection: same-run ratios and what each call asks the API server. */
+function calicoSection(
+  seq: Map<string, { add: number[]; del: number[] }>,
+  b2b: Map<string, { add: number[]; del: number[] }>,
+  bursts: Map<string, { wallMs: number }>,
+  counts: Map<string, Awaited<ReturnType<typeof counted>>>,
+): string[] {
+  const out = ['', '### calico-ipam side by side', ''];
+  if (!calico) {
+    out.push(
+      `calico-ipam was **skipped** in this run: its projectcalico/api source (option \`--calico-api PATH\`) was absent.`,
+    );
+    return out;
+  }
+  const delRatio = (data: typeof seq): string => ratio(data, 'blockipam', 'calico', 'del');
+  const bb = bursts.get('blockipam')?.wallMs;
+  const bc = bursts.get(CALICO_LABEL)?.wallMs;
+  out.push(
+    `calico-ipam is \`github.com/projectcalico/calico\` ${calico.version} (the only version the Go module proxy serves: a release-v3.28 commit after v3.28.5, so the v3.28 line), built by \`test/bench/plugin-build-calico.sh\` with projectcalico/api at release-v3.28 (b73eae26) from the tarball given by \`--calico-api\`; Kubernetes datastore on the same API server, its CRDs from the module zip, an IPPool of /26 blocks (ipipMode and vxlanMode Never, nodeSelector \`all()\`), one Node object, a per-node \`ipam_lock_file\`, \`log_level\` info to a file.`,
+    '',
+    `Same-run ratios blockipam / calico-ipam (below 1 = blockipam faster): ADD p50 spaced ${ratio(seq, 'blockipam', 'calico')}, back to back ${ratio(b2b, 'blockipam', 'calico')}; DEL p50 spaced ${delRatio(seq)}, back to back ${delRatio(b2b)}; ${BURST}-ADD burst wall time ${bb && bc ? (bb / bc).toFixed(2) : 'n/a'}.`,
+    '',
+    'API requests per call by kind (`group/resource verb code`, mean over the counted calls):',
+    '',
+  );
+  for (const label of ['blockipam', 'whereabouts', 'calico']) {
+    const c = counts.get(label);
+    const name = ipams.find((i) => i.label === label)?.name ?? label;
+    if (c) out.push(`- ${name}: ADD ${kinds(c.addKinds)}; DEL ${kinds(c.delKinds)}`);
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const s = await startup();
   const counts = new Map<string, Awaited<ReturnType<typeof counted>>>();
@@ -259,7 +320,7 @@ async function main(): Promise<void> {
   const b2b = new Map<string, Awaited<ReturnType<typeof backToBack>>>();
   for (const ipam of ipams) b2b.set(ipam.label, await backToBack(ipam));
   const bursts = new Map<string, Awaited<ReturnType<typeof burst>>>();
-  for (const ipam of ipams.filter((i) => i.label === 'blockipam' || i.label === 'whereabouts'))
+  for (const ipam of ipams.filter((i) => ['blockipam', 'whereabouts', 'calico'].includes(i.label)))
     bursts.set(ipam.name, await burst(ipam));
   const self = selfCounted();
   const lines: string[] = [
@@ -298,15 +359,11 @@ async function main(): Promise<void> {
       );
     }
   }
-  const ratio = (data: typeof seq, a: string, b: string): string => {
-    const x = data.get(a)?.add;
-    const y = data.get(b)?.add;
-    return x && y ? (pct(x, 50) / pct(y, 50)).toFixed(2) : 'n/a';
-  };
   lines.push(
     '',
     `ADD p50 ratio blockipam / whereabouts, same run: spaced ${ratio(seq, 'blockipam', 'whereabouts')}, back to back ${ratio(b2b, 'blockipam', 'whereabouts')} (below 1 = blockipam faster). Bun build / Node SEA build: spaced ${ratio(seq, 'blockipam', 'blockipam-sea')}, back to back ${ratio(b2b, 'blockipam', 'blockipam-sea')}.`,
   );
+  lines.push(...calicoSection(seq, b2b, bursts, counts));
   lines.push(
     '',
     `### Burst: ${BURST} parallel ADDs on one node`,
@@ -334,7 +391,8 @@ try {
 } finally {
   kubectl(['delete', 'ippools.ipam.blockipam.io', 'bench-v4', '--ignore-not-found']);
   kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);
-  kubectl(['delete', 'ippools.whereabouts.cni.cncf.io', '--all', '-A']);
-  kubectl(['delete', 'overlappingrangeipreservations.whereabouts.cni.cncf.io', '--all', '-A']);
+  cleanupWhereabouts();
+  if (calico) cleanupCalico();
+  kubectl(['delete', 'node', 'bench-calico-node', '--ignore-not-found']);
   rmSync(tmp, { recursive: true, force: true });
 }

@@ -1,0 +1,352 @@
+/**
+ * IPAM churn at cluster scale on simulated nodes (issue 13 item 2; not a test). One run, one API
+ * server, side by side: blockipam (its node agent running per node, writing the node cache),
+ * calico-ipam (Kubernetes datastore, the v3.28 line) and whereabouts v0.9.2.
+ *
+ * Each node is a network namespace this bench creates, with a churn-node.ts process in it that
+ * relays the API server and spawns the IPAM as a runtime would (ptp's environment and stdin; the
+ * IPAM alone, no interfaces): each node has its own host lock (blockipam's abstract socket is per
+ * namespace; calico-ipam gets a lock file per node; whereabouts takes one cluster-wide Lease).
+ * Phases, per IPAM, interleaved across IPAMs (ADD all of each, then DEL of each, ...):
+ *   add (PODS ADDs issued at once on every node) → del (all DELs at once) → re-add (new pods,
+ *   new names and UIDs) → del.
+ * Pods exist before their ADDs (bound to the IPAM's nodes; created outside the timed window, and
+ * the agents' node caches hold them before the phase starts) and are deleted after their DELs.
+ * Per phase: wall time (first call issued → last call exited), call p50/p99 (spawn to exit),
+ * failures, distinct addresses, API requests and 409s per call (kube-apiserver's
+ * apiserver_request_total, filtered per IPAM as plugin-bench.ts does; blockipam's include its
+ * agents' requests in the phase), kube-apiserver and etcd CPU seconds (/proc/<pid>/stat).
+ *
+ * Usage: node test/bench/churn-bench.ts [--nodes N] [--pods N] [--ipams blockipam,calico,whereabouts]
+ *          [--calico-api PATH] [--json FILE] [--write-docs]
+ *   Starts its own control plane (unless run under scripts/run-tests.ts' environment). Root.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { controlPlane, kubectl } from '../helpers/control-plane.ts';
+import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
+import { startAgent, type AgentProcess } from '../agent/agent-process.ts';
+import { delta, requestCounters } from './plugin-bench-lib.ts';
+import {
+  API,
+  applyNodes,
+  cleanupCalico,
+  cleanupWhereabouts,
+  DEFAULT_CALICO_API,
+  setupCalico,
+  setupWhereabouts,
+  type PeerIpam,
+} from './peer-ipams.ts';
+import { cpuSeconds, serveApiSocket, startNode, type SimNode } from './churn-lib.ts';
+import { renderChurn, type ChurnPhase, type ChurnRun } from './churn-report.ts';
+import type { NodeCall, NodeResult } from './churn-node.ts';
+
+const argv = process.argv.slice(2);
+const option = (name: string): string | undefined =>
+  argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined;
+const NODES = Number(option('--nodes') ?? 10);
+const PODS = Number(option('--pods') ?? 100);
+const WANT = (option('--ipams') ?? 'blockipam,calico,whereabouts').split(',');
+const NS = 'churn';
+const PHASES = ['add', 'del', 're-add', 'del again'] as const;
+
+const cp = controlPlane();
+const apiPort = Number(new URL(cp.apiUrl).port);
+const pidOf = (file: string): number => Number(readFileSync(join(cp.runDir, file), 'utf8').trim());
+const apiserverPid = pidOf('apiserver.pid');
+const etcdPid = pidOf('etcd.pid');
+const tmp = mkdtempSync(join(tmpdir(), 'bipam-churn-'));
+const must = (args: string[], input?: string): void => {
+  const r = kubectl(args, input === undefined ? {} : { input });
+  if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+};
+const log = (s: string): void => console.error(`[churn] ${new Date().toISOString().slice(11, 19)} ${s}`);
+
+interface Subject {
+  readonly label: 'blockipam' | 'calico' | 'whereabouts';
+  readonly name: string;
+  readonly bin: string;
+  readonly nodePrefix: string;
+  readonly api: RegExp;
+  netconf(node: string): string;
+}
+
+const nodeNames = (prefix: string): string[] => Array.from({ length: NODES }, (_, i) => `${prefix}${i + 1}`);
+const subjects: Subject[] = [];
+const agents: AgentProcess[] = [];
+const sims: SimNode[] = [];
+const netconf = (top: Record<string, unknown>, ipam: Record<string, unknown>): string =>
+  JSON.stringify({ cniVersion: '1.0.0', name: 'churnnet', type: 'ptp', ...top, ipam });
+const peer = (label: 'calico' | 'whereabouts', name: string, p: PeerIpam, prefix: string): Subject => ({
+  label,
+  name,
+  bin: p.bin,
+  nodePrefix: prefix,
+  api: API[label],
+  netconf: (node) => netconf(p.top(node), p.ipam(node)),
+});
+
+function setup(): void {
+  must(['apply', '-f', join(repoRoot, 'crds')]);
+  must(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ipamblocks.ipam.blockipam.io']);
+  kubectl(['create', 'namespace', 'kube-system']);
+  kubectl(['create', 'namespace', NS]);
+  if (WANT.includes('blockipam')) {
+    const bin = ensurePlugin();
+    must(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'ipam.blockipam.io/v1alpha1',
+        kind: 'IPPool',
+        metadata: { name: 'churn-v4' },
+        spec: { cidr: '10.250.0.0/16', blockSize: 26 },
+      }),
+    );
+    subjects.push({
+      label: 'blockipam',
+      name: 'blockipam (agents, node cache)',
+      bin,
+      nodePrefix: 'bipam-n',
+      api: API.blockipam,
+      netconf: (node) =>
+        netconf(
+          {},
+          {
+            type: 'blockipam',
+            kubeconfig: cp.adminKubeconfig,
+            nodeName: node,
+            logFile: join(tmp, `${node}.log`),
+            logLevel: 'debug',
+            cacheDir: join(tmp, `${node}-cache`),
+            nodeCacheFile: join(tmp, `${node}-node-cache.json`),
+          },
+        ),
+    });
+  }
+  if (WANT.includes('calico')) {
+    const calico = setupCalico(tmp, option('--calico-api') ?? DEFAULT_CALICO_API, '10.251.0.0/16');
+    if (calico) subjects.push(peer('calico', 'calico-ipam v3.28 line', calico, 'calico-n'));
+  }
+  if (WANT.includes('whereabouts'))
+    subjects.push(peer('whereabouts', 'whereabouts v0.9.2', setupWhereabouts(tmp, '10.252.0.0/16'), 'wb-n'));
+  applyNodes(subjects.flatMap((s) => nodeNames(s.nodePrefix)));
+}
+
+/** Creates generation `gen`'s pods of `s` (PODS per node, bound to it); returns their names per node. */
+function createPods(s: Subject, gen: number, count = PODS): string[][] {
+  const names = nodeNames(s.nodePrefix).map((node) =>
+    Array.from({ length: count }, (_, j) => `${s.label}-${node.slice(s.nodePrefix.length)}-g${gen}-p${j}`),
+  );
+  const items = names.flatMap((pods, i) =>
+    pods.map((name) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: NS, labels: { churn: `${s.label}-g${gen}` } },
+      spec: { nodeName: `${s.nodePrefix}${i + 1}`, containers: [{ name: 'c', image: 'pause' }] },
+    })),
+  );
+  const file = join(tmp, `pods-${s.label}-${gen}.json`);
+  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+  must(['create', '-f', file]);
+  return names;
+}
+
+const uids = new Map<string, string>();
+function readUids(s: Subject, gen: number): void {
+  const r = kubectl(['get', 'pods', '-n', NS, '-l', `churn=${s.label}-g${gen}`, '-o', 'json']);
+  const list = JSON.parse(r.stdout) as { items: { metadata: { name: string; uid: string } }[] };
+  for (const p of list.items) uids.set(p.metadata.name, p.metadata.uid);
+}
+
+/** Waits until every blockipam node cache lists generation `gen`'s pods (an agent has seen them). */
+async function cachesHold(pods: string[][]): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (const [i, names] of pods.entries()) {
+    const file = join(tmp, `bipam-n${i + 1}-node-cache.json`);
+    for (;;) {
+      let known = 0;
+      try {
+        const doc = JSON.parse(readFileSync(file, 'utf8')) as { pods: Record<string, unknown> };
+        known = names.filter((n) => `${NS}/${n}` in doc.pods).length;
+      } catch {
+        // not written yet
+      }
+      if (known === names.length) break;
+      if (Date.now() > deadline)
+        throw new Error(`node cache ${file}: ${known}/${names.length} pods after 120 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+const callOf = (s: Subject, cmd: 'ADD' | 'DEL', node: string, sim: SimNode, pod: string): NodeCall => ({
+  id: `${pod}-${cmd}`,
+  bin: s.bin,
+  stdin: s.netconf(node),
+  env: {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    CNI_COMMAND: cmd,
+    CNI_CONTAINERID: pod,
+    CNI_NETNS: `/var/run/netns/${sim.podNetns}`,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: cp.cniBin,
+    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=${pod};K8S_POD_UID=${uids.get(pod) ?? ''}`,
+  },
+});
+
+async function runPhase(s: Subject, phase: (typeof PHASES)[number], pods: string[][]): Promise<ChurnPhase> {
+  const cmd = phase.startsWith('del') ? 'DEL' : 'ADD';
+  const counters = () => requestCounters(cp.apiUrl, cp.adminToken, cp.caFile);
+  const before = await counters();
+  const cpuNow = async (): Promise<number[]> => [
+    cpuSeconds(apiserverPid),
+    cpuSeconds(etcdPid),
+    (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0),
+    s.label === 'blockipam' ? agents.reduce((a, g) => a + cpuSeconds(g.child.pid ?? 0), 0) : 0,
+  ];
+  const cpu0 = await cpuNow();
+  const load = loadavg()[0] ?? NaN;
+  const startedAtMs = Date.now();
+  const t0 = performance.now();
+  const results: NodeResult[][] = await Promise.all(
+    sims.map((sim, i) => {
+      const node = `${s.nodePrefix}${i + 1}`;
+      return sim.run((pods[i] ?? []).map((pod) => callOf(s, cmd, node, sim, pod)));
+    }),
+  );
+  const wallMs = performance.now() - t0;
+  const cpu1 = await cpuNow();
+  const d = delta(before, await counters(), s.api);
+  const all = results.flat();
+  const ok = all.filter((r) => r.status === 0 && (cmd === 'DEL' || r.stdout.includes('"ips"')));
+  const addresses = ok.flatMap((r) =>
+    cmd === 'ADD' ? [String((JSON.parse(r.stdout) as { ips: { address: string }[] }).ips[0]?.address)] : [],
+  );
+  const failed = all.filter((r) => !ok.includes(r));
+  return {
+    ipam: s.label,
+    name: s.name,
+    phase,
+    cmd,
+    calls: all.length,
+    loadAtStart: load,
+    startedAtMs,
+    wallMs,
+    ms: all.map((r) => r.ms),
+    perNodeWallMs: results.map((rs) => Math.max(0, ...rs.map((r) => r.ms))),
+    failures: failed.length,
+    failureSamples: [
+      ...new Set(failed.map((r) => `${r.status}: ${(r.stdout + r.stderr).slice(0, 300)}`)),
+    ].slice(0, 3),
+    distinct: new Set(addresses).size,
+    requests: [...d].reduce((a, [, v]) => a + v, 0),
+    conflicts: [...d].filter(([k]) => k.endsWith(' 409')).reduce((a, [, v]) => a + v, 0),
+    kinds: Object.fromEntries(d),
+    apiserverCpuS: (cpu1[0] ?? NaN) - (cpu0[0] ?? NaN),
+    etcdCpuS: (cpu1[1] ?? NaN) - (cpu0[1] ?? NaN),
+    ipamCpuS: (cpu1[2] ?? NaN) - (cpu0[2] ?? NaN),
+    agentCpuS: (cpu1[3] ?? NaN) - (cpu0[3] ?? NaN),
+    delayed: all.filter((r) => r.delayedMs > 0).length,
+    ids: all.map((r) => r.id),
+  };
+}
+
+async function main(): Promise<ChurnRun> {
+  setup();
+  const socket = join(tmp, 'api.sock');
+  const relay = await serveApiSocket(socket, '127.0.0.1', apiPort);
+  try {
+    for (let i = 1; i <= NODES; i++) sims.push(await startNode(`n${i}`, apiPort, socket));
+    if (subjects.some((s) => s.label === 'blockipam'))
+      for (const node of nodeNames('bipam-n')) {
+        mkdirSync(join(tmp, `${node}-cache`), { recursive: true });
+        agents.push(
+          startAgent(node, [
+            '--node-cache-file',
+            join(tmp, `${node}-node-cache.json`),
+            '--log-level',
+            'warn',
+          ]),
+        );
+      }
+    log(
+      `${NODES} nodes × ${PODS} pods; IPAMs: ${subjects.map((s) => s.label).join(', ')}; load ${loadavg()[0]?.toFixed(1)}`,
+    );
+    const phases: ChurnPhase[] = [];
+    const pods = new Map<string, string[][]>();
+    // Warm-up, outside every window, alike for all: one ADD + DEL per node (blockipam learns the
+    // cluster's UID, calico-ipam claims its first block, whereabouts creates its pool object).
+    for (const s of subjects) {
+      const warm = createPods(s, 0, 1);
+      readUids(s, 0);
+      if (s.label === 'blockipam') await cachesHold(warm);
+      for (const cmd of ['ADD', 'DEL'] as const)
+        await Promise.all(
+          sims.map((sim, i) =>
+            sim.run((warm[i] ?? []).map((pod) => callOf(s, cmd, `${s.nodePrefix}${i + 1}`, sim, pod))),
+          ),
+        );
+      kubectl(['delete', 'pods', '-n', NS, '-l', `churn=${s.label}-g0`, '--grace-period=0', '--force']);
+    }
+    for (const [p, phase] of PHASES.entries()) {
+      for (const s of subjects) {
+        const gen = p < 2 ? 1 : 2;
+        if (phase === 'add' || phase === 're-add') {
+          pods.set(s.label, createPods(s, gen));
+          readUids(s, gen);
+          if (s.label === 'blockipam') await cachesHold(pods.get(s.label) ?? []);
+        }
+        log(`${s.label} ${phase} …`);
+        const r = await runPhase(s, phase, pods.get(s.label) ?? []);
+        log(
+          `${s.label} ${phase}: ${(r.wallMs / 1000).toFixed(1)} s, ${r.failures} failed, load ${r.loadAtStart.toFixed(1)}`,
+        );
+        for (const f of r.failureSamples) log(`  failure: ${f}`);
+        phases.push(r);
+        if (phase.startsWith('del'))
+          kubectl([
+            'delete',
+            'pods',
+            '-n',
+            NS,
+            '-l',
+            `churn=${s.label}-g${gen}`,
+            '--grace-period=0',
+            '--force',
+          ]);
+      }
+    }
+    return {
+      when: new Date().toISOString(),
+      nodes: NODES,
+      pods: PODS,
+      serverVersion: cp.serverVersion,
+      node: process.version,
+      logDir: tmp,
+      blockipamLogs: nodeNames('bipam-n').map((n) => join(tmp, `${n}.log`)),
+      calicoLogs: nodeNames('calico-n').map((n) => join(tmp, `calico-${n}.log`)),
+      phases,
+    };
+  } finally {
+    await Promise.all(agents.map((a) => a.kill()));
+    await Promise.all(sims.map((s) => s.stop()));
+    relay.close();
+  }
+}
+
+try {
+  const run = await main();
+  const section = renderChurn(run);
+  console.log(section.markdown);
+  const json = option('--json');
+  if (json) writeFileSync(json, JSON.stringify({ ...run, breakdown: section.breakdown }, null, 1));
+  if (argv.includes('--write-docs')) section.writeDocs(join(repoRoot, 'docs'));
+} finally {
+  kubectl(['delete', 'pods', '-n', NS, '--all', '--grace-period=0', '--force']);
+  kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);
+  kubectl(['delete', 'ippools.ipam.blockipam.io', 'churn-v4', '--ignore-not-found']);
+  cleanupWhereabouts();
+  cleanupCalico();
+  if (!argv.includes('--keep-logs')) rmSync(tmp, { recursive: true, force: true });
+}

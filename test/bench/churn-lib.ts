@@ -1,0 +1,194 @@
+/**
+ * Pieces of test/bench/churn-bench.ts (not a test): the simulated nodes (network namespaces, each
+ * with a churn-node.ts process), the host side of their API route, process CPU from /proc, and
+ * the per-call breakdowns read from the IPAMs' own logs.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { NodeCall, NodeResult } from './churn-node.ts';
+
+const NODE_MAIN = fileURLToPath(new URL('./churn-node.ts', import.meta.url));
+/** /proc/<pid>/stat times are in clock ticks; Linux's USER_HZ is 100 on every platform it runs on here. */
+const TICKS_PER_S = 100;
+
+/** CPU seconds (user + system) the process has used so far; NaN when it is gone. */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at state: utime is 14th, stime 15th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / TICKS_PER_S;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Host side of the nodes' API route: a Unix socket piped to host:port, TCP_NODELAY set. */
+export async function serveApiSocket(path: string, host: string, port: number): Promise<Server> {
+  rmSync(path, { force: true });
+  const server = createServer((s: Socket) => {
+    const t = connect({ host, port, noDelay: true });
+    s.pipe(t);
+    t.pipe(s);
+    s.on('error', () => t.destroy());
+    t.on('error', () => s.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen({ path, backlog: 4096 }, resolve));
+  return server;
+}
+
+/** A simulated node: its network namespace and the churn-node.ts process running in it. */
+export interface SimNode {
+  readonly name: string;
+  readonly netns: string;
+  /**
+   * A second namespace standing for the node's pods: CNI_NETNS (calico-ipam and whereabouts
+   * refuse a CNI_NETNS equal to their own namespace; no IPAM here opens it).
+   */
+  readonly podNetns: string;
+  /** Runs the calls at once in the node; resolves with every result (in completion order). */
+  run(calls: readonly NodeCall[]): Promise<NodeResult[]>;
+  /** CPU seconds of every IPAM process of this node that has exited so far. */
+  cpu(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** Deletes namespaces `<tag><pid>-*` whose pid is no longer alive (left by a killed run). */
+function sweep(tag: string): void {
+  if (!existsSync('/var/run/netns')) return;
+  for (const name of readdirSync('/var/run/netns')) {
+    const m = new RegExp(`^${tag}(\\d+)-`).exec(name);
+    if (m && !existsSync(`/proc/${m[1]}`)) spawnSync('ip', ['netns', 'del', name]);
+  }
+}
+
+/**
+ * Creates network namespace `bipamch<pid>-<name>` (loopback up) and starts churn-node.ts in it,
+ * relaying 127.0.0.1:`apiPort` inside to the host socket `apiSocket`.
+ */
+export async function startNode(name: string, apiPort: number, apiSocket: string): Promise<SimNode> {
+  sweep('bipamch');
+  const netns = `bipamch${process.pid}-${name}`;
+  const podNetns = `${netns}-pods`;
+  for (const args of [
+    ['netns', 'add', netns],
+    ['-n', netns, 'link', 'set', 'lo', 'up'],
+    ['netns', 'add', podNetns],
+  ]) {
+    const r = spawnSync('ip', args, { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
+  }
+  const child: ChildProcess = spawn(
+    'ip',
+    ['netns', 'exec', netns, process.execPath, NODE_MAIN, String(apiPort), apiSocket],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const waiting = new Map<string, (r: NodeResult) => void>();
+  let ready: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (ready = resolve));
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line === 'ready') return ready();
+    const r = JSON.parse(line) as NodeResult & { cpuS?: number };
+    waiting.get(r.id)?.(r);
+    waiting.delete(r.id);
+  });
+  await Promise.race([
+    started,
+    new Promise((_, reject) => child.once('exit', () => reject(new Error(`node ${name} exited at start`)))),
+  ]);
+  return {
+    name,
+    netns,
+    podNetns,
+    run: (calls) =>
+      Promise.all(
+        calls.map(
+          (c) =>
+            new Promise<NodeResult>((resolve) => {
+              waiting.set(c.id, resolve);
+              child.stdin!.write(`${JSON.stringify(c)}\n`);
+            }),
+        ),
+      ),
+    cpu: () =>
+      new Promise<number>((resolve) => {
+        waiting.set('cpu', (r) => resolve((r as NodeResult & { cpuS: number }).cpuS));
+        child.stdin!.write(`${JSON.stringify({ id: 'cpu' })}\n`);
+      }),
+    async stop() {
+      if (child.exitCode === null) {
+        child.stdin!.end();
+        await new Promise((resolve) => {
+          const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+          child.once('exit', () => resolve(clearTimeout(t)));
+        });
+      }
+      spawnSync('ip', ['netns', 'del', netns]);
+      spawnSync('ip', ['netns', 'del', podNetns]);
+    },
+  };
+}
+
+/** Per-call figures of blockipam from its log (logLevel debug): lock wait, requests, node cache use. */
+export interface BlockipamCall {
+  readonly containerID: string;
+  readonly cmd: string;
+  /** Waiting for the node's host lock, ms. */
+  readonly lockWaitMs?: number;
+  /** Process start to the end of the command, ms (startMs: start to dispatch: runtime start-up). */
+  readonly totalMs?: number;
+  readonly startMs?: number;
+  readonly apiRequests?: number;
+  readonly nodeCache?: string;
+  readonly podFromCache?: boolean;
+}
+
+/** Reads blockipam log files; one entry per containerID + cmd seen with a `done` line. */
+export function readBlockipamLogs(files: readonly string[]): BlockipamCall[] {
+  const out = new Map<string, BlockipamCall>();
+  for (const file of files) {
+    if (!existsSync(file)) continue;
+    for (const text of readFileSync(file, 'utf8').split('\n')) {
+      if (!text.startsWith('{')) continue;
+      const l = JSON.parse(text) as Record<string, unknown>;
+      const key = `${String(l.containerID)} ${String(l.cmd)}`;
+      const prev = out.get(key) ?? { containerID: String(l.containerID), cmd: String(l.cmd) };
+      if (l.msg === 'host lock held') out.set(key, { ...prev, lockWaitMs: Number(l.waitedMs) });
+      else if (l.msg === 'done')
+        out.set(key, {
+          ...prev,
+          totalMs: Number(l.totalMs),
+          startMs: Number(l.startMs),
+          apiRequests: Number(l.apiRequests),
+          ...(typeof l.nodeCache === 'string' ? { nodeCache: l.nodeCache } : {}),
+          ...(typeof l.podFromCache === 'boolean' ? { podFromCache: l.podFromCache } : {}),
+        });
+    }
+  }
+  return [...out.values()];
+}
+
+/** Per-process lock wait of calico-ipam, ms, from its log ("About to acquire" → "Acquired host-wide IPAM lock"). */
+export function readCalicoLockWaits(
+  files: readonly string[],
+): { pid: string; waitMs: number; atMs: number }[] {
+  const out: { pid: string; waitMs: number; atMs: number }[] = [];
+  for (const file of files) {
+    if (!existsSync(file)) continue;
+    const asking = new Map<string, number>();
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      const m = /^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \[\w+\]\[(\d+)\]/.exec(line);
+      if (!m) continue;
+      const at = Date.parse(`${m[1]?.replace(' ', 'T')}Z`);
+      if (line.includes('About to acquire host-wide IPAM lock')) asking.set(m[2] ?? '', at);
+      else if (line.includes('Acquired host-wide IPAM lock')) {
+        const t = asking.get(m[2] ?? '');
+        if (t !== undefined) out.push({ pid: m[2] ?? '', waitMs: at - t, atMs: at });
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,141 @@
+/**
+ * The report of test/bench/churn-bench.ts: the "IPAM churn" section of docs/benchmarks.md (tables,
+ * same-run ratios against calico-ipam, where the time goes) from one run's phases.
+ */
+import { join } from 'node:path';
+import { fmt, pct, writeDocsSection } from './plugin-bench-lib.ts';
+import { readBlockipamLogs, readCalicoLockWaits } from './churn-lib.ts';
+
+/** One phase of one IPAM: every node's calls issued at once. */
+export interface ChurnPhase {
+  readonly ipam: 'blockipam' | 'calico' | 'whereabouts';
+  readonly name: string;
+  readonly phase: string;
+  readonly cmd: 'ADD' | 'DEL';
+  readonly calls: number;
+  readonly loadAtStart: number;
+  /** ms since epoch when the first call was issued. */
+  readonly startedAtMs: number;
+  /** First call issued → last call exited, ms. */
+  readonly wallMs: number;
+  /** Each call's spawn-to-exit wall time, ms. */
+  readonly ms: readonly number[];
+  /** Per node: its slowest call, ms (the node's own phase time). */
+  readonly perNodeWallMs: readonly number[];
+  readonly failures: number;
+  readonly failureSamples: readonly string[];
+  /** Distinct addresses handed out (ADD phases). */
+  readonly distinct: number;
+  /** API requests of this IPAM in the phase (apiserver_request_total delta). */
+  readonly requests: number;
+  /** Of them, answered 409 Conflict. */
+  readonly conflicts: number;
+  readonly kinds: Readonly<Record<string, number>>;
+  readonly apiserverCpuS: number;
+  readonly etcdCpuS: number;
+  /** CPU of the IPAM processes themselves (their exit-time totals), s. */
+  readonly ipamCpuS: number;
+  /** CPU of the blockipam node agents during the phase, s (0 for the others). */
+  readonly agentCpuS: number;
+  /** Calls whose spawn was held back for memory (churn-node.ts' floor). */
+  readonly delayed: number;
+  /** Call ids (`<containerID>-<CMD>`). */
+  readonly ids: readonly string[];
+}
+
+export interface ChurnRun {
+  readonly when: string;
+  readonly nodes: number;
+  readonly pods: number;
+  readonly serverVersion: string;
+  readonly node: string;
+  readonly logDir: string;
+  readonly blockipamLogs: readonly string[];
+  readonly calicoLogs: readonly string[];
+  readonly phases: readonly ChurnPhase[];
+}
+
+const s1 = (ms: number): string => (ms / 1000).toFixed(1);
+const per = (n: number, calls: number): string => (calls ? (n / calls).toFixed(2) : 'n/a');
+
+/** Where blockipam's and calico-ipam's time goes, per phase. */
+function breakdown(run: ChurnRun): string[] {
+  const calls = readBlockipamLogs(run.blockipamLogs);
+  const byId = new Map(calls.map((c) => [`${c.containerID}-${c.cmd}`, c]));
+  const waits = readCalicoLockWaits(run.calicoLogs);
+  const out: string[] = [
+    '| IPAM | phase | lock wait p50 / p99 / max ms | call p50 ms | in the process before the lock p50 ms | requests per call p50 / max | node cache used |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const p of run.phases) {
+    if (p.ipam === 'blockipam') {
+      const mine = p.ids.flatMap((id) => byId.get(id) ?? []);
+      const lock = mine.flatMap((c) => (c.lockWaitMs === undefined ? [] : [c.lockWaitMs]));
+      const total = mine.flatMap((c) => (c.totalMs === undefined ? [] : [c.totalMs]));
+      const before = mine.flatMap((c) =>
+        c.totalMs === undefined || c.lockWaitMs === undefined ? [] : [c.startMs ?? 0],
+      );
+      const req = mine.flatMap((c) => (c.apiRequests === undefined ? [] : [c.apiRequests]));
+      const cached = mine.filter((c) => c.nodeCache === 'used' || c.podFromCache === true).length;
+      out.push(
+        `| ${p.name} | ${p.phase} | ${fmt(pct(lock, 50))} / ${fmt(pct(lock, 99))} / ${fmt(Math.max(...lock))} | ${fmt(pct(total, 50))} (in-process) | ${fmt(pct(before, 50))} (runtime start) | ${pct(req, 50)} / ${Math.max(...req)} | ${cached} of ${mine.length} |`,
+      );
+    } else if (p.ipam === 'calico') {
+      const end = p.startedAtMs + p.wallMs;
+      const w = waits.filter((x) => x.atMs >= p.startedAtMs - 5 && x.atMs <= end + 5).map((x) => x.waitMs);
+      out.push(
+        `| ${p.name} | ${p.phase} | ${fmt(pct(w, 50))} / ${fmt(pct(w, 99))} / ${fmt(Math.max(...w))} | ${fmt(pct(p.ms, 50))} (spawn to exit) | n/a | ${per(p.requests, p.calls)} (mean) | n/a |`,
+      );
+    }
+  }
+  return out;
+}
+
+/** Renders the section; `writeDocs(docsDir)` replaces "## IPAM churn" in docs/benchmarks.md. */
+export function renderChurn(run: ChurnRun): {
+  markdown: string;
+  breakdown: string[];
+  writeDocs: (docsDir: string) => void;
+} {
+  const loads = run.phases.map((p) => p.loadAtStart);
+  const lines: string[] = [
+    '## IPAM churn',
+    '',
+    `Measured by \`node test/bench/churn-bench.ts\` on ${run.when.slice(0, 16).replace('T', ' ')} UTC: 2 cores shared with five other engineers' jobs (load average at the phases' starts ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}), kube-apiserver ${run.serverVersion} + etcd on loopback, Node ${run.node}.`,
+    `${run.nodes} simulated nodes (a network namespace each, so each has its own host lock) × ${run.pods} ADDs issued at once per node; the IPAM alone, exec'd as ptp would exec it, by a process inside the node's namespace that also relays the API server. Phases: add → mass DEL → re-add (new pods) → DEL, interleaved across IPAMs. Wall time: first call issued → last call exited; latencies spawn to exit; requests and 409s from kube-apiserver's \`apiserver_request_total\` (blockipam's include its ${run.nodes} agents' requests during the phase); CPU from /proc/<pid>/stat.`,
+    '',
+    '| IPAM | phase | wall s | call p50 ms | call p99 ms | failures | distinct addresses | API requests / call | 409s / call | IPAM processes CPU s | agents CPU s | kube-apiserver CPU s | etcd CPU s | load at start |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const p of run.phases)
+    lines.push(
+      `| ${p.name} | ${p.phase} | ${s1(p.wallMs)} | ${fmt(pct(p.ms, 50))} | ${fmt(pct(p.ms, 99))} | ${p.failures} | ${p.cmd === 'ADD' ? p.distinct : '–'} | ${per(p.requests, p.calls)} | ${per(p.conflicts, p.calls)} | ${p.ipamCpuS.toFixed(1)} | ${p.ipam === 'blockipam' ? p.agentCpuS.toFixed(1) : '–'} | ${p.apiserverCpuS.toFixed(1)} | ${p.etcdCpuS.toFixed(1)} | ${p.loadAtStart.toFixed(1)} |`,
+    );
+  const find = (ipam: string, phase: string) => run.phases.find((p) => p.ipam === ipam && p.phase === phase);
+  const ratios = [...new Set(run.phases.map((p) => p.phase))].map((phase) => {
+    const b = find('blockipam', phase);
+    const c = find('calico', phase);
+    return b && c ? `${phase} ${(c.wallMs / b.wallMs).toFixed(2)}×` : `${phase} n/a`;
+  });
+  const bFail = run.phases.filter((p) => p.ipam === 'blockipam').reduce((a, p) => a + p.failures, 0);
+  lines.push(
+    '',
+    `Same-run speed-up of blockipam over calico-ipam (calico-ipam's wall time / blockipam's; goal ≥ 2×): ${ratios.join(', ')}; blockipam failures: ${bFail} (goal 0).`,
+  );
+  const samples = run.phases.filter((p) => p.failureSamples.length > 0);
+  if (samples.length > 0) {
+    lines.push('', 'Failures, first distinct messages per phase:', '');
+    for (const p of samples)
+      lines.push(
+        `- ${p.name} ${p.phase}: ${p.failureSamples.map((f) => `\`${f.replace(/[`|\n]/g, ' ')}\``).join('; ')}`,
+      );
+  }
+  const parts = breakdown(run);
+  lines.push('', '### Where the time goes', '', ...parts);
+  const markdown = lines.join('\n');
+  return {
+    markdown,
+    breakdown: parts,
+    writeDocs: (docsDir) => writeDocsSection(join(docsDir, 'benchmarks.md'), markdown, '## IPAM churn'),
+  };
+}
