@@ -78,7 +78,7 @@ function frame(text: ChartText) {
     config: {
       background: 'white',
       font: 'sans-serif',
-      legend: { orient: 'bottom' as const, labelLimit: 400 },
+      legend: { orient: 'bottom' as const, direction: 'vertical' as const, labelLimit: 0 },
     },
   };
 }

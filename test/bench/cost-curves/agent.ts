@@ -1,0 +1,155 @@
+/**
+ * Cost curve: the node agent's memory (RSS) and CPU at idle vs cluster size (issue 13 item 4;
+ * issue 10: "agent RSS and CPU at idle in a cluster of 1,000 nodes / 5,000 blocks"). Each size:
+ * NODES Node objects (with an InternalIP) and 5 /26 blocks per node, each holding 10 allocations,
+ * seeded straight through the datastore; then one real agent process (`block-controller/agent/
+ * main.ts run`, its watches, node cache file, no routes) for one of the nodes. Once its node
+ * cache file is written and a settle time has passed, RSS (VmRSS, and VmHWM: the peak) is read
+ * from /proc and CPU (user + system ticks) is counted over an idle window.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { KubeDatastore } from 'blockipam/core/kube';
+import { blockObject, poolObject, TEST_LABEL } from '../../cli/cluster.ts';
+import { bounded, load1, progress } from './common.ts';
+import type { CurvePoint } from './common.ts';
+
+const BLOCKS_PER_NODE = 5;
+const ALLOCATIONS_PER_BLOCK = 10;
+/** After the node cache is first written: the watches' initial LISTs have been decoded. */
+const SETTLE_MS = 15_000;
+/** The idle window CPU is counted over. */
+const IDLE_MS = 30_000;
+/** Clock ticks per second of /proc/PID/stat (USER_HZ, 100 on Linux x86-64). */
+const USER_HZ = 100;
+
+const blockCidr = (b: number): string =>
+  `10.${160 + Math.floor(b / 1024)}.${Math.floor((b % 1024) / 4)}.${(b % 4) * 64}/26`;
+
+function procStatus(pid: number): { rssMiB: number; hwmMiB: number } {
+  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+  return { rssMiB: kb('VmRSS') / 1024, hwmMiB: kb('VmHWM') / 1024 };
+}
+
+function cpuTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+}
+
+/** Grows the cluster to `nodes` nodes (and their blocks); nodes [from, nodes) are new. */
+async function seed(ds: KubeDatastore, from: number, nodes: number): Promise<void> {
+  await bounded(
+    Array.from({ length: nodes - from }, (_, k) => from + k),
+    async (n) => {
+      const name = `agent-curve-${n}`;
+      await ds.transport.request('POST', '/api/v1/nodes', {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Node',
+          metadata: { name, labels: { [TEST_LABEL]: '1' } },
+        },
+      });
+      await ds.transport.request('PATCH', `/api/v1/nodes/${name}/status`, {
+        contentType: 'application/merge-patch+json',
+        body: { status: { addresses: [{ type: 'InternalIP', address: `10.99.${n >> 8}.${n & 255}` }] } },
+      });
+      for (let j = 0; j < BLOCKS_PER_NODE; j++) {
+        const b = n * BLOCKS_PER_NODE + j;
+        const allocations = Array.from({ length: ALLOCATIONS_PER_BLOCK }, (_, i) => ({
+          ordinal: 2 + i,
+          handle: `k8s-pod-network.a${b}x${i}.eth0`,
+          node: name,
+          namespace: 'default',
+          pod: `p-${b}-${i}`,
+          podUID: `uid-${b}-${i}`,
+        }));
+        await ds.blocks.create(
+          blockObject({ cidr: blockCidr(b), pool: 'agent-curve', affinity: name, allocations }),
+        );
+      }
+    },
+  );
+}
+
+/** Runs one agent for node 0 until idle; @returns its RSS and idle CPU. */
+async function measureAgent(root: string, kubeconfig: string): Promise<Record<string, number>> {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-curve-'));
+  const cache = join(dir, 'node-cache.json');
+  const child = spawn(
+    join(root, 'node_modules', '.bin', 'node'),
+    [
+      join(root, 'block-controller', 'agent', 'main.ts'),
+      'run',
+      '--node-name',
+      'agent-curve-0',
+      '--kubeconfig',
+      kubeconfig,
+      '--metrics-host',
+      '127.0.0.1',
+      '--metrics-port',
+      '0',
+      '--log-level',
+      'warn',
+      '--node-cache-file',
+      cache,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_NAME: '' } },
+  );
+  const pid = child.pid ?? 0;
+  try {
+    const t0 = performance.now();
+    while (!existsSync(cache)) {
+      if (child.exitCode !== null) throw new Error(`the agent exited ${child.exitCode}`);
+      if (performance.now() - t0 > 300_000) throw new Error('the agent wrote no node cache in 300 s');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const firstCacheS = (performance.now() - t0) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    const ticks0 = cpuTicks(pid);
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const idleCpu = (cpuTicks(pid) - ticks0) / USER_HZ / (IDLE_MS / 1000);
+    const { rssMiB, hwmMiB } = procStatus(pid);
+    return {
+      'RSS MiB (idle)': Math.round(rssMiB),
+      'peak RSS MiB': Math.round(hwmMiB),
+      'idle CPU (% of a core)': Math.round(idleCpu * 1000) / 10,
+      'first node cache s': Math.round(firstCacheS * 10) / 10,
+      'node cache KiB': Math.round(readFileSync(cache).length / 1024),
+    };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((resolve) =>
+      child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The curve at `sizes` (node counts, ascending). */
+export async function agentCurve(
+  ds: KubeDatastore,
+  options: { root: string; kubeconfig: string; sizes: readonly number[] },
+): Promise<CurvePoint[]> {
+  await ds.pools.create(poolObject('agent-curve', '10.160.0.0/12'));
+  const points: CurvePoint[] = [];
+  let seeded = 0;
+  for (const nodes of options.sizes) {
+    const t0 = performance.now();
+    await seed(ds, seeded, nodes);
+    seeded = nodes;
+    progress(`agent curve: ${nodes} nodes seeded (${Math.round(performance.now() - t0)} ms)`);
+    const loadStart = load1();
+    const figures = await measureAgent(options.root, options.kubeconfig);
+    points.push({
+      x: nodes,
+      figures: { blocks: nodes * BLOCKS_PER_NODE, ...figures },
+      loadStart,
+      loadEnd: load1(),
+    });
+    progress(`agent curve: ${nodes} nodes: ${JSON.stringify(points.at(-1)?.figures)}`);
+  }
+  return points;
+}

@@ -1,0 +1,206 @@
+/**
+ * Pod churn on the real test cluster (issue 13 item 3; a script, not a test): the Spiderpool
+ * method at this machine's scale. On the harness's 3 nodes (test/cluster/up.sh: kubelet +
+ * containerd + runc each), for each IPAM in turn in the same cluster — host-local with a range
+ * per node (the floor: no API at all) and blockipam — Deployments totalling --pods pause pods are
+ * created at once (time until all Running), every pod is deleted at once and re-created by its
+ * ReplicaSet (time until all replacements are Running), the Deployments are deleted (time until
+ * no pod is left, and until the IPAM holds no address). The conflist is switched between IPAMs.
+ *
+ *   node_modules/.bin/node test/bench/pod-churn/main.ts [--pods 300] [--order host-local,blockipam]
+ *
+ * blockipam is installed by test/cluster/install-blockipam.sh (the CRDs, its ServiceAccount and
+ * token, pool default-ipv4 10.244.0.0/16 of /26 blocks, the plugin) with a node agent per node
+ * (a host process, writing the node cache file the plugin reads). Charts: pods Running over time
+ * per IPAM and phase, and wall time per phase; the `## Pod churn on the real cluster` section of
+ * docs/benchmarks.md is rewritten.
+ */
+import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { barSpec, lineSpec, machineLine, writeChart } from '../charts/index.ts';
+import { writeDocSection } from '../doc-section.ts';
+import { cluster, kubectl } from '../../helpers/cluster.ts';
+import { installBlockipam } from '../../cluster/blockipam.ts';
+import { repoRoot } from '../../plugin/helpers/plugin-exe.ts';
+import { bypassRecorder, hostLocalHeld, startAgents, useIpam } from './network.ts';
+import type { Agents, Ipam } from './network.ts';
+import { Churn } from './phases.ts';
+import type { PhaseResult } from './phases.ts';
+
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '300' },
+    order: { type: 'string', default: 'host-local,blockipam' },
+    'no-docs': { type: 'boolean', default: false },
+  },
+});
+const PODS = Number(values.pods);
+const ORDER = (values.order ?? '').split(',').map((name): Ipam => {
+  if (name !== 'blockipam' && name !== 'host-local') throw new RangeError(`--order: unknown IPAM "${name}"`);
+  return name;
+});
+
+const uptime = (): string => spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
+const log = (text: string): void => void process.stderr.write(`${new Date().toISOString()} ${text}\n`);
+
+interface Run {
+  readonly ipam: Ipam;
+  readonly label: string;
+  readonly phases: readonly PhaseResult[];
+  readonly uptimeBefore: string;
+  readonly uptimeAfter: string;
+  readonly extra: string;
+}
+
+function waitReady(nodes: readonly string[]): void {
+  for (const node of nodes) {
+    const r = kubectl(['wait', '--for', 'condition=Ready', '--timeout', '120s', `node/${node}`]);
+    if (r.status !== 0) throw new Error(`${node} not Ready: ${r.stderr}`);
+  }
+}
+
+async function runOne(ipam: Ipam, index: number, agents: Agents | undefined): Promise<Run> {
+  const c = cluster();
+  useIpam(c, ipam);
+  await new Promise((resolve) => setTimeout(resolve, 3000)); // containerd reloads net.d
+  waitReady(c.nodes);
+  const churn = new Churn(c, { namespace: `churn-${index}-${ipam}`, pods: PODS });
+  const uptimeBefore = uptime();
+  log(`${ipam}: ${uptimeBefore}`);
+  try {
+    await churn.createNamespace();
+    const phases: PhaseResult[] = [];
+    phases.push(await churn.create());
+    log(`${ipam}: create ${phases.at(-1)?.seconds.toFixed(1)} s ${JSON.stringify(phases.at(-1)?.perNode)}`);
+    const blocksAfterCreate = ipam === 'blockipam' ? await churn.blockipamBlocks() : {};
+    phases.push(await churn.recreate());
+    log(`${ipam}: re-create ${phases.at(-1)?.seconds.toFixed(1)} s`);
+    phases.push(
+      await churn.delete(ipam === 'blockipam' ? () => churn.blockipamHeld() : () => hostLocalHeld(c)),
+    );
+    log(`${ipam}: delete ${phases.at(-1)?.seconds.toFixed(1)} s, released ${phases.at(-1)?.releasedSeconds}`);
+    const extra =
+      ipam === 'blockipam'
+        ? `blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; node agents (pids ${agents?.pids.join(', ')}) running`
+        : '';
+    return { ipam, label: `${ipam} (run ${index + 1})`, phases, uptimeBefore, uptimeAfter: uptime(), extra };
+  } finally {
+    churn.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const loadAtStart = loadavg()[0] ?? 0;
+  const c = cluster();
+  log(`cluster ${c.runDir} up (${c.startupSeconds} s); installing blockipam`);
+  installBlockipam();
+  bypassRecorder(c);
+  const maxPods = kubectl(['get', 'node', c.nodes[0] ?? '', '-o', 'jsonpath={.status.capacity.pods}']).stdout;
+  let agents: Agents | undefined;
+  const runs: Run[] = [];
+  try {
+    if (ORDER.includes('blockipam')) agents = await startAgents(c, repoRoot);
+    for (const [i, ipam] of ORDER.entries()) runs.push(await runOne(ipam, i, agents));
+  } finally {
+    await agents?.stop();
+  }
+  const summary = runs.map((r) => ({
+    label: r.label,
+    phases: Object.fromEntries(
+      r.phases.map((p) => [p.phase, { s: p.seconds, done: p.done, released: p.releasedSeconds }]),
+    ),
+    uptimeBefore: r.uptimeBefore,
+    uptimeAfter: r.uptimeAfter,
+  }));
+  console.log(JSON.stringify(summary));
+  if (!values['no-docs']) await publish(runs, { loadAtStart, maxPods, nodes: c.nodes.length });
+}
+
+async function publish(
+  runs: readonly Run[],
+  ctx: { loadAtStart: number; maxPods: string; nodes: number },
+): Promise<void> {
+  const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
+  const versions =
+    'Kubernetes v1.37.2 (kubelet, scheduler, controller-manager), containerd v2.4.2, runc 1.1.5, ptp/portmap/host-local v1.10.0';
+  const subtitle = [
+    `${when} UTC · ${machineLine(ctx.loadAtStart)}`,
+    `${versions}`,
+    `${PODS} pause pods in 3 Deployments on ${ctx.nodes} nodes, sampled by one pod LIST per second`,
+  ];
+  const charts: string[] = [];
+  for (const phase of ['create', 're-create'] as const)
+    charts.push(
+      await writeChart(
+        `pod-churn-${phase}`,
+        lineSpec({
+          title: `Pods Running over time: ${phase === 'create' ? `${PODS} pods created at once` : `all ${PODS} pods deleted, re-created by their ReplicaSets`}`,
+          subtitle,
+          x: { title: 's since the first request' },
+          y: { title: 'pods Running' },
+          step: true,
+          series: runs.map((r) => ({
+            name: r.label,
+            points: r.phases.find((p) => p.phase === phase)?.series ?? [[0, 0]],
+          })),
+        }),
+      ),
+    );
+  charts.push(
+    await writeChart(
+      'pod-churn-phases',
+      barSpec({
+        title: 'Pod churn: wall time per phase',
+        subtitle,
+        categoryTitle: 'phase',
+        y: { title: 'wall time (s)' },
+        bars: runs.flatMap((r) => [
+          ...r.phases.map((p) => ({
+            category: p.phase,
+            series: r.label,
+            value: Math.round(p.seconds * 10) / 10,
+          })),
+          ...r.phases
+            .filter((p) => p.releasedSeconds !== undefined)
+            .map((p) => ({
+              category: 'delete → addresses released',
+              series: r.label,
+              value: Math.round((p.releasedSeconds ?? 0) * 10) / 10,
+            })),
+        ]),
+      }),
+    ),
+  );
+  const s = (p: PhaseResult | undefined): string =>
+    p ? `${p.seconds.toFixed(1)}${p.done ? '' : ' (not finished)'}` : '—';
+  const rows = runs.map((r) => {
+    const [create, recreate, del] = [r.phases[0], r.phases[1], r.phases[2]];
+    return `| ${r.label} | ${s(create)} | ${s(recreate)} | ${s(del)} | ${del?.releasedSeconds?.toFixed(1) ?? 'not within 15 min'} | ${JSON.stringify(create?.perNode ?? {}).replace(/"/g, '')} | ${r.uptimeBefore.replace(/^.*load average: /, '')} → ${r.uptimeAfter.replace(/^.*load average: /, '')} |`;
+  });
+  const first = (ipam: Ipam, phase: string): number | undefined =>
+    runs.find((r) => r.ipam === ipam)?.phases.find((p) => p.phase === phase)?.seconds;
+  const ratios = (['create', 're-create', 'delete'] as const).map((phase) => {
+    const b = first('blockipam', phase);
+    const h = first('host-local', phase);
+    return b && h ? `${phase} ${(b / h).toFixed(2)}` : `${phase} n/a`;
+  });
+  await writeDocSection(
+    '## Pod churn on the real cluster',
+    [
+      `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
+      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster: 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for both; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: installed by \`test/cluster/install-blockipam.sh\` (the Helm chart needs the container image in the nodes, not on main at the time of the run), pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info. The harness's CNI call recorder is bypassed (plugins linked directly). Calico's CNI + calico-ipam: not run here (see the churn benchmark of simulated nodes for calico-ipam).`,
+      '| run | create → all Running (s) | delete all → all re-created Running (s) | delete Deployments → no pod (s) | → no address held (s) | pods per node after create | load average (before → after) |',
+      '| --- | --- | --- | --- | --- | --- | --- |',
+      rows.join('\n'),
+      `Ratios blockipam / host-local, same run: ${ratios.join(', ')} (goal: create within 1.2×).`,
+      ...runs.filter((r) => r.extra).map((r) => `${r.label}: ${r.extra}.`),
+      ...charts.map(
+        (link, i) =>
+          `![${['pods Running over time, create', 'pods Running over time, re-create', 'wall time per phase'][i]}](${link})`,
+      ),
+    ].join('\n\n'),
+  );
+}
+
+await main();

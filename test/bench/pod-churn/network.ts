@@ -1,0 +1,139 @@
+/**
+ * The pods' network on the test cluster's nodes for the pod-churn benchmark: one conflist per
+ * IPAM under the same network name and plugin chain (ptp + portmap), written atomically where
+ * containerd reads it (it reloads the directory by itself), and the node agents blockipam's
+ * conflist relies on for its node cache.
+ *
+ * The harness puts cni-recorder.sh (a bash script that writes every call's environment, stdin
+ * and stdout to files) in front of each plugin; a benchmark times the IPAMs, not the recorder,
+ * so the bin directory's entries are pointed at the real executables instead.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Cluster } from '../../helpers/cluster.ts';
+
+export type Ipam = 'blockipam' | 'host-local';
+
+/** The chain both IPAMs share (as install-blockipam.sh writes it, minus blockipam's debug log). */
+function conflist(ipam: Record<string, unknown>): string {
+  return JSON.stringify({
+    cniVersion: '1.1.0',
+    name: 'k8s-pod-network',
+    plugins: [
+      { type: 'ptp', mtu: 1400, capabilities: { 'io.kubernetes.cri.pod-annotations': true }, ipam },
+      { type: 'portmap', snat: true, capabilities: { portMappings: true } },
+    ],
+  });
+}
+
+/** host-local's range of node `index` (0-based): a /24 each — 253 pod addresses, ≥ 2 × 110 pods. */
+export const hostLocalRange = (index: number): string => `10.245.${index + 1}.0/24`;
+
+/** Where host-local keeps node `node`'s allocations (one file per address). */
+export const hostLocalDir = (c: Cluster, node: string): string => join(c.runDir, node, 'host-local');
+
+/** The node agent's node cache file of `node`, read by the plugin. */
+export const nodeCacheFile = (c: Cluster, node: string): string => join(c.runDir, node, 'node-cache.json');
+
+/** Writes `ipam`'s conflist on every node. */
+export function useIpam(c: Cluster, ipam: Ipam): void {
+  c.nodes.forEach((node, index) => {
+    const dir = join(c.runDir, node, 'cni', 'net.d');
+    const conf =
+      ipam === 'host-local'
+        ? {
+            type: 'host-local',
+            ranges: [[{ subnet: hostLocalRange(index) }]],
+            routes: [{ dst: '0.0.0.0/0' }],
+            dataDir: hostLocalDir(c, node),
+          }
+        : {
+            type: 'blockipam',
+            nodeName: node,
+            kubeconfig: join(c.runDir, node, 'cni', 'blockipam.kubeconfig'),
+            logFile: join(c.runDir, node, 'log', 'blockipam.log'),
+            logLevel: 'info',
+            nodeCacheFile: nodeCacheFile(c, node),
+          };
+    writeFileSync(join(dir, '.10-blockipam.conflist'), conflist(conf));
+    renameSync(join(dir, '.10-blockipam.conflist'), join(dir, '10-blockipam.conflist'));
+  });
+}
+
+/** Points every node's CNI bin entries at the real plugins (no recorder); adds host-local. */
+export function bypassRecorder(c: Cluster): void {
+  for (const node of c.nodes) {
+    const bin = join(c.runDir, node, 'cni', 'bin');
+    for (const name of ['ptp', 'portmap', 'loopback', 'blockipam', 'host-local']) {
+      const real = name === 'blockipam' ? join(bin, 'real', 'blockipam') : join(c.cniBin, name);
+      rmSync(join(bin, name), { force: true });
+      symlinkSync(real, join(bin, name));
+    }
+    mkdirSync(hostLocalDir(c, node), { recursive: true });
+  }
+}
+
+/** Addresses host-local holds on every node (its files named by address). */
+export function hostLocalHeld(c: Cluster): number {
+  let held = 0;
+  for (const node of c.nodes) {
+    const dir = join(hostLocalDir(c, node), 'k8s-pod-network');
+    if (existsSync(dir)) held += readdirSync(dir).filter((f) => /^\d+\.\d+\.\d+\.\d+$/.test(f)).length;
+  }
+  return held;
+}
+
+/** The node agents (one host process per node, admin kubeconfig), stopped together. */
+export interface Agents {
+  readonly pids: readonly number[];
+  stop(): Promise<void>;
+}
+
+/** Starts one agent per node writing its node cache file; resolves when every file exists. */
+export async function startAgents(c: Cluster, repoRoot: string, timeoutMs = 120_000): Promise<Agents> {
+  const children: ChildProcess[] = c.nodes.map((node) =>
+    spawn(
+      join(repoRoot, 'node_modules', '.bin', 'node'),
+      [
+        join(repoRoot, 'block-controller', 'agent', 'main.ts'),
+        'run',
+        '--node-name',
+        node,
+        '--kubeconfig',
+        c.kubeconfig,
+        '--metrics-host',
+        '127.0.0.1',
+        '--metrics-port',
+        '0',
+        '--log-level',
+        'warn',
+        '--node-cache-file',
+        nodeCacheFile(c, node),
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_NAME: '' } },
+    ),
+  );
+  const stop = async (): Promise<void> => {
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (!c.nodes.every((node) => existsSync(nodeCacheFile(c, node)))) {
+    if (Date.now() > deadline || children.some((ch) => ch.exitCode !== null)) {
+      await stop();
+      throw new Error('the node agents did not write their node cache files');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  return { pids: children.map((ch) => ch.pid ?? 0), stop };
+}
