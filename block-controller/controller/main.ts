@@ -33,7 +33,11 @@ const argv = await yargs(hideBin(process.argv))
     'metrics-host': { type: 'string', default: '0.0.0.0' },
     'resync-seconds': { type: 'number', default: 60, describe: 'a pass at least this often' },
     'debounce-ms': { type: 'number', default: 1000, describe: 'wait after a watch event before a pass' },
-    'events-namespace': { type: 'string', default: 'default' },
+    'events-namespace': {
+      type: 'string',
+      default: 'default',
+      describe: 'namespace of the Events (only "default" is valid: see the check)',
+    },
     'log-level': { choices: LOG_LEVELS, default: 'info' as const },
   })
   .check((a) => {
@@ -44,6 +48,14 @@ const argv = await yargs(hideBin(process.argv))
       'resync-seconds',
     ] as const)
       if (!(a[key] > 0)) throw new Error(`--${key} must be a positive number of seconds`);
+    // The API server accepts an Event about a cluster-scoped object (IPPool, IPAMBlock, Node:
+    // all of ours) only in namespace "default" (core/v1 event validation: a regarding object
+    // without a namespace requires the Event's namespace to be "default"); elsewhere every
+    // Event is refused with 422, so a wrong value would silently lose them all.
+    if (a['events-namespace'] !== 'default')
+      throw new Error(
+        `--events-namespace must be "default" (got "${a['events-namespace']}"): the API server accepts Events about cluster-scoped objects (IPPool, IPAMBlock, Node) only there`,
+      );
     return true;
   })
   .parse();

@@ -27,7 +27,10 @@ export interface AgentProcess {
   kill(): Promise<void>;
 }
 
-/** Starts the agent for `node` with the admin kubeconfig; `args` and `env` are added. */
+/**
+ * Starts the agent for `node` with the admin kubeconfig (unless `args` names another
+ * `--kubeconfig`); `args` and `env` are added.
+ */
 export function startAgent(
   node: string,
   args: readonly string[] = [],
@@ -39,8 +42,7 @@ export function startAgent(
       AGENT_MAIN,
       '--node-name',
       node,
-      '--kubeconfig',
-      controlPlane().adminKubeconfig,
+      ...(args.includes('--kubeconfig') ? [] : ['--kubeconfig', controlPlane().adminKubeconfig]),
       '--metrics-host',
       '127.0.0.1',
       '--metrics-port',
