@@ -227,20 +227,16 @@ describe('RBAC: the documented rules are enough', () => {
       const port = Number(lines.find((l) => l.message === 'controller started')?.port);
       assert.deepEqual(await apiErrors(port, lines), [], 'no request was refused');
       await eventually('an Event of this controller in namespace default', async () => {
-        const list = (await ds.transport.request(
+        const list = await ds.transport.request<{ items: { reportingInstance?: string }[] }>(
           'GET',
           '/apis/events.k8s.io/v1/namespaces/default/events',
-        )) as {
-          items: { reportingInstance?: string }[];
-        };
+        );
         return list.items.some((e) => e.reportingInstance === `rb-${id}`) ? true : undefined;
       });
-      const lease = (await ds.transport.request(
+      const lease = await ds.transport.request<{ spec: { holderIdentity: string } }>(
         'GET',
         `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/blockipam-controller`,
-      )) as {
-        spec: { holderIdentity: string };
-      };
+      );
       assert.equal(lease.spec.holderIdentity, `rb-${id}`);
       assert.deepEqual(await apiErrors(port, lines), [], 'no request was refused');
     } catch (error) {
@@ -256,12 +252,10 @@ describe('RBAC: the documented rules are enough', () => {
       await new Promise((resolve) => child.once('exit', resolve));
     }
     // SIGTERM released the lease (UPDATE allowed).
-    const released = (await ds.transport.request(
+    const released = await ds.transport.request<{ spec: { holderIdentity?: string } }>(
       'GET',
       `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/blockipam-controller`,
-    )) as {
-      spec: { holderIdentity?: string };
-    };
+    );
     assert.equal(released.spec.holderIdentity ?? '', '');
   });
 
