@@ -19,7 +19,7 @@ import type { HelmMajor, Rendered } from './helm.ts';
 interface Container {
   command: string[];
   args: string[];
-  env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+  env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
   securityContext: { capabilities: { drop: string[]; add?: string[] }; readOnlyRootFilesystem: boolean };
   volumeMounts: { name: string; mountPath: string }[];
   livenessProbe: { httpGet: { path: string } };
@@ -73,7 +73,8 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       assert.ok(agent);
       assert.deepEqual(agent.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN'] });
       assert.equal(agent.securityContext.readOnlyRootFilesystem, true);
-      assert.deepEqual(Object.fromEntries(agent.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])), {
+      const downward = agent.env.filter((e) => e.valueFrom);
+      assert.deepEqual(Object.fromEntries(downward.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])), {
         NODE_NAME: 'spec.nodeName',
         POD_NAME: 'metadata.name',
         POD_UID: 'metadata.uid',
@@ -135,6 +136,12 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       assert.ok(controller.args.includes('--lease-name=blockipam-controller'));
       assert.ok(controller.args.includes('--lease-namespace=kube-system'));
       assert.equal(controller.readinessProbe.httpGet.path, '/readyz');
+      // Bun's fetch (client-node's watches) trusts the cluster CA only through this variable
+      for (const c of [controller, podSpec(find(objects, 'DaemonSet', 'blockipam-agent')).containers[0]])
+        assert.equal(
+          c?.env.find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value,
+          '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+        );
       const pdb = find(objects, 'PodDisruptionBudget', 'blockipam-controller');
       assert.equal((pdb.spec as { maxUnavailable: number }).maxUnavailable, 1);
     });
