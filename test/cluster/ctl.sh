@@ -9,13 +9,21 @@
 #   ctl.sh RUN_DIR kill DAEMON          SIGKILL
 #   ctl.sh RUN_DIR start DAEMON         start it again with the command it was started with
 #   ctl.sh RUN_DIR restart DAEMON       stop, then start
+#   ctl.sh RUN_DIR import-image ARCHIVE  import an OCI image archive into every node's containerd
+#                                       (`ctr -n k8s.io images import`; pods then use it with
+#                                       imagePullPolicy Never or IfNotPresent)
+#   ctl.sh RUN_DIR cni-plugins          link the reference plugins ptp, portmap, loopback and
+#                                       host-local into every node's CNI bin dir, as a node's OS
+#                                       package provides them (for installs by the chart, whose
+#                                       agent adds blockipam; install-blockipam.sh does its own)
 # Inside `exec`, KUBECONFIG is the admin's (API server at 10.99.0.1:6443), PATH has kubectl and
 # ctr, and CONTAINERD is the node's containerd socket: `ctr --address $CONTAINERD -n k8s.io ...`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-RUN=$(cd "${1:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart ...}" && pwd)
-action=${2:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart ...}
-target=${3:?ctl.sh: name a namespace or a daemon}
+RUN=$(cd "${1:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart|import-image ...}" && pwd)
+action=${2:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart|import-image ...}
+[ "$action" = cni-plugins ] && set -- "$1" "$2" all
+target=${3:?ctl.sh: name a namespace, a daemon or an image archive}
 shift 3
 # shellcheck source=lib.sh
 source "$here/lib.sh"
@@ -28,6 +36,24 @@ case $action in
     in_ns "$target" env KUBECONFIG="$CLUSTER_INNER_KUBECONFIG" \
       PATH="$CLUSTER_BIN:$CLUSTER_NODE_BIN:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
       CONTAINERD="$RUN/$target/containerd.sock" PS1="[$target \\W]# " "${cmd[@]}"
+    ;;
+  import-image)
+    [ -s "$target" ] || { echo "ctl.sh: no image archive $target" >&2; exit 2; }
+    # shellcheck disable=SC1091
+    source "$RUN/env"
+    for n in $CLUSTER_NODES; do
+      "$CLUSTER_NODE_BIN/ctr" --address "$RUN/$n/containerd.sock" -n k8s.io images import \
+        --platform linux/amd64 "$target" >"$RUN/logs/import-$n.log" 2>&1 ||
+        { echo "ctl.sh: importing $target into $n failed: $(cat "$RUN/logs/import-$n.log")" >&2; exit 1; }
+    done
+    log "imported $target into $CLUSTER_NODES"
+    ;;
+  cni-plugins)
+    # shellcheck disable=SC1091
+    source "$RUN/env"
+    for n in $CLUSTER_NODES; do
+      for p in ptp portmap loopback host-local; do ln -sfn "$CLUSTER_CNI_BIN/$p" "$RUN/$n/cni/bin/$p"; done
+    done
     ;;
   stop) stop "$target" 10 ;;
   kill) pid=$(recorded "$target") && kill -KILL "$pid" && wait_until 10 sh -c "! kill -0 $pid" ;;

@@ -6,12 +6,20 @@
 # inside the node they are files bind-mounted over /proc/sys, so kubelet finds them set.
 kubelet_sysctls='vm/overcommit_memory=1 vm/panic_on_oom=0 kernel/panic=10 kernel/panic_on_oops=1 kernel/keys/root_maxkeys=1000000 kernel/keys/root_maxbytes=25000000'
 
+# Where each node sees its own CNI bin and conf dirs besides $RUN/node-I/cni/{bin,net.d} (the
+# paths containerd is configured with): the same path on every node, for the chart's hostPaths.
+NODE_CNI_DIR=/var/lib/node/cni
+
 # node_mounts: the anchor's script (sh; $0 = RUN, $1 = node name). mount -n: libmount would
 # otherwise write /run/mount/utab before /run is the node's own tmpfs.
 node_mounts() {
   local s='d="$0/$1"; mount -n -t tmpfs tmpfs /run; mount -n -t tmpfs tmpfs /var/lib'
   s+='; mkdir -p /var/lib/cni; mount -n --bind "$d/cni-cache" /var/lib/cni'
   s+='; mount -n --bind "$d/log" /var/log; mount -n --bind "$d/hosts" /etc/hosts'
+  # The node's CNI dirs also at one path on every node (a DaemonSet's hostPath is the same on
+  # all nodes): $NODE_CNI_DIR/{bin,net.d}, inside the node's own tmpfs /var/lib.
+  s+="; mkdir -p $NODE_CNI_DIR/bin $NODE_CNI_DIR/net.d"
+  s+="; mount -n --bind \"\$d/cni/bin\" $NODE_CNI_DIR/bin; mount -n --bind \"\$d/cni/net.d\" $NODE_CNI_DIR/net.d"
   s+='; for f in "$d"/sysctl/*; do mount -n --bind "$f" "/proc/sys/$(basename "$f" | tr . /)"; done'
   s+='; ip link set lo up'
   echo "$s"

@@ -182,24 +182,12 @@ export function kubectlOk(args: readonly string[], input?: string): string {
 }
 
 /**
- * Imports an OCI image archive (e.g. one made by test/cluster/oci-image.ts) into every node's
- * containerd (namespace k8s.io), so pods can use it with `imagePullPolicy: Never`.
+ * Imports an OCI image archive (e.g. one made by test/cluster/oci-image.ts or
+ * scripts/build-image.sh) into every node's containerd (namespace k8s.io) — `ctl.sh RUN
+ * import-image ARCHIVE` — so pods can use it with `imagePullPolicy: Never`.
  * @throws Error naming the node whose import failed
  */
 export function importImage(archive: string): void {
-  const c = cluster();
-  for (const node of c.nodes) {
-    const r = run(join(c.nodeBin, 'ctr'), [
-      '--address',
-      join(c.runDir, node, 'containerd.sock'),
-      '-n',
-      'k8s.io',
-      'images',
-      'import',
-      '--platform',
-      'linux/amd64',
-      archive,
-    ]);
-    if (r.status !== 0) throw new Error(`importing ${archive} into ${node} failed: ${r.stderr}`);
-  }
+  const r = run('bash', [join(clusterDir, 'ctl.sh'), cluster().runDir, 'import-image', archive]);
+  if (r.status !== 0) throw new Error(`ctl.sh import-image ${archive} failed: ${r.stderr}`);
 }
