@@ -1,0 +1,111 @@
+/**
+ * The Helm chart on the test cluster (helm-install.int.test.ts): what a node of this harness
+ * needs before `helm install` — the reference plugins the conflist chains, and one CNI path
+ * that is the same on every node — the values that point the chart at the harness, and Helm
+ * run against the cluster's API server.
+ *
+ * Each node's containerd reads its CNI files from the node's run directory
+ * (`<run>/<node>/cni/{bin,net.d}`), a different path per node, while a DaemonSet has one
+ * hostPath for all. So each node's mount namespace gets a bind mount of its run directory's
+ * `cni` folder on {@link NODE_CNI} (under the node's private tmpfs /run: nothing on the host);
+ * the agent writes there and the runtime finds the files where it always looks.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cluster, inNode, type RunResult } from '../helpers/cluster.ts';
+import { helm as runHelm, REPO, type HelmMajor } from '../charts/helm.ts';
+
+/** The CNI folder as every node's mount namespace sees it. */
+export const NODE_CNI = '/run/blockipam-cni';
+/** Not "blockipam": the harness's own install (install-blockipam.sh) owns ClusterRole blockipam-plugin. */
+export const RELEASE = 'bipam';
+/** The objects' name prefix (helpers: the release name + "-blockipam"). */
+export const PREFIX = 'bipam-blockipam';
+export const NAMESPACE = 'kube-system';
+
+function inNodeOk(node: string, cmd: string, args: readonly string[]): string {
+  const r = inNode(node, cmd, args);
+  if (r.status !== 0) throw new Error(`${node}: ${cmd} ${args.join(' ')} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+/**
+ * Prepares every node: ptp, portmap and loopback in its CNI bin dir (as a distribution's
+ * containernetworking-plugins package would; the agent installs only blockipam) and the bind
+ * mount of its CNI folder on NODE_CNI. Idempotent.
+ */
+export function prepareNodes(): void {
+  const c = cluster();
+  for (const node of c.nodes) {
+    const dir = `${c.runDir}/${node}/cni`;
+    execFileSync('mkdir', ['-p', `${dir}/bin`, `${dir}/net.d`]);
+    for (const p of ['ptp', 'portmap', 'loopback'])
+      execFileSync('sh', ['-c', `[ -e "${dir}/bin/${p}" ] || ln -s "${c.cniBin}/${p}" "${dir}/bin/${p}"`]);
+    inNodeOk(node, 'sh', [
+      '-c',
+      `mountpoint -q ${NODE_CNI} || { mkdir -p ${NODE_CNI} && mount -n --bind "${dir}" ${NODE_CNI}; }`,
+    ]);
+  }
+}
+
+/**
+ * Undoes what the chart left on the nodes for the next test file (which installs the harness's
+ * own plugin and conflist): the agent's conflist, kubeconfig, plugin executable and routes, the
+ * node cache, the bind mount.
+ */
+export function cleanNodes(): void {
+  const c = cluster();
+  for (const node of c.nodes) {
+    const dir = `${c.runDir}/${node}/cni`;
+    execFileSync('rm', ['-f', `${dir}/net.d/10-blockipam.conflist`, `${dir}/net.d/blockipam-kubeconfig`]);
+    execFileSync('rm', ['-f', `${dir}/bin/blockipam`]); // install-blockipam.sh puts its recorder back
+    inNode(node, 'sh', [
+      '-c',
+      `ip route flush proto 210; ip -6 route flush proto 210; rm -rf /run/blockipam; umount -n ${NODE_CNI} 2>/dev/null; rmdir ${NODE_CNI} 2>/dev/null; true`,
+    ]);
+  }
+}
+
+/** `--set` values pointing the chart at the harness. */
+export function harnessValues(): string[] {
+  return [
+    '--set',
+    [
+      'apiServer.host=10.99.0.1',
+      'apiServer.port=6443',
+      `cni.binDir=${NODE_CNI}/bin`,
+      `cni.confDir=${NODE_CNI}/net.d`,
+      // no registry: the image is imported into every node
+      'image.pullPolicy=Never',
+    ].join(','),
+  ];
+}
+
+/** Helm against the cluster (admin kubeconfig on the host side). */
+export function helm(major: HelmMajor, args: readonly string[]): RunResult {
+  return runHelm(major, [...args, '--kubeconfig', cluster().kubeconfig]);
+}
+
+/**
+ * The blockipam image: scripts/build-image.sh (cached: it rebuilds only when the executable's
+ * sources changed) → its archive and reference (`localhost/blockipam:<version>`), or the archive
+ * named by BLOCKIPAM_IMAGE_ARCHIVE (one built already, e.g. by CI) with that reference.
+ * @throws Error with the build's stderr when it fails
+ */
+export function blockipamImage(): { archive: string; ref: string } {
+  const { version } = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string };
+  const given = process.env.BLOCKIPAM_IMAGE_ARCHIVE;
+  if (given) return { archive: given, ref: `localhost/blockipam:${version}` };
+  const out = execFileSync('bash', [join(REPO, 'scripts', 'build-image.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const value = (key: string): string => {
+    const line = out.split('\n').find((l) => l.startsWith(`${key}=`));
+    if (!line) throw new Error(`scripts/build-image.sh printed no ${key}=: ${out}`);
+    return line.slice(key.length + 1);
+  };
+  return { archive: value('ARCHIVE'), ref: value('IMAGE') };
+}

@@ -1,0 +1,297 @@
+/**
+ * `helm install` of charts/blockipam on the real 3-node cluster, with the image imported into
+ * every node, then the product's life in order (one cluster, steps share state):
+ * agents Ready on every node and the plugin installed by them (not by the test); a Deployment's
+ * pods Running with addresses from their nodes' blocks; pods on different nodes ping each other
+ * (the agents' routes); `ipamctl check` clean; scale 0 → 30 → 0; `helm upgrade` (Helm 4 over
+ * Helm 3's release) with changed values keeps every allocation; a node removed (kubelet stopped,
+ * Node deleted) → the controller releases its blocks; `helm uninstall` leaves the CRDs and the
+ * IPAM data, as docs/install.md says.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { cluster, daemon, importImage, kubectl, kubectlOk } from '../helpers/cluster.ts';
+import { CHART } from '../charts/helm.ts';
+import { allocations, inCidr, ipamctl, nodeReady, pods, spreadDeployment, waitFor } from './blockipam.ts';
+import type { PodObject } from './blockipam.ts';
+import {
+  blockipamImage,
+  cleanNodes,
+  harnessValues,
+  helm,
+  NAMESPACE,
+  PREFIX,
+  prepareNodes,
+  RELEASE,
+} from './chart.ts';
+
+const ns = 'bipam-chart';
+const app = 'chart-spread';
+let image: { archive: string; ref: string };
+
+function helmOk(major: 3 | 4, args: readonly string[]): string {
+  const r = helm(major, args);
+  assert.equal(r.status, 0, `helm ${major} ${args.join(' ')}:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+function scale(replicas: number): void {
+  kubectlOk(['-n', ns, 'scale', `deployment/${app}`, `--replicas=${replicas}`]);
+}
+
+/** Waits for exactly `count` Running pods with an address, none terminating. */
+function running(count: number, timeoutMs = 300_000): Promise<PodObject[]> {
+  return waitFor(
+    `${count} Running pods of ${app}`,
+    () => {
+      const all = pods(ns, `app=${app}`);
+      const ready = all.filter(
+        (p) => p.status.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp,
+      );
+      return ready.length === count && all.length === count ? ready : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** The namespace's allocations by pod name: address and node. */
+function podAllocations(): Map<string, { ip: string; node: string; block: string; affinity: string | null }> {
+  const out = new Map<string, { ip: string; node: string; block: string; affinity: string | null }>();
+  for (const a of allocations().filter((x) => x.namespace === ns)) {
+    const [base] = a.cidr.split('/');
+    const n = (base ?? '').split('.').reduce((acc, o) => acc * 256 + Number(o), 0) + a.ordinal;
+    const ip = [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
+    out.set(a.pod ?? '', { ip, node: a.node, block: a.cidr, affinity: a.affinity });
+  }
+  return out;
+}
+
+function checkClean(): Promise<true> {
+  let last = '';
+  return waitFor(
+    `ipamctl check clean (last: ${last})`,
+    () => {
+      const r = ipamctl(['check']);
+      last = r.stdout + r.stderr;
+      return r.status === 0 ? true : undefined;
+    },
+    60_000,
+    2000,
+  );
+}
+
+function rollout(kind: string, name: string): void {
+  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `${kind}/${name}`, '--timeout=300s']);
+}
+
+before(() => {
+  image = blockipamImage();
+  importImage(image.archive);
+  prepareNodes();
+  kubectlOk(['create', 'namespace', ns]);
+});
+after(() => {
+  kubectl(['delete', 'namespace', ns, '--wait=false']);
+  helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
+  kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
+  cleanNodes();
+});
+
+test('helm install (Helm 3): agents Ready on every node, the plugin and conflist installed by them', async () => {
+  const c = cluster();
+  helmOk(3, [
+    'install',
+    RELEASE,
+    CHART,
+    '--namespace',
+    NAMESPACE,
+    ...harnessValues(),
+    '--set',
+    `image.tag=${image.ref.split(':')[1]}`,
+  ]);
+  rollout('daemonset', `${PREFIX}-agent`);
+  const agents = JSON.parse(
+    kubectlOk(['-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=agent', '-o', 'json']),
+  ) as { items: PodObject[] };
+  assert.deepEqual(agents.items.map((p) => p.spec.nodeName).sort(), [...c.nodes].sort());
+  for (const node of c.nodes) {
+    const dir = `${c.runDir}/${node}/cni`;
+    const plugin = lstatSync(`${dir}/bin/blockipam`);
+    assert.ok(plugin.isFile() && (plugin.mode & 0o111) !== 0, `${node}: the agent's plugin executable`);
+    const conflist = JSON.parse(readFileSync(`${dir}/net.d/10-blockipam.conflist`, 'utf8')) as {
+      name: string;
+      plugins: { type: string; ipam?: { nodeName?: string; kubeconfig?: string } }[];
+    };
+    assert.equal(conflist.name, 'blockipam');
+    assert.deepEqual(
+      conflist.plugins.map((p) => p.type),
+      ['ptp', 'portmap'],
+    );
+    assert.equal(conflist.plugins[0]?.ipam?.nodeName, node);
+    assert.equal(conflist.plugins[0]?.ipam?.kubeconfig, '/run/blockipam-cni/net.d/blockipam-kubeconfig');
+    assert.ok(existsSync(`${dir}/net.d/blockipam-kubeconfig`));
+  }
+  // the kubelet polls the runtime's network status every few seconds
+  for (const node of c.nodes)
+    await waitFor(`${node} Ready`, () => (nodeReady(node) === 'True' ? true : undefined), 60_000);
+  rollout('deployment', `${PREFIX}-controller`);
+});
+
+test('a Deployment’s pods run with addresses from their nodes’ blocks, ping across nodes, check is clean', async () => {
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(spreadDeployment(app, 6, 1)));
+  const ps = await running(6);
+  const byPod = podAllocations();
+  for (const p of ps) {
+    const a = byPod.get(p.metadata.name);
+    assert.ok(a, `${p.metadata.name} has an allocation`);
+    assert.equal(a.ip, p.status.podIP);
+    assert.equal(a.node, p.spec.nodeName);
+    assert.equal(a.affinity, p.spec.nodeName, `${p.metadata.name}'s block ${a.block} is its node's`);
+    assert.ok(inCidr(a.ip, a.block));
+  }
+  const nodes = [...new Set(ps.map((p) => p.spec.nodeName))];
+  assert.equal(nodes.length, 3, 'spread over the three nodes');
+  const [from] = ps;
+  assert.ok(from);
+  for (const to of ps.filter((p) => p.spec.nodeName !== from.spec.nodeName)) {
+    const r = kubectl([
+      '-n',
+      ns,
+      'exec',
+      from.metadata.name,
+      '--',
+      'ping',
+      '-c',
+      '1',
+      '-W',
+      '5',
+      to.status.podIP ?? '',
+    ]);
+    assert.equal(
+      r.status,
+      0,
+      `${from.spec.nodeName} → ${to.spec.nodeName} (${to.status.podIP}): ${r.stdout}${r.stderr}`,
+    );
+  }
+  await checkClean();
+});
+
+test('scale 0 → 30 → 0: every address unique, all released, check clean', async () => {
+  scale(0);
+  await running(0);
+  scale(30);
+  const ps = await running(30, 540_000);
+  const ips = ps.map((p) => p.status.podIP);
+  assert.equal(new Set(ips).size, 30, 'no address twice');
+  assert.equal([...podAllocations().keys()].length, 30);
+  scale(0);
+  await running(0);
+  await waitFor('the 30 addresses released', () => (podAllocations().size === 0 ? true : undefined), 120_000);
+  await checkClean();
+});
+
+test('helm upgrade (Helm 4) with changed values keeps every allocation', async () => {
+  scale(6);
+  const ps = await running(6);
+  const before = podAllocations();
+  assert.equal(before.size, 6);
+  helmOk(4, [
+    'upgrade',
+    RELEASE,
+    CHART,
+    '--namespace',
+    NAMESPACE,
+    '--reuse-values',
+    '--set',
+    'cni.mtu=1400,agent.logLevel=debug,ipamConfig.minFreeAddressesPerNode=8',
+  ]);
+  rollout('daemonset', `${PREFIX}-agent`);
+  rollout('deployment', `${PREFIX}-controller`);
+  const c = cluster();
+  await waitFor(
+    'the new agents’ conflists (mtu 1400)',
+    () =>
+      c.nodes.every(
+        (n) =>
+          (
+            JSON.parse(readFileSync(`${c.runDir}/${n}/cni/net.d/10-blockipam.conflist`, 'utf8')) as {
+              plugins: { mtu?: number }[];
+            }
+          ).plugins[0]?.mtu === 1400,
+      )
+        ? true
+        : undefined,
+    120_000,
+  );
+  assert.deepEqual(podAllocations(), before, 'the same pods hold the same addresses');
+  const after = await running(6);
+  assert.deepEqual(after.map((p) => p.metadata.uid).sort(), ps.map((p) => p.metadata.uid).sort());
+  assert.equal(
+    kubectlOk(['get', 'ipamconfig', 'default', '-o', 'jsonpath={.spec.minFreeAddressesPerNode}']),
+    '8',
+  );
+  await checkClean();
+});
+
+test('a node removed (kubelet stopped, Node deleted): the controller releases its blocks', async () => {
+  const c = cluster();
+  const gone = c.nodes[2] ?? 'node-3';
+  daemon('stop', `kubelet-${gone}`);
+  try {
+    kubectlOk(['delete', 'node', gone]);
+    await waitFor(
+      `no IPAMBlock affine to ${gone} and no allocation of it`,
+      () => {
+        const blocks = JSON.parse(kubectlOk(['get', 'ipamblocks', '-o', 'json'])) as {
+          items: { spec: { affinity: string | null } }[];
+        };
+        const held =
+          blocks.items.some((b) => b.spec.affinity === gone) || allocations().some((a) => a.node === gone);
+        return held ? undefined : true;
+      },
+      180_000,
+      2000,
+    );
+  } finally {
+    daemon('start', `kubelet-${gone}`);
+  }
+  await waitFor(`${gone} Ready again`, () => (nodeReady(gone) === 'True' ? true : undefined), 180_000, 2000);
+  rollout('daemonset', `${PREFIX}-agent`);
+  await running(6);
+});
+
+test('helm uninstall: agents, controller, RBAC and policy go; CRDs, pools, IPAMConfig and blocks stay', async () => {
+  scale(0); // before the uninstall: pods' DELs need the plugin's token, which dies with the agents
+  await running(0);
+  const blocksBefore = kubectlOk(['get', 'ipamblocks', '-o', 'name']).trim().split('\n').filter(Boolean);
+  helmOk(4, ['uninstall', RELEASE, '--namespace', NAMESPACE, '--wait']);
+  const left = (what: string): string[] =>
+    kubectlOk(['get', what, '-A', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'name'])
+      .trim()
+      .split('\n')
+      .filter(Boolean);
+  await waitFor(
+    'the agent and controller pods gone',
+    () => (left('pods').length === 0 ? true : undefined),
+    120_000,
+  );
+  for (const kind of [
+    'daemonsets',
+    'deployments',
+    'serviceaccounts',
+    'clusterroles',
+    'clusterrolebindings',
+    'validatingadmissionpolicies',
+  ])
+    assert.deepEqual(left(kind), [], kind);
+  for (const crd of ['ippools', 'ipamblocks', 'ipamconfigs', 'ipreservations'])
+    kubectlOk(['get', 'crd', `${crd}.ipam.blockipam.io`]);
+  kubectlOk(['get', 'ippool', 'default-ipv4']);
+  kubectlOk(['get', 'ipamconfig', 'default']);
+  assert.deepEqual(
+    kubectlOk(['get', 'ipamblocks', '-o', 'name']).trim().split('\n').filter(Boolean),
+    blocksBefore,
+  );
+  assert.ok(blocksBefore.length > 0);
+});
