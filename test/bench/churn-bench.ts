@@ -148,7 +148,7 @@ function createPods(s: Subject, gen: number, count = PODS): string[][] {
   );
   const file = join(tmp, `pods-${s.label}-${gen}.json`);
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
-  must(['create', '-f', file]);
+  must(['create', '--validate=false', '-f', file]);
   return names;
 }
 
@@ -249,6 +249,7 @@ async function runPhase(s: Subject, phase: (typeof PHASES)[number], pods: string
     agentCpuS: (cpu1[3] ?? NaN) - (cpu0[3] ?? NaN),
     delayed: all.filter((r) => r.delayedMs > 0).length,
     ids: all.map((r) => r.id),
+    doneAtMs: ok.map((r) => r.endedAtMs - startedAtMs).sort((a, b) => a - b),
   };
 }
 
@@ -274,6 +275,7 @@ async function main(): Promise<ChurnRun> {
       `${NODES} nodes × ${PODS} pods; IPAMs: ${subjects.map((s) => s.label).join(', ')}; load ${loadavg()[0]?.toFixed(1)}`,
     );
     const phases: ChurnPhase[] = [];
+    const warmCpuMs: Record<string, number> = {};
     const pods = new Map<string, string[][]>();
     // Warm-up, outside every window, alike for all: one ADD + DEL per node (blockipam learns the
     // cluster's UID, calico-ipam claims its first block, whereabouts creates its pool object).
@@ -281,12 +283,15 @@ async function main(): Promise<ChurnRun> {
       const warm = createPods(s, 0, 1);
       readUids(s, 0);
       if (s.label === 'blockipam') await cachesHold(warm);
+      const cpu0 = (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0);
       for (const cmd of ['ADD', 'DEL'] as const)
         await Promise.all(
           sims.map((sim, i) =>
             sim.run((warm[i] ?? []).map((pod) => callOf(s, cmd, `${s.nodePrefix}${i + 1}`, sim, pod))),
           ),
         );
+      const cpu1 = (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0);
+      warmCpuMs[s.label] = ((cpu1 - cpu0) * 1000) / (2 * NODES);
       kubectl(['delete', 'pods', '-n', NS, '-l', `churn=${s.label}-g0`, '--grace-period=0', '--force']);
     }
     for (const [p, phase] of PHASES.entries()) {
@@ -304,6 +309,8 @@ async function main(): Promise<ChurnRun> {
         );
         for (const f of r.failureSamples) log(`  failure: ${f}`);
         phases.push(r);
+        const partial = option('--json');
+        if (partial) writeFileSync(`${partial}.partial`, JSON.stringify({ warmCpuMs, phases }));
         if (phase.startsWith('del'))
           kubectl([
             'delete',
@@ -327,6 +334,7 @@ async function main(): Promise<ChurnRun> {
       blockipamLogs: nodeNames('bipam-n').map((n) => join(tmp, `${n}.log`)),
       calicoLogs: nodeNames('calico-n').map((n) => join(tmp, `calico-${n}.log`)),
       phases,
+      warmCpuMs,
     };
   } finally {
     await Promise.all(agents.map((a) => a.kill()));
@@ -341,7 +349,7 @@ try {
   console.log(section.markdown);
   const json = option('--json');
   if (json) writeFileSync(json, JSON.stringify({ ...run, breakdown: section.breakdown }, null, 1));
-  if (argv.includes('--write-docs')) section.writeDocs(join(repoRoot, 'docs'));
+  if (argv.includes('--write-docs')) await section.writeDocs(join(repoRoot, 'docs'));
 } finally {
   kubectl(['delete', 'pods', '-n', NS, '--all', '--grace-period=0', '--force']);
   kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);

@@ -42,6 +42,8 @@ export interface NodeResult {
   readonly stderr: string;
   /** How long the spawn was held back for memory, ms (0 = spawned at once). */
   readonly delayedMs: number;
+  /** When the process exited, ms since epoch. */
+  readonly endedAtMs: number;
 }
 
 function memAvailable(): number {
@@ -85,6 +87,7 @@ async function run(call: NodeCall): Promise<void> {
       stdout,
       stderr: error ? String(error) : stderr,
       delayedMs,
+      endedAtMs: Date.now(),
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   };

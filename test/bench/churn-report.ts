@@ -3,6 +3,7 @@
  * same-run ratios against calico-ipam, where the time goes) from one run's phases.
  */
 import { join } from 'node:path';
+import { barSpec, histogramSpec, lineSpec, machineLine, writeChart } from './charts/index.ts';
 import { fmt, pct, writeDocsSection } from './plugin-bench-lib.ts';
 import { readBlockipamLogs, readCalicoLockWaits } from './churn-lib.ts';
 
@@ -41,6 +42,8 @@ export interface ChurnPhase {
   readonly delayed: number;
   /** Call ids (`<containerID>-<CMD>`). */
   readonly ids: readonly string[];
+  /** When each successful call exited, ms after the phase started, ascending. */
+  readonly doneAtMs: readonly number[];
 }
 
 export interface ChurnRun {
@@ -53,6 +56,8 @@ export interface ChurnRun {
   readonly blockipamLogs: readonly string[];
   readonly calicoLogs: readonly string[];
   readonly phases: readonly ChurnPhase[];
+  /** CPU ms per call of each IPAM in the warm-up (one ADD and one DEL per node, no contention on a node). */
+  readonly warmCpuMs: Readonly<Record<string, number>>;
 }
 
 const s1 = (ms: number): string => (ms / 1000).toFixed(1);
@@ -64,8 +69,8 @@ function breakdown(run: ChurnRun): string[] {
   const byId = new Map(calls.map((c) => [`${c.containerID}-${c.cmd}`, c]));
   const waits = readCalicoLockWaits(run.calicoLogs);
   const out: string[] = [
-    '| IPAM | phase | lock wait p50 / p99 / max ms | call p50 ms | in the process before the lock p50 ms | requests per call p50 / max | node cache used |',
-    '|---|---|---|---|---|---|---|',
+    '| IPAM | phase | lock wait p50 / p99 / max ms | lock held p50 / p99 ms | in-process call p50 ms | process start → command p50 ms | requests per call p50 / max | node cache used |',
+    '|---|---|---|---|---|---|---|---|',
   ];
   for (const p of run.phases) {
     if (p.ipam === 'blockipam') {
@@ -76,26 +81,76 @@ function breakdown(run: ChurnRun): string[] {
         c.totalMs === undefined || c.lockWaitMs === undefined ? [] : [c.startMs ?? 0],
       );
       const req = mine.flatMap((c) => (c.apiRequests === undefined ? [] : [c.apiRequests]));
+      const held = mine.flatMap((c) => (c.heldMs === undefined ? [] : [c.heldMs]));
       const cached = mine.filter((c) => c.nodeCache === 'used' || c.podFromCache === true).length;
       out.push(
-        `| ${p.name} | ${p.phase} | ${fmt(pct(lock, 50))} / ${fmt(pct(lock, 99))} / ${fmt(Math.max(...lock))} | ${fmt(pct(total, 50))} (in-process) | ${fmt(pct(before, 50))} (runtime start) | ${pct(req, 50)} / ${Math.max(...req)} | ${cached} of ${mine.length} |`,
+        `| ${p.name} | ${p.phase} | ${fmt(pct(lock, 50))} / ${fmt(pct(lock, 99))} / ${fmt(Math.max(...lock))} | ${fmt(pct(held, 50))} / ${fmt(pct(held, 99))} | ${fmt(pct(total, 50))} | ${fmt(pct(before, 50))} | ${pct(req, 50)} / ${Math.max(...req)} | ${cached} of ${mine.length} |`,
       );
     } else if (p.ipam === 'calico') {
       const end = p.startedAtMs + p.wallMs;
       const w = waits.filter((x) => x.atMs >= p.startedAtMs - 5 && x.atMs <= end + 5).map((x) => x.waitMs);
       out.push(
-        `| ${p.name} | ${p.phase} | ${fmt(pct(w, 50))} / ${fmt(pct(w, 99))} / ${fmt(Math.max(...w))} | ${fmt(pct(p.ms, 50))} (spawn to exit) | n/a | ${per(p.requests, p.calls)} (mean) | n/a |`,
+        `| ${p.name} | ${p.phase} | ${fmt(pct(w, 50))} / ${fmt(pct(w, 99))} / ${fmt(Math.max(...w))} | n/a | ${fmt(pct(p.ms, 50))} (spawn to exit) | n/a | ${per(p.requests, p.calls)} (mean) | n/a |`,
       );
     }
   }
   return out;
 }
 
-/** Renders the section; `writeDocs(docsDir)` replaces "## IPAM churn" in docs/benchmarks.md. */
+/** The charts of the section (SVG beside docs/benchmarks.md); returns their markdown. */
+async function charts(run: ChurnRun): Promise<string[]> {
+  const loads = run.phases.map((p) => p.loadAtStart);
+  const subtitle = [
+    machineLine(Math.max(...loads)),
+    `${run.nodes} simulated nodes × ${run.pods} calls at once · kube-apiserver ${run.serverVersion} · test/bench/churn-bench.ts, ${run.when.slice(0, 16).replace('T', ' ')} UTC`,
+  ];
+  const adds = run.phases.filter((p) => p.phase === 'add' && p.doneAtMs.length > 0);
+  const out: string[] = [];
+  const wall = await writeChart(
+    'churn-phase-wall-time',
+    barSpec({
+      title: 'IPAM churn: wall time per phase (lower is better)',
+      subtitle,
+      categoryTitle: 'phase',
+      y: { title: 'wall time, s' },
+      bars: run.phases.map((p) => ({ category: p.phase, series: p.name, value: p.wallMs / 1000 })),
+    }),
+  );
+  out.push(`![wall time per phase](${wall})`);
+  if (adds.length > 0) {
+    const running = await writeChart(
+      'churn-add-completed',
+      lineSpec({
+        title: 'IPAM churn, add phase: calls completed over time',
+        subtitle,
+        x: { title: 's since the calls were issued' },
+        y: { title: 'successful ADDs' },
+        step: true,
+        series: adds.map((p) => ({
+          name: p.name,
+          points: p.doneAtMs.map((t, i) => [t / 1000, i + 1] as const),
+        })),
+      }),
+    );
+    const dist = await writeChart(
+      'churn-add-latency',
+      histogramSpec({
+        title: 'IPAM churn, add phase: ADD latency (spawn to exit)',
+        subtitle,
+        x: { title: 'ms' },
+        series: adds.map((p) => ({ name: p.name, values: p.ms })),
+      }),
+    );
+    out.push('', `![ADDs completed over time](${running})`, '', `![ADD latency distribution](${dist})`);
+  }
+  return out;
+}
+
+/** Renders the section; `writeDocs(docsDir)` writes the charts and replaces "## IPAM churn" in docs/benchmarks.md. */
 export function renderChurn(run: ChurnRun): {
   markdown: string;
   breakdown: string[];
-  writeDocs: (docsDir: string) => void;
+  writeDocs: (docsDir: string) => Promise<void>;
 } {
   const loads = run.phases.map((p) => p.loadAtStart);
   const lines: string[] = [
@@ -130,12 +185,28 @@ export function renderChurn(run: ChurnRun): {
         `- ${p.name} ${p.phase}: ${p.failureSamples.map((f) => `\`${f.replace(/[`|\n]/g, ' ')}\``).join('; ')}`,
       );
   }
+  const cpuPer = run.phases.map((p) => `${p.name} ${p.phase} ${((p.ipamCpuS * 1000) / p.calls).toFixed(0)}`);
+  lines.push(
+    '',
+    `IPAM process CPU per call, ms (user + system, the processes' own): warm-up without contention on a node ${Object.entries(
+      run.warmCpuMs,
+    )
+      .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+      .join(', ')}; in the phases ${cpuPer.join(', ')}.`,
+  );
   const parts = breakdown(run);
   lines.push('', '### Where the time goes', '', ...parts);
   const markdown = lines.join('\n');
   return {
     markdown,
     breakdown: parts,
-    writeDocs: (docsDir) => writeDocsSection(join(docsDir, 'benchmarks.md'), markdown, '## IPAM churn'),
+    writeDocs: async (docsDir) => {
+      const figures = await charts(run);
+      writeDocsSection(
+        join(docsDir, 'benchmarks.md'),
+        `${markdown}\n\n${figures.join('\n')}`,
+        '## IPAM churn',
+      );
+    },
   };
 }

@@ -153,7 +153,7 @@ export function cleanupCalico(): void {
 /** A Kubernetes Node object (calico-ipam reads the Node; the blockipam agent watches it). */
 export function applyNodes(names: readonly string[]): void {
   must(
-    ['apply', '-f', '-'],
+    ['apply', '--validate=false', '-f', '-'],
     JSON.stringify({
       apiVersion: 'v1',
       kind: 'List',
