@@ -4,8 +4,9 @@
  * namespace labels, pod UID), the cached snapshot (snapshot-cache.ts), then core's
  * autoAssign / assignIP (warm: 1 LIST + 1 UPDATE). Failures decided on a cached snapshot are
  * retried once on a fresh one. Datastore unavailability maps to BackendUnavailableError
- * (CNI 11); the time budget is enforced by racing the signal (an operation still in flight
- * when it fires may complete: the runtime's DEL after the failed ADD releases it).
+ * (CNI 11); the time budget's signal goes into core's calls (options.signal: once it fires
+ * nothing more is sent — no write, retry or rollback) and is raced, so the command ends at once;
+ * a write already sent may still land (the runtime's DEL after the failed ADD releases it).
  */
 import type {
   AssignOutcome,
@@ -23,6 +24,7 @@ import {
   isApiError,
   isRetriesExhausted,
   isUnavailable,
+  withSignal,
 } from 'blockipam/core';
 import { readAnnotations } from './annotations.ts';
 import type {
@@ -68,6 +70,7 @@ export interface CoreBackendOptions {
 
 /** Rejects with a TimeoutError when `signal` fires first. */
 function race<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  p.catch(() => undefined); // core rejects with the same reason once aborted: observed, not unhandled
   if (signal.aborted) return Promise.reject(signal.reason as Error);
   return new Promise((resolve, reject) => {
     const onAbort = (): void => reject(signal.reason as Error);
@@ -209,7 +212,12 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   };
 
   /** Allocates with core; a failure decided on cached inputs is re-decided on fresh ones. */
-  async function allocate(req: AddRequest, p: Prepared, view: Datastore): Promise<AddOutcome> {
+  async function allocate(
+    req: AddRequest,
+    p: Prepared,
+    view: Datastore,
+    signal: AbortSignal,
+  ): Promise<AddOutcome> {
     const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : p.pc.ips;
     const pools = p.pc.pools.length > 0 ? p.pc.pools : [...req.pools[4], ...req.pools[6]];
     const assign = (inputs: Inputs, on: Datastore): Promise<AssignOutcome> => {
@@ -224,7 +232,8 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         ...(pools.length > 0 ? { pools } : {}),
         snapshot: inputs.snapshot,
       };
-      const options = { onRollbackFailure };
+      // The budget's signal: once it fires core sends nothing more (no write, retry or rollback).
+      const options = { onRollbackFailure, signal };
       return staticIPs.length > 0
         ? assignIP(on, { ...base, addresses: staticIPs }, options)
         : autoAssign(
@@ -245,7 +254,8 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     const confirm =
       !first.ok &&
       (p.cachedBlocks || (p.inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken'));
-    const out = toAddOutcome(confirm ? await assign(await loadInputs(ds, cache(req.node), true), ds) : first);
+    const fresh = confirm ? await loadInputs(withSignal(ds, signal), cache(req.node), true) : undefined;
+    const out = toAddOutcome(fresh ? await assign(fresh, ds) : first);
     return out.kind === 'allocated' && p.pc.podNotFound ? { ...out, podNotFound: true } : out;
   }
 
@@ -284,7 +294,14 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     // the cache or the prefetched LIST (a conflict and a re-read), so core LISTs afresh.
     return req.critical((signal, waited) =>
       race(
-        guard(allocate(req, { ...p, cachedBlocks: p.cachedBlocks && !waited }, view && !waited ? view : ds)),
+        guard(
+          allocate(
+            req,
+            { ...p, cachedBlocks: p.cachedBlocks && !waited },
+            view && !waited ? view : ds,
+            signal,
+          ),
+        ),
         signal,
       ),
     );
@@ -306,10 +323,12 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       else if (nc.ok && req.waited) nodeCacheUse = 'LockWaited';
       const r = await race(
         guard(
-          releaseByHandle(view, handle, {
-            node: req.node,
-            ...(req.podUID !== undefined ? { podUID: req.podUID } : {}),
-          }),
+          releaseByHandle(
+            view,
+            handle,
+            { node: req.node, ...(req.podUID !== undefined ? { podUID: req.podUID } : {}) },
+            { signal: req.signal },
+          ),
         ),
         req.signal,
       );
@@ -330,7 +349,13 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     },
     async gc(req: GcRequest): Promise<GcOutcome> {
       const r = await race(
-        guard(releaseForGC(ds, { node: req.node, network: req.network, validAttachments: req.valid })),
+        guard(
+          releaseForGC(
+            ds,
+            { node: req.node, network: req.network, validAttachments: req.valid },
+            { signal: req.signal },
+          ),
+        ),
         req.signal,
       );
       return {
