@@ -7,7 +7,7 @@
  *   family. Used only when the invocation itself names none (runtimeConfig.ips, args.cni.ips,
  *   CNI_ARGS IP= come first).
  */
-import { parseIP } from 'blockipam/core';
+import { parseIP } from 'blockipam/core/address';
 
 export const POOLS_ANNOTATION = 'ipam.blockipam.io/ippools';
 export const IP_ADDRS_ANNOTATION = 'ipam.blockipam.io/ip-addrs';

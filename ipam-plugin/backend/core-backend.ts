@@ -8,17 +8,12 @@
  * nothing more is sent — no write, retry or rollback) and is raced, so the command ends at once;
  * a write already sent may still land (the runtime's DEL after the failed ADD releases it).
  */
-import type {
-  AssignOutcome,
-  AssignedAddress,
-  PodRef as CorePodRef,
-  Datastore,
-  RollbackFailure,
-} from 'blockipam/core';
+import type { AssignOutcome, AssignedAddress, PodRef, Datastore, RollbackFailure } from 'blockipam/core';
 import {
   autoAssign,
   assignIP,
   findByHandle,
+  handleOf,
   releaseByHandle,
   releaseForGC,
   isApiError,
@@ -35,10 +30,10 @@ import type {
   CheckOutcome,
   DelRequest,
   GcOutcome,
-  GcRequest,
   StatusOutcome,
 } from './port.ts';
-import { BackendUnavailableError, handleOf } from './port.ts';
+import { BackendUnavailableError } from './port.ts';
+import type { GcCall } from './port.ts';
 import type { NetConf } from '../cni/netconf.ts';
 import type { IpConfig } from '../cni/result.ts';
 import { loadInputs, type Inputs, type SnapshotCacheOptions } from '../host/snapshot-cache.ts';
@@ -95,6 +90,9 @@ async function guard<T>(p: Promise<T>): Promise<T> {
   }
 }
 
+/** An attachment's handle: core's {@link handleOf}, `<network>.<containerID>.<ifname>`. */
+const attachmentHandle = (a: AttachmentRef): string => handleOf(a.network, a.containerID, a.ifname);
+
 function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[] {
   return [o.ipv4, o.ipv6]
     .filter((a): a is AssignedAddress => a !== undefined)
@@ -113,13 +111,13 @@ function toAddOutcome(o: AssignOutcome): AddOutcome {
     case 'PoolRefused':
       return { kind: 'rejected', message: o.message };
     default:
-      return { kind: 'unavailable', message: `${o.reason}: ${o.message}` };
+      return { kind: 'addressRefused', message: `${o.reason}: ${o.message}` };
   }
 }
 
 type PodContext =
   | {
-      pod?: CorePodRef;
+      pod?: PodRef;
       podNotFound?: boolean;
       namespaceLabels: Record<string, string>;
       pools: string[];
@@ -223,7 +221,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     const assign = (inputs: Inputs, on: Datastore): Promise<AssignOutcome> => {
       snapshotCached = inputs.cached;
       const base = {
-        handle: handleOf(req.attachment),
+        handle: attachmentHandle(req.attachment),
         network: req.attachment.network,
         node: req.node,
         ...(p.pc.pod ? { pod: p.pc.pod } : {}),
@@ -310,7 +308,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   return {
     add: (req) => guard(add(req)),
     async del(req: DelRequest) {
-      const handle = handleOf(req.attachment);
+      const handle = attachmentHandle(req.attachment);
       // The cached blocks serve the LIST only when they hold the handle in every family this
       // network assigns; otherwise the allocation may be newer than the cache: LIST. After a
       // wait for the lock another holder of this node has written (a mass DEL: every DEL but
@@ -335,9 +333,9 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       return r.released.length;
     },
     async check(a: AttachmentRef, expected: readonly string[]): Promise<CheckOutcome> {
-      const found = await guard(findByHandle(ds, handleOf(a), { node: conf.nodeName }));
+      const found = await guard(findByHandle(ds, attachmentHandle(a), { node: conf.nodeName }));
       if (found.length === 0)
-        return { kind: 'missing', message: `no address is allocated to ${handleOf(a)}` };
+        return { kind: 'missing', message: `no address is allocated to ${attachmentHandle(a)}` };
       const have = new Set(found.map((f) => f.address));
       const stray = expected.filter((ip) => !have.has(ip));
       if (stray.length > 0)
@@ -347,12 +345,12 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         };
       return { kind: 'ok' };
     },
-    async gc(req: GcRequest): Promise<GcOutcome> {
+    async gc(req: GcCall): Promise<GcOutcome> {
       const r = await race(
         guard(
           releaseForGC(
             ds,
-            { node: req.node, network: req.network, validAttachments: req.valid },
+            { node: req.node, network: req.network, validAttachments: req.validAttachments },
             { signal: req.signal },
           ),
         ),
@@ -372,7 +370,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     async status(node, families, confPools): Promise<StatusOutcome> {
       const nc = await nodeCache(node);
       if (nc.ok && statusFromCache(nc.cache, node, families, [...confPools[4], ...confPools[6]]))
-        return { kind: 'available' };
+        return { kind: 'ready' };
       if (nc.ok) nodeCacheUse = 'StatusNotProven';
       const inputs = await guard(loadInputs(ds, cache(node)));
       return guard(

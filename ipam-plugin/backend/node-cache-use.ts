@@ -8,7 +8,7 @@
  *   carries the cached resourceVersion: a stale one costs one 409 and a re-read in core);
  * - whether DEL may release from the cached blocks (they hold the handle in every family the
  *   network assigns; otherwise the allocation may be newer than the cache);
- * - STATUS's "available" when a cached own block has a free address or the pool provably has a
+ * - STATUS's "ready" when a cached own block has a free address or the pool provably has a
  *   block left to claim; anything else is decided on the API server's data.
  */
 import {
@@ -27,7 +27,7 @@ import {
 } from 'blockipam/core';
 import type { Datastore, NodeCacheDocument, IPPool } from 'blockipam/core';
 import { readAnnotations } from './annotations.ts';
-import type { PodRef } from './port.ts';
+import type { PodRef } from 'blockipam/core';
 import { servingFirstNodeList } from './prefetch.ts';
 
 /** The pod-dependent inputs of an ADD, as the API path computes them. */

@@ -8,7 +8,7 @@
  *      than maxBlocksPerNode of the family): a metadata-only LIST of the pool's blocks;
  *   3. a free ordinal in another node's block, unless strictAffinity: a LIST of the pool's
  *      blocks of the family (the ADD would borrow).
- * IPReservations and cooldowns are not subtracted, so "available" can be optimistic; "no room"
+ * IPReservations and cooldowns are not subtracted, so "ready" can be optimistic; "no room"
  * is exact. Cost: runtimes poll STATUS every few seconds per node, so the usual answer (the node
  * has room in its own blocks) is one LIST selected by the node's label — never a LIST of every
  * block of the cluster; steps 2 and 3 run only when the node's blocks are full.
@@ -93,13 +93,13 @@ export async function poolStatus(ds: Datastore, q: StatusQuery): Promise<StatusO
   for (const family of q.families) {
     const pools = eligible(q, family);
     if (pools.length === 0)
-      return { kind: 'unavailable', message: `no usable IPv${family} pool for node ${q.node}` };
+      return { kind: 'notReady', message: `no usable IPv${family} pool for node ${q.node}` };
     if (!(await roomFor(ds, q, family, pools, mine))) {
       return {
-        kind: 'unavailable',
+        kind: 'notReady',
         message: `IPv${family} pools ${pools.map((p) => p.metadata.name).join(', ')} have no free address for node ${q.node}`,
       };
     }
   }
-  return { kind: 'available' };
+  return { kind: 'ready' };
 }

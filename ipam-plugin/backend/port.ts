@@ -4,7 +4,7 @@
  * Kubernetes datastore; tests substitute fakes. Expected outcomes are values; an unreachable
  * datastore is a thrown {@link BackendUnavailableError} (reported as CNI code 11).
  */
-import type { IPFamily } from 'blockipam/core';
+import type { Attachment, IPFamily, PodRef } from 'blockipam/core';
 import type { NetConf } from '../cni/netconf.ts';
 import type { IpConfig } from '../cni/result.ts';
 
@@ -15,16 +15,10 @@ export interface AttachmentRef {
   readonly ifname: string;
 }
 
-/** The pod behind an attachment, from CNI_ARGS K8S_POD_* (absent outside Kubernetes). */
-export interface PodRef {
-  readonly namespace: string;
-  readonly name: string;
-  readonly uid?: string;
-}
-
 export interface AddRequest {
   readonly attachment: AttachmentRef;
-  readonly pod?: PodRef;
+  /** The pod behind the attachment, from CNI_ARGS K8S_POD_* (absent outside Kubernetes). */
+  readonly pod?: Readonly<PodRef>;
   readonly node: string;
   /** Families to auto-assign (ignored when `staticIPs` is non-empty). */
   readonly families: readonly IPFamily[];
@@ -57,7 +51,7 @@ export type AddOutcome =
   /** No free address; nothing was left allocated. */
   | { readonly kind: 'exhausted'; readonly message: string }
   /** A static IP is outside every eligible pool, reserved or taken; nothing left allocated. */
-  | { readonly kind: 'unavailable'; readonly message: string }
+  | { readonly kind: 'addressRefused'; readonly message: string }
   /** Pool choice or annotations are invalid (e.g. an unknown pool, a malformed annotation). */
   | { readonly kind: 'rejected'; readonly message: string }
   /** The netconf does not fit the cluster (the pod runs on another node than ipam.nodeName). */
@@ -82,11 +76,12 @@ export type CheckOutcome =
   | { readonly kind: 'missing'; readonly message: string }
   | { readonly kind: 'mismatch'; readonly message: string };
 
-export interface GcRequest {
+/** A GC call: core's request in the protocol's terms, and the time budget. */
+export interface GcCall {
   readonly network: string;
   readonly node: string;
   /** Attachments that are live; every other allocation of this network on this node goes. */
-  readonly valid: readonly { readonly containerID: string; readonly ifname: string }[];
+  readonly validAttachments: readonly Attachment[];
   readonly signal: AbortSignal;
 }
 
@@ -102,8 +97,12 @@ export interface GcOutcome {
   readonly aliveElsewhere: readonly string[];
 }
 
+/**
+ * STATUS's answer: `ready` (an ADD could be served now) or `notReady` (CNI code 50). Not
+ * "(un)available": that word is the datastore's (BackendUnavailableError, core's UnavailableError).
+ */
 export type StatusOutcome =
-  { readonly kind: 'available' } | { readonly kind: 'unavailable'; readonly message: string };
+  { readonly kind: 'ready' } | { readonly kind: 'notReady'; readonly message: string };
 
 /** The IPAM operations; each call is independent (no state kept between calls). */
 export interface Backend {
@@ -112,7 +111,7 @@ export interface Backend {
   del(req: DelRequest): Promise<number>;
   /** Compares the stored allocation of the attachment with `expectedIPs` (from prevResult). */
   check(attachment: AttachmentRef, expectedIPs: readonly string[]): Promise<CheckOutcome>;
-  gc(req: GcRequest): Promise<GcOutcome>;
+  gc(req: GcCall): Promise<GcOutcome>;
   /** Whether an ADD on this node could get an address of every family of `families`. */
   status(node: string, families: readonly IPFamily[], pools: NetConf['pools']): Promise<StatusOutcome>;
   /** Frees connections; idempotent. */
@@ -131,9 +130,4 @@ export class BackendUnavailableError extends Error {
 
 export function isBackendUnavailableError(e: unknown): e is BackendUnavailableError {
   return e instanceof Error && e.name === 'BackendUnavailableError';
-}
-
-/** The handle of an attachment : `<network>.<containerID>.<ifname>`. */
-export function handleOf(a: AttachmentRef): string {
-  return `${a.network}.${a.containerID}.${a.ifname}`;
 }

@@ -25,7 +25,7 @@ export const CniCode = {
   /** No free address in any eligible pool / block. */
   exhausted: 101,
   /** A requested static address is outside every eligible pool, reserved or taken. */
-  staticUnavailable: 102,
+  addressRefused: 102,
   /** A pool or address request (annotation, args) that cannot be honoured as given. */
   requestRejected: 104,
   /** CHECK found no allocation, or one that differs from prevResult. */

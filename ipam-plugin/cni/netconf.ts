@@ -4,7 +4,8 @@
  */
 import { hostname } from 'node:os';
 import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from 'blockipam/core';
-import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from 'blockipam/core';
+import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from 'blockipam/core/address';
+import type { Attachment } from 'blockipam/core';
 import { CniCode, CniError } from './errors.ts';
 import * as generated from './netconf-validate.generated.ts';
 import { implicitVersion, requireSupported, type CniVersion } from './versions.ts';
@@ -25,11 +26,6 @@ export interface Dns {
   readonly domain?: string;
   readonly search?: readonly string[];
   readonly options?: readonly string[];
-}
-
-export interface Attachment {
-  readonly containerID: string;
-  readonly ifname: string;
 }
 
 /** The validated, defaulted configuration of one invocation. */

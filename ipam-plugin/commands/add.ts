@@ -3,8 +3,9 @@
  * print exactly one result in the request's cniVersion. A second ADD of a live attachment fails
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
-import { parseCidr } from 'blockipam/core';
-import type { AddOutcome, PodRef } from '../backend/port.ts';
+import { parseCidr } from 'blockipam/core/address';
+import type { PodRef } from 'blockipam/core';
+import type { AddOutcome } from '../backend/port.ts';
 import { parseCniArgs, type CniArgs } from '../cni/args.ts';
 import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
@@ -62,8 +63,8 @@ function allocatedOrThrow(o: AddOutcome): readonly IpConfig[] {
       );
     case 'exhausted':
       throw new CniError(CniCode.exhausted, 'no free address', o.message);
-    case 'unavailable':
-      throw new CniError(CniCode.staticUnavailable, 'requested address not available', o.message);
+    case 'addressRefused':
+      throw new CniError(CniCode.addressRefused, 'requested address refused', o.message);
     case 'rejected':
       throw new CniError(CniCode.requestRejected, 'invalid address request', o.message);
     case 'misconfigured':

@@ -12,7 +12,7 @@ export async function gc(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();
   const valid = ctx.conf.validAttachments ?? [];
   const outcome = await underLock(ctx, (signal) =>
-    backend.gc({ network: ctx.conf.name, node: ctx.conf.nodeName, valid, signal }),
+    backend.gc({ network: ctx.conf.name, node: ctx.conf.nodeName, validAttachments: valid, signal }),
   );
   if (outcome.aliveElsewhere.length > 0)
     ctx.log.log('warn', 'gc kept allocations whose pod is alive on another node', {

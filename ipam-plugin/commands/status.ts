@@ -17,7 +17,7 @@ export async function status(ctx: CommandContext): Promise<CommandResult> {
       throw new CniError(CniCode.notAvailable, 'datastore unreachable', e.message);
     throw e;
   }
-  if (outcome.kind !== 'available')
+  if (outcome.kind !== 'ready')
     throw new CniError(CniCode.notAvailable, 'no address available', outcome.message);
   return undefined;
 }

@@ -95,9 +95,12 @@ void describe('time budget → core', () => {
     await assert.rejects(backend.del({ attachment, node: 'node-1', signal: expired }), {
       name: 'TimeoutError',
     });
-    await assert.rejects(backend.gc({ network: 'n', node: 'node-1', valid: [], signal: expired }), {
-      name: 'TimeoutError',
-    });
+    await assert.rejects(
+      backend.gc({ network: 'n', node: 'node-1', validAttachments: [], signal: expired }),
+      {
+        name: 'TimeoutError',
+      },
+    );
     await settle();
     assert.equal(writes(), before, 'nothing written after the budget expired');
   });

@@ -161,15 +161,15 @@ void describe('core backend (memory datastore)', () => {
     const out = await backend.gc({
       network: 'n',
       node: 'node-1',
-      valid: [{ containerID: 'g1', ifname: 'eth0' }],
+      validAttachments: [{ containerID: 'g1', ifname: 'eth0' }],
       signal: AbortSignal.timeout(1000),
     });
     assert.deepEqual(out.released, ['n.g2.eth0']);
   });
   void it('STATUS: available, and unavailable for a pool with no room', async () => {
     const { backend } = setup();
-    assert.deepEqual(await backend.status('node-1', [4], { 4: [], 6: [] }), { kind: 'available' });
-    assert.equal((await backend.status('node-1', [6], { 4: [], 6: [] })).kind, 'unavailable');
+    assert.deepEqual(await backend.status('node-1', [4], { 4: [], 6: [] }), { kind: 'ready' });
+    assert.equal((await backend.status('node-1', [6], { 4: [], 6: [] })).kind, 'notReady');
   });
   void it("a pod named without K8S_POD_UID is recorded without a UID, not the pod object's", async () => {
     const { ds, backend } = setup();

@@ -1,6 +1,6 @@
 // What the plugin takes from a valid node cache, case by case: the pod context (only for the
 // pod bound to this node with the runtime's UID), DEL's trust in cached blocks (every family),
-// and STATUS's "available" (proven from cached blocks or the pool's status, else undefined).
+// and STATUS's "ready" (proven from cached blocks or the pool's status, else undefined).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { allocateOrdinal, buildNodeCache, mustParseCidr, newBlock } from 'blockipam/core';

@@ -86,32 +86,29 @@ async function status(ds: MemoryDatastore, node: string) {
 void describe('STATUS on 1,000 blocks over 50 nodes', () => {
   void it('a node with room in its own blocks: one LIST of its own 20 blocks, nothing else', async () => {
     const r = await status(cluster(), nodeName(7));
-    assert.deepEqual(r.outcome, { kind: 'available' });
+    assert.deepEqual(r.outcome, { kind: 'ready' });
     assert.equal(r.requests, 1);
     assert.equal(r.objects, BLOCKS_PER_NODE);
   });
   void it('own blocks full, below maxBlocksPerNode: plus a metadata-only LIST of the pool (claim)', async () => {
     const r = await status(cluster({ maxBlocksPerNode: 100 }), nodeName(0));
-    assert.deepEqual(r.outcome, { kind: 'available' });
+    assert.deepEqual(r.outcome, { kind: 'ready' });
     assert.equal(r.requests, 2);
   });
   void it('own blocks full at maxBlocksPerNode: room in other nodes’ blocks is available (borrow)', async () => {
     const r = await status(cluster(), nodeName(0));
-    assert.deepEqual(r.outcome, { kind: 'available' });
+    assert.deepEqual(r.outcome, { kind: 'ready' });
     assert.equal(r.requests, 2);
   });
   void it('own blocks full at maxBlocksPerNode with strictAffinity: no room (50)', async () => {
     const r = await status(cluster({ strictAffinity: true }), nodeName(0));
-    assert.equal(r.outcome.kind, 'unavailable');
-    assert.match(
-      r.outcome.kind === 'unavailable' ? r.outcome.message : '',
-      /no free address for node node-0/,
-    );
+    assert.equal(r.outcome.kind, 'notReady');
+    assert.match(r.outcome.kind === 'notReady' ? r.outcome.message : '', /no free address for node node-0/);
     assert.equal(r.requests, 1);
   });
   void it('a node without blocks may claim one: available', async () => {
     const r = await status(cluster(), 'node-new');
-    assert.deepEqual(r.outcome, { kind: 'available' });
+    assert.deepEqual(r.outcome, { kind: 'ready' });
     assert.equal(r.requests, 2);
     assert.equal(r.objects, 1_000, 'the metadata LIST of the pool (claim check) names every claimed block');
   });

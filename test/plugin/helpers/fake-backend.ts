@@ -8,10 +8,13 @@ import type {
   AddRequest,
   Backend,
   DelRequest,
-  GcRequest,
+  GcCall,
   AttachmentRef,
 } from '../../../ipam-plugin/backend/port.ts';
-import { BackendUnavailableError, handleOf } from '../../../ipam-plugin/backend/port.ts';
+import { handleOf } from 'blockipam/core';
+import { BackendUnavailableError } from '../../../ipam-plugin/backend/port.ts';
+
+const attachmentHandle = (a: AttachmentRef): string => handleOf(a.network, a.containerID, a.ifname);
 
 export interface FakeOptions {
   /** handle → addresses (CIDR form) already allocated */
@@ -45,7 +48,7 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
   };
   const addLocked = (req: AddRequest): Promise<AddOutcome> => {
     guard('add', req);
-    const h = handleOf(req.attachment);
+    const h = attachmentHandle(req.attachment);
     const existing = allocations.get(h);
     if (existing)
       return Promise.resolve({ kind: 'duplicate', message: `${h} already holds ${existing.join(', ')}` });
@@ -54,7 +57,7 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
       for (const ip of req.staticIPs) {
         if (ip.includes(':')) ips.push({ address: `${ip}/122`, gateway: 'fd00:10:244::1' });
         else if (!ip.startsWith('10.244.0.') || ip === '10.244.0.1' || taken().has(ip)) {
-          return Promise.resolve({ kind: 'unavailable', message: `${ip} is not available` });
+          return Promise.resolve({ kind: 'addressRefused', message: `${ip} is taken` });
         } else ips.push({ address: `${ip}/26`, gateway: '10.244.0.1' });
       }
     } else {
@@ -85,14 +88,14 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
     },
     del(req: DelRequest): Promise<number> {
       guard('del', req);
-      const h = handleOf(req.attachment);
+      const h = attachmentHandle(req.attachment);
       const n = allocations.get(h)?.length ?? 0;
       allocations.delete(h);
       return Promise.resolve(n);
     },
     check(a: AttachmentRef, expected: readonly string[]) {
       guard('check', { a, expected });
-      const have = allocations.get(handleOf(a));
+      const have = allocations.get(attachmentHandle(a));
       if (!have) return Promise.resolve({ kind: 'missing' as const, message: 'no allocation' });
       const plain = have.map((x) => x.split('/')[0]);
       const bad = expected.filter((e) => !plain.includes(e));
@@ -102,9 +105,9 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
           : { kind: 'ok' as const },
       );
     },
-    gc(req: GcRequest) {
+    gc(req: GcCall) {
       guard('gc', req);
-      const keep = new Set(req.valid.map((v) => `${req.network}.${v.containerID}.${v.ifname}`));
+      const keep = new Set(req.validAttachments.map((v) => `${req.network}.${v.containerID}.${v.ifname}`));
       const released = [...allocations.keys()].filter((h) => h.startsWith(`${req.network}.`) && !keep.has(h));
       for (const h of released) allocations.delete(h);
       return Promise.resolve({ released, errors: [], aliveElsewhere: [] });
@@ -112,7 +115,7 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
     status() {
       guard('status', undefined);
       return Promise.resolve(
-        nextV4() ? { kind: 'available' as const } : { kind: 'unavailable' as const, message: 'exhausted' },
+        nextV4() ? { kind: 'ready' as const } : { kind: 'notReady' as const, message: 'exhausted' },
       );
     },
     close() {
