@@ -21,6 +21,7 @@ import type { AgentMetrics } from './metrics.ts';
 import { NodeCacheWriter } from './node-cache-writer.ts';
 import type { AgentOptions } from './options.ts';
 import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
+import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
 import { Upkeep } from './upkeep/runner.ts';
 
@@ -43,8 +44,13 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     host: options.metricsHost,
     registry: metrics.registry,
     ready: {
-      watches: () =>
-        started.state?.synced ? undefined : `not synced: ${(started.state?.unsynced ?? ['all']).join(', ')}`,
+      // Not ready until every watch has listed, and while any is broken (API server unreachable):
+      // the node cache's heartbeat is frozen then and the agent acts on an ageing view.
+      watches: () => {
+        const state = started.state;
+        if (!state?.synced) return `not synced: ${(state?.unsynced ?? ['all']).join(', ')}`;
+        return state.connected ? undefined : `watch failing: ${state.disconnected.join(', ')}`;
+      },
       install: () => (installed ? undefined : 'CNI plugin not installed yet'),
     },
   });
@@ -73,14 +79,30 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       nodeName: options.nodeName,
       table: new IpRouteTable({ command: options.ipCommand }),
       log,
+      onPass: (outcome) => {
+        metrics.routePasses.inc({ node: options.nodeName, status: outcome.status });
+        log.debug('route pass', { [F.node]: options.nodeName, ...routeFields(outcome) });
+      },
     });
-    const update = (): void =>
-      routes.update({ synced: watched.synced, blocks: watched.blocks(), nodes: watched.nodes() });
+    let handedSynced = false;
+    const update = (): void => {
+      handedSynced = watched.synced;
+      routes.update({ synced: handedSynced, blocks: watched.blocks(), nodes: watched.nodes() });
+    };
     state.onChange((kind) => {
       if (kind === 'blocks' || kind === 'nodes') update();
     });
     update();
-    lifecycle.onStop('routes', () => routes.stop());
+    // The programmer's repair pass reuses the last view: after a start during an API outage the
+    // last watch to sync may bring no block or node event (an empty kind), so hand it the synced
+    // view as soon as the watches are (found by the e2e restart test: it waited forever).
+    const syncCheck = setInterval(() => {
+      if (!handedSynced && watched.synced) update();
+    }, 1_000);
+    lifecycle.onStop('routes', () => {
+      clearInterval(syncCheck);
+      return routes.stop();
+    });
   }
   if (options.installCni) {
     const installer = new CniInstaller(installOptions(options, connection), {
@@ -170,3 +192,20 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
 }
 
 export type { AgentMetrics };
+
+/** A route pass's outcome as log fields (counts; the failed changes' destinations). */
+function routeFields(
+  outcome: Parameters<NonNullable<RouteProgrammerOptions['onPass']>>[0],
+): Record<string, unknown> {
+  if (outcome.status !== 'done') return { ...outcome };
+  return {
+    status: outcome.status,
+    desired: outcome.desired,
+    unchanged: outcome.unchanged,
+    added: outcome.added,
+    replaced: outcome.replaced,
+    removed: outcome.removed,
+    failed: outcome.failed.map((f) => f.change.route.dst),
+    skipped: outcome.skipped.length,
+  };
+}

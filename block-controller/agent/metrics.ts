@@ -17,6 +17,7 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly atBlockLimit: Gauge<'node' | 'pool'>;
   readonly cacheWrites: Counter<'node' | 'result'>;
   readonly tokenRefreshes: Counter<'node' | 'result'>;
+  readonly routePasses: Counter<'node' | 'status'>;
 }
 
 export function createAgentMetrics(): AgentMetrics {
@@ -70,6 +71,12 @@ export function createAgentMetrics(): AgentMetrics {
       name: `${P}token_refreshes_total`,
       help: "TokenRequests for the plugin's kubeconfig, by result (ok, error)",
       labelNames: ['node', 'result'],
+      registers,
+    }),
+    routePasses: new Counter({
+      name: `${P}route_passes_total`,
+      help: 'Route passes (--routes), by outcome: done, waiting (view not synced or own Node missing), error',
+      labelNames: ['node', 'status'],
       registers,
     }),
   };

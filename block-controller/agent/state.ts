@@ -101,6 +101,13 @@ export class AgentState {
     return Object.values(this.#watches).every((w) => w.connected);
   }
 
+  /** Names of the watches whose last (re)start failed or that failed since (readiness reasons). */
+  get disconnected(): Kind[] {
+    return (Object.entries(this.#watches) as [Kind, WatchedKind<never>][])
+      .filter(([, w]) => !w.connected)
+      .map(([kind]) => kind);
+  }
+
   /** Names of the watches not synced yet (readiness reasons). */
   get unsynced(): Kind[] {
     return (Object.entries(this.#watches) as [Kind, WatchedKind<never>][])
