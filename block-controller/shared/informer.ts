@@ -9,10 +9,11 @@
  * - `synced` says the first LIST has landed (readiness); `connected` that the last (re)start
  *   reached the watch without an error and none came since (the node cache's heartbeat rule).
  */
-import { ListWatch, Watch } from '@kubernetes/client-node';
+import { ListWatch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { KubeTransport } from 'blockipam/core/kube';
 import { errorFields, F } from './log.ts';
+import { KubeconfigTlsWatch } from './watch.ts';
 import type { Logger } from './log.ts';
 import type { DaemonMetrics } from './metrics.ts';
 
@@ -76,7 +77,7 @@ export async function watchKind<T extends WatchableObject>(
   };
   const informer = new ListWatch<Raw>(
     options.path,
-    new Watch(options.kubeConfig),
+    new KubeconfigTlsWatch(options.kubeConfig),
     listFn,
     false,
     options.labelSelector,

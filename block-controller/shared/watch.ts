@@ -1,0 +1,148 @@
+/**
+ * The watch half of an informer, honouring the kubeconfig's TLS settings under Bun too.
+ *
+ * @kubernetes/client-node's `Watch` opens its stream with undici's `fetch` and a `dispatcher`
+ * that carries the cluster CA and the client certificate. In the Bun-compiled executable
+ * (docs/image.md) `undici` is Bun's own fetch, which ignores `dispatcher`: every watch then
+ * failed with "unable to verify the first certificate" (and a client certificate would not be
+ * sent), while LISTs — through core's transport — worked. Under Bun this class opens the same
+ * request with Bun's `tls` fetch option (bun.sh/docs/api/fetch §TLS) built from the kubeconfig:
+ * `ca`, `cert`, `key`, `rejectUnauthorized`. Under Node it is client-node's `Watch` unchanged.
+ *
+ * Contract (as client-node's `Watch.watch`): `callback(type, object, event)` per event line;
+ * `done(err | null)` exactly once when the stream ends, fails or is aborted; a 30 s inactivity
+ * timeout (the API server sends bookmarks / events well within it for the watches used here).
+ */
+import { readFileSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import { HttpMethod, RequestContext, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+/** True in the Bun runtime (the compiled executable), where undici's `dispatcher` is ignored. */
+export const runningUnderBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
+
+/** 30 s: client-node's own watch inactivity timeout, kept so both runtimes behave alike. */
+const inactivityMs = 30_000;
+
+/** Bun's fetch TLS option (bun.sh/docs/api/fetch). */
+interface BunTls {
+  ca?: string;
+  cert?: string;
+  key?: string;
+  rejectUnauthorized?: boolean;
+}
+
+function pem(data: string | undefined, file: string | undefined): string | undefined {
+  if (data) return Buffer.from(data, 'base64').toString('utf8');
+  if (file) return readFileSync(file, 'utf8');
+  return undefined;
+}
+
+/** The kubeconfig's TLS material for its current cluster and user, as Bun's fetch wants it. */
+export function bunTlsOptions(kc: KubeConfig): BunTls {
+  const cluster = kc.getCurrentCluster();
+  const user = kc.getCurrentUser();
+  return {
+    ca: pem(cluster?.caData, cluster?.caFile),
+    cert: pem(user?.certData, user?.certFile),
+    key: pem(user?.keyData, user?.keyFile),
+    rejectUnauthorized: !cluster?.skipTLSVerify,
+  };
+}
+
+type DoneCallback = (err: unknown) => void;
+type EventCallback = (phase: string, apiObj: unknown, watchObj?: unknown) => void;
+
+export class KubeconfigTlsWatch extends Watch {
+  private readonly kc: KubeConfig;
+
+  constructor(kc: KubeConfig) {
+    super(kc);
+    this.kc = kc;
+  }
+
+  override async watch(
+    path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: EventCallback,
+    done: DoneCallback,
+  ): Promise<AbortController> {
+    if (!runningUnderBun) return super.watch(path, queryParams, callback, done);
+    const cluster = this.kc.getCurrentCluster();
+    if (!cluster) throw new Error('No currently active cluster');
+    const url = new URL(cluster.server + path);
+    url.searchParams.set('watch', 'true');
+    for (const [key, value] of Object.entries(queryParams ?? {}))
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    let finished = false;
+    const finish = (err: unknown): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      controller.abort();
+      done(err);
+    };
+    const resetTimer = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(
+        () => finish(new Error(`watch ${path}: no data for ${inactivityMs} ms`)),
+        inactivityMs,
+      );
+      timer.unref();
+    };
+    try {
+      resetTimer();
+      const headers = await requestHeaders(this.kc, url.toString());
+      const init = { method: 'GET', headers, signal: controller.signal, tls: bunTlsOptions(this.kc) };
+      const response = await fetch(url, init);
+      if (response.status !== 200 || !response.body) {
+        const error = new Error(response.statusText || STATUS_CODES[response.status] || 'watch failed');
+        (error as Error & { statusCode?: number }).statusCode = response.status;
+        throw error;
+      }
+      void pump(response.body, callback, resetTimer).then(
+        () => finish(null),
+        (err: unknown) => finish(controller.signal.aborted ? null : err),
+      );
+    } catch (err) {
+      finish(err);
+    }
+    return controller;
+  }
+}
+
+/** Headers (bearer token, exec credentials) as client-node's own watch computes them. */
+async function requestHeaders(kc: KubeConfig, url: string): Promise<Record<string, string>> {
+  const ctx = new RequestContext(url, HttpMethod.GET);
+  await kc.applySecurityAuthentication(ctx);
+  return ctx.getHeaders();
+}
+
+/** Reads newline-delimited watch events; unparsable lines are skipped (as client-node does). */
+async function pump(
+  body: ReadableStream<Uint8Array>,
+  callback: EventCallback,
+  onData: () => void,
+): Promise<void> {
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    onData();
+    buffered += decoder.decode(chunk, { stream: true });
+    let newline: number;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+      if (!line.trim()) continue;
+      let event: { type: string; object: unknown };
+      try {
+        event = JSON.parse(line) as { type: string; object: unknown };
+      } catch {
+        continue;
+      }
+      callback(event.type, event.object, event);
+    }
+  }
+}
