@@ -16,22 +16,19 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { format } from 'prettier';
-import { addressTextAt, parseCidr } from 'blockipam/core';
 import { KubeDatastore, KubeTransport } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
-import type { Pod } from 'blockipam/core';
 import {
   adminDatastore,
-  blockObject,
   cleanCluster,
   createNamespace,
   createNode,
   poolObject,
-  setPodIP,
   uniqueNamespace,
 } from '../cli/cluster.ts';
-import type { SeedAllocation } from '../cli/cluster.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
+import { seedCheckBlock } from './cost-curves/check.ts';
+import { bounded, SEED_CONCURRENCY } from './cost-curves/common.ts';
 
 const { values } = parseArgs({
   options: {
@@ -44,19 +41,8 @@ const RUNS = Number(values.runs);
 const BLOCKS = Number(values.blocks);
 const PER_BLOCK = Number(values['per-block']);
 const NODES = 50;
-// 16 requests in flight: keeps both cores of the API server busy without 429s.
-const CONCURRENCY = 16;
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const PRETTIER = JSON.parse(readFileSync(`${root}.prettierrc.json`, 'utf8')) as Record<string, unknown>;
-
-/** Runs `work` over `items` with at most CONCURRENCY in flight. */
-async function bounded<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < items.length; i = next++) await work(items[i] as T);
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-}
 
 /** Seeds nodes, pods (with IPs) and blocks; returns the seeding time in seconds. */
 async function seed(ds: KubeDatastore, ns: string): Promise<number> {
@@ -70,38 +56,14 @@ async function seed(ds: KubeDatastore, ns: string): Promise<number> {
   const indexes = Array.from({ length: BLOCKS }, (_, b) => b);
   let done = 0;
   await bounded(indexes, async (b) => {
-    const cidr = parseCidr(`10.200.${Math.floor(b / 4)}.${(b % 4) * 64}/26`);
-    if (!cidr) throw new Error('bad CIDR');
-    const node = `bench-node-${b % NODES}`;
-    const allocations: SeedAllocation[] = [];
-    for (let i = 0; i < PER_BLOCK; i++) {
-      const ordinal = i + 2;
-      const name = `p-${b}-${i}`;
-      const body = {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name },
-        spec: { nodeName: node, containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
-      };
-      const pod = await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${ns}/pods`, { body });
-      await setPodIP(ds, pod, addressTextAt(cidr, ordinal));
-      allocations.push({
-        ordinal,
-        handle: `k8s-pod-network.c${b}x${i}.eth0`,
-        node,
-        namespace: ns,
-        pod: name,
-        podUID: pod.metadata.uid ?? '',
-      });
-    }
-    await ds.blocks.create(
-      blockObject({
-        cidr: `10.200.${Math.floor(b / 4)}.${(b % 4) * 64}/26`,
-        pool: 'bench',
-        affinity: node,
-        allocations,
-      }),
-    );
+    await seedCheckBlock(ds, {
+      ns,
+      pool: 'bench',
+      cidr: `10.200.${Math.floor(b / 4)}.${(b % 4) * 64}/26`,
+      node: `bench-node-${b % NODES}`,
+      key: b,
+      perBlock: PER_BLOCK,
+    });
     done += 1;
     if (done % 100 === 0) process.stderr.write(`seeded ${done}/${BLOCKS} blocks\n`);
   });
@@ -172,7 +134,7 @@ async function main(): Promise<void> {
 
 Method: a healthy cluster is seeded on the local control plane (kube-apiserver ${cp.serverVersion} + etcd on
 loopback, same machine): one pod per allocation, created and given its IP through the status
-subresource; full block objects created directly, ${CONCURRENCY} requests in flight. Each run is the
+subresource; full block objects created directly, ${SEED_CONCURRENCY} requests in flight. Each run is the
 real executable, \`node cli/main.ts check --quiet\` (process start and the @kubernetes/client-node
 import included), reading everything with paginated LISTs (500 per page) and running every
 check; every run exits 0. Machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB; the API server,

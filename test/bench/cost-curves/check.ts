@@ -23,34 +23,41 @@ const RUNS = 3;
 const blockCidr = (b: number): string =>
   `10.${128 + Math.floor(b / 1024)}.${Math.floor((b % 1024) / 4)}.${(b % 4) * 64}/26`;
 
-async function seedBlock(ds: KubeDatastore, ns: string, b: number): Promise<void> {
-  const cidr = parseCidr(blockCidr(b));
-  if (!cidr) throw new Error(`bad CIDR ${blockCidr(b)}`);
-  const node = `curve-node-${b % NODES}`;
+/**
+ * Seeds one full block for a check benchmark: `perBlock` live pods on `node` (ordinals 2…, their
+ * IPs set through the status subresource) and the block holding their allocations.
+ * Shared by this curve and test/bench/check-bench.ts.
+ */
+export async function seedCheckBlock(
+  ds: KubeDatastore,
+  block: { ns: string; pool: string; cidr: string; node: string; key: number; perBlock: number },
+): Promise<void> {
+  const cidr = parseCidr(block.cidr);
+  if (!cidr) throw new Error(`bad CIDR ${block.cidr}`);
   const allocations: SeedAllocation[] = [];
-  for (let i = 0; i < PER_BLOCK; i++) {
+  for (let i = 0; i < block.perBlock; i++) {
     const ordinal = i + 2;
-    const name = `p-${b}-${i}`;
-    const pod = await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${ns}/pods`, {
+    const name = `p-${block.key}-${i}`;
+    const pod = await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${block.ns}/pods`, {
       body: {
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { name },
-        spec: { nodeName: node, containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+        spec: { nodeName: block.node, containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
       },
     });
     await setPodIP(ds, pod, addressTextAt(cidr, ordinal));
     allocations.push({
       ordinal,
-      handle: `k8s-pod-network.c${b}x${i}.eth0`,
-      node,
-      namespace: ns,
+      handle: `k8s-pod-network.c${block.key}x${i}.eth0`,
+      node: block.node,
+      namespace: block.ns,
       pod: name,
       podUID: pod.metadata.uid ?? '',
     });
   }
   await ds.blocks.create(
-    blockObject({ cidr: blockCidr(b), pool: 'curve-check', affinity: node, allocations }),
+    blockObject({ cidr: block.cidr, pool: block.pool, affinity: block.node, allocations }),
   );
 }
 
@@ -87,7 +94,14 @@ export async function checkCurve(
     await bounded(
       Array.from({ length: target - blocks }, (_, k) => blocks + k),
       async (b) => {
-        await seedBlock(ds, options.ns, b);
+        await seedCheckBlock(ds, {
+          ns: options.ns,
+          pool: 'curve-check',
+          cidr: blockCidr(b),
+          node: `curve-node-${b % NODES}`,
+          key: b,
+          perBlock: PER_BLOCK,
+        });
         if (b % 100 === 99) progress(`check curve: ${b + 1}/${target} blocks seeded`);
       },
     );
