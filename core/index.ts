@@ -105,12 +105,17 @@ export type {
   Datastore,
   DeletePreconditions,
   ListOptions,
+  Page,
+  PageOptions,
   PodListOptions,
+  PodPageOptions,
   ResourceStore,
   StatusResourceStore,
 } from './datastore/datastore.ts';
 export { MemoryDatastore } from './datastore/memory.ts';
 export { withSignal } from './datastore/with-signal.ts';
+export { DEFAULT_PAGE_SIZE, listAll } from './datastore/paging.ts';
+export type { ListAllOptions } from './datastore/paging.ts';
 export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
 
 export * from './node-cache/index.ts';
@@ -119,6 +124,7 @@ export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts'
 export { ApiError, isApiError } from './errors/api-error.ts';
 export { ConflictError, isConflict } from './errors/conflict.ts';
 export { DecodeError, isDecodeError } from './errors/decode-error.ts';
+export { ExpiredError, isExpired } from './errors/expired.ts';
 export { InvalidError, isInvalid } from './errors/invalid.ts';
 export { NotFoundError, isNotFound } from './errors/not-found.ts';
 export { ProxyError, isProxyError } from './errors/proxy-error.ts';

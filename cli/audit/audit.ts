@@ -12,7 +12,7 @@
  * docs/design-cli.md §The snapshot.
  */
 import type { IPAMBlock } from 'blockipam/core';
-import type { KubeDatastore } from 'blockipam/core/kube';
+import type { Datastore } from 'blockipam/core';
 import {
   affinityProblems,
   blockSizeProblems,
@@ -85,9 +85,9 @@ const timer = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * Reads the cluster (no lock, no write) and runs every check.
  * @throws transport errors (UnavailableError when the API server cannot be reached)
  */
-export async function runAudit(ds: KubeDatastore, options: AuditOptions = {}): Promise<AuditResult> {
+export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promise<AuditResult> {
   const { progress, confirmAfterMs = 0, sleep = timer } = options;
-  const snapshot = await takeSnapshot(ds.transport, options);
+  const snapshot = await takeSnapshot(ds, options);
   const ipUsers = liveIPUsers(snapshot.pods, managedRanges(snapshot));
   const candidates = ownerFindings(snapshot, ipUsers);
   const ipChecks = podIPProblems(snapshot, ipUsers);
@@ -99,7 +99,7 @@ export async function runAudit(ds: KubeDatastore, options: AuditOptions = {}): P
     await sleep(waitMs);
   }
   if (candidates.length > 0 || ipChecks.candidates.length > 0) {
-    const again = await relistBlocks(ds.transport, progress);
+    const again = await relistBlocks(ds, progress);
     snapshot.resourceVersions['ipamblocks (confirmation)'] = again.resourceVersion;
     owners = stillHeld(candidates, again.items);
     unallocated = await confirmUnallocated(ds, again.items, ipChecks.candidates);
@@ -147,7 +147,7 @@ function stillHeld(findings: readonly OwnerFinding[], blocks: readonly IPAMBlock
 }
 
 async function confirmUnallocated(
-  ds: KubeDatastore,
+  ds: Datastore,
   blocks: readonly IPAMBlock[],
   candidates: readonly UnallocatedCandidate[],
 ): Promise<Problem[]> {

@@ -6,11 +6,20 @@
  * was made for a pod / node that existed before the block LIST; so if that pod or node is
  * missing from a LIST taken after, it really has gone — a pod created during the check can never
  * be called leaked. Each LIST is one consistent view (pages share the first page's
- * resourceVersion); the resourceVersions are recorded in the report.
+ * resourceVersion); the resourceVersions are recorded in the report. Every LIST goes through the
+ * Datastore port (its paged LIST), so the audit runs on the memory store as on the API server.
  */
-import type { KubeTransport } from 'blockipam/core/kube';
-import { API_VERSION, IPAM_CONFIG_NAME } from 'blockipam/core';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, KubeObject, Pod } from 'blockipam/core';
+import { IPAM_CONFIG_NAME, listAll } from 'blockipam/core';
+import type {
+  Datastore,
+  IPAMBlock,
+  IPAMConfigObject,
+  IPPool,
+  IPReservation,
+  Page,
+  PageOptions,
+  Pod,
+} from 'blockipam/core';
 
 /** A Pod, the fields the audit reads: core's Pod. */
 export type AuditPod = Pod;
@@ -32,50 +41,17 @@ export interface Snapshot {
 /** Progress callback: a kind and how many objects were read so far. */
 export type Progress = (kind: string, count: number) => void;
 
-// 500 objects per page: a page of full /26 blocks stays a few MB; the API server's default
-// continue-token lifetime (5 min, etcd compaction) is far longer than a page takes.
-const PAGE_SIZE = 500;
-// One retry when the continue token expired (410 Gone) mid-list: start that kind over.
-const LIST_ATTEMPTS = 2;
-
-interface ListPage<T> {
-  metadata?: { resourceVersion?: string; continue?: string };
-  items?: T[];
-}
-
 /**
- * Lists every object at `path` in pages; all pages come from the first page's resourceVersion.
- * @returns the items and that resourceVersion
+ * Every object of one kind through the Datastore port's paged LIST (core's `listAll`: pages of
+ * 500 at the first page's resourceVersion, started over once on an expired continue token).
  */
-export async function listAll<T>(
-  api: KubeTransport,
-  path: string,
+function readAll<T>(
+  listPage: (options: PageOptions) => Promise<Page<T>>,
   kind: string,
-  progress?: Progress,
+  progress: Progress | undefined,
 ): Promise<{ items: T[]; resourceVersion: string }> {
-  for (let attempt = 1; ; attempt++) {
-    const items: T[] = [];
-    let token: string | undefined;
-    let resourceVersion = '';
-    try {
-      do {
-        const page = await api.request<ListPage<T>>('GET', path, {
-          query: { limit: String(PAGE_SIZE), continue: token },
-        });
-        if (!resourceVersion) resourceVersion = page.metadata?.resourceVersion ?? '';
-        items.push(...(page.items ?? []));
-        token = page.metadata?.continue || undefined;
-        progress?.(kind, items.length);
-      } while (token);
-      return { items, resourceVersion };
-    } catch (error) {
-      const gone = (error as { status?: number }).status === 410;
-      if (!gone || attempt >= LIST_ATTEMPTS) throw error;
-    }
-  }
+  return listAll(listPage, { onPage: (count) => progress?.(kind, count) });
 }
-
-const GROUP = `/apis/${API_VERSION}`;
 
 /** Options of {@link takeSnapshot}. */
 export interface SnapshotOptions {
@@ -90,22 +66,22 @@ export interface SnapshotOptions {
 }
 
 /** Reads the snapshot: blocks first, then what justifies them (see the module comment). */
-export async function takeSnapshot(api: KubeTransport, options: SnapshotOptions = {}): Promise<Snapshot> {
+export async function takeSnapshot(ds: Datastore, options: SnapshotOptions = {}): Promise<Snapshot> {
   const { progress, nowMs = Date.now() } = options;
   const resourceVersions: Record<string, string> = {};
-  const read = async <T>(kind: string, path: string): Promise<T[]> => {
-    const { items, resourceVersion } = await listAll<T>(api, path, kind, progress);
+  const read = async <T>(kind: string, listPage: (o: PageOptions) => Promise<Page<T>>): Promise<T[]> => {
+    const { items, resourceVersion } = await readAll(listPage, kind, progress);
     resourceVersions[kind] = resourceVersion;
     return items;
   };
-  const blocks = await read<IPAMBlock>('ipamblocks', `${GROUP}/ipamblocks`);
+  const blocks = await read('ipamblocks', (o) => ds.blocks.listPage(o));
   await options.afterBlockList?.();
   const [pools, reservations, configs, nodes, pods] = await Promise.all([
-    read<IPPool>('ippools', `${GROUP}/ippools`),
-    read<IPReservation>('ipreservations', `${GROUP}/ipreservations`),
-    read<IPAMConfigObject>('ipamconfigs', `${GROUP}/ipamconfigs`),
-    read<KubeObject>('nodes', '/api/v1/nodes'),
-    read<AuditPod>('pods', '/api/v1/pods'),
+    read('ippools', (o) => ds.pools.listPage(o)),
+    read('ipreservations', (o) => ds.reservations.listPage(o)),
+    read('ipamconfigs', (o) => ds.configs.listPage(o)),
+    read('nodes', (o) => ds.listNodePage(o)),
+    read('pods', (o) => ds.listPodPage(o)),
   ]);
   return {
     blocks,
@@ -120,9 +96,9 @@ export async function takeSnapshot(api: KubeTransport, options: SnapshotOptions 
 }
 
 /** Lists the blocks again (the confirmation read of pod-IP candidates). */
-export async function relistBlocks(
-  api: KubeTransport,
+export function relistBlocks(
+  ds: Datastore,
   progress?: Progress,
 ): Promise<{ items: IPAMBlock[]; resourceVersion: string }> {
-  return listAll<IPAMBlock>(api, `${GROUP}/ipamblocks`, 'ipamblocks', progress);
+  return readAll((o) => ds.blocks.listPage(o), 'ipamblocks', progress);
 }

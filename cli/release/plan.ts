@@ -10,7 +10,7 @@
  * and never lists a reserved ordinal in `freed`.
  */
 import { addressTextAt, parseCidr } from 'blockipam/core';
-import type { KubeDatastore } from 'blockipam/core/kube';
+import type { Datastore } from 'blockipam/core';
 import { entryOf, isLivePod } from '../audit/owner-checks.ts';
 import type { AuditPod } from '../audit/snapshot.ts';
 import { leakKey } from '../audit/problems.ts';
@@ -49,11 +49,8 @@ export function leakedInEveryReport(
 }
 
 /** Live pods whose status.podIP is `address` (1 LIST with a field selector). */
-export async function livePodsWithIP(ds: KubeDatastore, address: string): Promise<AuditPod[]> {
-  const list = await ds.transport.request<{ items?: AuditPod[] }>('GET', '/api/v1/pods', {
-    query: { fieldSelector: `status.podIP=${address}` },
-  });
-  return (list.items ?? []).filter(isLivePod);
+export async function livePodsWithIP(ds: Datastore, address: string): Promise<AuditPod[]> {
+  return (await ds.listPods({ podIP: address })).filter(isLivePod);
 }
 
 /**
@@ -66,7 +63,7 @@ export async function livePodsWithIP(ds: KubeDatastore, address: string): Promis
  *   it must not be released
  */
 export async function recheck(
-  ds: KubeDatastore,
+  ds: Datastore,
   entry: LeakedAllocation,
 ): Promise<{ leak: LeakedAllocation } | { skip: string }> {
   const block = await ds.blocks.get(entry.block);
@@ -96,7 +93,7 @@ export async function recheck(
  * with a pod is leaked only when that pod is missing or has another UID (whatever its node); a
  * pod-less one only when its node is missing.
  */
-async function ownerAlive(ds: KubeDatastore, owner: LeakedAllocation): Promise<string | undefined> {
+async function ownerAlive(ds: Datastore, owner: LeakedAllocation): Promise<string | undefined> {
   if (owner.namespace && owner.pod) {
     const pod = await ds.getPod(owner.namespace, owner.pod);
     if (pod && (!owner.podUID || pod.metadata.uid === owner.podUID))
@@ -110,10 +107,7 @@ async function ownerAlive(ds: KubeDatastore, owner: LeakedAllocation): Promise<s
 const RECHECK_CONCURRENCY = 8;
 
 /** Re-checks every leak (bounded concurrency), keeping the input order. */
-export async function recheckAll(
-  ds: KubeDatastore,
-  leaks: readonly LeakedAllocation[],
-): Promise<Candidate[]> {
+export async function recheckAll(ds: Datastore, leaks: readonly LeakedAllocation[]): Promise<Candidate[]> {
   const out: Candidate[] = new Array<Candidate>(leaks.length);
   let next = 0;
   const worker = async (): Promise<void> => {

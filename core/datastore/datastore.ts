@@ -5,7 +5,7 @@
  * test/core/datastore-contract.ts, so the memory store behaves like the real API server.
  *
  * Errors (core/errors/): NotFoundError, AlreadyExistsError, ConflictError, UnavailableError,
- * InvalidError, ApiError. Objects returned are fresh copies the caller may mutate; objects
+ * InvalidError, ExpiredError (a stale continue token), ApiError. Objects returned are fresh copies the caller may mutate; objects
  * passed in are never mutated.
  */
 import type {
@@ -51,6 +51,35 @@ export interface ListOptions extends CallOptions {
   cached?: boolean;
 }
 
+/**
+ * One page of a paged LIST (Kubernetes `limit` + `continue`, API concepts "Retrieving large
+ * results sets in chunks"). The first page (no `continue`) is served at the latest
+ * resourceVersion; every later page at the first page's, so the pages together are one
+ * consistent LIST: an object created, changed or deleted after the first page does not change
+ * what later pages hold.
+ */
+export interface PageOptions extends CallOptions {
+  /** At most this many objects in the page; an integer ≥ 1. */
+  limit: number;
+  /**
+   * The previous page's `continue`; absent for the first page. A token whose resourceVersion
+   * has been compacted throws ExpiredError (410); a malformed one InvalidError (400).
+   */
+  continue?: string;
+  /** Only objects whose labels match (the same on every page of one LIST). */
+  labelSelector?: LabelSelector;
+}
+
+/** A page of a LIST. */
+export interface Page<T> {
+  /** Sorted by name (pods: by namespace/name); at most `limit`, possibly fewer while more follow. */
+  items: T[];
+  /** The LIST's resourceVersion: the same on every page of one LIST. */
+  resourceVersion: string;
+  /** Token for the next page; undefined on the last page (the only end-of-list signal). */
+  continue?: string;
+}
+
 /** CRUD on one cluster-scoped kind, with the API server's compare-and-swap semantics. */
 export interface ResourceStore<T extends KubeObject> {
   /** The object, or undefined when it does not exist. */
@@ -59,6 +88,8 @@ export interface ResourceStore<T extends KubeObject> {
   list(options?: ListOptions): Promise<T[]>;
   /** Metadata only (name, labels, resourceVersion, uid …) — a cheaper LIST for large kinds. */
   listMetadata(options?: ListOptions): Promise<ObjectMeta[]>;
+  /** One page of a LIST (full objects); see {@link PageOptions}. */
+  listPage(options: PageOptions): Promise<Page<T>>;
   /**
    * Creates the object; the server sets uid, resourceVersion, creationTimestamp (a status
    * subresource's `status` is dropped, as the API server does).
@@ -84,12 +115,20 @@ export interface StatusResourceStore<T extends KubeObject> extends ResourceStore
   updateStatus(object: T, options?: CallOptions): Promise<T>;
 }
 
-/** Options of a pod LIST. */
+/** Options of a pod LIST: the field selectors callers use, typed. */
 export interface PodListOptions extends CallOptions {
-  /** Only pods scheduled to this node (field selector spec.nodeName). */
+  /** Only pods scheduled to this node (field selector `spec.nodeName`). */
   nodeName?: string;
+  /**
+   * Only pods whose primary IP (`status.podIP`, not `podIPs[1]`) is this address (field
+   * selector `status.podIP`, exact text: canonical form).
+   */
+  podIP?: string;
   labelSelector?: LabelSelector;
 }
+
+/** Options of one page of a pod LIST. */
+export type PodPageOptions = PageOptions & Omit<PodListOptions, keyof CallOptions>;
 
 export interface Datastore {
   readonly pools: StatusResourceStore<IPPool>;
@@ -102,4 +141,8 @@ export interface Datastore {
   getNode(name: string, options?: CallOptions): Promise<Node | undefined>;
   listPods(options?: PodListOptions): Promise<Pod[]>;
   listNodes(options?: ListOptions): Promise<Node[]>;
+  /** One page of a pod LIST (all namespaces; sorted by namespace/name). */
+  listPodPage(options: PodPageOptions): Promise<Page<Pod>>;
+  /** One page of a node LIST. */
+  listNodePage(options: PageOptions): Promise<Page<Node>>;
 }

@@ -24,7 +24,10 @@ import type {
   Datastore,
   DeletePreconditions,
   ListOptions,
+  Page,
+  PageOptions,
   PodListOptions,
+  PodPageOptions,
   StatusResourceStore,
 } from './datastore.ts';
 import { isNotFound } from '../errors/not-found.ts';
@@ -33,7 +36,36 @@ const GROUP_PATH = `/apis/${API_VERSION}`;
 const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 interface List<T> {
+  metadata?: { resourceVersion?: string; continue?: string };
   items?: T[];
+}
+
+/** A LIST answer as a {@link Page}; `typed` sets what the API server leaves out of items. */
+function pageOf<T>(list: List<T>, typed: (item: T) => T = (item) => item): Page<T> {
+  const token = list.metadata?.continue;
+  return {
+    items: (list.items ?? []).map(typed),
+    resourceVersion: list.metadata?.resourceVersion ?? '',
+    ...(token ? { continue: token } : {}),
+  };
+}
+
+/** The query of one page: label selector, `limit`, `continue`. */
+function pageQuery(options: PageOptions): Record<string, string | undefined> {
+  return {
+    labelSelector: selectorToQuery(options.labelSelector),
+    limit: String(options.limit),
+    continue: options.continue,
+  };
+}
+
+/** The pod field selector (`spec.nodeName=…,status.podIP=…`), or undefined. */
+function podFieldSelector(options: PodListOptions): string | undefined {
+  const terms = [
+    ...(options.nodeName === undefined ? [] : [`spec.nodeName=${options.nodeName}`]),
+    ...(options.podIP === undefined ? [] : [`status.podIP=${options.podIP}`]),
+  ];
+  return terms.length === 0 ? undefined : terms.join(',');
 }
 
 /** get() that maps 404 to undefined. */
@@ -80,6 +112,14 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
       signal: options.signal,
     });
     return (list.items ?? []).map((item) => item.metadata);
+  }
+
+  async listPage(options: PageOptions): Promise<Page<T>> {
+    const list = await this.#api.request<List<T>>('GET', this.#path(), {
+      query: pageQuery(options),
+      signal: options.signal,
+    });
+    return pageOf(list, (item) => this.#typed(item));
   }
 
   create(object: T, options: CallOptions = {}): Promise<T> {
@@ -168,11 +208,27 @@ export class KubeDatastore implements Datastore {
   async listPods(options: PodListOptions = {}): Promise<Pod[]> {
     const query = {
       labelSelector: selectorToQuery(options.labelSelector),
-      fieldSelector: options.nodeName === undefined ? undefined : `spec.nodeName=${options.nodeName}`,
+      fieldSelector: podFieldSelector(options),
     };
     return (
       (await this.transport.request<List<Pod>>('GET', '/api/v1/pods', { query, signal: options.signal }))
         .items ?? []
+    );
+  }
+
+  async listPodPage(options: PodPageOptions): Promise<Page<Pod>> {
+    const query = { ...pageQuery(options), fieldSelector: podFieldSelector(options) };
+    return pageOf(
+      await this.transport.request<List<Pod>>('GET', '/api/v1/pods', { query, signal: options.signal }),
+    );
+  }
+
+  async listNodePage(options: PageOptions): Promise<Page<Node>> {
+    return pageOf(
+      await this.transport.request<List<Node>>('GET', '/api/v1/nodes', {
+        query: pageQuery(options),
+        signal: options.signal,
+      }),
     );
   }
 

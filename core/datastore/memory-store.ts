@@ -10,8 +10,16 @@ import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
 import { matchesSelector } from '../selector.ts';
 import type { KubeObject, ObjectMeta } from '../resources.ts';
-import type { CallOptions, DeletePreconditions, ListOptions, StatusResourceStore } from './datastore.ts';
+import type {
+  CallOptions,
+  DeletePreconditions,
+  ListOptions,
+  Page,
+  PageOptions,
+  StatusResourceStore,
+} from './datastore.ts';
 import { LabelIndex } from './label-index.ts';
+import type { MemoryPager } from './memory-pager.ts';
 import { rfc3339 } from '../time.ts';
 
 /** Counts of operations served, for tests and benchmarks. */
@@ -27,6 +35,8 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 /** Shared resourceVersion source: one counter per datastore, like etcd's revision. */
 export interface Revision {
   next(): string;
+  /** The last one handed out (a LIST's resourceVersion). */
+  current(): string;
 }
 
 export class MemoryResourceStore<T extends KubeObject> implements StatusResourceStore<T> {
@@ -35,18 +45,26 @@ export class MemoryResourceStore<T extends KubeObject> implements StatusResource
   readonly #revision: Revision;
   readonly #stats: MemoryStats;
   readonly #clock: () => number;
+  readonly #pager: MemoryPager;
   readonly #objects = new Map<string, T>();
   readonly #index = new LabelIndex();
 
   constructor(
     kind: string,
-    options: { hasStatus: boolean; revision: Revision; stats: MemoryStats; clock: () => number },
+    options: {
+      hasStatus: boolean;
+      revision: Revision;
+      stats: MemoryStats;
+      clock: () => number;
+      pager: MemoryPager;
+    },
   ) {
     this.#kind = kind;
     this.#hasStatus = options.hasStatus;
     this.#revision = options.revision;
     this.#stats = options.stats;
     this.#clock = options.clock;
+    this.#pager = options.pager;
   }
 
   async get(name: string, options: CallOptions = {}): Promise<T | undefined> {
@@ -67,6 +85,16 @@ export class MemoryResourceStore<T extends KubeObject> implements StatusResource
     const selected = this.#select(options);
     this.#stats.listed += selected.length;
     return selected.map((object) => structuredClone(object.metadata));
+  }
+
+  async listPage(options: PageOptions): Promise<Page<T>> {
+    await settle(this.#stats, 'reads', options.signal);
+    const page = this.#pager.page(`LIST ${this.#kind}`, options, () => ({
+      items: this.#select(options),
+      resourceVersion: this.#revision.current(),
+    }));
+    this.#stats.listed += page.items.length;
+    return page;
   }
 
   async create(object: T, options: CallOptions = {}): Promise<T> {

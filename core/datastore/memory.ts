@@ -16,7 +16,16 @@ import type {
   Node,
   Pod,
 } from '../resources.ts';
-import type { CallOptions, Datastore, ListOptions, PodListOptions } from './datastore.ts';
+import type {
+  CallOptions,
+  Datastore,
+  ListOptions,
+  Page,
+  PageOptions,
+  PodListOptions,
+  PodPageOptions,
+} from './datastore.ts';
+import { MemoryPager } from './memory-pager.ts';
 import { MemoryResourceStore, settle } from './memory-store.ts';
 import type { MemoryStats } from './memory-store.ts';
 
@@ -47,13 +56,17 @@ export class MemoryDatastore implements Datastore {
   readonly #pods: Pod[];
   readonly #namespaces: Namespace[];
   readonly #nodes: Node[];
+  readonly #pager = new MemoryPager();
+  readonly #revision: () => string;
 
   constructor(seed: MemorySeed = {}, options: { clock?: () => number } = {}) {
     let revision = 1000;
+    this.#revision = () => String(revision);
     const shared = {
-      revision: { next: () => String(++revision) },
+      revision: { next: () => String(++revision), current: this.#revision },
       stats: this.stats,
       clock: options.clock ?? Date.now,
+      pager: this.#pager,
     };
     this.pools = new MemoryResourceStore<IPPool>('ippools', { ...shared, hasStatus: true });
     this.blocks = new MemoryResourceStore<IPAMBlock>('ipamblocks', { ...shared, hasStatus: false });
@@ -90,21 +103,56 @@ export class MemoryDatastore implements Datastore {
 
   async listPods(options: PodListOptions = {}): Promise<Pod[]> {
     await settle(this.stats, 'reads', options.signal);
-    const { nodeName, labelSelector } = options;
-    return structuredClone(
-      this.#pods.filter(
+    return structuredClone(this.#selectPods(options));
+  }
+
+  async listPodPage(options: PodPageOptions): Promise<Page<Pod>> {
+    await settle(this.stats, 'reads', options.signal);
+    return this.#pager.page('LIST pods', options, () => ({
+      items: this.#selectPods(options),
+      resourceVersion: this.#revision(),
+    }));
+  }
+
+  async listNodePage(options: PageOptions): Promise<Page<Node>> {
+    await settle(this.stats, 'reads', options.signal);
+    return this.#pager.page('LIST nodes', options, () => ({
+      items: this.#selectNodes(options),
+      resourceVersion: this.#revision(),
+    }));
+  }
+
+  /**
+   * Drops every paged LIST's snapshot, as etcd compaction does: every outstanding continue token
+   * is then ExpiredError (410). For tests of a caller's restart.
+   */
+  compact(): void {
+    this.#pager.compact();
+  }
+
+  /** Pods matching the options' selectors, in the API server's order (by "namespace/name"). */
+  #selectPods(options: PodListOptions): Pod[] {
+    const { nodeName, podIP, labelSelector } = options;
+    const key = (pod: Pod): string => `${pod.metadata.namespace ?? ''}/${pod.metadata.name}`;
+    return this.#pods
+      .filter(
         (pod) =>
           (nodeName === undefined || pod.spec?.nodeName === nodeName) &&
+          (podIP === undefined || pod.status?.podIP === podIP) &&
           matchesSelector(labelSelector, pod.metadata.labels),
-      ),
-    );
+      )
+      .sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  }
+
+  #selectNodes(options: ListOptions): Node[] {
+    return this.#nodes
+      .filter((node) => matchesSelector(options.labelSelector, node.metadata.labels))
+      .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
   }
 
   async listNodes(options: ListOptions = {}): Promise<Node[]> {
     await settle(this.stats, 'reads', options.signal);
-    return structuredClone(
-      this.#nodes.filter((node) => matchesSelector(options.labelSelector, node.metadata.labels)),
-    );
+    return structuredClone(this.#selectNodes(options));
   }
 }
 

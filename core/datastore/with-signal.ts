@@ -6,7 +6,15 @@
  * abandoned by the implementation (see CallOptions). A signal passed to a single call wins over
  * the bound one.
  */
-import type { CallOptions, Datastore, ListOptions, PodListOptions, ResourceStore } from './datastore.ts';
+import type {
+  CallOptions,
+  Datastore,
+  ListOptions,
+  PageOptions,
+  PodListOptions,
+  PodPageOptions,
+  ResourceStore,
+} from './datastore.ts';
 import type { KubeObject } from '../resources.ts';
 
 /** Calls `send` with `options` plus the signal; rejects (never throws) when it has fired. */
@@ -24,6 +32,7 @@ function bindStore<T extends KubeObject>(store: ResourceStore<T>, signal: AbortS
     get: (name, options) => bound(signal, options, (o) => store.get(name, o)),
     list: (options?: ListOptions) => bound(signal, options, (o) => store.list(o)),
     listMetadata: (options?: ListOptions) => bound(signal, options, (o) => store.listMetadata(o)),
+    listPage: (options: PageOptions) => bound(signal, options, (o) => store.listPage(o)),
     create: (object, options) => bound(signal, options, (o) => store.create(object, o)),
     update: (object, options) => bound(signal, options, (o) => store.update(object, o)),
     delete: (name, pre, options) => bound(signal, options, (o) => store.delete(name, pre, o)),
@@ -47,5 +56,7 @@ export function withSignal(ds: Datastore, signal: AbortSignal | undefined): Data
     getNode: (name, options) => bound(signal, options, (o) => ds.getNode(name, o)),
     listPods: (options?: PodListOptions) => bound(signal, options, (o) => ds.listPods(o)),
     listNodes: (options?: ListOptions) => bound(signal, options, (o) => ds.listNodes(o)),
+    listPodPage: (options: PodPageOptions) => bound(signal, options, (o) => ds.listPodPage(o)),
+    listNodePage: (options: PageOptions) => bound(signal, options, (o) => ds.listNodePage(o)),
   } satisfies Datastore;
 }

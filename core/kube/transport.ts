@@ -9,6 +9,7 @@ import { AlreadyExistsError } from '../errors/already-exists.ts';
 import { ApiError } from '../errors/api-error.ts';
 import { ConflictError } from '../errors/conflict.ts';
 import { DecodeError } from '../errors/decode-error.ts';
+import { ExpiredError } from '../errors/expired.ts';
 import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
 import { ProxyError } from '../errors/proxy-error.ts';
@@ -248,6 +249,7 @@ export function errorFor(status: number, text: string, what: string): Error {
     return parsed.reason === 'AlreadyExists'
       ? new AlreadyExistsError(object, message)
       : new ConflictError(object, message);
+  if (status === 410) return new ExpiredError(what, `${what}: HTTP 410: ${message}`);
   if (status === 422 || status === 400) return new InvalidError(message, status);
   if (status === 429 || status >= 500) return new UnavailableError(`${what}: HTTP ${status}: ${message}`);
   return new ApiError(`${what}: HTTP ${status}: ${message}`, status);

@@ -84,6 +84,7 @@ export function servingFirstNodeList(ds: Datastore, node: string, first: Promise
     create: (object, options) => ds.blocks.create(object, options).then(seen),
     update: (object, options) => ds.blocks.update(object, options),
     delete: (name, pre, options) => ds.blocks.delete(name, pre, options),
+    listPage: (options) => ds.blocks.listPage(options),
   };
   return {
     pools: ds.pools,
@@ -95,5 +96,7 @@ export function servingFirstNodeList(ds: Datastore, node: string, first: Promise
     getNode: (name, options) => ds.getNode(name, options),
     listPods: (options) => ds.listPods(options),
     listNodes: (options) => ds.listNodes(options),
+    listPodPage: (options) => ds.listPodPage(options),
+    listNodePage: (options) => ds.listNodePage(options),
   };
 }

@@ -79,6 +79,7 @@ function recording(gate: Promise<void>, lostAt: () => number | undefined) {
       get: wrap('blocks.get', blocks.get.bind(blocks)),
       list: wrap('blocks.list', blocks.list.bind(blocks)),
       listMetadata: wrap('blocks.listMetadata', blocks.listMetadata.bind(blocks)),
+      listPage: wrap('blocks.listPage', blocks.listPage.bind(blocks)),
       create: wrap('blocks.create', blocks.create.bind(blocks)),
       update: wrap('blocks.update', blocks.update.bind(blocks)),
       delete: wrap('blocks.delete', blocks.delete.bind(blocks)),
@@ -88,6 +89,8 @@ function recording(gate: Promise<void>, lostAt: () => number | undefined) {
     getNamespace: wrap('getNamespace', ds.getNamespace.bind(ds)),
     listPods: wrap('listPods', ds.listPods.bind(ds)),
     listNodes: wrap('listNodes', ds.listNodes.bind(ds)),
+    listPodPage: wrap('listPodPage', ds.listPodPage.bind(ds)),
+    listNodePage: wrap('listNodePage', ds.listNodePage.bind(ds)),
   };
   return { view, calls };
 }

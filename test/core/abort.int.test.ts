@@ -39,6 +39,7 @@ function abortingAfterFirstWrite(inner: KubeDatastore, controller: AbortControll
     get: (name, o) => inner.blocks.get(name, o),
     list: (o) => inner.blocks.list(o),
     listMetadata: (o) => inner.blocks.listMetadata(o),
+    listPage: (o) => inner.blocks.listPage(o),
     create: async (b, o) => (writes.attempted++, fire(await inner.blocks.create(b, o))),
     update: async (b, o) => (writes.attempted++, fire(await inner.blocks.update(b, o))),
     delete: async (n, p, o) => (writes.attempted++, fire(await inner.blocks.delete(n, p, o))),
@@ -53,6 +54,8 @@ function abortingAfterFirstWrite(inner: KubeDatastore, controller: AbortControll
     getNode: (n, o) => inner.getNode(n, o),
     listPods: (o) => inner.listPods(o),
     listNodes: (o) => inner.listNodes(o),
+    listPodPage: (o) => inner.listPodPage(o),
+    listNodePage: (o) => inner.listNodePage(o),
   };
   return { view, writes };
 }

@@ -23,6 +23,7 @@ function withBlocks(ds: Datastore, replaced: Partial<ResourceStore<IPAMBlock>>):
     get: (n, o) => ds.blocks.get(n, o),
     list: (o) => ds.blocks.list(o),
     listMetadata: (o) => ds.blocks.listMetadata(o),
+    listPage: (o) => ds.blocks.listPage(o),
     create: (b, o) => ds.blocks.create(b, o),
     update: (b, o) => ds.blocks.update(b, o),
     delete: (n, p, o) => ds.blocks.delete(n, p, o),
@@ -38,6 +39,8 @@ function withBlocks(ds: Datastore, replaced: Partial<ResourceStore<IPAMBlock>>):
     getNode: (n, o) => ds.getNode(n, o),
     listPods: (o) => ds.listPods(o),
     listNodes: (o) => ds.listNodes(o),
+    listPodPage: (o) => ds.listPodPage(o),
+    listNodePage: (o) => ds.listNodePage(o),
   };
 }
 

@@ -3,17 +3,91 @@
  * test/core/memory-contract.test.ts, the real kube-apiserver in
  * test/core/kube-contract.int.test.ts), so the memory store provably behaves like the API
  * server: create / get / list by label / update with resourceVersion / delete with preconditions,
- * NotFound, AlreadyExists, Conflict, status subresource.
+ * NotFound, AlreadyExists, Conflict, status subresource, paged LISTs (limit / continue: one
+ * consistent view at the first page's resourceVersion, Expired after compaction), the pod field
+ * selectors.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { isAlreadyExists, isConflict, isNotFound, mustParseCidr, newBlock } from 'blockipam/core';
-import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
+import { randomBytes } from 'node:crypto';
+import {
+  isAlreadyExists,
+  isConflict,
+  isExpired,
+  isInvalid,
+  isNotFound,
+  listAll,
+  mustParseCidr,
+  newBlock,
+} from 'blockipam/core';
+import type { Datastore, IPAMBlock, IPPool, Namespace, Node, Page, PageOptions, Pod } from 'blockipam/core';
 
 /** What a factory gives the suite. `cleanup` removes what the suite created. */
 export interface ContractSubject {
   ds: Datastore;
+  /**
+   * Expires the continue tokens handed out so far, as etcd compaction does (the memory store:
+   * `compact()`; the API server: an etcd compaction past the tokens' revision). The API server
+   * keeps serving a token from its watch cache's snapshot while that snapshot is still the
+   * kind's newest state, so a caller writes the kind after taking the token and before this.
+   */
+  compact(): Promise<void>;
   cleanup(): Promise<void>;
+}
+
+/** Built-in objects the subject must hold (memory: seeded; API server: created). */
+export interface ContractWorld {
+  namespaces: Namespace[];
+  nodes: Node[];
+  pods: Pod[];
+}
+
+/** Label on every object of the world, so a LIST can leave out what other tests created. */
+const WORLD_LABEL = 'contract.test/world';
+
+/**
+ * Two nodes, two namespaces, four pods (three with an IP). Names carry a random suffix: the API
+ * server's namespaces cannot be deleted to completion here (no controller manager).
+ */
+function contractWorld(): ContractWorld {
+  const id = randomBytes(3).toString('hex');
+  const labels = { [WORLD_LABEL]: id };
+  const meta = (name: string, namespace?: string) => ({ name, ...(namespace ? { namespace } : {}), labels });
+  const pod = (namespace: string, name: string, node: string, ip?: string): Pod => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: meta(name, namespace),
+    spec: { nodeName: node },
+    ...(ip ? { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } } : {}),
+  });
+  const [nsA, nsB, nodeA, nodeB] = [`cpa-${id}`, `cpb-${id}`, `cn-a-${id}`, `cn-b-${id}`];
+  return {
+    namespaces: [nsA, nsB].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: meta(name) })),
+    nodes: [nodeB, nodeA].map((name) => ({ apiVersion: 'v1', kind: 'Node', metadata: meta(name) })),
+    pods: [
+      pod(nsB, 'p1', nodeA, '10.211.0.3'),
+      pod(nsA, 'p2', nodeB, '10.211.0.2'),
+      pod(nsA, 'p1', nodeA, '10.211.0.1'),
+      pod(nsB, 'p0', nodeB),
+    ],
+  };
+}
+
+/** Every page of a LIST by hand: the pages, their resourceVersions, and a hook after page 1. */
+async function pages<T>(
+  listPage: (options: PageOptions) => Promise<Page<T>>,
+  options: PageOptions,
+  afterFirst?: () => Promise<void>,
+): Promise<Page<T>[]> {
+  const out: Page<T>[] = [];
+  let token: string | undefined;
+  do {
+    const page = await listPage({ ...options, ...(token ? { continue: token } : {}) });
+    out.push(page);
+    if (out.length === 1) await afterFirst?.();
+    token = page.continue;
+  } while (token);
+  return out;
 }
 
 const NOW = Date.parse('2026-11-29T08:00:00Z');
@@ -35,12 +109,19 @@ function pool(name: string, cidr: string): IPPool {
 }
 
 /** Registers the suite under `title` for the datastore `make()` returns. */
-export function datastoreContract(title: string, make: () => Promise<ContractSubject>): void {
+export function datastoreContract(
+  title: string,
+  make: (world: ContractWorld) => Promise<ContractSubject>,
+): void {
   describe(`Datastore contract: ${title}`, () => {
     let subject: ContractSubject;
     let ds: Datastore;
+    const world = contractWorld();
+    const worldId = world.nodes[0]?.metadata.labels?.[WORLD_LABEL] ?? '';
+    const inWorld = { matchLabels: { [WORLD_LABEL]: worldId } };
+    const podKey = (p: Pod): string => `${p.metadata.namespace ?? ''}/${p.metadata.name}`;
     before(async () => {
-      subject = await make();
+      subject = await make(world);
       ds = subject.ds;
     });
     after(async () => subject.cleanup());
@@ -260,6 +341,147 @@ export function datastoreContract(title: string, make: () => Promise<ContractSub
       assert.equal(updated.spec.disabled, true);
       assert.equal(updated.status?.allocated, 7);
       await assert.rejects(ds.pools.updateStatus({ ...created, status: { allocated: 9 } }), isConflict);
+    });
+
+    it('a paged LIST: pages of at most `limit`, one resourceVersion, together the whole LIST in name order', async () => {
+      const paged = { 'contract.test/paged': 'yes' };
+      for (const cidr of [
+        '10.210.0.0/26',
+        '10.210.0.64/26',
+        '10.210.0.128/26',
+        '10.210.0.192/26',
+        '10.210.1.0/26',
+      ])
+        await ds.blocks.create(block(cidr, paged));
+      const selector = { matchLabels: paged };
+      const all = (await ds.blocks.list({ labelSelector: selector })).map((b) => b.metadata.name);
+      assert.deepEqual(all, [
+        '10-210-0-0-26',
+        '10-210-0-128-26',
+        '10-210-0-192-26',
+        '10-210-0-64-26',
+        '10-210-1-0-26',
+      ]);
+      const got = await pages((o) => ds.blocks.listPage(o), { limit: 2, labelSelector: selector });
+      assert.ok(got.length >= 3, `${got.length} pages`);
+      for (const page of got) assert.ok(page.items.length <= 2, `a page of ${page.items.length}`);
+      assert.equal(new Set(got.map((p) => p.resourceVersion)).size, 1, 'one resourceVersion');
+      assert.deepEqual(
+        got.flatMap((p) => p.items.map((b) => b.metadata.name)),
+        all,
+      );
+      assert.equal(got.at(-1)?.continue, undefined);
+      assert.equal(got[0]?.items[0]?.kind, 'IPAMBlock');
+      assert.ok(got[0]?.items[0]?.spec.cidr);
+    });
+
+    it('later pages are served at the first page: a create or delete after page 1 does not show', async () => {
+      const selector = { matchLabels: { 'contract.test/paged': 'yes' } };
+      const before = (await ds.blocks.list({ labelSelector: selector })).map((b) => b.metadata.name);
+      const got = await pages(
+        (o) => ds.blocks.listPage(o),
+        { limit: 2, labelSelector: selector },
+        async () => {
+          await ds.blocks.delete('10-210-1-0-26');
+          await ds.blocks.create(block('10.210.2.0/26', { 'contract.test/paged': 'yes' }));
+        },
+      );
+      assert.deepEqual(
+        got.flatMap((p) => p.items.map((b) => b.metadata.name)),
+        before,
+      );
+      assert.deepEqual(
+        (await ds.blocks.list({ labelSelector: selector })).map((b) => b.metadata.name),
+        ['10-210-0-0-26', '10-210-0-128-26', '10-210-0-192-26', '10-210-0-64-26', '10-210-2-0-26'],
+      );
+    });
+
+    it('a continue token may be used again; a malformed one is Invalid; after compaction it is Expired', async () => {
+      const selector = { matchLabels: { 'contract.test/paged': 'yes' } };
+      const first = await ds.blocks.listPage({ limit: 2, labelSelector: selector });
+      assert.ok(first.continue);
+      const second = await ds.blocks.listPage({
+        limit: 2,
+        labelSelector: selector,
+        continue: first.continue,
+      });
+      const again = await ds.blocks.listPage({ limit: 2, labelSelector: selector, continue: first.continue });
+      assert.deepEqual(
+        again.items.map((b) => b.metadata.name),
+        second.items.map((b) => b.metadata.name),
+      );
+      await assert.rejects(ds.blocks.listPage({ limit: 2, continue: 'not-a-token' }), isInvalid);
+      await ds.blocks.create(block('10.210.3.0/26', { 'contract.test/paged': 'yes' }));
+      await subject.compact();
+      await assert.rejects(
+        ds.blocks.listPage({ limit: 2, labelSelector: selector, continue: first.continue }),
+        isExpired,
+      );
+    });
+
+    it('listAll reads every page, and starts over once when its token expires mid-list', async () => {
+      const selector = { matchLabels: { 'contract.test/paged': 'yes' } };
+      const names = async (): Promise<string[]> =>
+        (await ds.blocks.list({ labelSelector: selector })).map((b) => b.metadata.name);
+      const want = await names();
+      const counted: number[] = [];
+      const plain = await listAll((o) => ds.blocks.listPage(o), {
+        limit: 2,
+        labelSelector: selector,
+        onPage: (n) => counted.push(n),
+      });
+      assert.deepEqual(
+        plain.items.map((b) => b.metadata.name),
+        want,
+      );
+      assert.ok(plain.resourceVersion);
+      assert.equal(counted.at(-1), want.length);
+      let calls = 0;
+      const expiring = async (o: PageOptions): Promise<Page<IPAMBlock>> => {
+        calls += 1;
+        if (calls === 2) {
+          // between page 1 and page 2 of the first attempt: a change, then a compaction past it
+          await ds.blocks.create(block('10.210.4.0/26', { 'contract.test/paged': 'yes' }));
+          await subject.compact();
+        }
+        return ds.blocks.listPage(o);
+      };
+      const restarted = await listAll(expiring, { limit: 2, labelSelector: selector });
+      assert.deepEqual(
+        restarted.items.map((b) => b.metadata.name),
+        await names(),
+      );
+      assert.ok(
+        restarted.items.some((b) => b.metadata.name === '10-210-4-0-26'),
+        'the restart sees the change',
+      );
+      assert.ok(calls > Math.ceil(want.length / 2) + 1, `${calls} calls: the list started over`);
+    });
+
+    it('pods by field selector: spec.nodeName, status.podIP, both', async () => {
+      const [nodeA, nodeB] = [`cn-a-${worldId}`, `cn-b-${worldId}`];
+      const keys = async (o: Parameters<Datastore['listPods']>[0]): Promise<string[]> =>
+        (await ds.listPods({ ...o, labelSelector: inWorld })).map(podKey).sort();
+      assert.deepEqual(await keys({ nodeName: nodeA }), [`cpa-${worldId}/p1`, `cpb-${worldId}/p1`]);
+      assert.deepEqual(await keys({ podIP: '10.211.0.2' }), [`cpa-${worldId}/p2`]);
+      assert.deepEqual(await keys({ nodeName: nodeB, podIP: '10.211.0.2' }), [`cpa-${worldId}/p2`]);
+      assert.deepEqual(await keys({ nodeName: nodeA, podIP: '10.211.0.2' }), []);
+      const page = await ds.listPodPage({ limit: 10, nodeName: nodeB, labelSelector: inWorld });
+      assert.deepEqual(page.items.map(podKey), [`cpa-${worldId}/p2`, `cpb-${worldId}/p0`]);
+    });
+
+    it('pods and nodes page like the CRs: namespace/name order, one resourceVersion', async () => {
+      const podPages = await pages((o) => ds.listPodPage({ ...o, labelSelector: inWorld }), { limit: 1 });
+      assert.deepEqual(
+        podPages.flatMap((p) => p.items.map(podKey)),
+        [`cpa-${worldId}/p1`, `cpa-${worldId}/p2`, `cpb-${worldId}/p0`, `cpb-${worldId}/p1`],
+      );
+      assert.equal(new Set(podPages.map((p) => p.resourceVersion)).size, 1);
+      const nodes = await listAll((o) => ds.listNodePage(o), { limit: 1, labelSelector: inWorld });
+      assert.deepEqual(
+        nodes.items.map((n) => n.metadata.name),
+        [`cn-a-${worldId}`, `cn-b-${worldId}`],
+      );
     });
   });
 }

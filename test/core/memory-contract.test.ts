@@ -2,6 +2,11 @@
 import { MemoryDatastore } from 'blockipam/core';
 import { datastoreContract } from './datastore-contract.ts';
 
-datastoreContract('memory', () =>
-  Promise.resolve({ ds: new MemoryDatastore(), cleanup: () => Promise.resolve() }),
-);
+datastoreContract('memory', (world) => {
+  const ds = new MemoryDatastore(world);
+  return Promise.resolve({
+    ds,
+    compact: () => Promise.resolve(ds.compact()),
+    cleanup: () => Promise.resolve(),
+  });
+});
