@@ -19,8 +19,8 @@ import { parseEnv, type CniCommand, type Env } from './cni/env.ts';
 import { apiFailure, CniCode, CniError, toErrorDocument } from './cni/errors.ts';
 import {
   acquireHostLock,
-  defaultLockName,
   isHostLockFree,
+  isLockFileError,
   isLockTimeoutError,
   type HostLock,
 } from './host/lock.ts';
@@ -43,12 +43,13 @@ export interface Io {
 
 export interface Deps {
   readonly backend: BackendFactory;
-  /** Default: the abstract-socket host lock {@link acquireHostLock}. */
-  readonly lock?: (name: string, timeoutMs: number) => Promise<HostLock>;
-  /** Default {@link defaultLockName}. */
-  readonly lockName?: string;
+  /**
+   * Takes the host lock on netconf's `ipam.lockFile`. Default: the flock(2) lock
+   * {@link acquireHostLock} (Bun only; in-process tests under Node inject one).
+   */
+  readonly lock?: (path: string, timeoutMs: number) => Promise<HostLock>;
   /** Default: {@link isHostLockFree}. */
-  readonly lockFree?: (name: string) => Promise<boolean>;
+  readonly lockFree?: (path: string) => Promise<boolean>;
 }
 
 const commands: Readonly<Record<Exclude<CniCommand, 'VERSION'>, Command>> = {
@@ -89,8 +90,8 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       conf,
       log,
       backend: async () => (backend ??= await deps.backend(conf)),
-      lock: () => (deps.lock ?? acquireHostLock)(deps.lockName ?? defaultLockName, conf.lockTimeoutMs),
-      lockFree: () => (deps.lockFree ?? isHostLockFree)(deps.lockName ?? defaultLockName),
+      lock: () => (deps.lock ?? acquireHostLock)(conf.lockFile, conf.lockTimeoutMs),
+      lockFree: () => (deps.lockFree ?? isHostLockFree)(conf.lockFile),
     };
     const out = await commands[env.command](ctx);
     log.log('info', 'done', {
@@ -146,6 +147,8 @@ function asCniError(e: unknown): CniError {
   if (isBackendUnavailableError(e)) return new CniError(CniCode.tryAgainLater, 'datastore unreachable', msg);
   if (isKubeconfigError(e)) return new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', msg);
   if (isLockTimeoutError(e)) return new CniError(CniCode.tryAgainLater, 'host lock busy', msg);
+  if (isLockFileError(e))
+    return new CniError(CniCode.ioFailure, 'host lock file unusable (ipam.lockFile)', msg);
   if (e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError')) {
     return new CniError(CniCode.tryAgainLater, 'time budget exceeded', msg);
   }

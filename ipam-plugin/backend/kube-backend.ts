@@ -26,13 +26,6 @@ export async function createKubeBackend(conf: NetConf): Promise<Backend> {
     if (isKubeconfigError(e)) throw new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', e.message);
     throw e;
   }
-  // The Node build runs with --use-openssl-ca (scripts/build-plugin.ts --runtime node): the
-  // trust store is OpenSSL's default file and directory, read when the first secure context is
-  // made. With a kubeconfig CA only that CA is trusted (Node replaces the default store with
-  // `ca`), so the default store is pointed at nothing and costs nothing; without one, the host's
-  // store is used. The Bun build's fetch trusts exactly the kubeconfig CA when there is one.
-  if (cfg.ca && process.versions.bun === undefined)
-    process.env.SSL_CERT_FILE = process.env.SSL_CERT_DIR = '/nonexistent/blockipam';
   // One connection, requests in sequence (serial-transport.ts): one TLS handshake per call.
   const transport = new SerialTransport(cfg, { timeoutMs: Math.min(requestTimeoutMs, conf.timeoutMs) });
   const ds = new KubeDatastore(transport);

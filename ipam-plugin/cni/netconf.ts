@@ -55,6 +55,11 @@ export interface NetConf {
   readonly lockTimeoutMs: number;
   /** Directory of the node-local snapshot cache. Default `/var/lib/cni/blockipam`. */
   readonly cacheDir: string;
+  /**
+   * The host lock's file (flock(2), docs/design-plugin.md §Host lock). Default
+   * `<cacheDir>/ipam.lock`: every blockipam network of a host with the default cacheDir shares it.
+   */
+  readonly lockFile: string;
   /** Max age of the cached pool snapshot and node labels; 0 disables. Default 10 000 ms. */
   readonly snapshotTtlMs: number;
   /**
@@ -91,6 +96,8 @@ const validate = generated.validate as unknown as ((data: unknown) => boolean) &
 };
 
 export const defaultKubeconfig = '/etc/cni/net.d/blockipam-kubeconfig';
+/** Default `ipam.cacheDir` (node-local state that survives a reboot harmlessly). */
+export const defaultCacheDir = '/var/lib/cni/blockipam';
 
 /**
  * Parses stdin text.
@@ -136,6 +143,7 @@ interface RawNetConf {
     timeoutMs?: number;
     lockTimeoutMs?: number;
     cacheDir?: string;
+    lockFile?: string;
     snapshotTtlMs?: number;
     nodeCacheFile?: string;
     nodeCacheMaxAgeMs?: number;
@@ -173,7 +181,8 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     ...(i.dns !== undefined ? { dns: i.dns } : {}),
     timeoutMs: i.timeoutMs ?? 30_000,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
-    cacheDir: i.cacheDir ?? '/var/lib/cni/blockipam',
+    cacheDir: i.cacheDir ?? defaultCacheDir,
+    lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,
     snapshotTtlMs: i.snapshotTtlMs ?? 10_000,
     nodeCacheFile: i.nodeCacheFile ?? DEFAULT_NODE_CACHE_FILE,
     nodeCacheMaxAgeMs: i.nodeCacheMaxAgeMs ?? DEFAULT_NODE_CACHE_MAX_AGE_MS,

@@ -1,23 +1,33 @@
 /**
- * The host-wide lock around the allocation step (docs/design-plugin.md §Host lock): an abstract-namespace Unix
- * socket bound with `listen()`. Only one process can bind a name; the kernel unbinds it when
- * the holder exits for any reason, SIGKILL included, so a dead holder never leaves a stale lock
- * (no file to clean up, unlike a pid file or a path socket). Waiters connect to the holder and
- * retry the bind when that connection closes (the holder released or died), with a poll as a
- * backstop. Scope: abstract names belong to a network namespace; runtimes run CNI plugins in
- * the host's, so the lock is host-wide (in the e2e tests, a "node" netns is one host).
+ * The host-wide lock around the allocation step (docs/design-plugin.md §Host lock): `flock(2)`
+ * on a lock file (netconf `ipam.lockFile`, default `<cacheDir>/ipam.lock`), called through
+ * `bun:ffi`. The kernel drops the lock when the holder's file is closed — at exit, whatever the
+ * cause, SIGKILL included — so a dead holder never leaves a stale lock (the file's content and
+ * existence mean nothing). Waiters sleep in the kernel, one woken per release: no herd (the
+ * abstract-socket lock this replaces woke every waiter on every release, so a burst of n
+ * concurrent ADDs paid about n² wake-ups; docs/benchmarks.md). The same lock `flock(1)` takes,
+ * so an operator can pause a node's IPAM with `flock <lockFile> sleep 60`.
  * Correctness never depends on the lock: compare-and-swap does.
+ *
+ * Waiting: the first attempt is non-blocking (`LOCK_EX | LOCK_NB`, one system call). Only when
+ * another process holds the lock does a worker thread make the blocking call, so the main thread
+ * keeps its timer: on timeout the file is closed, which also drops a lock the worker gets later
+ * (the kernel releases a flock when the last reference to the open file goes). The worker is
+ * unreferenced: it never keeps the process alive.
+ *
+ * Runtime: Bun only (the plugin ships as a Bun executable; Node has no flock). Under Node
+ * {@link acquireHostLock} throws; the in-process tests inject a lock (dispatch.ts `Deps.lock`).
  */
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 
-/** Default lock name: one per host for every blockipam network (they share the node's blocks). */
-export const defaultLockName = 'blockipam/ipam.lock';
-
-/**
- * 1 s: how long a waiter waits on one connection to the holder before trying the bind again — a
- * backstop in case a wake-up is missed (normal hand-over is event-driven: the holder's close).
- */
-const pollMs = 1000;
+/** `flock(2)` operations, from <sys/file.h>. */
+const LOCK_SH = 1;
+const LOCK_EX = 2;
+const LOCK_NB = 4;
+/** EWOULDBLOCK (= EAGAIN on Linux): held by another open file. EINTR: interrupted, retry. */
+const EWOULDBLOCK = 11;
+const EINTR = 4;
 
 export interface HostLock {
   /** True when another process held the lock when this one first asked (it had to wait). */
@@ -35,78 +45,156 @@ export function isLockTimeoutError(e: unknown): e is LockTimeoutError {
   return e instanceof Error && e.name === 'LockTimeoutError';
 }
 
-function tryBind(name: string): Promise<Server | undefined> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    const sockets = new Set<Socket>();
-    server.on('connection', (s) => {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      s.on('close', () => sockets.delete(s));
+/** The lock file could not be opened or locked (a host problem: path, permissions, filesystem). */
+export class LockFileError extends Error {
+  override readonly name = 'LockFileError';
+}
+
+export function isLockFileError(e: unknown): e is LockFileError {
+  return e instanceof Error && e.name === 'LockFileError';
+}
+
+interface Libc {
+  flock(fd: number, op: number): number;
+  errno(): number;
+}
+
+let libc: Promise<Libc> | undefined;
+
+/** libc's flock and errno through bun:ffi, loaded once per process (about 0.3 ms). */
+function loadLibc(): Promise<Libc> {
+  return (libc ??= (async () => {
+    if (!process.versions.bun) {
+      throw new LockFileError(
+        'the host lock needs the Bun runtime (flock(2) through bun:ffi); Node has none',
+      );
+    }
+    const ffi = await import('bun:ffi');
+    const { symbols } = ffi.dlopen('libc.so.6', {
+      flock: { args: [ffi.FFIType.i32, ffi.FFIType.i32], returns: ffi.FFIType.i32 },
+      __errno_location: { args: [], returns: ffi.FFIType.ptr },
     });
-    (server as Server & { holderSockets?: Set<Socket> }).holderSockets = sockets;
-    server.once('error', (e: NodeJS.ErrnoException) =>
-      e.code === 'EADDRINUSE' ? resolve(undefined) : reject(e),
-    );
-    server.listen({ path: `\0${name}` }, () => resolve(server));
-  });
-}
-
-/** Resolves when the holder's connection closes, the poll interval passes, or `until` is reached. */
-function waitForHolder(name: string, until: number): Promise<void> {
-  return new Promise((resolve) => {
-    const s = createConnection({ path: `\0${name}` });
-    const done = (): void => {
-      clearTimeout(t);
-      s.destroy();
-      resolve();
+    return {
+      flock: (fd, op) => symbols.flock(fd, op),
+      errno: () => {
+        const p = symbols.__errno_location();
+        return p === null ? 0 : ffi.read.i32(p, 0);
+      },
     };
-    const t = setTimeout(done, Math.max(0, Math.min(pollMs, until - Date.now())));
-    s.on('error', done);
-    s.on('close', done);
-  });
+  })());
 }
 
-/**
- * Acquires the named host lock.
- * @param name abstract socket name (no leading NUL). Default {@link defaultLockName}.
- * @param timeoutMs how long to wait; 0 tries once.
- * @throws LockTimeoutError when not acquired in time; Error for unexpected socket errors
- */
-export async function acquireHostLock(name: string = defaultLockName, timeoutMs = 60_000): Promise<HostLock> {
-  const until = Date.now() + timeoutMs;
-  for (let attempt = 0; ; attempt++) {
-    const server = await tryBind(name);
-    if (server) return holding(server, attempt > 0);
-    if (Date.now() >= until)
-      throw new LockTimeoutError(`host lock ${name} not acquired within ${timeoutMs} ms`);
-    await waitForHolder(name, until);
+/** `flock(fd, op)`, retried on EINTR. @returns 0, or the errno */
+function flockOnce(c: Libc, fd: number, op: number): number {
+  for (;;) {
+    if (c.flock(fd, op) === 0) return 0;
+    const errno = c.errno();
+    if (errno !== EINTR) return errno;
   }
 }
 
 /**
- * Whether the lock is free right now: binds and at once unbinds the name. A hint only (the
- * answer can be stale the moment it is returned).
+ * The worker's source: one blocking `flock(fd, LOCK_EX)` per message, answering 0 or the errno.
+ * A string (not a file) so that the compiled executable needs no second entry point.
  */
-export async function isHostLockFree(name: string = defaultLockName): Promise<boolean> {
-  const server = await tryBind(name);
-  if (!server) return false;
-  await holding(server, false).release();
-  return true;
+const workerSource = `
+import { dlopen, FFIType, read } from 'bun:ffi';
+const { symbols } = dlopen('libc.so.6', {
+  flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+  __errno_location: { args: [], returns: FFIType.ptr },
+});
+self.onmessage = (e) => {
+  for (;;) {
+    if (symbols.flock(e.data, ${LOCK_EX}) === 0) return postMessage(0);
+    const errno = read.i32(symbols.__errno_location(), 0);
+    if (errno !== ${EINTR}) return postMessage(errno);
+  }
+};`;
+
+/** The web Worker of Bun's global scope (5–9 ms to start; node:worker_threads' eval takes ~30). */
+interface BunWorker {
+  onmessage: ((e: { data: number }) => void) | null;
+  onerror: ((e: { preventDefault(): void }) => void) | null;
+  postMessage(m: number): void;
+  unref(): void;
+}
+type BunWorkerConstructor = new (url: string) => BunWorker;
+
+/** Blocks in a worker thread until the lock on `fd` is held. @returns 0 or the errno */
+function flockBlocking(fd: number, timeoutMs: number): Promise<number | 'timeout'> {
+  const url = URL.createObjectURL(new Blob([workerSource], { type: 'application/javascript' }));
+  const worker = new (globalThis as unknown as { Worker: BunWorkerConstructor }).Worker(url);
+  worker.unref();
+  return new Promise<number | 'timeout'>((resolve) => {
+    const timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    worker.onmessage = (e) => {
+      clearTimeout(timer);
+      resolve(e.data);
+    };
+    worker.onerror = (e) => {
+      clearTimeout(timer);
+      resolve(-1);
+      e.preventDefault();
+    };
+    worker.postMessage(fd);
+  }).finally(() => {
+    URL.revokeObjectURL(url);
+  });
 }
 
-function holding(server: Server, waited: boolean): HostLock {
+function openLockFile(path: string): number {
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    return openSync(path, 'a', 0o600);
+  } catch (e) {
+    throw new LockFileError(`host lock file ${path}: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/**
+ * Acquires the host lock on `path`.
+ * @param path the lock file (created, with its directory, when missing; mode 0600)
+ * @param timeoutMs how long to wait; 0 tries once
+ * @throws LockTimeoutError when not acquired in time; LockFileError when the file cannot be
+ *   opened or locked, or not under Bun
+ */
+export async function acquireHostLock(path: string, timeoutMs = 60_000): Promise<HostLock> {
+  const c = await loadLibc();
+  const fd = openLockFile(path);
+  let r: number | 'timeout' = flockOnce(c, fd, LOCK_EX | LOCK_NB);
+  if (r === 0) return holding(fd, false);
+  if (r === EWOULDBLOCK) r = timeoutMs > 0 ? await flockBlocking(fd, timeoutMs) : 'timeout';
+  if (r === 0) return holding(fd, true);
+  closeSync(fd);
+  if (r === 'timeout') throw new LockTimeoutError(`host lock ${path} not acquired within ${timeoutMs} ms`);
+  throw new LockFileError(`host lock ${path}: flock failed (errno ${r})`);
+}
+
+/**
+ * Whether the lock is free right now: a shared, non-blocking flock on a second open file, dropped
+ * at once. A hint only (the answer can be stale the moment it is returned); false also while
+ * this process holds the lock.
+ */
+export async function isHostLockFree(path: string): Promise<boolean> {
+  const c = await loadLibc();
+  const fd = openLockFile(path);
+  try {
+    return flockOnce(c, fd, LOCK_SH | LOCK_NB) === 0;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function holding(fd: number, waited: boolean): HostLock {
   let released = false;
   return {
     waited,
     release() {
-      if (released) return Promise.resolve();
-      released = true;
-      const sockets = (server as Server & { holderSockets?: Set<Socket> }).holderSockets ?? new Set<Socket>();
-      return new Promise((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      });
+      if (!released) {
+        released = true;
+        closeSync(fd);
+      }
+      return Promise.resolve();
     },
   };
 }

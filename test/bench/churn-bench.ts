@@ -5,8 +5,8 @@
  *
  * Each node is a network namespace this bench creates, with a churn-node.ts process in it that
  * relays the API server and spawns the IPAM as a runtime would (ptp's environment and stdin; the
- * IPAM alone, no interfaces): each node has its own host lock (blockipam's abstract socket is per
- * namespace; calico-ipam gets a lock file per node; whereabouts takes one cluster-wide Lease).
+ * IPAM alone, no interfaces): each node has its own host lock (blockipam's lock file is in the
+ * node's cacheDir; calico-ipam gets a lock file per node; whereabouts takes one cluster-wide Lease).
  * Phases, per IPAM, interleaved across IPAMs (ADD all of each, then DEL of each, ...):
  *   add (PODS ADDs issued at once on every node) → del (all DELs at once) → re-add (new pods,
  *   new names and UIDs) → del.

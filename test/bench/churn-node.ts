@@ -6,8 +6,8 @@
  *    IPAMs' kubeconfig works unchanged. TCP_NODELAY is set on the TCP side: without it, delayed
  *    ACKs stall small TLS writes by ~40 ms;
  *  - the node's runtime: each stdin line is a JSON call {id, bin, env, stdin}; it spawns `bin`
- *    (so the IPAM runs in this namespace: blockipam's host lock, an abstract socket, is per
- *    namespace, i.e. per node) and writes one JSON line {id, ms, status, stdout, stderr} when it
+ *    (so the IPAM runs in this namespace; blockipam's host lock is a file in the node's own
+ *    cacheDir, i.e. per node) and writes one JSON line {id, ms, status, stdout, stderr} when it
  *    exits; ms is spawn-to-exit wall clock, stderr its last 400 characters. A spawn is held back
  *    while the machine's MemAvailable is under MEMORY_FLOOR_BYTES (the machine is shared; a
  *    thousand IPAM processes at once must not exhaust it); `delayedMs` says how long;

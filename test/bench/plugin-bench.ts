@@ -1,8 +1,8 @@
 /**
  * CNI plugin benchmark (issue 4 item 6, issue 13 item 1; not a test). One run, one machine, side by side:
- *  - start-up of the standalone executable (VERSION): the Bun build that ships, the Node SEA
- *    build of the same code (scripts/build-plugin.ts --runtime node), an empty Node process;
- *  - ADD and DEL latency p50/p99 of blockipam (both builds), host-local (files: the floor for a
+ *  - start-up of the standalone executable (VERSION): the Bun build that ships, and an empty
+ *    Node process as the floor of a JavaScript runtime;
+ *  - ADD and DEL latency p50/p99 of blockipam, host-local (files: the floor for a
  *    process-per-call IPAM), whereabouts v0.9.2 (a CRD-based peer) and calico-ipam (Calico's
  *    IPAM, Kubernetes datastore, the v3.28 line) on the same API server;
  *  - a burst of 100 parallel ADDs on one node (wall time, failures, 409 conflicts);
@@ -52,16 +52,6 @@ const calicoApi = option('--calico-api') ?? DEFAULT_CALICO_API;
 const calico = setupCalico(tmp, calicoApi);
 const hostLocal = join(cp.cniBin, 'host-local');
 const blockipam = ensurePlugin();
-const nodeSea = spawnSync(
-  process.execPath,
-  [join(repoRoot, 'scripts', 'build-plugin.ts'), '--runtime', 'node'],
-  {
-    encoding: 'utf8',
-  },
-)
-  .stdout.trim()
-  .split('\n')
-  .at(-1) as string;
 must(['apply', '-f', join(repoRoot, 'crds')]);
 must([
   'wait',
@@ -103,19 +93,6 @@ const ipams: Ipam[] = [
       nodeName: 'bench-node',
       logFile: bipamLog,
       cacheDir: join(tmp, 'cache'),
-    },
-    api: API.blockipam,
-  },
-  {
-    label: 'blockipam-sea',
-    name: 'blockipam, Node SEA build',
-    bin: nodeSea,
-    conf: {
-      type: 'blockipam',
-      kubeconfig: cp.adminKubeconfig,
-      nodeName: 'bench-node-sea',
-      logFile: join(tmp, 'blockipam-sea.log'),
-      cacheDir: join(tmp, 'cache-sea'),
     },
     api: API.blockipam,
   },
@@ -231,14 +208,12 @@ async function burst(ipam: Ipam) {
 
 async function startup() {
   const version = [];
-  const sea = [];
   const empty = [];
   for (let i = 0; i < 60; i++) {
     version.push((await timed(blockipam, { CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.1.0"}')).ms);
-    sea.push((await timed(nodeSea, { CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.1.0"}')).ms);
     empty.push((await timed(process.execPath, { PATH: process.env.PATH }, '')).ms);
   }
-  return { version, sea, empty };
+  return { version, empty };
 }
 
 const megabytes = (path: string): number =>
@@ -335,7 +310,6 @@ async function main(): Promise<void> {
     '| binary | p50 ms | p99 ms |',
     '|---|---|---|',
     `| blockipam (Bun executable, ${megabytes(blockipam)} MB) | ${fmt(pct(s.version, 50))} | ${fmt(pct(s.version, 99))} |`,
-    `| blockipam, Node SEA build (${megabytes(nodeSea)} MB) | ${fmt(pct(s.sea, 50))} | ${fmt(pct(s.sea, 99))} |`,
     `| empty \`node\` process (floor) | ${fmt(pct(s.empty, 50))} | ${fmt(pct(s.empty, 99))} |`,
     '',
     '### ADD and DEL latency, one node',
@@ -361,7 +335,7 @@ async function main(): Promise<void> {
   }
   lines.push(
     '',
-    `ADD p50 ratio blockipam / whereabouts, same run: spaced ${ratio(seq, 'blockipam', 'whereabouts')}, back to back ${ratio(b2b, 'blockipam', 'whereabouts')} (below 1 = blockipam faster). Bun build / Node SEA build: spaced ${ratio(seq, 'blockipam', 'blockipam-sea')}, back to back ${ratio(b2b, 'blockipam', 'blockipam-sea')}.`,
+    `ADD p50 ratio blockipam / whereabouts, same run: spaced ${ratio(seq, 'blockipam', 'whereabouts')}, back to back ${ratio(b2b, 'blockipam', 'whereabouts')} (below 1 = blockipam faster).`,
   );
   lines.push(...calicoSection(seq, b2b, bursts, counts));
   lines.push(

@@ -35,7 +35,13 @@ void describe('the executable on edge inputs (real API server)', () => {
 
   void it('cacheDir and logFile under /proc: ADD completes (no 100% CPU loop)', async () => {
     const t0 = Date.now();
-    const conf = s.conf('1.0.0', { cacheDir: '/proc/nope/cache', logFile: '/proc/nope/p.log' });
+    // The lock file keeps a usable path (its default is under cacheDir; an unusable lock file is
+    // code 5, runtime.int.test.ts): unusable caches only cost their reads.
+    const conf = s.conf('1.0.0', {
+      cacheDir: '/proc/nope/cache',
+      logFile: '/proc/nope/p.log',
+      lockFile: join(s.tmp, 'edges-ipam.lock'),
+    });
     const r = await Promise.race([
       add('td1', conf),
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error('ADD hung')), 20_000).unref()),

@@ -6,7 +6,6 @@
 // way the agent writes it: from the API server's state, with core's format module.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -16,7 +15,7 @@ import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { delta, requestCounters } from '../bench/plugin-bench-lib.ts';
 import { fixture, type Fixture } from './helpers/cluster.ts';
-import { defaultLockName } from '../../ipam-plugin/host/lock.ts';
+import { holdLock, waiterOn } from './helpers/host-lock.ts';
 import { ensurePlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
 import { writeNodeCache, type CacheSpoilers } from './helpers/node-cache-writer.ts';
 
@@ -120,39 +119,6 @@ function allocationOf(
   return undefined;
 }
 
-/**
- * Takes the plugin's host lock (the abstract socket, as another plugin process of this node
- * holds it); `waiter` resolves once a process connects to wait for it; `release` lets it go.
- */
-async function holdHostLock(): Promise<{ waiter: Promise<void>; release: () => void }> {
-  const sockets = new Set<Socket>();
-  let waited: () => void = () => undefined;
-  const waiter = new Promise<void>((resolve) => (waited = resolve));
-  for (let attempt = 0; ; attempt++) {
-    const server: Server = createServer((s) => {
-      sockets.add(s);
-      s.on('error', () => undefined);
-      waited();
-    });
-    const error = await new Promise<Error | undefined>((resolve) => {
-      server.once('error', resolve);
-      server.listen({ path: `\0${defaultLockName}` }, () => resolve(undefined));
-    });
-    if (error === undefined) {
-      return {
-        waiter,
-        release: () => {
-          server.close();
-          for (const s of sockets) s.destroy();
-        },
-      };
-    }
-    // Another plugin process on this machine holds it for a moment.
-    if (attempt > 100) throw error;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 const addressOf = (r: PluginRun): string =>
   ((r.json?.ips as { address: string }[] | undefined) ?? [])[0]?.address ?? '';
 
@@ -249,15 +215,16 @@ describe('node cache: requests', () => {
     const block = allocationOf(`${NET}.ctr-q0.eth0`)?.block;
     assert.ok(block, 'q0 allocated');
     // The test holds the node's host lock and, as the DEL before this one does, writes the block.
-    const lock = await holdHostLock();
+    const lockFile = join(tmp, `cache-${NODE}`, 'ipam.lock');
+    const lock = await holdLock(lockFile);
     const del = counted(() => runPlugin(env('DEL', 'q1'), conf(NODE)));
-    await lock.waiter;
+    await waiterOn(lockFile);
     const meta = block.metadata;
     await ds.blocks.update({
       ...block,
       metadata: { ...meta, annotations: { ...meta.annotations, touched: '1' } },
     });
-    lock.release();
+    await lock.kill();
     const { r, requests } = await del;
     ok(r);
     assert.equal(requests['ipamblocks PUT 409'], undefined, 'no compare-and-swap conflict');

@@ -2,16 +2,15 @@
  * What the executable's runtime (Bun, scripts/build-plugin.ts) must do the way Node does, shown
  * with the executable against the real API server: TLS through Bun's fetch with each kubeconfig
  * credential form (client certificate, bearer token, insecure-skip-tls-verify) and each way it
- * can be refused; the host lock shared with Node processes (an abstract Unix socket bound by
- * Bun excludes Node and the other way round; SIGKILL frees it). docs/design-plugin.md "Runtime".
+ * can be refused; the host lock (flock(2) on ipam.lockFile: a holder makes ADD wait and fail
+ * with 11, SIGKILL frees it, an unusable lock file is code 5). docs/design-plugin.md "Runtime".
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { acquireHostLock, defaultLockName, isLockTimeoutError } from '../../ipam-plugin/host/lock.ts';
+import { holdLock } from './helpers/host-lock.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import {
   assertAdded,
@@ -22,10 +21,6 @@ import {
   type Suite,
 } from './helpers/conformance.ts';
 import { pluginPath, repoRoot } from './helpers/plugin-exe.ts';
-
-const holderScript = join(import.meta.dirname, 'host', 'lock-holder.ts');
-const bun = join(repoRoot, 'node_modules', '.bin', 'bun');
-const children: ChildProcess[] = [];
 
 /** Runs openssl; throws with its stderr on failure. */
 function openssl(args: readonly string[]): void {
@@ -81,20 +76,10 @@ function kubeconfig(path: string, cluster: string, user: string): string {
 
 const b64 = (file: string): string => readFileSync(file).toString('base64');
 
-/** Starts a lock holder under `runtime` and resolves once it printed "held". */
-async function holder(runtime: string, name: string): Promise<ChildProcess> {
-  const c = spawn(runtime, [holderScript, name], { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(c);
-  const [chunk] = (await once(c.stdout, 'data')) as [Buffer];
-  assert.equal(chunk.toString().trim(), 'held');
-  return c;
-}
-
 void describe('the executable runtime', () => {
   let s: Suite;
   before(() => (s = setupSuite()));
   after(() => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     s?.teardown();
   });
   const add = (id: string, conf: string) => s.run(env('ADD', id), conf);
@@ -380,26 +365,24 @@ void describe('the executable runtime', () => {
     assertSilentSuccess(await s.run(env('DEL', 'rt-mapped', proxied), conf));
   });
 
-  void it('host lock held by a Node process: ADD waits lockTimeoutMs then 11; after SIGKILL it succeeds', async () => {
-    const c = await holder(process.execPath, defaultLockName);
+  void it('host lock held by another process: ADD waits lockTimeoutMs then 11; after SIGKILL it succeeds', async () => {
+    const c = await holdLock(join(s.tmp, 'cache', 'ipam.lock'));
     const conf = s.conf('1.0.0', { lockTimeoutMs: 300 });
     const busy = assertCniError(await add('rt-lock', conf), 11);
     assert.match(String(busy.msg), /lock/);
-    c.kill('SIGKILL');
-    await once(c, 'exit');
-    // The lock is host-wide: another plugin run on this host may take it next, so wait longer.
+    await c.kill();
     const patient = s.conf('1.0.0', { lockTimeoutMs: 10_000 });
     assertAdded(await add('rt-lock', patient));
     assertSilentSuccess(await del('rt-lock', patient));
   });
 
-  void it('host lock held under Bun excludes a Node waiter until the Bun holder is SIGKILLed', async () => {
-    const name = `blockipam-test/bun-holder/${process.pid}`;
-    const c = await holder(bun, name);
-    await assert.rejects(acquireHostLock(name, 200), (e) => isLockTimeoutError(e));
-    const waiting = acquireHostLock(name, 5_000);
-    c.kill('SIGKILL');
-    const lock = await waiting;
-    await lock.release();
+  void it('a lock file that cannot be created: ADD fails with 5 naming ipam.lockFile, nothing allocated', async () => {
+    const count = (): number => [...s.fx.allocations().values()].flat().length;
+    const before = count();
+    const conf = s.conf('1.0.0', { lockFile: '/proc/blockipam-no-such-dir/ipam.lock' });
+    const r = assertCniError(await add('rt-lockfile', conf), 5);
+    assert.match(String(r.msg), /ipam\.lockFile/);
+    assert.match(String(r.details), /\/proc\/blockipam-no-such-dir\/ipam\.lock/);
+    assert.equal(count(), before);
   });
 });

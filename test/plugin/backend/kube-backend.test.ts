@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createKubeBackend } from '../../../ipam-plugin/backend/kube-backend.ts';
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
+import { processLock } from '../helpers/host-lock.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-kube-backend-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -46,7 +47,7 @@ contexts:
         stdout: { write: (s: string) => (stdout += s) },
         stderr: { write: () => undefined },
       },
-      { backend: createKubeBackend, lockName: `blockipam-test/kb-${process.pid}` },
+      { backend: createKubeBackend, ...processLock },
     );
     assert.equal(code, 1);
     const doc = JSON.parse(stdout) as { code: number; msg: string; details: string };

@@ -1,6 +1,7 @@
 /**
- * Concurrent first ADDs on a fresh node claim one block (issue 9, 7c): the real dispatcher, the
- * real host lock and core's allocator over one memory datastore. ADD2's affine-block LIST is
+ * Concurrent first ADDs on a fresh node claim one block (issue 9, 7c): the real dispatcher, a host
+ * lock shared by both ADDs (in-process: helpers/host-lock.ts' processLock, as the real flock lock
+ * is Bun-only) and core's allocator over one memory datastore. ADD2's affine-block LIST is
  * answered (empty: the node has no block yet) before ADD1 runs, and ADD2's other reads are held
  * until ADD1 has finished, so ADD2 takes a free lock (`waited` false) holding a LIST that no
  * longer shows the block ADD1 claimed — the interleaving a real multi-node cluster showed.
@@ -14,6 +15,7 @@ import { MemoryDatastore, type Datastore, type IPPool } from 'blockipam/core';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
 import type { NetConf } from '../../../ipam-plugin/cni/netconf.ts';
+import { processLock } from '../helpers/host-lock.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-prefetch-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -66,13 +68,19 @@ function heldReads(ds: Datastore, gate: Promise<void>): { view: Datastore; liste
   return { view, listed };
 }
 
-function add(ds: Datastore, id: string, lockName: string): Promise<{ code: number; stdout: string }> {
+function add(ds: Datastore, id: string): Promise<{ code: number; stdout: string }> {
   let stdout = '';
   const stdin = JSON.stringify({
     cniVersion: '1.1.0',
     name: 'net',
     type: 'ptp',
-    ipam: { type: 'blockipam', nodeName: 'node-a', snapshotTtlMs: 0, cacheDir: join(tmp, id) },
+    ipam: {
+      type: 'blockipam',
+      nodeName: 'node-a',
+      snapshotTtlMs: 0,
+      cacheDir: join(tmp, id),
+      lockFile: join(tmp, 'ipam.lock'), // one host lock for both ADDs
+    },
   });
   return dispatch(
     {
@@ -89,7 +97,7 @@ function add(ds: Datastore, id: string, lockName: string): Promise<{ code: numbe
     },
     {
       backend: (conf: NetConf) => Promise.resolve(createCoreBackend({ ds, conf, cacheKey: id })),
-      lockName,
+      ...processLock,
     },
   ).then((code) => ({ code, stdout }));
 }
@@ -97,13 +105,12 @@ function add(ds: Datastore, id: string, lockName: string): Promise<{ code: numbe
 void describe('concurrent first ADDs on a fresh node', () => {
   void it('claim exactly one block when the second ADD listed before the first claimed', async () => {
     const ds = new MemoryDatastore({ pools: [pool] });
-    const lockName = `blockipam-test/prefetch-${process.pid}-${Date.now()}`;
     let open: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => (open = resolve));
     const second = heldReads(ds, gate);
-    const add2 = add(second.view, 'c2', lockName);
+    const add2 = add(second.view, 'c2');
     await second.listed; // ADD2's LIST of the node's blocks is answered: none yet
-    const r1 = await add(ds, 'c1', lockName); // ADD1 runs to the end: claims a block
+    const r1 = await add(ds, 'c1'); // ADD1 runs to the end: claims a block
     assert.equal(r1.code, 0, r1.stdout);
     open();
     const r2 = await add2;

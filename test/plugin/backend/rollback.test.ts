@@ -10,6 +10,7 @@ import { MemoryDatastore, UnavailableError, type IPPool } from 'blockipam/core';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
 import type { NetConf } from '../../../ipam-plugin/cni/netconf.ts';
+import { processLock } from '../helpers/host-lock.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-rollback-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -59,7 +60,7 @@ void describe('dual-stack rollback', () => {
       },
       {
         backend: (conf: NetConf) => Promise.resolve(createCoreBackend({ ds, conf, cacheKey: 'k' })),
-        lockName: `blockipam-test/rollback-${process.pid}`,
+        ...processLock,
       },
     );
     assert.equal(code, 1);

@@ -1,15 +1,51 @@
 /**
- * Test helper process: takes the host lock named argv[2], prints "held", then holds it until
- * killed or, when argv[3] is given, releases it after that many ms and prints "released".
+ * Test helper process (run with Bun: the host lock is flock(2) through bun:ffi):
+ *   bun lock-holder.ts PATH [--hold MS] [--timeout MS] [--stay] [--log FILE] [--free]
+ * Takes the host lock on PATH (waiting at most --timeout, default 10 000 ms) and prints
+ * "held waited=<true|false>"; holds it until killed or, with --hold, for MS ms, then releases it,
+ * prints "released" and exits. On a timeout it prints "timeout" (and with --stay keeps running
+ * without the lock); on another error "error <name>: <message>". --log appends "enter <pid>" and
+ * "exit <pid>" lines around the hold (one write each, O_APPEND). --free prints "free <bool>"
+ * (isHostLockFree) and exits.
  */
-import { acquireHostLock } from '../../../ipam-plugin/host/lock.ts';
+import { appendFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { acquireHostLock, isHostLockFree, isLockTimeoutError } from '../../../ipam-plugin/host/lock.ts';
 
-const lock = await acquireHostLock(process.argv[2], 10_000);
-process.stdout.write('held\n');
-const holdMs = process.argv[3];
-if (holdMs === undefined) setInterval(() => undefined, 60_000);
-else {
-  setTimeout(() => {
-    void lock.release().then(() => process.stdout.write('released\n'));
-  }, Number(holdMs));
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    hold: { type: 'string' },
+    timeout: { type: 'string', default: '10000' },
+    stay: { type: 'boolean', default: false },
+    log: { type: 'string' },
+    free: { type: 'boolean', default: false },
+  },
+});
+const path = positionals[0];
+if (path === undefined) throw new Error('usage: lock-holder.ts PATH [options]');
+const out = (line: string): void => void process.stdout.write(`${line}\n`);
+if (values.free) {
+  out(`free ${String(await isHostLockFree(path))}`);
+  process.exit(0);
+}
+try {
+  const lock = await acquireHostLock(path, Number(values.timeout));
+  if (values.log) appendFileSync(values.log, `enter ${process.pid}\n`);
+  out(`held waited=${String(lock.waited ?? false)}`);
+  if (values.hold === undefined) setInterval(() => undefined, 60_000);
+  else {
+    setTimeout(() => {
+      if (values.log) appendFileSync(values.log, `exit ${process.pid}\n`);
+      void lock.release().then(() => out('released'));
+    }, Number(values.hold));
+  }
+} catch (e) {
+  if (isLockTimeoutError(e)) {
+    out('timeout');
+    if (values.stay) setInterval(() => undefined, 60_000);
+  } else {
+    out(`error ${(e as Error).name}: ${(e as Error).message}`);
+    process.exitCode = 1;
+  }
 }

@@ -1,66 +1,110 @@
 /**
- * The host lock (ipam-plugin/lock.ts) with real processes: mutual exclusion, hand-over on
- * release, and — the point of the design — a holder killed with SIGKILL frees the lock.
+ * The host lock (ipam-plugin/host/lock.ts: flock(2) through bun:ffi) with real Bun processes and
+ * util-linux's flock(1) as an independent observer: mutual exclusion under contention, hand-over
+ * on release, a SIGKILLed holder frees the lock, a timed-out waiter never takes it later, and a
+ * lock file that cannot be created is a clear error.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { join } from 'node:path';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { acquireHostLock, isLockTimeoutError } from '../../../ipam-plugin/host/lock.ts';
+import { holdLock, lockProcess, waiterOn, type LockProcess } from '../helpers/host-lock.ts';
 
-const holderScript = join(import.meta.dirname, 'lock-holder.ts');
+const dir = mkdtempSync(join(tmpdir(), 'bipam-lock-'));
+const procs: LockProcess[] = [];
 const children: ChildProcess[] = [];
-after(() => {
+after(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await Promise.all(procs.map((p) => p.kill()));
+  rmSync(dir, { recursive: true, force: true });
 });
+let n = 0;
+const lockFile = (): string => join(dir, `l${n++}`, 'ipam.lock');
+const track = (p: LockProcess): LockProcess => (procs.push(p), p);
+/** flock(1): exit 0 when it could take the lock without waiting, 1 when it is held. */
+const freeToFlock1 = (path: string): boolean => spawnSync('flock', ['--nonblock', path, 'true']).status === 0;
 
-/** Starts a holder process and resolves once it printed "held". */
-async function holder(name: string, holdMs?: number): Promise<ChildProcess> {
-  const args = [holderScript, name, ...(holdMs === undefined ? [] : [String(holdMs)])];
-  const c = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  children.push(c);
-  const [chunk] = (await once(c.stdout, 'data')) as [Buffer];
-  assert.equal(chunk.toString().trim(), 'held');
-  return c;
-}
-
-const unique = (tag: string): string => `blockipam-test/${tag}/${process.pid}`;
-
-void describe('host lock', () => {
-  void it('a second acquirer times out while another process holds it', async () => {
-    const name = unique('busy');
-    await holder(name);
-    await assert.rejects(acquireHostLock(name, 300), (e) => isLockTimeoutError(e));
+void describe('host lock (flock)', () => {
+  void it('creates the file (0600) and its directory; a second acquirer times out while it is held', async () => {
+    const path = lockFile();
+    track(await holdLock(path));
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    assert.equal(freeToFlock1(path), false, 'flock(1) sees the lock held');
+    const b = track(lockProcess([path, '--timeout', '300']));
+    assert.equal(await b.next(/./), 'timeout');
   });
 
-  void it('a waiter gets the lock when the holder releases', async () => {
-    const name = unique('handover');
-    const c = await holder(name, 300);
-    const lock = await acquireHostLock(name, 5_000);
-    assert.equal(c.exitCode === null || c.exitCode === 0, true);
-    await lock.release();
+  void it('a waiter gets the lock when the holder releases, and knows it waited', async () => {
+    const path = lockFile();
+    const a = track(lockProcess([path, '--hold', '400']));
+    assert.equal(await a.next(/^held/), 'held waited=false');
+    const b = track(lockProcess([path, '--timeout', '10000']));
+    assert.equal(await b.next(/^held|timeout|error/), 'held waited=true');
+    await a.next(/^released/);
   });
 
-  void it('SIGKILL of the holder frees the lock (kernel unbinds the abstract socket)', async () => {
-    const name = unique('sigkill');
-    const c = await holder(name);
-    await assert.rejects(acquireHostLock(name, 100), (e) => isLockTimeoutError(e));
-    const waiting = acquireHostLock(name, 5_000);
-    c.kill('SIGKILL');
-    const lock = await waiting;
-    const [, signal] = (await once(c, 'exit')) as [number | null, string | null];
-    assert.equal(signal, 'SIGKILL');
-    await lock.release();
+  void it('SIGKILL of the holder frees the lock for the process blocked on it', async () => {
+    const path = lockFile();
+    const a = track(await holdLock(path));
+    const b = track(lockProcess([path, '--timeout', '20000']));
+    await waiterOn(path);
+    assert.deepEqual(b.lines, []);
+    await a.kill();
+    assert.equal(await b.next(/./), 'held waited=true');
   });
 
-  void it('release is idempotent and the name is reusable in-process', async () => {
-    const name = unique('reuse');
-    const a = await acquireHostLock(name, 0);
-    await assert.rejects(acquireHostLock(name, 0), (e) => isLockTimeoutError(e));
-    await a.release();
-    await a.release();
-    const b = await acquireHostLock(name, 0);
-    await b.release();
+  void it('a waiter that timed out never takes the lock afterwards', async () => {
+    const path = lockFile();
+    const a = track(await holdLock(path));
+    const b = track(lockProcess([path, '--timeout', '200', '--stay']));
+    assert.equal(await b.next(/./), 'timeout');
+    await a.kill();
+    assert.equal(b.child.exitCode, null, 'the timed-out process is still running');
+    assert.equal(freeToFlock1(path), true, 'nobody holds the lock');
+  });
+
+  void it('is the lock flock(1) takes: an operator can pause a node with `flock <lockFile> …`', async () => {
+    const path = lockFile();
+    mkdirSync(dirname(path));
+    // --no-fork: flock(1) execs sleep itself, so the PID we kill is the one holding the lock.
+    const op = spawn('flock', ['--no-fork', path, 'sleep', '600'], { stdio: 'ignore' });
+    children.push(op);
+    while (freeToFlock1(path)) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(await track(lockProcess([path, '--timeout', '300'])).next(/./), 'timeout');
+    const b = track(lockProcess([path, '--timeout', '20000']));
+    await waiterOn(path);
+    op.kill('SIGKILL');
+    assert.equal(await b.next(/./), 'held waited=true');
+  });
+
+  void it('12 processes contending: every one gets it, never two at once', async () => {
+    const path = lockFile();
+    const log = join(dir, `contend-${n}.log`);
+    const ps = Array.from({ length: 12 }, () =>
+      track(lockProcess([path, '--hold', '20', '--timeout', '60000', '--log', log])),
+    );
+    await Promise.all(ps.map((p) => p.next(/^released/)));
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    assert.equal(lines.length, 24);
+    for (let i = 0; i < lines.length; i += 2) {
+      const [enter, pid] = lines[i]!.split(' ');
+      assert.equal(enter, 'enter', `line ${i}: ${lines[i]}`);
+      assert.equal(lines[i + 1], `exit ${pid}`, `the holder after ${lines[i]} entered before it left`);
+    }
+  });
+
+  void it('isHostLockFree: true when free, false while another process holds it', async () => {
+    const path = lockFile();
+    assert.equal(await track(lockProcess([path, '--free'])).next(/^free/), 'free true');
+    track(await holdLock(path));
+    assert.equal(await track(lockProcess([path, '--free'])).next(/^free/), 'free false');
+  });
+
+  void it('a lock file that cannot be created is a LockFileError naming the path', async () => {
+    const path = '/proc/blockipam-no-such-dir/ipam.lock';
+    const line = await track(lockProcess([path])).next(/./);
+    assert.match(line, /^error LockFileError: host lock file \/proc\/blockipam-no-such-dir\/ipam\.lock: /);
   });
 });

@@ -1,0 +1,121 @@
+/**
+ * The host lock in tests (ipam-plugin/host/lock.ts is flock(2) through bun:ffi, Bun only):
+ *  - {@link holdLock}: a real Bun process (host/lock-holder.ts) holding the lock on a file;
+ *  - {@link waiterOn}: resolves once the kernel shows a process blocked on that file
+ *    (/proc/locks' "->" lines), so a test knows an ADD is waiting for the lock;
+ *  - {@link processLock}: for dispatcher tests run in-process under Node, which has no flock —
+ *    a mutex per path inside the test process. It serialises what the real lock serialises
+ *    between processes; the real lock itself is tested with processes (host/lock.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Deps } from '../../../ipam-plugin/dispatch.ts';
+import type { HostLock } from '../../../ipam-plugin/host/lock.ts';
+import { repoRoot } from './plugin-exe.ts';
+
+export const bun = join(repoRoot, 'node_modules', '.bin', 'bun');
+export const lockHolderScript = join(repoRoot, 'test', 'plugin', 'host', 'lock-holder.ts');
+
+/** A Bun lock-holder process; `lines` collects what it printed. */
+export interface LockProcess {
+  readonly child: ChildProcess;
+  readonly lines: string[];
+  /** Resolves with the first printed line matching `re` (rejects if the process exits first). */
+  next(re: RegExp): Promise<string>;
+  /** SIGKILLs it (if alive) and waits for the exit. */
+  kill(): Promise<void>;
+}
+
+/** Starts `bun lock-holder.ts args…` (see that file for the arguments). */
+export function lockProcess(args: readonly string[]): LockProcess {
+  const child = spawn(bun, [lockHolderScript, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  const waiting: { re: RegExp; resolve: (l: string) => void; reject: (e: Error) => void }[] = [];
+  let buf = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (s: string) => {
+    buf += s;
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      lines.push(line);
+      for (const w of waiting.splice(0)) {
+        if (w.re.test(line)) w.resolve(line);
+        else waiting.push(w);
+      }
+    }
+  });
+  child.on('exit', (code, signal) => {
+    for (const w of waiting.splice(0))
+      w.reject(new Error(`lock-holder exited (${code ?? signal}) before /${w.re.source}/`));
+  });
+  return {
+    child,
+    lines,
+    next: (re) => {
+      const seen = lines.find((l) => re.test(l));
+      if (seen !== undefined) return Promise.resolve(seen);
+      if (child.exitCode !== null || child.signalCode !== null)
+        return Promise.reject(new Error(`lock-holder already exited; printed ${JSON.stringify(lines)}`));
+      return new Promise((resolve, reject) => waiting.push({ re, resolve, reject }));
+    },
+    kill: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    },
+  };
+}
+
+/** A Bun process holding the lock on `path` until killed; resolves once it holds it. */
+export async function holdLock(path: string): Promise<LockProcess> {
+  const p = lockProcess([path]);
+  assert.match(await p.next(/^held|^error/), /^held/);
+  return p;
+}
+
+/** Resolves once a process is blocked in flock(2) on `path` (polls /proc/locks every 20 ms). */
+export async function waiterOn(path: string, timeoutMs = 30_000): Promise<void> {
+  const ino = statSync(path).ino;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const blocked = readFileSync('/proc/locks', 'utf8')
+      .split('\n')
+      .some((l) => / -> FLOCK /.test(l) && l.split(/\s+/).some((f) => f.endsWith(`:${ino}`)));
+    if (blocked) return;
+    if (Date.now() > until) throw new Error(`no process blocked on ${path} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const held = new Map<string, Promise<void>>();
+
+/** Dispatcher deps: an in-process mutex per lock path (see the file comment). */
+export const processLock: Pick<Deps, 'lock' | 'lockFree'> = {
+  lock: async (path) => {
+    let waited = false;
+    while (held.has(path)) {
+      waited = true;
+      await held.get(path);
+    }
+    let release: () => void = () => undefined;
+    held.set(path, new Promise<void>((r) => (release = r)));
+    let done = false;
+    const lock: HostLock = {
+      waited,
+      release: () => {
+        if (!done) {
+          done = true;
+          held.delete(path);
+          release();
+        }
+        return Promise.resolve();
+      },
+    };
+    return lock;
+  },
+  lockFree: (path) => Promise.resolve(!held.has(path)),
+};
