@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, copyFileSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { holdLock } from './helpers/host-lock.ts';
+import { holdLock, waiterOn } from './helpers/host-lock.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import {
   assertAdded,
@@ -365,14 +365,17 @@ void describe('the executable runtime', () => {
     assertSilentSuccess(await s.run(env('DEL', 'rt-mapped', proxied), conf));
   });
 
-  void it('host lock held by another process: ADD waits lockTimeoutMs then 11; after SIGKILL it succeeds', async () => {
-    const c = await holdLock(join(s.tmp, 'cache', 'ipam.lock'));
+  void it('host lock held by another process: ADD waits lockTimeoutMs then 11; a waiting ADD goes on when the holder is SIGKILLed', async () => {
+    const lockFile = join(s.tmp, 'cache', 'ipam.lock');
+    const c = await holdLock(lockFile);
     const conf = s.conf('1.0.0', { lockTimeoutMs: 300 });
     const busy = assertCniError(await add('rt-lock', conf), 11);
     assert.match(String(busy.msg), /lock/);
+    const patient = s.conf('1.0.0', { lockTimeoutMs: 30_000 });
+    const waiting = add('rt-lock', patient);
+    await waiterOn(lockFile); // the executable's worker thread is blocked in flock(2)
     await c.kill();
-    const patient = s.conf('1.0.0', { lockTimeoutMs: 10_000 });
-    assertAdded(await add('rt-lock', patient));
+    assertAdded(await waiting);
     assertSilentSuccess(await del('rt-lock', patient));
   });
 
