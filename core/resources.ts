@@ -6,7 +6,6 @@
  * Formats explained in docs/design-core.md §1.
  */
 
-export const API_GROUP = 'ipam.blockipam.io';
 export const API_VERSION = 'ipam.blockipam.io/v1alpha1';
 
 /** Kubernetes ObjectMeta, the fields blockipam uses. */

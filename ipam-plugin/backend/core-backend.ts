@@ -16,7 +16,6 @@ import {
   handleOf,
   releaseByHandle,
   releaseForGC,
-  isApiError,
   isRetriesExhausted,
   isUnavailable,
   withSignal,
@@ -74,18 +73,16 @@ function race<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** Maps core's transient errors to BackendUnavailableError. */
+/**
+ * Maps core's transient errors to BackendUnavailableError. (A 5xx is already an
+ * UnavailableError: the transport's errorFor never makes an ApiError of status ≥ 500.)
+ */
 async function guard<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (e) {
-    if (
-      isUnavailable(e) ||
-      isRetriesExhausted(e) ||
-      (isApiError(e) && ((e as { status?: number }).status ?? 0) >= 500)
-    ) {
+    if (isUnavailable(e) || isRetriesExhausted(e))
       throw new BackendUnavailableError((e as Error).message, { cause: e });
-    }
     throw e;
   }
 }

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   isAlreadyExists,
   isApiError,
+  isExpired,
   isConflict,
   isInvalid,
   isNotFound,
@@ -203,10 +204,18 @@ describe('errorFor', () => {
     [400, status('BadRequest'), isInvalid],
     [429, status('TooManyRequests'), isUnavailable],
     [503, 'not json', isUnavailable],
+    [410, status('Expired', 'The provided continue parameter is too old'), isExpired],
     [403, status('Forbidden'), isApiError],
   ];
   for (const [code, body, guard] of cases)
     it(`HTTP ${code} → ${guard.name}`, () => assert.ok(guard(errorFor(code, body, 'GET /x'))));
+  // the plugin's guard relies on it (ipam-plugin/backend/core-backend.ts): no ApiError of a 5xx
+  it('every 5xx is UnavailableError, never ApiError', () => {
+    for (let code = 500; code < 600; code++) {
+      const error = errorFor(code, status('InternalError'), 'GET /x');
+      assert.ok(isUnavailable(error) && !isApiError(error), String(code));
+    }
+  });
   it('keeps the API server message', () =>
     assert.match(
       errorFor(422, status('Invalid', 'spec.cidr: Invalid value: "x"'), 'POST').message,
