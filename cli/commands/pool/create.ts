@@ -1,10 +1,30 @@
 /**
  * `ipamctl pool create NAME --cidr C`: validates like the controller (core's validatePool: no
  * overlap with other pools, nor with blocks of another size) before the API server's schema
- * sees it.
+ * sees it — and again after the CREATE, so that concurrent creations cannot leave two
+ * overlapping pools (docs/design-cli.md §pool create):
+ *
+ * 1. validatePool (refuse at once what already conflicts);
+ * 2. CREATE the pool **disabled** (no allocator uses it while the check is open);
+ * 3. validatePool again on a LIST taken after the CREATE: a conflict now is a pool (or a block
+ *    of another size) created meanwhile → DELETE ours (uid precondition) and refuse, exit 2;
+ * 4. unless `--disabled`, enable it (compare-and-swap UPDATE).
+ *
+ * Why this is atomic: if two overlapping creations both passed step 3, each LIST missed the
+ * other's pool, so each CREATE committed after the other's LIST — yet each LIST follows its own
+ * CREATE: a cycle, impossible with the API server's linearizable LISTs. Both may lose; never
+ * both win. A loser starts over from step 1 after a random 50–250 ms (≤ 3 attempts), where it
+ * finds the winner and is refused — or, when every contender lost, one of them wins.
  */
-import { API_VERSION, isAlreadyExists, parseCidr, validatePool } from 'blockipam/core';
-import type { IPPool, LabelSelector } from 'blockipam/core';
+import {
+  API_VERSION,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  parseCidr,
+  validatePool,
+} from 'blockipam/core';
+import type { Datastore, IPPool, LabelSelector } from 'blockipam/core';
 import { defineCommand, integerFlag } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
@@ -44,6 +64,72 @@ export function poolFromArgs(args: CreateArgs): IPPool {
   return { apiVersion: API_VERSION, kind: 'IPPool', metadata: { name: args.name }, spec };
 }
 
+// 3 attempts: a loser's second attempt normally finds the winner (refused at step 1); a third
+// covers every contender having lost the first round.
+const ATTEMPTS = 3;
+// 50–250 ms: longer than one create + LIST + delete round on a busy API server (tens of ms), so
+// contenders that all lost do not meet again in lock-step.
+const backoffMs = (): number => 50 + Math.random() * 200;
+
+/**
+ * Steps 1–4 of the module comment, retried as it says.
+ * @throws CliError for a conflict (naming the object) or a name already taken
+ */
+async function createPool(ds: Datastore, pool: IPPool): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const existing = await ds.pools.get(pool.metadata.name);
+    if (existing) throw alreadyExists(existing);
+    const verdict = await validatePool(ds, pool);
+    if (!verdict.ok) throw new CliError(`refused: ${verdict.message}`);
+    let lost: string | undefined;
+    try {
+      lost = await createChecked(ds, pool);
+    } catch (error) {
+      // Created by someone else since the GET.
+      const now = isAlreadyExists(error) ? await ds.pools.get(pool.metadata.name) : undefined;
+      throw now ? alreadyExists(now) : error;
+    }
+    if (lost === undefined) return;
+    if (attempt >= ATTEMPTS) throw new CliError(`refused: ${lost}, created meanwhile; nothing was created`);
+    await new Promise((resolve) => setTimeout(resolve, backoffMs()));
+  }
+}
+
+/**
+ * Steps 2–4: creates `pool`, disabled, checks again, then enables it (unless asked disabled).
+ * @returns undefined when created, or the conflict found after the CREATE (ours deleted again)
+ * @throws CliError when ours could not be deleted again; AlreadyExistsError when the name was taken
+ */
+async function createChecked(ds: Datastore, pool: IPPool): Promise<string | undefined> {
+  const created = await ds.pools.create({ ...pool, spec: { ...pool.spec, disabled: true } });
+  const name = created.metadata.name;
+  const verdict = await validatePool(ds, created);
+  if (!verdict.ok) {
+    try {
+      await ds.pools.delete(name, { uid: created.metadata.uid });
+    } catch (error) {
+      if (!isNotFound(error))
+        throw new CliError(
+          `refused: ${verdict.message}, created meanwhile; IPPool ${name} is left disabled (its deletion failed: ${(error as Error).message})`,
+        );
+    }
+    return verdict.message;
+  }
+  if (pool.spec.disabled) return undefined;
+  // 5 attempts: only the controller's status writes race here, and they do not touch spec.
+  for (let attempt = 1; ; attempt++) {
+    const current = attempt === 1 ? created : await ds.pools.get(name);
+    if (!current) throw new CliError(`IPPool ${name} was deleted while it was being enabled`);
+    const { disabled: _, ...spec } = current.spec;
+    try {
+      await ds.pools.update({ ...current, spec });
+      return undefined;
+    } catch (error) {
+      if (attempt >= 5 || !isConflict(error)) throw error;
+    }
+  }
+}
+
 function alreadyExists(pool: IPPool): CliError {
   return new CliError(`IPPool ${pool.metadata.name} already exists (${pool.spec.cidr}); nothing was changed`);
 }
@@ -81,18 +167,7 @@ export function poolCreateCommand(ctx: CommandContext) {
         ),
     run: (args) =>
       withConnection(args, ctx.io, async (conn) => {
-        const pool = poolFromArgs(args);
-        const existing = await conn.ds.pools.get(args.name);
-        if (existing) throw alreadyExists(existing);
-        const verdict = await validatePool(conn.ds, pool);
-        if (!verdict.ok) throw new CliError(`refused: ${verdict.message}`);
-        try {
-          await conn.ds.pools.create(pool);
-        } catch (error) {
-          // Created by someone else since the GET.
-          const now = isAlreadyExists(error) ? await conn.ds.pools.get(args.name) : undefined;
-          throw now ? alreadyExists(now) : error;
-        }
+        await createPool(conn.ds, poolFromArgs(args));
         println(ctx.io.stdout, `IPPool ${args.name} (${args.cidr}) created.`);
         return EXIT.OK;
       }),
