@@ -86,3 +86,18 @@ export function integerFlag(
     return n;
   };
 }
+
+/**
+ * A yargs `coerce` for a string flag that names something: a missing or blank value is a usage
+ * error (exit 2) naming the flag — `show --node` with no value queried node "" and exited 0.
+ * Declare the option with `requiresArg: true` too (yargs then refuses `--node` at the end).
+ * @throws Error `--FLAG needs WHAT, not ""`
+ */
+export function nonEmptyFlag(flag: string, what: string): (value: unknown) => string | undefined {
+  return (value: unknown) => {
+    if (value === undefined) return undefined;
+    const text = String(Array.isArray(value) ? value.at(-1) : value);
+    if (text.trim() === '') throw new Error(`--${flag} needs ${what}, not ${JSON.stringify(text)}`);
+    return text;
+  };
+}

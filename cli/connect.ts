@@ -74,6 +74,18 @@ export async function resolveConnection(flags: ConnectionFlags, io: Io): Promise
         `context ${JSON.stringify(flags.context)} is not found in kubeconfig ${files.join(':')} (contexts: ${kc.contexts.map((c) => c.name).join(', ') || 'none'})`,
       );
     kc.setCurrentContext(flags.context);
+  } else {
+    // As kubectl: no current-context (or one naming no context) is an error naming it — without
+    // this, client-node finds no cluster and the message blamed the cluster's server.
+    const contexts = kc.contexts.map((c) => c.name).join(', ') || 'none';
+    if (kc.currentContext === '')
+      throw new CliError(
+        `kubeconfig ${files.join(':')} sets no current-context: pass --context NAME or run "kubectl config use-context NAME" (contexts: ${contexts})`,
+      );
+    if (!kc.getContextObject(kc.currentContext))
+      throw new CliError(
+        `kubeconfig ${files.join(':')}: current-context ${JSON.stringify(kc.currentContext)} is not one of its contexts (${contexts})`,
+      );
   }
   return toClientConfig(kc, files.join(':'));
 }

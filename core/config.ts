@@ -44,6 +44,24 @@ export const DEFAULT_SETTINGS: IPAMSettings = {
   minFreeAddressesPerNode: 16,
 };
 
+/** The numeric settings. */
+export type NumericSetting = {
+  [K in keyof IPAMSettings]: IPAMSettings[K] extends number ? K : never;
+}[keyof IPAMSettings];
+
+/**
+ * Each numeric setting's range, inclusive: crds/ipamconfigs.yaml's `minimum` / `maximum` (the
+ * API server refuses anything else with 422), so a client can refuse a value before sending it.
+ * test/core/config.test.ts checks these equal the CRD's.
+ */
+export const SETTING_LIMITS: Readonly<Record<NumericSetting, { min: number; max: number }>> = {
+  maxBlocksPerNode: { min: 1, max: 10_000 },
+  ipCooldownSeconds: { min: 0, max: 3_600 },
+  emptyBlockReleaseSeconds: { min: 0, max: 86_400 },
+  leakGracePeriodSeconds: { min: 0, max: 86_400 },
+  minFreeAddressesPerNode: { min: 0, max: 65_536 },
+};
+
 /** Fills the defaults into a stored IPAMConfig (or none). */
 export function settingsOf(config: IPAMConfigObject | undefined): IPAMSettings {
   const spec = config?.spec ?? {};

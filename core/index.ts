@@ -92,8 +92,8 @@ export {
   nodeLabel,
 } from './block/labels.ts';
 
-export { configProblems, DEFAULT_SETTINGS, IPAM_CONFIG_NAME, settingsOf } from './config.ts';
-export type { IPAMSettings } from './config.ts';
+export { configProblems, DEFAULT_SETTINGS, IPAM_CONFIG_NAME, SETTING_LIMITS, settingsOf } from './config.ts';
+export type { IPAMSettings, NumericSetting } from './config.ts';
 
 export * from './address/ip.ts';
 export * from './address/block-cidr.ts';

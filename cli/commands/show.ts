@@ -4,7 +4,7 @@
  */
 import { affineSelector, IPAM_CONFIG_NAME, listNodeAllocations } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { defineCommand, withFormat } from '../command.ts';
+import { defineCommand, nonEmptyFlag, withFormat } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
@@ -32,10 +32,17 @@ export function showCommand(ctx: CommandContext) {
         .option('blocks', { type: 'boolean', describe: 'One row per block' })
         .option('node', {
           type: 'string',
+          requiresArg: true,
+          coerce: nonEmptyFlag('node', 'a node name'),
           describe:
             "NODE's affine blocks with free counts, the agent's watermark per pool, and every address allocated for it",
         })
-        .option('ip', { type: 'string', describe: 'Who holds this address' })
+        .option('ip', {
+          type: 'string',
+          requiresArg: true,
+          coerce: nonEmptyFlag('ip', 'an address'),
+          describe: 'Who holds this address',
+        })
         .conflicts('ip', ['node', 'blocks'])
         .conflicts('node', 'blocks')
         .example('$0 show', 'Pools: capacity, used, free, blocks')

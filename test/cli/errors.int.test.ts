@@ -86,7 +86,10 @@ describe('ipamctl errors and discovery (real API server)', () => {
     [['pool', 'create', 'bad', '--cidr', '10.1.0.1/16'], /--cidr "10.1.0.1\/16" is not a masked CIDR/],
     [['pool', 'create', 'bad'], /Missing required argument: cidr/],
     [['config', 'set', 'colour=blue'], /"colour=blue": want KEY=VALUE with KEY one of strictAffinity/],
-    [['config', 'set', 'maxBlocksPerNode=-3'], /maxBlocksPerNode must be a whole number ≥ 0/],
+    [
+      ['config', 'set', 'maxBlocksPerNode=-3'],
+      /maxBlocksPerNode must be a whole number from 1 to 10000 \(IPAMConfig spec.maxBlocksPerNode\)/,
+    ],
   ];
   for (const [args, message] of badFlags) {
     test(`bad usage "${args.join(' ')}": exit 2, clear message, nothing created`, async () => {

@@ -1,13 +1,23 @@
 /**
  * `ipamctl config set key=value…`: changes IPAMConfig `default` (created when missing) with one
- * compare-and-swap write, after checking the cross-field rules (core's configProblems; the CRD's
- * CEL rules check them again). `key=` removes a setting (back to its default).
+ * compare-and-swap write, after checking each value against the CRD's own ranges (core's
+ * SETTING_LIMITS, before any request) and the cross-field rules (core's configProblems, on the
+ * stored object; the CRD's CEL rules check them again). `key=` removes a setting (back to its
+ * default).
  */
-import { API_VERSION, configProblems, DEFAULT_SETTINGS, IPAM_CONFIG_NAME, settingsOf } from 'blockipam/core';
-import type { IPAMConfigObject, IPAMConfigSpec } from 'blockipam/core';
+import {
+  API_VERSION,
+  configProblems,
+  DEFAULT_SETTINGS,
+  IPAM_CONFIG_NAME,
+  SETTING_LIMITS,
+  settingsOf,
+} from 'blockipam/core';
+import type { IPAMConfigObject, IPAMConfigSpec, NumericSetting } from 'blockipam/core';
 import { defineCommand } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
+import { reportFailure } from '../../errors.ts';
 import { withConnection } from '../with-connection.ts';
 
 interface SetArgs extends GlobalFlags {
@@ -19,7 +29,8 @@ const KEYS = Object.keys(DEFAULT_SETTINGS) as Key[];
 
 /**
  * Applies "key=value" assignments to `spec`.
- * @throws CliError for an unknown key, a key given twice, or a bad value
+ * @throws CliError for an unknown key, a key given twice, or a bad value (naming the key and,
+ *   for a number, the CRD's range)
  */
 export function applySettings(spec: IPAMConfigSpec, assignments: readonly string[]): IPAMConfigSpec {
   const out: Record<string, unknown> = { ...spec };
@@ -42,9 +53,13 @@ export function applySettings(spec: IPAMConfigSpec, assignments: readonly string
         throw new CliError(`${key} must be true or false, not ${JSON.stringify(value)}`);
       out[key] = value === 'true';
     } else {
-      if (!/^(0|[1-9][0-9]*)$/.test(value))
-        throw new CliError(`${key} must be a whole number ≥ 0, not ${JSON.stringify(value)}`);
-      out[key] = Number(value);
+      const { min, max } = SETTING_LIMITS[key as NumericSetting];
+      const n = Number(value);
+      if (!/^(0|[1-9][0-9]*)$/.test(value) || n < min || n > max)
+        throw new CliError(
+          `${key} must be a whole number from ${min} to ${max} (IPAMConfig spec.${key}), not ${JSON.stringify(value)}. Nothing was changed.`,
+        );
+      out[key] = n;
     }
   }
   return out;
@@ -68,8 +83,13 @@ export function configSetCommand(ctx: CommandContext) {
           'No borrowing; at most 4 blocks per node',
         )
         .example('$0 config set ipCooldownSeconds=', 'Back to the default cooldown'),
-    run: (args) =>
-      withConnection(args, ctx.io, async (conn) => {
+    run: (args) => {
+      try {
+        applySettings({}, args.settings); // every value checked before any request
+      } catch (error) {
+        return Promise.resolve(reportFailure(ctx.io.stderr, error));
+      }
+      return withConnection(args, ctx.io, async (conn) => {
         const stored = await conn.ds.configs.get(IPAM_CONFIG_NAME);
         const spec = applySettings(stored?.spec ?? {}, args.settings);
         const problems = configProblems(settingsOf({ metadata: { name: IPAM_CONFIG_NAME }, spec }));
@@ -83,6 +103,7 @@ export function configSetCommand(ctx: CommandContext) {
         await (stored ? conn.ds.configs.update(object) : conn.ds.configs.create(object));
         println(ctx.io.stdout, `IPAMConfig ${IPAM_CONFIG_NAME} updated: ${args.settings.join(' ')}`);
         return EXIT.OK;
-      }),
+      });
+    },
   });
 }

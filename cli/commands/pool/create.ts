@@ -18,6 +18,9 @@
  */
 import {
   API_VERSION,
+  BLOCK_SIZE_RANGE,
+  DEFAULT_BLOCK_SIZE,
+  isAllowedBlockSize,
   isAlreadyExists,
   isConflict,
   isNotFound,
@@ -28,6 +31,7 @@ import type { Datastore, IPPool, LabelSelector } from 'blockipam/core';
 import { defineCommand, integerFlag } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
+import { reportFailure } from '../../errors.ts';
 import { withConnection } from '../with-connection.ts';
 
 interface CreateArgs extends GlobalFlags {
@@ -51,10 +55,33 @@ export function parseSelector(text: string, flag: string): LabelSelector {
   return { matchLabels };
 }
 
-/** The IPPool object the flags describe. @throws CliError for a CIDR that is not strictly masked */
+// The CRD's name rule for IPPool (crds/ippools.yaml: ≤ 63 characters) and Kubernetes' object
+// name syntax (a lowercase RFC 1123 subdomain).
+const MAX_POOL_NAME = 63;
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * The IPPool object the flags describe, checked with the CRD's rules that need no other object
+ * (name, masked CIDR, block size for the family, pool at least one block) — before any request.
+ * @throws CliError naming the flag and the rule
+ */
 export function poolFromArgs(args: CreateArgs): IPPool {
-  if (!parseCidr(args.cidr))
+  if (args.name.length > MAX_POOL_NAME || !NAME.test(args.name))
+    throw new CliError(
+      `NAME ${JSON.stringify(args.name)} is not a valid IPPool name: at most ${MAX_POOL_NAME} lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`,
+    );
+  const cidr = parseCidr(args.cidr);
+  if (!cidr)
     throw new CliError(`--cidr ${JSON.stringify(args.cidr)} is not a masked CIDR (e.g. 10.244.0.0/16)`);
+  const blockSize = args.blockSize ?? DEFAULT_BLOCK_SIZE[cidr.family];
+  if (!isAllowedBlockSize(cidr.family, blockSize)) {
+    const { min, max } = BLOCK_SIZE_RANGE[cidr.family];
+    throw new CliError(
+      `--block-size ${blockSize} is not allowed for IPv${cidr.family}: from ${min} to ${max}`,
+    );
+  }
+  if (cidr.prefixLength > blockSize)
+    throw new CliError(`--cidr ${args.cidr} is smaller than one block (--block-size ${blockSize})`);
   const spec: IPPool['spec'] = { cidr: args.cidr, assignmentMode: args.mode };
   if (args.blockSize !== undefined) spec.blockSize = args.blockSize;
   if (args.nodeSelector) spec.nodeSelector = parseSelector(args.nodeSelector, '--node-selector');
@@ -62,6 +89,10 @@ export function poolFromArgs(args: CreateArgs): IPPool {
     spec.namespaceSelector = parseSelector(args.namespaceSelector, '--namespace-selector');
   if (args.disabled) spec.disabled = true;
   return { apiVersion: API_VERSION, kind: 'IPPool', metadata: { name: args.name }, spec };
+}
+
+function alreadyExists(pool: IPPool): CliError {
+  return new CliError(`IPPool ${pool.metadata.name} already exists (${pool.spec.cidr}); nothing was changed`);
 }
 
 // 3 attempts: a loser's second attempt normally finds the winner (refused at step 1); a third
@@ -130,10 +161,6 @@ async function createChecked(ds: Datastore, pool: IPPool): Promise<string | unde
   }
 }
 
-function alreadyExists(pool: IPPool): CliError {
-  return new CliError(`IPPool ${pool.metadata.name} already exists (${pool.spec.cidr}); nothing was changed`);
-}
-
 export function poolCreateCommand(ctx: CommandContext) {
   return defineCommand<CreateArgs>({
     ctx,
@@ -165,11 +192,18 @@ export function poolCreateCommand(ctx: CommandContext) {
           '$0 pool create tenant-a --cidr 10.250.0.0/20 --block-size 28 --namespace-selector team=a --mode Manual',
           'A pool only team=a namespaces may request',
         ),
-    run: (args) =>
-      withConnection(args, ctx.io, async (conn) => {
-        await createPool(conn.ds, poolFromArgs(args));
+    run: (args) => {
+      let pool: IPPool;
+      try {
+        pool = poolFromArgs(args); // before any request
+      } catch (error) {
+        return Promise.resolve(reportFailure(ctx.io.stderr, error));
+      }
+      return withConnection(args, ctx.io, async (conn) => {
+        await createPool(conn.ds, pool);
         println(ctx.io.stdout, `IPPool ${args.name} (${args.cidr}) created.`);
         return EXIT.OK;
-      }),
+      });
+    },
   });
 }
