@@ -18,15 +18,37 @@
 #                                       agent adds blockipam; install-blockipam.sh does its own)
 # Inside `exec`, KUBECONFIG is the admin's (API server at 10.99.0.1:6443), PATH has kubectl and
 # ctr, and CONTAINERD is the node's containerd socket: `ctr --address $CONTAINERD -n k8s.io ...`.
+# Bad arguments (a missing one, an unknown action or daemon) exit 2 with one line naming it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-RUN=$(cd "${1:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart|import-image ...}" && pwd)
-action=${2:?usage: ctl.sh RUN_DIR exec|stop|kill|start|restart|import-image ...}
+usage() {
+  echo "ctl.sh: $1" >&2
+  echo "usage: ctl.sh RUN_DIR exec|stop|kill|start|restart|import-image|cni-plugins [NS|DAEMON|ARCHIVE] ..." >&2
+  exit 2
+}
+[ $# -ge 1 ] || usage "name the run directory"
+[ -d "$1" ] || usage "no run directory $1"
+RUN=$(cd "$1" && pwd)
+[ $# -ge 2 ] || usage "name an action"
+action=$2
+case $action in
+  exec | stop | kill | start | restart | import-image | cni-plugins) ;;
+  *) usage "unknown action $action" ;;
+esac
 [ "$action" = cni-plugins ] && set -- "$1" "$2" all
-target=${3:?ctl.sh: name a namespace, a daemon or an image archive}
+[ $# -ge 3 ] || usage "$action needs a namespace, a daemon or an image archive"
+target=$3
 shift 3
 # shellcheck source=lib.sh
 source "$here/lib.sh"
+case $action in
+  stop | kill | start | restart)
+    # A daemon is one that up.sh or node.sh spawned (its command is in cmds/): anything else is
+    # a typo, not a stopped daemon.
+    [ -f "$RUN/cmds/$target" ] ||
+      usage "no daemon $target in $RUN (daemons: $(ls "$RUN/cmds" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'))"
+    ;;
+esac
 case $action in
   exec)
     # shellcheck disable=SC1091
@@ -58,12 +80,10 @@ case $action in
   stop) stop "$target" 10 ;;
   kill) pid=$(recorded "$target") && kill -KILL "$pid" && wait_until 10 sh -c "! kill -0 $pid" ;;
   start | restart)
-    [ -f "$RUN/cmds/$target" ] || { echo "ctl.sh: no daemon $target in $RUN" >&2; exit 2; }
     [ "$action" = start ] || stop "$target" 10
     if recorded "$target" >/dev/null; then echo "ctl.sh: $target is running" >&2; exit 1; fi
     # shellcheck disable=SC1090
     source "$RUN/cmds/$target"
     spawn "$target" "$NS" "${CMD[@]}"
     ;;
-  *) echo "ctl.sh: unknown action $action" >&2; exit 2 ;;
 esac

@@ -19,16 +19,22 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 nodes=3 owner=""
+# Bad arguments exit 2 with one line naming the problem and the usage line.
+usage() {
+  echo "up.sh: $1" >&2
+  echo "usage: up.sh [--nodes N] [--owner-pid PID]" >&2
+  exit 2
+}
 while [ $# -gt 0 ]; do
   case $1 in
-    --nodes) nodes=${2:?"up.sh: --nodes needs a number"}; shift 2 ;;
-    --owner-pid) owner=${2:?"up.sh: --owner-pid needs a PID"}; shift 2 ;;
-    *) echo "up.sh: unknown argument $1" >&2; exit 2 ;;
+    --nodes) [ $# -ge 2 ] || usage "--nodes needs a number"; nodes=$2; shift 2 ;;
+    --owner-pid) [ $# -ge 2 ] || usage "--owner-pid needs a PID"; owner=$2; shift 2 ;;
+    *) usage "unknown argument $1" ;;
   esac
 done
-[[ $nodes =~ ^[1-9][0-9]?$ ]] || { echo "up.sh: --nodes must be 1-99, got $nodes" >&2; exit 2; }
+[[ $nodes =~ ^[1-9][0-9]?$ ]] || usage "--nodes must be 1-99, got '$nodes'"
 [ -z "$owner" ] || { [[ $owner =~ ^[1-9][0-9]*$ ]] && kill -0 "$owner" 2>/dev/null; } ||
-  { echo "up.sh: --owner-pid must be the PID of a live process, got $owner" >&2; exit 2; }
+  usage "--owner-pid must be the PID of a live process, got '$owner'"
 [ "$(id -u)" = 0 ] || { echo "up.sh: run as root (namespaces, cgroups)" >&2; exit 1; }
 
 # Build first (it may wait for another run's build): nothing is started yet.
