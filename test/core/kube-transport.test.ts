@@ -22,6 +22,9 @@ import { errorFor, isKubeconfigError, KubeTransport } from 'blockipam/core/kube'
 import { inClusterConfig, loadKubeconfig } from 'blockipam/core/kubeconfig';
 
 const dir = mkdtempSync(join(tmpdir(), 'blockipam-kubeconfig-'));
+// Removed at exit whatever the outcome (a failed assertion or hook included): the key material
+// in it was left in /tmp by every run (test/helpers/tmp-leftovers.test.ts checks).
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 // For the timeout cases: requests must fail with Unavailable within about timeoutMs; the bound
 // is generous (a behaviour bound, not a benchmark) but far below "never".
 const TIMEOUT_MS = 300;
