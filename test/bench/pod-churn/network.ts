@@ -91,7 +91,15 @@ export interface Agents {
   stop(): Promise<void>;
 }
 
-/** Starts one agent per node writing its node cache file; resolves when every file exists. */
+/** Exit codes of a process ended by a signal, as a shell reports them (128 + signal number). */
+const SIGNAL_EXIT: Readonly<Record<'SIGTERM' | 'SIGINT', number>> = { SIGTERM: 143, SIGINT: 130 };
+
+/**
+ * Starts one agent per node writing its node cache file; resolves when every file exists.
+ * Until `stop()`, SIGTERM and SIGINT make this process exit (143 / 130) instead of dying at once
+ * — Node's default skips every `finally` and exit handler, which left the agents (host
+ * processes) running against a torn-down cluster — and any exit SIGTERMs the agents still running.
+ */
 export async function startAgents(c: Cluster, repoRoot: string, timeoutMs = 120_000): Promise<Agents> {
   const children: ChildProcess[] = c.nodes.map((node) =>
     spawn(
@@ -115,17 +123,28 @@ export async function startAgents(c: Cluster, repoRoot: string, timeoutMs = 120_
       { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_NAME: '' } },
     ),
   );
+  const running = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
+  const onExit = (): void => {
+    for (const child of children) if (running(child)) child.kill('SIGTERM');
+  };
+  const onSignal = (signal: 'SIGTERM' | 'SIGINT'): void => process.exit(SIGNAL_EXIT[signal]);
+  process.on('exit', onExit);
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
   const stop = async (): Promise<void> => {
     await Promise.all(
       children.map(
         (child) =>
           new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            if (!running(child)) return resolve();
             child.once('exit', () => resolve());
             child.kill('SIGTERM');
           }),
       ),
     );
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    process.off('exit', onExit);
   };
   const deadline = Date.now() + timeoutMs;
   while (!c.nodes.every((node) => existsSync(nodeCacheFile(c, node)))) {
