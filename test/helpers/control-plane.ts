@@ -109,6 +109,21 @@ export function controlPlane(): ControlPlane {
   return (cached = plane);
 }
 
+/**
+ * Makes `env` (a control plane's CP_* variables, e.g. {@link StartedControlPlane.env}) the one
+ * {@link controlPlane} returns in this process, and puts it in process.env for child processes.
+ * For a test file that needs a control plane of its own (test/helpers/private-control-plane.ts).
+ * @throws Error when this process already used another control plane (its helpers would mix the two)
+ */
+export function useControlPlane(env: Readonly<Record<string, string>>): ControlPlane {
+  const plane = fromEnv(env);
+  if (!plane) throw new Error('useControlPlane: env lacks CP_API_URL');
+  if (cached && cached.apiUrl !== plane.apiUrl)
+    throw new Error(`useControlPlane: this process already uses the control plane at ${cached.apiUrl}`);
+  Object.assign(process.env, env);
+  return (cached = plane);
+}
+
 /** Result of a kubectl run. */
 export interface KubectlResult {
   readonly status: number;
