@@ -1,10 +1,14 @@
 /**
- * Install mode on the real API server: the plugin executable, the conflist and the plugin's
- * kubeconfig land with their modes; the kubeconfig's token is a TokenRequest token bound to the
- * agent's pod (a Pod object this test creates), is refreshed on schedule, and dies with the pod.
+ * Install mode on the real API server: the plugin executable (the real Bun-compiled plugin,
+ * scripts/build-plugin.ts), the conflist and the plugin's kubeconfig land with their modes; the
+ * installed executable runs (VERSION), and an ADD and a DEL through the written conflist and
+ * kubeconfig allocate and release an address as the plugin's ServiceAccount; the kubeconfig's
+ * token is a TokenRequest token bound to the agent's pod (a Pod object this test creates), is
+ * refreshed on schedule, and dies with the pod.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -13,14 +17,18 @@ import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { spawnSync } from 'node:child_process';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { installCrds } from '../helpers/crds.ts';
+import { ensurePlugin, runPlugin, type PluginRun } from '../plugin/helpers/plugin-exe.ts';
 import { AGENT_MAIN, applyNode, eventually, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
 
 const NS = 'install-ns';
 const SA = 'blockipam-plugin';
 const NODE = 'in-1';
+const POOL = 'install-pool';
 let podUID: string;
 let dir: string;
+/** The real plugin executable the agent installs. */
+let pluginSource: string;
 let agent: AgentProcess | undefined;
 
 function apply(object: unknown): void {
@@ -61,14 +69,50 @@ describe('agent install mode', () => {
     });
     podUID = kubectl(['get', 'pod', 'agent-pod', '-n', NS, '-o', 'jsonpath={.metadata.uid}']).stdout;
     assert.match(podUID, /^[0-9a-f-]{36}$/);
+    // The plugin's own role, as the chart and test/cluster/install-blockipam.sh give it.
+    apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'install-test-plugin' },
+      rules: [
+        {
+          apiGroups: ['ipam.blockipam.io'],
+          resources: ['ipamblocks'],
+          verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+        },
+        {
+          apiGroups: ['ipam.blockipam.io'],
+          resources: ['ippools', 'ipamconfigs', 'ipreservations'],
+          verbs: ['get', 'list', 'watch'],
+        },
+        { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes'], verbs: ['get', 'list', 'watch'] },
+      ],
+    });
+    apply({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'install-test-plugin' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'install-test-plugin' },
+      subjects: [{ kind: 'ServiceAccount', name: SA, namespace: NS }],
+    });
+    apply({
+      apiVersion: 'ipam.blockipam.io/v1alpha1',
+      kind: 'IPPool',
+      metadata: { name: POOL },
+      spec: { cidr: '10.231.0.0/24', blockSize: 28 },
+    });
     dir = mkdtempSync(join(tmpdir(), 'install-'));
-    writeFileSync(join(dir, 'plugin-source'), '#!/bin/sh\necho fake plugin\n');
+    pluginSource = ensurePlugin();
   });
   after(async () => {
     await agent?.kill();
     kubectl(['delete', 'namespace', NS, '--wait=false']);
     kubectl(['delete', 'pod', '--all', '-n', NS, '--grace-period=0', '--force']);
     kubectl(['delete', 'node', NODE]);
+    kubectl(['delete', 'ipamblocks', '-l', `blockipam.io/node=${NODE}`, '--wait=false']);
+    kubectl(['delete', 'ippool', POOL, '--ignore-not-found']);
+    kubectl(['delete', 'clusterrolebinding,clusterrole', 'install-test-plugin', '--ignore-not-found']);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   const installArgs = (): string[] => [
@@ -77,7 +121,7 @@ describe('agent install mode', () => {
     '--cni-conf-dir',
     join(dir, 'net.d'),
     '--plugin-binary',
-    join(dir, 'plugin-source'),
+    pluginSource,
     '--plugin-kubeconfig',
     join(dir, 'net.d', 'blockipam-kubeconfig'),
     '--service-account',
@@ -107,7 +151,7 @@ describe('agent install mode', () => {
     );
     assert.equal(r.status, 0, r.stderr);
     const bin = join(dir, 'bin', 'blockipam');
-    assert.equal(readFileSync(bin, 'utf8'), readFileSync(join(dir, 'plugin-source'), 'utf8'));
+    assert.equal(sha256(bin), sha256(pluginSource), 'the real plugin, byte for byte');
     assert.equal(statSync(bin).mode & 0o777, 0o755);
     const conflist = join(dir, 'net.d', '10-blockipam.conflist');
     assert.equal(statSync(conflist).mode & 0o777, 0o644);
@@ -129,6 +173,54 @@ describe('agent install mode', () => {
       ipam: { type: 'blockipam', kubeconfig: join(dir, 'net.d', 'blockipam-kubeconfig'), nodeName: NODE },
     });
     assert.equal(statSync(join(dir, 'net.d', 'blockipam-kubeconfig')).mode & 0o777, 0o600);
+  });
+
+  test('the installed plugin runs: VERSION, then ADD and DEL through the written conflist and kubeconfig', async () => {
+    const bin = join(dir, 'bin', 'blockipam');
+    const version = await runInstalled(bin, { CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.1.0"}');
+    assert.equal(version.status, 0, version.stderr);
+    assert.ok(
+      (JSON.parse(version.stdout) as { supportedVersions: string[] }).supportedVersions.includes('1.1.0'),
+      version.stdout,
+    );
+    // The runtime's view of the conflist: each plugin gets name + cniVersion + its own entry;
+    // ptp hands that same document to its IPAM plugin, which is what runs here. Only the host
+    // paths the plugin would write (cacheDir, its lock file) and read (the node cache) point
+    // into the test's directory.
+    const doc = JSON.parse(readFileSync(join(dir, 'net.d', '10-blockipam.conflist'), 'utf8')) as {
+      cniVersion: string;
+      name: string;
+      plugins: { ipam: Record<string, unknown> }[];
+    };
+    const ptp = doc.plugins[0] as { ipam: Record<string, unknown> };
+    const conf = JSON.stringify({
+      cniVersion: doc.cniVersion,
+      name: doc.name,
+      ...ptp,
+      ipam: {
+        ...ptp.ipam,
+        ipv4Pools: [POOL],
+        cacheDir: join(dir, 'cache'),
+        nodeCacheFile: join(dir, 'no-node-cache.json'),
+      },
+    });
+    const rt = { CNI_CONTAINERID: 'install-c1', CNI_NETNS: '/proc/self/ns/net', CNI_IFNAME: 'eth0' };
+    const add = await runInstalled(bin, { ...rt, CNI_COMMAND: 'ADD' }, conf);
+    assert.equal(add.status, 0, add.stdout + add.stderr);
+    const address = (JSON.parse(add.stdout) as { ips: { address: string }[] }).ips[0]?.address ?? '';
+    assert.match(address, /^10\.231\.0\.\d+\/28$/);
+    const held = (): string[] =>
+      (
+        JSON.parse(
+          kubectl(['get', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`, '-o', 'json']).stdout,
+        ) as {
+          items: { spec: { allocations: Record<string, { handle: string }> } }[];
+        }
+      ).items.flatMap((b) => Object.values(b.spec.allocations).map((a) => a.handle));
+    assert.deepEqual(held(), [`${doc.name}.install-c1.eth0`]);
+    const del = await runInstalled(bin, { ...rt, CNI_COMMAND: 'DEL' }, conf);
+    assert.equal(del.status, 0, del.stdout + del.stderr);
+    assert.deepEqual(held(), []);
   });
 
   test('the token is bound to the agent pod, refreshed on schedule, and refused once the pod is gone', async () => {
@@ -160,6 +252,14 @@ describe('agent install mode', () => {
       }
     });
   });
+
+  function sha256(path: string): string {
+    return createHash('sha256').update(readFileSync(path)).digest('hex');
+  }
+
+  /** Runs the installed executable as a runtime does: CNI_* env (PATH and CNI_PATH besides), conf on stdin. */
+  const runInstalled = (bin: string, env: Record<string, string>, stdin: string): Promise<PluginRun> =>
+    runPlugin({ CNI_PATH: join(dir, 'bin'), ...env }, stdin, bin);
 
   function startAgentWithPod(): AgentProcess {
     return startAgent(

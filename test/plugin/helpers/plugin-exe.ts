@@ -45,16 +45,20 @@ export interface PluginRun {
   readonly json?: Record<string, unknown>;
 }
 
-/** Runs the executable once with exactly `env` (plus PATH) and `stdin`. */
+/**
+ * Runs the executable once with exactly `env` (plus PATH) and `stdin`.
+ * @param exe another copy of it (e.g. one an installer put in place); default {@link ensurePlugin}'s
+ */
 export function runPlugin(
   env: Readonly<Record<string, string | undefined>>,
   stdin: string,
+  exe?: string,
 ): Promise<PluginRun> {
   return new Promise((resolve, reject) => {
     const clean = Object.fromEntries(
       Object.entries({ PATH: process.env.PATH, ...env }).filter(([, v]) => v !== undefined),
     ) as Record<string, string>;
-    const child = spawn(ensurePlugin(), [], { env: clean, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(exe ?? ensurePlugin(), [], { env: clean, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
