@@ -5,7 +5,7 @@
  * annotations, their namespaces, the node's labels), rewritten on every change, mode 0644.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -21,6 +21,7 @@ const NODE = 'nc-1';
 let ds: KubeDatastore;
 let agent: AgentProcess;
 let file: string;
+let dir: string;
 let clusterUID: string;
 
 function apply(object: unknown): void {
@@ -69,7 +70,8 @@ describe('agent node cache', () => {
     });
     await ds.pools.create({ metadata: { name: 'v4' }, spec: { cidr: '10.60.0.0/16' } });
     await ds.configs.create({ metadata: { name: 'default' }, spec: { minFreeAddressesPerNode: 4 } });
-    file = join(mkdtempSync(join(tmpdir(), 'node-cache-')), 'run', 'node-cache.json');
+    dir = mkdtempSync(join(tmpdir(), 'node-cache-'));
+    file = join(dir, 'run', 'node-cache.json');
     agent = startAgent(NODE, ['--node-cache-file', file]);
   });
   after(async () => {
@@ -79,6 +81,7 @@ describe('agent node cache', () => {
     for (const kind of ['ipamblocks', 'ippools', 'ipamconfigs']) kubectl(['delete', kind, '--all']);
     kubectl(['delete', 'node', NODE]);
     ds.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   test('matches the API: blocks with resourceVersions, pools, config, pods, namespaces, node labels', async () => {

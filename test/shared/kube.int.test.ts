@@ -3,7 +3,7 @@
  * server override, and a watch that follows changes and restarts after errors.
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -55,6 +55,7 @@ describe('shared kube connection', () => {
       assert.ok(Array.isArray(await conn.datastore.blocks.list()));
     } finally {
       conn.close();
+      rmSync(dir, { recursive: true, force: true }); // it holds the admin token
     }
   });
 
