@@ -4,14 +4,15 @@
  * kube-system namespace UID) and the list resourceVersion of every kind it read.
  */
 import { readFile, writeFile } from 'node:fs/promises';
+import { Ajv } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ClusterIdentity } from '../connect.ts';
 import { CliError } from '../io.ts';
 import type { AuditConfirmation, AuditCounts, AuditResult } from './audit.ts';
-import { PROBLEM_KINDS } from './problems.ts';
 import type { LeakedAllocation, Problem } from './problems.ts';
+import { REPORT_KIND, REPORT_VERSION, reportSchema } from './report-schema.ts';
 
-export const REPORT_KIND = 'IpamctlCheckReport';
-export const REPORT_VERSION = 1;
+export { REPORT_KIND, REPORT_VERSION } from './report-schema.ts';
 
 /** The report document. */
 export interface Report {
@@ -62,9 +63,41 @@ export async function writeReport(path: string, report: Report): Promise<void> {
   }
 }
 
+let validator: ValidateFunction<Report> | undefined;
+
+/** The compiled schema (compiled on first use: only `release --from-report` reads reports). */
+function validateReport(): ValidateFunction<Report> {
+  return (validator ??= new Ajv({ strict: true, allErrors: false }).compile<Report>(reportSchema));
+}
+
+/** The operator's sentence for the first schema failure (`leaked entry 2: ordinal must be integer`). */
+function problemOf(error: ErrorObject | undefined, doc: unknown): string {
+  if (!error) return 'invalid';
+  const path = error.instancePath.split('/').slice(1);
+  const field =
+    typeof doc === 'object' && doc !== null ? (doc as Record<string, unknown>)[path[0] ?? ''] : undefined;
+  if (path.length === 0) {
+    if (error.keyword === 'type') return 'not a JSON object';
+    return `no ${String((error.params as { missingProperty?: string }).missingProperty)}`;
+  }
+  if (path[0] === 'kind') return `kind is ${JSON.stringify(field)}, want ${REPORT_KIND}`;
+  if (path[0] === 'version')
+    return `version ${JSON.stringify(field)} is not supported (want ${REPORT_VERSION})`;
+  if (path[0] === 'leaked' && path[1] !== undefined) {
+    const entry = `leaked entry ${Number(path[1]) + 1}`;
+    if (path.length === 2)
+      return error.keyword === 'type'
+        ? `${entry} is not an object`
+        : `${entry} ${JSON.stringify((field as unknown[])[Number(path[1])]).slice(0, 200)} lacks ${String((error.params as { missingProperty?: string }).missingProperty)}`;
+    return `${entry}: ${path.slice(2).join('.')} ${error.message ?? 'is invalid'}`;
+  }
+  return `${path.join('.')} ${error.message ?? 'is invalid'}`;
+}
+
 /**
- * Reads and shape-checks a report (the fields release relies on).
- * @throws CliError naming the file and what is wrong
+ * Reads and checks a report against {@link reportSchema} (the fields release relies on).
+ * @throws CliError naming the file and the first thing wrong, e.g. `kind is "Something"`,
+ *   `leaked entry 1 is not an object`, `leaked entry 2: ordinal must be integer`
  */
 export async function readReport(path: string): Promise<Report> {
   let doc: unknown;
@@ -73,31 +106,8 @@ export async function readReport(path: string): Promise<Report> {
   } catch (error) {
     throw new CliError(`cannot read the report ${path}: ${(error as Error).message}`);
   }
-  const bad = (what: string): CliError => new CliError(`${path} is not an ipamctl check report: ${what}`);
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad('not a JSON object');
-  const report = doc as Partial<Report>;
-  if (report.kind !== REPORT_KIND) throw bad(`kind is ${JSON.stringify(report.kind)}, want ${REPORT_KIND}`);
-  if (report.version !== REPORT_VERSION)
-    throw bad(`version ${JSON.stringify(report.version)} is not supported (want ${REPORT_VERSION})`);
-  if (typeof report.cluster?.kubeSystemUID !== 'string' || report.cluster.kubeSystemUID === '')
-    throw bad('no cluster.kubeSystemUID');
-  if (!Array.isArray(report.leaked)) throw bad('no leaked list');
-  for (const [i, entry] of (report.leaked as unknown[]).entries()) {
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry))
-      throw bad(`leaked entry ${i + 1} is not an object`);
-    const leak = entry as Partial<LeakedAllocation>;
-    const ok =
-      typeof leak.address === 'string' &&
-      typeof leak.block === 'string' &&
-      Number.isInteger(leak.ordinal) &&
-      typeof leak.handle === 'string' &&
-      Number.isInteger(leak.sequence) &&
-      typeof leak.reason === 'string' &&
-      leak.reason in PROBLEM_KINDS;
-    if (!ok)
-      throw bad(
-        `leaked entry ${i + 1} ${JSON.stringify(leak).slice(0, 200)} lacks address, block, ordinal, handle, sequence or reason`,
-      );
-  }
-  return report as Report;
+  const validate = validateReport();
+  if (!validate(doc))
+    throw new CliError(`${path} is not an ipamctl check report: ${problemOf(validate.errors?.[0], doc)}`);
+  return doc;
 }
