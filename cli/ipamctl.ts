@@ -12,6 +12,8 @@ import { poolCommand } from './commands/pool.ts';
 import { configCommand } from './commands/config.ts';
 import { integerFlag } from './command.ts';
 import type { CommandContext, CommandFactory, GlobalFlags } from './command.ts';
+import { commandName } from './commands/group.ts';
+import type { GroupModule } from './commands/group.ts';
 import { DEFAULT_REQUEST_TIMEOUT_S, MAX_REQUEST_TIMEOUT_S } from './connect.ts';
 import { reportFailure } from './errors.ts';
 import { EXIT, println } from './io.ts';
@@ -55,19 +57,23 @@ function parser(ctx: CommandContext): Argv<GlobalFlags> {
     .exitProcess(false);
 }
 
-/** The command tree, for the help hint of a usage error. */
-const COMMAND_TREE: Readonly<Record<string, readonly string[]>> = {
-  check: [],
-  show: [],
-  release: [],
-  pool: ['create', 'list', 'disable', 'enable', 'delete'],
-  config: ['get', 'set'],
-};
+/**
+ * The command tree (name → subcommand names), for the help hint of a usage error — read from the
+ * registered command modules, so it cannot drift from what yargs parses.
+ */
+function commandTree(ctx: CommandContext): ReadonlyMap<string, readonly string[]> {
+  return new Map(
+    COMMANDS.map((factory) => {
+      const module = factory(ctx);
+      return [commandName(module), 'subcommands' in module ? (module as GroupModule).subcommands : []];
+    }),
+  );
+}
 /** Global flags that take a value as the next word. */
 const VALUE_FLAGS = new Set(['--kubeconfig', '--context', '--request-timeout']);
 
 /** The longest real command the words of `argv` name ("pool create", "pool", or ''). */
-function knownCommand(argv: readonly string[]): string {
+function knownCommand(argv: readonly string[], tree: ReadonlyMap<string, readonly string[]>): string {
   const words: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
@@ -75,7 +81,7 @@ function knownCommand(argv: readonly string[]): string {
     else if (!arg.startsWith('-')) words.push(arg);
   }
   const [top, sub] = words;
-  const subs = top !== undefined ? COMMAND_TREE[top] : undefined;
+  const subs = top !== undefined ? tree.get(top) : undefined;
   if (top === undefined || !subs) return '';
   return sub !== undefined && subs.includes(sub) ? `${top} ${sub}` : top;
 }
@@ -94,7 +100,7 @@ export async function run(io: Io): Promise<ExitCode> {
     output = text;
   });
   if (failure) {
-    const command = knownCommand(io.argv);
+    const command = knownCommand(io.argv, commandTree(ctx));
     println(io.stderr, `ipamctl: ${failure.message}`);
     println(io.stderr, `Run "ipamctl ${command ? `${command} ` : ''}--help" for usage.`);
     return EXIT.ERROR;

@@ -1,7 +1,7 @@
 /**
  * The JSON Schema of what `release --from-report` relies on in a report (docs/design-cli.md
  * §Report format, §Release safety), validated with ajv — the one JSON Schema library of the
- * project (CONVENTIONS §10). Other fields (problems, counts, …) are informational and not
+ * project (the plugin's netconf uses it too). Other fields (problems, counts, …) are informational and not
  * checked. The checks run in this order, so the first message is the most telling one: a JSON
  * object, `kind`, `version`, `cluster.kubeSystemUID`, then each `leaked` entry.
  */

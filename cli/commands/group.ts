@@ -5,15 +5,25 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { CommandContext, CommandFactory, GlobalFlags } from '../command.ts';
 
+/** A group's module, with the names of its subcommands (the usage-error hint reads them). */
+export type GroupModule = CommandModule<GlobalFlags, never> & { readonly subcommands: readonly string[] };
+
+/** The name a command module is typed as: the first word of its `command` ("create <name>" → "create"). */
+export function commandName(module: CommandModule<GlobalFlags, never>): string {
+  const command: unknown = Array.isArray(module.command) ? (module.command as unknown[])[0] : module.command;
+  return typeof command === 'string' ? (command.split(' ')[0] ?? '') : '';
+}
+
 /** Builds a group whose subcommands come from `factories`. */
 export function defineGroup(
   ctx: CommandContext,
   name: string,
   describe: string,
   factories: readonly CommandFactory[],
-): CommandModule<GlobalFlags, never> {
+): GroupModule {
   return {
     command: `${name} <command>`,
+    subcommands: factories.map((f) => commandName(f(ctx))),
     describe,
     builder: ((y: Argv<GlobalFlags>) =>
       factories

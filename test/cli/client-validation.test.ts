@@ -107,3 +107,19 @@ describe('ipamctl: input checked before any request (exit 2, the field named)', 
     assert.doesNotMatch(out.stderr, /server/);
   });
 });
+
+describe('ipamctl: a usage error names the deepest real command typed (read from the command modules)', () => {
+  const cases: [string[], string][] = [
+    [['pool', 'frobnicate'], 'ipamctl pool --help'],
+    [['pool', 'create', 'x', '--bogus'], 'ipamctl pool create --help'],
+    [['config', 'set'], 'ipamctl config set --help'],
+    [['--context', 'x', 'show', '--bogus'], 'ipamctl show --help'],
+    [['frobnicate'], 'ipamctl --help'],
+  ];
+  for (const [args, hint] of cases)
+    test(`${args.join(' ')} → "${hint}"`, async () => {
+      const out = await ipamctl(args);
+      assert.equal(out.code, 2);
+      assert.match(out.stderr, new RegExp(`Run "${hint.replaceAll('-', '\\-')}" for usage\\.`));
+    });
+});
