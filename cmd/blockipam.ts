@@ -17,6 +17,11 @@ if ('help' in resolution) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
+if ('version' in resolution) {
+  const { versionLine } = await import('./version.ts');
+  process.stdout.write(versionLine(resolution.version));
+  process.exit(0);
+}
 if ('error' in resolution) {
   process.stderr.write(`${resolution.error}\n${USAGE}`);
   process.exit(EXIT_USAGE);

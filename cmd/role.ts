@@ -47,8 +47,25 @@ export type Resolution =
   | { readonly role: Role; readonly args: readonly string[] }
   /** `blockipam --help`: print USAGE, exit 0 */
   | { readonly help: true }
+  /** `<role> --version` (the only argument), any role: print `<name> <version>` (cmd/version.ts), exit 0 */
+  | { readonly version: string }
   /** a bad name or subcommand: print `error` and USAGE, exit EXIT_USAGE */
   | { readonly error: string };
+
+/** The name each role answers `--version` with (its invocation name). */
+export const ROLE_DISPLAY_NAMES: Readonly<Record<Role, string>> = {
+  plugin: 'blockipam',
+  ipamctl: 'ipamctl',
+  agent: 'blockipam-agent',
+  controller: 'blockipam-controller',
+};
+
+/** `--version` as the only argument of a role: every role answers it the same way. */
+function asked(role: Role, args: readonly string[]): Resolution {
+  return args.length === 1 && args[0] === '--version'
+    ? { version: ROLE_DISPLAY_NAMES[role] }
+    : { role, args };
+}
 
 /** Last path component of `name` (argv0 may be a path: /opt/cni/bin/blockipam, ./ipamctl). */
 function baseName(name: string): string {
@@ -58,8 +75,8 @@ function baseName(name: string): string {
 /**
  * @param argv0 the invoked name (process.argv0)
  * @param args the arguments after it (process.argv.slice(2))
- * @returns the role and its arguments, the help request, or an error text naming the bad name or
- *   subcommand
+ * @returns the role and its arguments, the help request, the version request (with the role's
+ *   name), or an error text naming the bad name or subcommand
  */
 export function resolveRole(argv0: string, args: readonly string[]): Resolution {
   const name = baseName(argv0);
@@ -68,11 +85,12 @@ export function resolveRole(argv0: string, args: readonly string[]): Resolution 
     return {
       error: `blockipam: unknown role "${name}" (invoked as ${argv0}): link or copy the executable as one of ${Object.keys(ROLE_NAMES).join(', ')}`,
     };
-  if (role !== 'plugin') return { role, args };
+  if (role !== 'plugin') return asked(role, args);
   const first = args[0];
   if (first === undefined) return { role, args };
   const sub = Object.hasOwn(ROLE_SUBCOMMANDS, first) ? ROLE_SUBCOMMANDS[first] : undefined;
-  if (sub !== undefined) return { role: sub, args: args.slice(1) };
+  if (sub !== undefined) return asked(sub, args.slice(1));
+  if (first === '--version') return { version: ROLE_DISPLAY_NAMES.plugin };
   if (first === '--help' || first === '-h' || first === 'help') return { help: true };
   return {
     error: `blockipam: unknown subcommand "${first}": one of ${Object.keys(ROLE_SUBCOMMANDS).join(', ')} (the plugin itself takes no arguments)`,

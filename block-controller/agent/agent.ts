@@ -167,6 +167,7 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
       ...(options.mtu !== undefined ? { mtu: options.mtu } : {}),
       portmap: options.portmap,
       nodeName: options.nodeName,
+      assignIPv4: options.assignIpv4,
       assignIPv6: options.assignIpv6,
       ...(options.nodeCacheFile !== DEFAULT_NODE_CACHE_FILE && options.nodeCacheFile !== ''
         ? { nodeCacheFile: options.nodeCacheFile }

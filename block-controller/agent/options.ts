@@ -10,8 +10,11 @@ import { LOG_LEVELS } from '../shared/index.ts';
 import type { LogLevel } from '../shared/index.ts';
 
 export interface AgentOptions {
-  /** `help`: --help was asked for and printed (stdout); the caller exits 0. */
-  readonly command: 'run' | 'install' | 'help';
+  /**
+   * `help`: --help was asked for and printed (stdout); `version`: --version was asked for
+   * (the caller prints cmd/version.ts's line). The caller exits 0 for both.
+   */
+  readonly command: 'run' | 'install' | 'help' | 'version';
   readonly nodeName: string;
   readonly kubeconfig?: string;
   readonly context?: string;
@@ -37,6 +40,8 @@ export interface AgentOptions {
   readonly cniVersion: string;
   readonly mtu?: number;
   readonly portmap: boolean;
+  /** Families of the pods' addresses (the conflist's assignIPv4 / assignIPv6); not both false. */
+  readonly assignIpv4: boolean;
   readonly assignIpv6: boolean;
   readonly pluginKubeconfig: string;
   readonly pluginApiServer?: string;
@@ -48,6 +53,9 @@ export interface AgentOptions {
   readonly tokenExpirationSeconds: number;
   readonly tokenRefreshSeconds?: number;
 }
+
+/** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
+export const MAX_PORT = 65_535;
 
 /** `--plugin-binary self`: copy the running executable (the image's multi-call blockipam). */
 export const PLUGIN_BINARY_SELF = 'self';
@@ -73,9 +81,11 @@ export async function parseOptions(
   const parsed = await yargs([...argv])
     .scriptName('blockipam-agent')
     .env('BLOCKIPAM_AGENT')
+    .version(false) // before .options: our own --version (cmd/version.ts's one form for every role)
     .command(['run', '$0'], 'run the node agent')
     .command('install', 'install the CNI plugin, its kubeconfig and the conflist once, then exit')
     .options({
+      version: { type: 'boolean', describe: 'Print "blockipam-agent <version>" and exit' },
       'node-name': { type: 'string', default: env.NODE_NAME, describe: 'This node (default $NODE_NAME)' },
       kubeconfig: { type: 'string', describe: 'Kubeconfig file (default: the pod service account)' },
       context: { type: 'string', describe: 'Kubeconfig context' },
@@ -116,7 +126,12 @@ export async function parseOptions(
       'cni-version': { type: 'string', default: '1.1.0' },
       mtu: { type: 'number', describe: 'Pod interface MTU (default: ptp’s)' },
       portmap: { type: 'boolean', default: true, describe: 'Chain portmap (hostPort)' },
-      'assign-ipv6': { type: 'boolean', default: false },
+      'assign-ipv4': {
+        type: 'boolean',
+        default: true,
+        describe: 'Pods get an IPv4 address (--assign-ipv4=false with --assign-ipv6: IPv6-only)',
+      },
+      'assign-ipv6': { type: 'boolean', default: false, describe: 'Pods get an IPv6 address' },
       'plugin-kubeconfig': { type: 'string', default: '/etc/cni/net.d/blockipam-kubeconfig' },
       'plugin-api-server': {
         type: 'string',
@@ -146,10 +161,16 @@ export async function parseOptions(
       },
     })
     .check((a) => {
-      if (a.help) return true; // printed by yargs; nothing else is required then
+      if (a.help || a.version) return true; // nothing else is required then
       if (!a['node-name']) throw new Error('--node-name (or $NODE_NAME) is required');
-      for (const key of ['metrics-port', 'upkeep-seconds', 'token-expiration-seconds'] as const)
-        if (!Number.isFinite(a[key]) || a[key] < 0) throw new Error(`--${key} must be a number >= 0`);
+      const port = a['metrics-port'];
+      if (!(Number.isInteger(port) && port >= 0 && port <= MAX_PORT))
+        throw new Error(`--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${port}`);
+      for (const key of ['upkeep-seconds', 'token-expiration-seconds'] as const)
+        if (!Number.isFinite(a[key]) || a[key] < 0)
+          throw new Error(`--${key} must be a number >= 0, not ${a[key]}`);
+      if (!a['assign-ipv4'] && !a['assign-ipv6'])
+        throw new Error('--assign-ipv4=false needs --assign-ipv6 (pods would get no address)');
       if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576))
         throw new Error('--mtu must be an integer >= 576');
       if ((a['install-cni'] || a._[0] === 'install') && (!a['service-account'] || !a.namespace))
@@ -166,7 +187,6 @@ export async function parseOptions(
     })
     .strict()
     .help()
-    .version(false)
     .exitProcess(false)
     .fail((message, error) => {
       throw error ?? new Error(message);
@@ -174,7 +194,13 @@ export async function parseOptions(
     .parseAsync();
   const opt = <T>(value: T | undefined): T | undefined => (value === '' ? undefined : value);
   return {
-    command: parsed.help ? 'help' : parsed._[0] === 'install' ? 'install' : 'run',
+    command: parsed.help
+      ? 'help'
+      : parsed.version
+        ? 'version'
+        : parsed._[0] === 'install'
+          ? 'install'
+          : 'run',
     nodeName: parsed['node-name'] as string,
     kubeconfig: opt(parsed.kubeconfig),
     context: opt(parsed.context),
@@ -196,6 +222,7 @@ export async function parseOptions(
     cniVersion: parsed['cni-version'],
     mtu: parsed.mtu,
     portmap: parsed.portmap,
+    assignIpv4: parsed['assign-ipv4'],
     assignIpv6: parsed['assign-ipv6'],
     pluginKubeconfig: parsed['plugin-kubeconfig'],
     pluginApiServer: opt(parsed['plugin-api-server']),

@@ -6,74 +6,108 @@
  *   --lease-name (blockipam-controller) --lease-duration-seconds (15) --renew-deadline-seconds (10)
  *   --retry-period-seconds (2) --metrics-port (9094, Calico kube-controllers' port) --metrics-host (0.0.0.0)
  *   --resync-seconds (60) --debounce-ms (1000) --events-namespace (default) --log-level (info)
+ * `--help` prints them, `--version` prints `blockipam-controller <version>`; both exit 0.
+ *
+ * A bad start is one line on stderr and exit 2 (a bad command line, unusable credentials) or 1,
+ * as the agent's (../shared/usage.ts).
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { versionLine } from '../../cmd/version.ts';
 import { LOG_LEVELS } from '../shared/index.ts';
+import { exitStartFailure, exitUsage } from '../shared/usage.ts';
 import { runController } from './run.ts';
 
-const argv = await yargs(hideBin(process.argv))
-  .scriptName('blockipam-controller')
-  .strict()
-  .options({
-    kubeconfig: { type: 'string', describe: 'kubeconfig file (default: the pod service account)' },
-    context: { type: 'string', describe: 'kubeconfig context' },
-    'api-server': { type: 'string', describe: 'API server URL override' },
-    identity: { type: 'string', describe: 'leader-election identity, unique per replica' },
-    'lease-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
-    'lease-name': { type: 'string', default: 'blockipam-controller' },
-    'lease-duration-seconds': { type: 'number', default: 15 },
-    'renew-deadline-seconds': { type: 'number', default: 10 },
-    'retry-period-seconds': { type: 'number', default: 2 },
-    'metrics-port': {
-      type: 'number',
-      default: 9094,
-      describe: '/metrics, /healthz, /readyz (0 = any free port)',
-    },
-    'metrics-host': { type: 'string', default: '0.0.0.0' },
-    'resync-seconds': { type: 'number', default: 60, describe: 'a pass at least this often' },
-    'debounce-ms': { type: 'number', default: 1000, describe: 'wait after a watch event before a pass' },
-    'events-namespace': {
-      type: 'string',
-      default: 'default',
-      describe: 'namespace of the Events (only "default" is valid: see the check)',
-    },
-    'log-level': { choices: LOG_LEVELS, default: 'info' as const },
-  })
-  .check((a) => {
-    for (const key of [
-      'lease-duration-seconds',
-      'renew-deadline-seconds',
-      'retry-period-seconds',
-      'resync-seconds',
-    ] as const)
-      if (!(a[key] > 0)) throw new Error(`--${key} must be a positive number of seconds`);
-    // The API server accepts an Event about a cluster-scoped object (IPPool, IPAMBlock, Node:
-    // all of ours) only in namespace "default" (core/v1 event validation: a regarding object
-    // without a namespace requires the Event's namespace to be "default"); elsewhere every
-    // Event is refused with 422, so a wrong value would silently lose them all.
-    if (a['events-namespace'] !== 'default')
-      throw new Error(
-        `--events-namespace must be "default" (got "${a['events-namespace']}"): the API server accepts Events about cluster-scoped objects (IPPool, IPAMBlock, Node) only there`,
-      );
-    return true;
-  })
-  .parse();
+const NAME = 'blockipam-controller';
+/** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
+const MAX_PORT = 65_535;
 
-await runController({
-  ...(argv.kubeconfig === undefined ? {} : { kubeconfig: argv.kubeconfig }),
-  ...(argv.context === undefined ? {} : { context: argv.context }),
-  ...(argv['api-server'] === undefined ? {} : { apiServer: argv['api-server'] }),
-  ...(argv.identity === undefined ? {} : { identity: argv.identity }),
-  leaseNamespace: argv['lease-namespace'],
-  leaseName: argv['lease-name'],
-  leaseDurationSeconds: argv['lease-duration-seconds'],
-  renewDeadlineSeconds: argv['renew-deadline-seconds'],
-  retryPeriodSeconds: argv['retry-period-seconds'],
-  metricsPort: argv['metrics-port'],
-  metricsHost: argv['metrics-host'],
-  resyncSeconds: argv['resync-seconds'],
-  debounceMs: argv['debounce-ms'],
-  eventsNamespace: argv['events-namespace'],
-  logLevel: argv['log-level'],
-});
+let argv;
+try {
+  argv = await yargs(hideBin(process.argv))
+    .scriptName(NAME)
+    .strict()
+    .version(false)
+    .exitProcess(false)
+    .fail((message, error) => {
+      throw error ?? new Error(message);
+    })
+    .options({
+      version: { type: 'boolean', describe: 'Print "blockipam-controller <version>" and exit' },
+      kubeconfig: { type: 'string', describe: 'kubeconfig file (default: the pod service account)' },
+      context: { type: 'string', describe: 'kubeconfig context' },
+      'api-server': { type: 'string', describe: 'API server URL override' },
+      identity: { type: 'string', describe: 'leader-election identity, unique per replica' },
+      'lease-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'kube-system' },
+      'lease-name': { type: 'string', default: 'blockipam-controller' },
+      'lease-duration-seconds': { type: 'number', default: 15 },
+      'renew-deadline-seconds': { type: 'number', default: 10 },
+      'retry-period-seconds': { type: 'number', default: 2 },
+      'metrics-port': {
+        type: 'number',
+        default: 9094,
+        describe: '/metrics, /healthz, /readyz (0 = any free port)',
+      },
+      'metrics-host': { type: 'string', default: '0.0.0.0' },
+      'resync-seconds': { type: 'number', default: 60, describe: 'a pass at least this often' },
+      'debounce-ms': { type: 'number', default: 1000, describe: 'wait after a watch event before a pass' },
+      'events-namespace': {
+        type: 'string',
+        default: 'default',
+        describe: 'namespace of the Events (only "default" is valid: see the check)',
+      },
+      'log-level': { choices: LOG_LEVELS, default: 'info' as const },
+    })
+    .check((a) => {
+      if (a.help || a.version) return true;
+      const port = a['metrics-port'];
+      if (!(Number.isInteger(port) && port >= 0 && port <= MAX_PORT))
+        throw new Error(`--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${port}`);
+      for (const key of [
+        'lease-duration-seconds',
+        'renew-deadline-seconds',
+        'retry-period-seconds',
+        'resync-seconds',
+      ] as const)
+        if (!(a[key] > 0)) throw new Error(`--${key} must be a positive number of seconds`);
+      // The API server accepts an Event about a cluster-scoped object (IPPool, IPAMBlock, Node:
+      // all of ours) only in namespace "default" (core/v1 event validation: a regarding object
+      // without a namespace requires the Event's namespace to be "default"); elsewhere every
+      // Event is refused with 422, so a wrong value would silently lose them all.
+      if (a['events-namespace'] !== 'default')
+        throw new Error(
+          `--events-namespace must be "default" (got "${a['events-namespace']}"): the API server accepts Events about cluster-scoped objects (IPPool, IPAMBlock, Node) only there`,
+        );
+      return true;
+    })
+    .parseAsync();
+} catch (error) {
+  exitUsage(NAME, (error as Error).message);
+}
+if (argv.help) process.exit(0); // yargs printed it
+if (argv.version) {
+  process.stdout.write(versionLine(NAME));
+  process.exit(0);
+}
+
+try {
+  await runController({
+    ...(argv.kubeconfig === undefined ? {} : { kubeconfig: argv.kubeconfig }),
+    ...(argv.context === undefined ? {} : { context: argv.context }),
+    ...(argv['api-server'] === undefined ? {} : { apiServer: argv['api-server'] }),
+    ...(argv.identity === undefined ? {} : { identity: argv.identity }),
+    leaseNamespace: argv['lease-namespace'],
+    leaseName: argv['lease-name'],
+    leaseDurationSeconds: argv['lease-duration-seconds'],
+    renewDeadlineSeconds: argv['renew-deadline-seconds'],
+    retryPeriodSeconds: argv['retry-period-seconds'],
+    metricsPort: argv['metrics-port'],
+    metricsHost: argv['metrics-host'],
+    resyncSeconds: argv['resync-seconds'],
+    debounceMs: argv['debounce-ms'],
+    eventsNamespace: argv['events-namespace'],
+    logLevel: argv['log-level'],
+  });
+} catch (error) {
+  exitStartFailure(NAME, error, argv.kubeconfig !== undefined);
+}

@@ -63,6 +63,43 @@ describe('the multi-call executable', () => {
     });
   }
 
+  test('every role answers --version the same way: "<name> <version>", exit 0', () => {
+    const { version } = JSON.parse(readFileSync(join(multiCallDir, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    for (const [path, args, name] of [
+      [exe, [], 'blockipam'],
+      [exe, ['plugin'], 'blockipam'],
+      [join(multiCallDir, 'ipamctl'), [], 'ipamctl'],
+      [exe, ['ipamctl'], 'ipamctl'],
+      [join(multiCallDir, 'blockipam-agent'), [], 'blockipam-agent'],
+      [exe, ['agent'], 'blockipam-agent'],
+      [join(multiCallDir, 'blockipam-controller'), [], 'blockipam-controller'],
+      [exe, ['controller'], 'blockipam-controller'],
+    ] as const) {
+      const r = run(path, [...args, '--version']);
+      assert.equal(r.status, 0, `${path} ${args.join(' ')}: ${r.stderr}`);
+      assert.equal(r.stdout, `${name} ${version}\n`);
+    }
+  });
+
+  test('the compiled daemons: an unknown flag and a missing kubeconfig are one line and exit 2', () => {
+    for (const [link, extra] of [
+      ['blockipam-agent', ['--node-name', 'n1']],
+      ['blockipam-controller', []],
+    ] as const) {
+      const flag = run(join(multiCallDir, link), [...extra, '--bogus']);
+      assert.equal(flag.status, 2, flag.stderr);
+      assert.equal(flag.stderr, `${link}: Unknown argument: bogus\n`);
+      const creds = run(join(multiCallDir, link), [...extra]);
+      assert.equal(creds.status, 2, creds.stderr);
+      assert.match(
+        creds.stderr,
+        new RegExp(`^${link}: not running in a cluster: .*pass --kubeconfig FILE\\)\n$`),
+      );
+    }
+  });
+
   test('the role follows the invoked name, wherever the symlink is', () => {
     const link = join(dir, 'ipamctl');
     symlinkSync(exe, link);

@@ -45,4 +45,19 @@ describe('multi-call role resolution', () => {
     assert.ok('error' in resolveRole('constructor', []));
     assert.ok('error' in resolveRole('blockipam', ['toString']));
   });
+
+  test('--version alone is answered for every role, by name and by subcommand, with the role’s name', () => {
+    assert.deepEqual(resolveRole('blockipam', ['--version']), { version: 'blockipam' });
+    assert.deepEqual(resolveRole('/usr/local/bin/ipamctl', ['--version']), { version: 'ipamctl' });
+    assert.deepEqual(resolveRole('blockipam-agent', ['--version']), { version: 'blockipam-agent' });
+    assert.deepEqual(resolveRole('blockipam', ['controller', '--version']), {
+      version: 'blockipam-controller',
+    });
+    assert.deepEqual(resolveRole('blockipam', ['plugin', '--version']), { version: 'blockipam' });
+    // not alone: the role's own parser decides (ipamctl check --version is ipamctl's usage error)
+    assert.deepEqual(resolveRole('ipamctl', ['check', '--version']), {
+      role: 'ipamctl',
+      args: ['check', '--version'],
+    });
+  });
 });

@@ -24,18 +24,32 @@ export interface ConflistOptions {
   readonly nodeName?: string;
   /** The node cache file, when not the plugin's default. */
   readonly nodeCacheFile?: string;
-  /** Assign an IPv6 address too (dual-stack). Default false. */
+  /**
+   * The address families every pod gets, as the configured pools' (the chart passes them):
+   * IPv4 only (the default), IPv6 only (`assignIPv4: false, assignIPv6: true`) or both.
+   * Written as the plugin's netconf `ipam.assignIPv4` / `assignIPv6` (defaults true / false there).
+   * @throws Error from conflistFor when both are false (the plugin would refuse every ADD)
+   */
+  readonly assignIPv4?: boolean;
+  /** See assignIPv4. Default false. */
   readonly assignIPv6?: boolean;
 }
 
 export const POD_ANNOTATIONS_CAPABILITY = 'io.kubernetes.cri.pod-annotations';
 
-/** The conflist document. */
+/**
+ * The conflist document.
+ * @throws Error when assignIPv4 and assignIPv6 are both false (no address family)
+ */
 export function conflistFor(options: ConflistOptions): Record<string, unknown> {
+  const ipv4 = options.assignIPv4 ?? true;
+  const ipv6 = options.assignIPv6 ?? false;
+  if (!ipv4 && !ipv6) throw new Error('assignIPv4 and assignIPv6 are both false: pods would get no address');
   const ipam: Record<string, unknown> = { type: 'blockipam', kubeconfig: options.kubeconfig };
   if (options.nodeName !== undefined) ipam.nodeName = options.nodeName;
   if (options.nodeCacheFile !== undefined) ipam.nodeCacheFile = options.nodeCacheFile;
-  if (options.assignIPv6) ipam.assignIPv6 = true;
+  if (!ipv4) ipam.assignIPv4 = false;
+  if (ipv6) ipam.assignIPv6 = true;
   const ptp: Record<string, unknown> = {
     type: 'ptp',
     ipMasq: options.ipMasq ?? false,

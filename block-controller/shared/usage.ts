@@ -1,0 +1,58 @@
+/**
+ * How the daemons' entries (agent/main.ts, controller/main.ts) report a bad start: one line on
+ * stderr, `<name>: <problem>`, and an exit code — never a stack trace or the help text.
+ *   2 (EXIT_USAGE): a bad command line (yargs' message names the flag or value) or unusable
+ *     credentials (core's KubeconfigError: a missing or broken kubeconfig, no service account
+ *     outside a cluster) — as ipamctl's and the multi-call entry's usage errors;
+ *   1 (EXIT_FAILURE): anything else that stops the daemon.
+ */
+import { isKubeconfigError } from 'blockipam/core/kube';
+
+export const EXIT_USAGE = 2;
+export const EXIT_FAILURE = 1;
+
+/**
+ * yargs' message for unknown flags lists each twice, kebab and camel case ("Unknown arguments:
+ * metrics-prot, metricsProt"); this keeps the spelling the user typed.
+ */
+export function usageText(message: string): string {
+  const m = /^(Unknown arguments?): (.*)$/s.exec(message);
+  if (!m) return message;
+  const names = (m[2] ?? '').split(', ');
+  const kebab = new Set(
+    names
+      .filter((n) => n.includes('-'))
+      .map((n) => n.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())),
+  );
+  const kept = names.filter((n) => !kebab.has(n));
+  return `${kept.length === 1 ? 'Unknown argument' : 'Unknown arguments'}: ${kept.join(', ')}`;
+}
+
+/**
+ * The one-line report of an error that stopped the daemon, and its exit code.
+ * @param name the executable's name, e.g. "blockipam-agent"
+ * @param kubeconfigGiven whether --kubeconfig was given (else a credentials error hints at it)
+ */
+export function startFailure(
+  name: string,
+  error: unknown,
+  kubeconfigGiven: boolean,
+): { readonly line: string; readonly code: number } {
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0] ?? '';
+  if (!isKubeconfigError(error)) return { line: `${name}: ${message}\n`, code: EXIT_FAILURE };
+  const hint = kubeconfigGiven ? '' : ' (outside a cluster: pass --kubeconfig FILE)';
+  return { line: `${name}: ${message}${hint}\n`, code: EXIT_USAGE };
+}
+
+/** Writes `<name>: <message>` (a usage error) and exits EXIT_USAGE. */
+export function exitUsage(name: string, message: string): never {
+  process.stderr.write(`${name}: ${usageText(message)}\n`);
+  process.exit(EXIT_USAGE);
+}
+
+/** Writes startFailure's line and exits with its code. */
+export function exitStartFailure(name: string, error: unknown, kubeconfigGiven: boolean): never {
+  const { line, code } = startFailure(name, error, kubeconfigGiven);
+  process.stderr.write(line);
+  process.exit(code);
+}

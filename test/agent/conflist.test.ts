@@ -1,0 +1,79 @@
+/**
+ * The conflist the agent installs (block-controller/agent/install/conflist.ts) asks for the
+ * address families of the configured pools — IPv4 only, IPv6 only or both — and the plugin's own
+ * netconf parser (ipam-plugin/cni/netconf.ts) reads them back as those families; the agent's
+ * command line refuses no family at all, naming the flags.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { conflistFor } from '../../block-controller/agent/install/conflist.ts';
+import type { ConflistOptions } from '../../block-controller/agent/install/conflist.ts';
+import { parseOptions } from '../../block-controller/agent/options.ts';
+import { parseNetConf } from '../../ipam-plugin/cni/netconf.ts';
+
+const KUBECONFIG = '/etc/cni/net.d/blockipam-kubeconfig';
+
+/** The families the plugin assigns for the conflist's first plugin (ptp with blockipam as IPAM). */
+function families(options: Omit<ConflistOptions, 'kubeconfig'>): readonly number[] {
+  const list = conflistFor({ kubeconfig: KUBECONFIG, ...options }) as {
+    cniVersion: string;
+    name: string;
+    plugins: Record<string, unknown>[];
+  };
+  const [ptp] = list.plugins;
+  assert.ok(ptp);
+  return parseNetConf(JSON.stringify({ cniVersion: list.cniVersion, name: list.name, ...ptp })).families;
+}
+
+describe('the conflist’s address families', () => {
+  test('IPv4 only by default, IPv6 only, dual-stack — as the plugin reads them', () => {
+    assert.deepEqual(families({}), [4]);
+    assert.deepEqual(families({ assignIPv4: true, assignIPv6: false }), [4]);
+    assert.deepEqual(families({ assignIPv4: false, assignIPv6: true }), [6]);
+    assert.deepEqual(families({ assignIPv6: true }), [4, 6]);
+  });
+
+  test('only what differs from the plugin’s defaults is written', () => {
+    const ipam = (options: Omit<ConflistOptions, 'kubeconfig'>): unknown =>
+      (conflistFor({ kubeconfig: KUBECONFIG, ...options }).plugins as { ipam: unknown }[])[0]?.ipam;
+    assert.deepEqual(ipam({}), { type: 'blockipam', kubeconfig: KUBECONFIG });
+    assert.deepEqual(ipam({ assignIPv4: false, assignIPv6: true }), {
+      type: 'blockipam',
+      kubeconfig: KUBECONFIG,
+      assignIPv4: false,
+      assignIPv6: true,
+    });
+  });
+
+  test('no family at all is refused', () => {
+    assert.throws(
+      () => conflistFor({ kubeconfig: KUBECONFIG, assignIPv4: false }),
+      /assignIPv4 and assignIPv6 are both false/,
+    );
+  });
+});
+
+describe('the agent’s family flags', () => {
+  const base = ['--node-name', 'node-1'];
+  test('--assign-ipv4=false --assign-ipv6 is IPv6-only; the default is IPv4 only', async () => {
+    const v6 = await parseOptions([...base, '--assign-ipv4=false', '--assign-ipv6'], {});
+    assert.deepEqual([v6.assignIpv4, v6.assignIpv6], [false, true]);
+    const v4 = await parseOptions(base, {});
+    assert.deepEqual([v4.assignIpv4, v4.assignIpv6], [true, false]);
+  });
+
+  test('--assign-ipv4=false alone is a usage error naming the flags', async () => {
+    await assert.rejects(
+      parseOptions([...base, '--assign-ipv4=false'], {}),
+      /--assign-ipv4=false needs --assign-ipv6/,
+    );
+  });
+
+  test('--metrics-port outside 0-65535 or not an integer is refused naming the value', async () => {
+    for (const port of ['99999', '-1', '1.5'])
+      await assert.rejects(
+        parseOptions([...base, '--metrics-port', port], {}),
+        new RegExp(`--metrics-port must be a port 0-65535 .*not ${port.replace('.', '\\.')}`),
+      );
+  });
+});

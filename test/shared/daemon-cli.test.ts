@@ -1,0 +1,77 @@
+/**
+ * The daemons' real entry points (block-controller/agent/main.ts, block-controller/controller/main.ts,
+ * run as processes) on a bad start: one line on stderr naming the problem and exit 2 — no stack
+ * trace for a missing kubeconfig outside a cluster, no RangeError for a port above 65535, an
+ * unknown flag named (not the help text) — and `--version` answering `<name> <version>` as every
+ * role of the multi-call executable does (cmd/version.ts; the compiled roles:
+ * test/cmd/multi-call.int.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const VERSION = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
+
+const DAEMONS = [
+  {
+    name: 'blockipam-agent',
+    main: join(REPO, 'block-controller', 'agent', 'main.ts'),
+    args: ['--node-name', 'n1'],
+  },
+  { name: 'blockipam-controller', main: join(REPO, 'block-controller', 'controller', 'main.ts'), args: [] },
+] as const;
+
+/** Runs the entry outside any cluster: no KUBERNETES_SERVICE_*, no KUBECONFIG, no ~/.kube. */
+function run(
+  main: string,
+  args: readonly string[],
+): { status: number | null; stdout: string; stderr: string } {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: '/nonexistent' };
+  return spawnSync(process.execPath, [main, ...args], { encoding: 'utf8', env, timeout: 60_000 });
+}
+
+/** Exit 2 and exactly one stderr line matching `message`. */
+function assertOneLine(r: ReturnType<typeof run>, message: RegExp): void {
+  assert.equal(r.status, 2, r.stderr);
+  const lines = r.stderr.split('\n').filter(Boolean);
+  assert.equal(lines.length, 1, `one line, got:\n${r.stderr}`);
+  assert.match(lines[0] ?? '', message);
+}
+
+for (const d of DAEMONS) {
+  describe(d.name, () => {
+    test('without a kubeconfig outside a cluster: one line naming it, exit 2', () => {
+      assertOneLine(
+        run(d.main, d.args),
+        new RegExp(`^${d.name}: not running in a cluster: KUBERNETES_SERVICE_HOST .* pass --kubeconfig FILE`),
+      );
+      assertOneLine(
+        run(d.main, [...d.args, '--kubeconfig', '/nonexistent/kubeconfig']),
+        new RegExp(`^${d.name}: cannot read kubeconfig /nonexistent/kubeconfig`),
+      );
+    });
+
+    test('--metrics-port 99999: one line naming the value, exit 2', () => {
+      assertOneLine(
+        run(d.main, [...d.args, '--metrics-port', '99999']),
+        new RegExp(`^${d.name}: --metrics-port must be a port 0-65535 .*not 99999$`),
+      );
+    });
+
+    test('an unknown flag: one line naming it, exit 2 (no help text)', () => {
+      const r = run(d.main, [...d.args, '--metrics-prot', '1']);
+      assertOneLine(r, new RegExp(`^${d.name}: Unknown argument: metrics-prot$`));
+      assert.equal(r.stdout, '');
+    });
+
+    test('--version prints "<name> <version>", exit 0', () => {
+      const r = run(d.main, ['--version']);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout, `${d.name} ${VERSION}\n`);
+    });
+  });
+}
