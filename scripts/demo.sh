@@ -66,13 +66,17 @@ bash test/cluster/ctl.sh "$RUN" import-image "$ARCHIVE"
 bash test/cluster/ctl.sh "$RUN" cni-plugins
 show kubectl get nodes
 
-say "helm install blockipam charts/blockipam (agents install the plugin on each node; waits until every pod is ready)"
+say "helm install blockipam charts/blockipam (agents install the plugin on each node), then wait until every agent and controller is ready"
 # The cluster has no kube-proxy: components reach the API server at its address; each node sees
 # its CNI dirs at one path (docs/test-cluster.md).
 show helm install blockipam charts/blockipam --namespace kube-system \
   --set-string image.tag="${IMAGE##*:}" --set apiServer.host=10.99.0.1 --set apiServer.port=6443 \
   --set cni.binDir="$CLUSTER_NODE_CNI_BIN_DIR" --set cni.confDir="$CLUSTER_NODE_CNI_CONF_DIR" \
   --set cni.mtu=1400 --wait --timeout 5m
+# helm --wait counts the DaemonSet ready once all but agent.maxUnavailable (1) agents are, so a
+# node's agent may still be starting: wait for every one (and both controllers) before showing them.
+show kubectl -n kube-system rollout status daemonset/blockipam-agent --timeout 180s
+show kubectl -n kube-system rollout status deployment/blockipam-controller --timeout 180s
 show kubectl wait --for condition=Ready --timeout 120s node --all
 show kubectl -n kube-system get pods -o wide
 echo "\$ ls $CLUSTER_NODE_CNI_BIN_DIR (node-1, as the runtime sees it)"

@@ -136,12 +136,6 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       assert.ok(controller.args.includes('--lease-name=blockipam-controller'));
       assert.ok(controller.args.includes('--lease-namespace=kube-system'));
       assert.equal(controller.readinessProbe.httpGet.path, '/readyz');
-      // Bun's fetch (client-node's watches) trusts the cluster CA only through this variable
-      for (const c of [controller, podSpec(find(objects, 'DaemonSet', 'blockipam-agent')).containers[0]])
-        assert.equal(
-          c?.env.find((e) => e.name === 'NODE_EXTRA_CA_CERTS')?.value,
-          '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
-        );
       const pdb = find(objects, 'PodDisruptionBudget', 'blockipam-controller');
       assert.equal((pdb.spec as { maxUnavailable: number }).maxUnavailable, 1);
     });
@@ -169,6 +163,127 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         defaults.map((p) => [p.metadata.name, p.spec]),
         [['default-ipv4', { cidr: '10.244.0.0/16', blockSize: 26 }]],
       );
+    });
+
+    test('the pods’ address families follow the pools: IPv4 only, IPv6 only, dual-stack', () => {
+      const args = (values?: string): string[] =>
+        podSpec(
+          find(
+            render(major, values === undefined ? [] : ['blockipam', '-f', valuesFile(values)]),
+            'DaemonSet',
+            'blockipam-agent',
+          ),
+        ).containers[0]?.args.filter((a) => a.startsWith('--assign-')) ?? [];
+      assert.deepEqual(args(), [], 'IPv4 pool: the agent’s default (IPv4 only)');
+      assert.deepEqual(args(DUAL_STACK), ['--assign-ipv6']);
+      assert.deepEqual(args('pools: [{name: v6, cidr: "fd00:10:244::/56", blockSize: 122}]\n'), [
+        '--assign-ipv4=false',
+        '--assign-ipv6',
+      ]);
+      assert.deepEqual(args('pools: []\n'), [], 'no pool (pools made with ipamctl): IPv4');
+    });
+
+    test('no whitespace-only line in the rendered chart (the args without apiServer.host)', () => {
+      for (const extra of [[], ['--set', 'apiServer.host=10.99.0.1']]) {
+        const r = helm(major, templateArgs(['blockipam', ...extra]));
+        assert.equal(r.status, 0, r.stderr);
+        const blank = r.stdout.split('\n').flatMap((line, n) => (/^[ \t]+$/.test(line) ? [n + 1] : []));
+        assert.deepEqual(blank, [], `whitespace-only lines ${extra.join(' ')}`);
+      }
+    });
+
+    test('bad pools fail helm template before anything is rendered, naming the value', () => {
+      const pools = (...items: string[]): string => `pools:\n${items.map((i) => `  - ${i}\n`).join('')}`;
+      const v4 = '{name: a, cidr: 10.244.0.0/16}';
+      const cases: [string, RegExp][] = [
+        // values.schema.json: syntax and ranges per family
+        [
+          pools('{name: a, cidr: 10.244.0.0/33}'),
+          /at '\/pools\/0\/cidr': '10\.244\.0\.0\/33' does not match/,
+        ],
+        [pools('{name: a, cidr: 10.256.0.0/16}'), /at '\/pools\/0\/cidr'/],
+        [pools('{name: a, cidr: 010.0.0.0/8}'), /at '\/pools\/0\/cidr'/],
+        [pools('{name: a, cidr: "fd00::/129"}'), /at '\/pools\/0\/cidr': 'fd00::\/129'/],
+        [pools('{name: a, cidr: "FD00::/64"}'), /at '\/pools\/0\/cidr'/],
+        [pools('{name: a, cidr: "fd00:::1/64"}'), /at '\/pools\/0\/cidr'/],
+        [
+          pools(v4, '{name: b, cidr: 10.245.0.0/16, blockSize: 31}'),
+          /at '\/pools\/1\/blockSize': maximum: got 31, want 30/,
+        ],
+        [
+          pools('{name: a, cidr: "fd00::/64", blockSize: 30}'),
+          /at '\/pools\/0\/blockSize': minimum: got 30, want 116/,
+        ],
+        // templates/_pools.tpl: across fields and pools
+        [
+          pools(v4, '{name: b, cidr: 10.245.0.1/16}'),
+          /pools\[1\]\.cidr "10\.245\.0\.1\/16" has host bits set .*the network is 10\.245\.0\.0\/16/,
+        ],
+        [
+          pools('{name: a, cidr: "fd00:10:244::1/56", blockSize: 122}'),
+          /pools\[0\]\.cidr "fd00:10:244::1\/56" has host bits set .*the network is fd00:10:244::\/56/,
+        ],
+        [
+          pools('{name: a, cidr: "fd00:0010::/64", blockSize: 122}'),
+          /pools\[0\]\.cidr "fd00:0010::\/64" is not in canonical form .*write fd00:10::\/64/,
+        ],
+        [
+          pools('{name: a, cidr: "fd00:1::1:0:0:0/80", blockSize: 122}'),
+          /pools\[0\]\.cidr "fd00:1::1:0:0:0\/80" is not in canonical form .*write fd00:1:0:0:1::\/80/,
+        ],
+        [
+          pools(v4, '{name: b, cidr: 10.245.0.0/28}'),
+          /pools\[1\]\.cidr 10\.245\.0\.0\/28 is smaller than one block: .*at most the default blockSize \(26\)/,
+        ],
+        [
+          pools('{name: a, cidr: 10.244.0.0/24, blockSize: 22}'),
+          /pools\[0\]\.cidr 10\.244\.0\.0\/24 is smaller than one block: .*at most pools\[0\]\.blockSize \(22\)/,
+        ],
+        [pools(v4, '{name: a, cidr: 10.245.0.0/16}'), /pools\[1\]\.name "a" is also pools\[0\]\.name/],
+        [
+          pools(v4, '{name: b, cidr: 10.244.128.0/17}'),
+          /pools\[1\]\.cidr 10\.244\.128\.0\/17 overlaps pools\[0\]\.cidr 10\.244\.0\.0\/16 \(pool "a"\)/,
+        ],
+        [
+          pools('{name: a, cidr: 10.0.0.0/24}', '{name: b, cidr: 10.0.0.0/8}'),
+          /pools\[1\]\.cidr 10\.0\.0\.0\/8 overlaps pools\[0\]\.cidr 10\.0\.0\.0\/24/,
+        ],
+        [
+          pools('{name: x, cidr: "fd00:10:244::/56"}', v4, '{name: c, cidr: "fd00:10:244:80::/58"}'),
+          /pools\[2\]\.cidr fd00:10:244:80::\/58 overlaps pools\[0\]\.cidr fd00:10:244::\/56/,
+        ],
+        [
+          pools('{name: a, cidr: 169.254.0.0/20}'),
+          /pools\[0\]\.cidr 169\.254\.0\.0\/20 overlaps the link-local range/,
+        ],
+        [
+          pools('{name: a, cidr: "fe80::/64"}'),
+          /pools\[0\]\.cidr fe80::\/64 overlaps the link-local range fe80::\/10/,
+        ],
+      ];
+      for (const [values, message] of cases) {
+        const r = helm(major, templateArgs(['blockipam', '-f', valuesFile(values)]));
+        assert.notEqual(r.status, 0, `accepted:\n${values}`);
+        assert.match(r.stderr, message, values);
+        assert.equal(r.stdout, '', 'nothing rendered');
+      }
+      // the same families side by side, an IPv4 and an IPv6 pool with equal leading bits, and
+      // adjacent pools are fine
+      const ok = render(major, [
+        'blockipam',
+        '-f',
+        valuesFile(
+          pools(
+            '{name: a, cidr: 10.244.0.0/16}',
+            '{name: b, cidr: 10.245.0.0/16, blockSize: 20}',
+            '{name: c, cidr: "a00::/16", blockSize: 122}',
+            '{name: d, cidr: "fd00:10:244:100::/56", blockSize: 126}',
+            '{name: e, cidr: "fd00:10:244::/56"}',
+            '{name: f, cidr: 192.168.7.128/26}',
+          ),
+        ),
+      ]);
+      assert.equal(ok.filter((o) => o.kind === 'IPPool').length, 6);
     });
 
     test('the admission policy is rendered where the API server serves it, unless disabled', () => {

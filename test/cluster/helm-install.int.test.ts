@@ -6,7 +6,10 @@
  * (the agents' routes); `ipamctl check` clean; scale 0 → 30 → 0; `helm upgrade` (Helm 4 over
  * Helm 3's release) with changed values keeps every allocation; a node removed (kubelet stopped,
  * Node deleted) → the controller releases its blocks; `helm uninstall` leaves the CRDs and the
- * IPAM data, as docs/install.md says.
+ * IPAM data, as docs/install.md says; a fresh `helm install` with Helm 4 over that kept data
+ * (the pools adopted by the new release) → agents Ready on every node and a pod addressed from
+ * its node's block, then uninstalled again. The chart sets no NODE_EXTRA_CA_CERTS: the agents'
+ * and controllers' watches trust the cluster CA by themselves (their readiness needs the watches).
  */
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
@@ -98,9 +101,9 @@ after(() => {
   cleanNodes();
 });
 
-test('helm install (Helm 3): agents Ready on every node, the plugin and conflist installed by them', async () => {
-  const c = cluster();
-  helmOk(3, [
+/** `helm install` of the chart at the harness with the test's image, by Helm `major`. */
+function install(major: 3 | 4): void {
+  helmOk(major, [
     'install',
     RELEASE,
     CHART,
@@ -110,11 +113,21 @@ test('helm install (Helm 3): agents Ready on every node, the plugin and conflist
     '--set',
     `image.tag=${image.ref.split(':')[1]}`,
   ]);
+}
+
+/** Waits for the agents' rollout; asserts one agent pod on every node. */
+function agentsOnEveryNode(): void {
   rollout('daemonset', `${PREFIX}-agent`);
   const agents = JSON.parse(
     kubectlOk(['-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=agent', '-o', 'json']),
   ) as { items: PodObject[] };
-  assert.deepEqual(agents.items.map((p) => p.spec.nodeName).sort(), [...c.nodes].sort());
+  assert.deepEqual(agents.items.map((p) => p.spec.nodeName).sort(), [...cluster().nodes].sort());
+}
+
+test('helm install (Helm 3): agents Ready on every node, the plugin and conflist installed by them', async () => {
+  const c = cluster();
+  install(3);
+  agentsOnEveryNode();
   for (const node of c.nodes) {
     const dir = `${c.runDir}/${node}/cni`;
     const plugin = lstatSync(`${dir}/bin/blockipam`);
@@ -294,4 +307,32 @@ test('helm uninstall: agents, controller, RBAC and policy go; CRDs, pools, IPAMC
     blocksBefore,
   );
   assert.ok(blocksBefore.length > 0);
+});
+
+test('a fresh helm install (Helm 4) over the kept IPAM data: agents Ready on every node, a pod gets its node’s address', async () => {
+  const c = cluster();
+  install(4);
+  agentsOnEveryNode();
+  for (const node of c.nodes)
+    await waitFor(`${node} Ready`, () => (nodeReady(node) === 'True' ? true : undefined), 60_000);
+  rollout('deployment', `${PREFIX}-controller`);
+  scale(1);
+  const [pod] = await running(1);
+  assert.ok(pod);
+  const a = podAllocations().get(pod.metadata.name);
+  assert.ok(a, `${pod.metadata.name} has an allocation`);
+  assert.equal(a.ip, pod.status.podIP);
+  assert.equal(a.affinity, pod.spec.nodeName, `${pod.metadata.name}'s block ${a.block} is its node's`);
+  scale(0);
+  await running(0);
+  helmOk(4, ['uninstall', RELEASE, '--namespace', NAMESPACE, '--wait']);
+  await waitFor(
+    'the agent and controller pods gone',
+    () =>
+      kubectlOk(['get', 'pods', '-A', '-l', `app.kubernetes.io/instance=${RELEASE}`, '-o', 'name']).trim() ===
+      ''
+        ? true
+        : undefined,
+    120_000,
+  );
 });

@@ -32,12 +32,13 @@ token bound to the agent's pod must be of the pod's own ServiceAccount). */}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
-{{/* --api-server when apiServer.host is set (IPv6 hosts get brackets). */}}
+{{/* The --api-server argument line when apiServer.host is set (IPv6 hosts get brackets), else
+nothing; callers write `with include … | nindent`, so an unset host leaves no blank line. */}}
 {{- define "blockipam.apiServerArg" -}}
 {{- with .Values.apiServer.host -}}
-{{- if contains ":" . }}
+{{- if contains ":" . -}}
 - --api-server=https://[{{ . }}]:{{ $.Values.apiServer.port }}
-{{- else }}
+{{- else -}}
 - --api-server=https://{{ . }}:{{ $.Values.apiServer.port }}
 {{- end -}}
 {{- end -}}
