@@ -9,16 +9,14 @@
  * has synced.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { addressTextAt, cidrContains, mustParseCidr, parseIP, type IP } from 'blockipam/core';
-import { AGENT_MAIN } from '../agent/agent-process.ts';
 import { kubectl } from '../helpers/control-plane.ts';
 import { fixture, type Fixture } from '../plugin/helpers/cluster.ts';
 import { inNs, netnsPath, sh } from './harness/netns.ts';
+import { startNodeAgent, type NodeAgent } from './harness/node-agent.ts';
 import { createWorld, currentPtp, debianPtp, type World } from './harness/world.ts';
 
 const tag = 'e2r';
@@ -26,13 +24,9 @@ const ptp = existsSync(`${currentPtp().dir}/ptp`) ? currentPtp() : debianPtp;
 const skip = existsSync(`${ptp.dir}/ptp`) ? false : `${ptp.dir}/ptp missing`;
 const v6Of = (i: number): string => `2001:db8::${11 + i}`;
 
-interface Agent {
-  child: ChildProcess;
-  /** Its `route pass` log lines (status, counts). */
-  lines: Record<string, unknown>[];
-  /** Every log line. */
-  log: Record<string, unknown>[];
-}
+/** An agent's `route pass` log lines (status, counts), in order. */
+const passes = (agent: NodeAgent | undefined): Record<string, unknown>[] =>
+  agent?.log.filter((l) => l.message === 'route pass') ?? [];
 
 /** Polls `check` every 200 ms until it returns true; fails after `timeoutMs` with `what`. */
 async function until(
@@ -51,7 +45,7 @@ async function until(
 void describe(`e2e routes: route agents on three nodes (${ptp.label})`, { skip }, () => {
   let fx: Fixture;
   let w: World;
-  const agents: (Agent | undefined)[] = [];
+  const agents: (NodeAgent | undefined)[] = [];
   const pods = new Map<string, { node: number; v4: string; v6?: string }>();
   const podNs = (name: string): string => `${w.topo.prefix}p-${name}`;
   /** Our routes in node i, both families, as `ip` prints them (dev/metric/pref dropped), sorted. */
@@ -65,58 +59,27 @@ void describe(`e2e routes: route agents on three nodes (${ptp.label})`, { skip }
       .sort();
 
   /** The node agent (block-controller/agent/main.ts, `--routes`) in node i's namespace. */
-  function startAgent(i: number): Agent {
-    const child = spawn(
-      'ip',
-      [
-        'netns',
-        'exec',
-        w.topo.nodes[i] as string,
-        process.execPath,
-        AGENT_MAIN,
-        ...['--node-name', w.nodeName(i), '--kubeconfig', fx.kubeconfig, '--routes'],
-        ...['--metrics-host', '127.0.0.1', '--metrics-port', '0', '--log-level', 'debug'],
-        ...['--node-cache-file', cacheFile(i)],
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const agent: Agent = { child, lines: [], log: [] };
-    createInterface({ input: child.stdout }).on('line', (text) => {
-      let line: Record<string, unknown>;
-      try {
-        line = JSON.parse(text) as Record<string, unknown>;
-      } catch {
-        return;
-      }
-      agent.log.push(line);
-      if (line.message === 'route pass') agent.lines.push(line);
-    });
+  function startAgent(i: number): NodeAgent {
+    const agent = startNodeAgent(w, i, [
+      '--routes',
+      '--log-level',
+      'debug',
+      '--node-cache-file',
+      cacheFile(i),
+    ]);
     agents[i] = agent;
     return agent;
   }
   const cacheFile = (i: number): string => join(w.tmp, `node-cache-${i}.json`);
   /** node i's agent's HTTP endpoint `path`, fetched inside its namespace: [status, body]. */
-  const probe = (i: number, path: string): [number, string] => {
-    const port = agents[i]?.log.find((l) => l.message === 'agent starting')?.port;
-    const r = inNs(w.topo.nodes[i] as string, 'curl', [
-      '-s',
-      '-w',
-      '\\n%{http_code}',
-      `http://127.0.0.1:${String(port)}${path}`,
-    ]);
-    const text = r.stdout.split('\n');
-    return [Number(text.at(-1)), text.slice(0, -1).join('\n')];
-  };
+  const probe = (i: number, path: string): [number, string] => agents[i]?.probe(path) ?? [0, 'no agent'];
   const cacheOf = (i: number): { heartbeatAtMs: number; generation: number } =>
     JSON.parse(readFileSync(cacheFile(i), 'utf8')) as { heartbeatAtMs: number; generation: number };
 
   async function stopAgent(i: number, signal: NodeJS.Signals): Promise<void> {
     const a = agents[i];
     agents[i] = undefined;
-    if (!a || a.child.exitCode !== null || a.child.signalCode !== null) return;
-    const exited = new Promise((r) => a.child.once('exit', r));
-    a.child.kill(signal);
-    await exited;
+    await a?.stop(signal);
   }
 
   async function addPod(
@@ -285,28 +248,28 @@ void describe(`e2e routes: route agents on three nodes (${ptp.label})`, { skip }
   });
 
   void it('an agent restarted with an empty cache changes no route until it has synced', async () => {
-    await until('node 1 idle', () => agents[0]?.lines.at(-1)?.status === 'done');
+    await until('node 1 idle', () => passes(agents[0]).at(-1)?.status === 'done');
     const before1 = routesOf(0);
     await stopAgent(0, 'SIGKILL');
     await w.stopApi(0);
-    let agent: Agent;
+    let agent: NodeAgent;
     try {
       agent = startAgent(0);
       // The first pass, then the 10 s repair pass: both wait.
       await until(
         'two waiting passes',
-        () => agent.lines.filter((l) => l.status === 'waiting').length >= 2,
+        () => passes(agent).filter((l) => l.status === 'waiting').length >= 2,
         300_000,
       );
       assert.deepEqual(routesOf(0), before1, 'no route touched while the view is empty');
-      assert.ok(agent.lines.every((l) => l.status === 'waiting' && l.why === 'not-synced'));
+      assert.ok(passes(agent).every((l) => l.status === 'waiting' && l.why === 'not-synced'));
       assert.ok(ping('a', pods.get('b')?.v4 as string).ok, 'traffic keeps flowing');
     } finally {
       await w.startApi(0);
     }
     // The watches retry with a backoff of up to 30 s: the first synced pass follows the next retry.
-    await until('a synced pass', () => agent.lines.some((l) => l.status === 'done'), 120_000);
-    const first = agent.lines.find((l) => l.status === 'done');
+    await until('a synced pass', () => passes(agent).some((l) => l.status === 'done'), 120_000);
+    const first = passes(agent).find((l) => l.status === 'done');
     assert.deepEqual(
       [first?.added, first?.replaced, first?.removed, first?.failed],
       [0, 0, 0, []],

@@ -7,8 +7,7 @@
  * service-account keys and etcd, so every kubeconfig and token stays valid. The new PID is
  * recorded in the same file, so down.sh and the owner watchdog stop the restarted one too.
  */
-import { execFile } from 'node:child_process';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
