@@ -47,11 +47,23 @@ const own = (ordinal: number, handle: string, extra: Partial<SeedAllocation> = {
   ...extra,
 });
 
+/** Pool p4 (10.244.0.0/16, /26 blocks unless `blockSize`) — the pool most cases seed. */
+async function seedPool(blockSize?: number): Promise<void> {
+  await ds.pools.create(poolObject('p4', '10.244.0.0/16', blockSize));
+}
+
+/** One block as the allocator would write it: of pool p4 and affine to n1 unless `block` says otherwise. */
+async function seedBlock(
+  block: Partial<Parameters<typeof blockObject>[0]> & { cidr: string },
+): Promise<void> {
+  await ds.blocks.create(blockObject({ pool: 'p4', affinity: 'n1', ...block }));
+}
+
 describe('ipamctl check (real API server)', () => {
   cleanClusterHooks({ namespace: ns, nodes: ['n1', 'n2'], onReady: (d) => (ds = d) });
 
   test('a clean cluster with live pods allocated by core exits 0 and stamps the report', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await seedPool();
     for (const [i, node] of ['n1', 'n1', 'n2', 'n2', 'n2'].entries()) {
       const pod = await createPod(ds, { namespace: ns, name: `pod-${i}`, node });
       const outcome = await autoAssign(ds, {
@@ -74,18 +86,13 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('one address in two blocks: duplicate-address names the address and both blocks', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(
-      blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations: [own(5, 'net.a.eth0')] }),
-    );
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/27',
-        pool: 'p4',
-        affinity: 'n2',
-        allocations: [own(5, 'net.b.eth0', { node: 'n2' })],
-      }),
-    );
+    await seedPool();
+    await seedBlock({ cidr: '10.244.0.0/26', allocations: [own(5, 'net.a.eth0')] });
+    await seedBlock({
+      cidr: '10.244.0.0/27',
+      affinity: 'n2',
+      allocations: [own(5, 'net.b.eth0', { node: 'n2' })],
+    });
     const { code, stdout, report } = await check('duplicate');
     assert.equal(code, 1);
     // Two blocks over one range necessarily overlap as well; the /27 is not the pool's block size.
@@ -99,15 +106,11 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('allocation of a deleted pod: leaked-pod-deleted, offered for release', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/26',
-        pool: 'p4',
-        affinity: 'n1',
-        allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'uid-gone' })],
-      }),
-    );
+    await seedPool();
+    await seedBlock({
+      cidr: '10.244.0.0/26',
+      allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'uid-gone' })],
+    });
     const { code, stdout, report } = await check('deleted-pod');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['leaked-pod-deleted']);
@@ -124,18 +127,14 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('allocation of a pod that now has another UID: leaked-pod-uid', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await seedPool();
     const pod = await createPod(ds, { namespace: ns, name: 'web-0', node: 'n1' });
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/26',
-        pool: 'p4',
-        affinity: 'n1',
-        allocations: [
-          own(9, 'net.old.eth0', { namespace: ns, pod: 'web-0', podUID: 'uid-of-the-earlier-web-0' }),
-        ],
-      }),
-    );
+    await seedBlock({
+      cidr: '10.244.0.0/26',
+      allocations: [
+        own(9, 'net.old.eth0', { namespace: ns, pod: 'web-0', podUID: 'uid-of-the-earlier-web-0' }),
+      ],
+    });
     const { code, report } = await check('pod-uid');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['leaked-pod-uid']);
@@ -147,15 +146,11 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('allocation of a deleted node: leaked-node-deleted', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/26',
-        pool: 'p4',
-        affinity: 'n1',
-        allocations: [own(10, 'net.x.eth0', { node: 'gone-node' })],
-      }),
-    );
+    await seedPool();
+    await seedBlock({
+      cidr: '10.244.0.0/26',
+      allocations: [own(10, 'net.x.eth0', { node: 'gone-node' })],
+    });
     const { code, report } = await check('deleted-node');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['leaked-node-deleted']);
@@ -164,10 +159,8 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('block outside every pool: block-outside-pools', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(
-      blockObject({ cidr: '10.99.0.0/26', pool: 'p4', affinity: 'n1', allocations: [own(4, 'net.y.eth0')] }),
-    );
+    await seedPool();
+    await seedBlock({ cidr: '10.99.0.0/26', allocations: [own(4, 'net.y.eth0')] });
     const { code, report } = await check('outside');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['block-outside-pools']);
@@ -178,18 +171,13 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('overlapping blocks: overlapping-blocks names both', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(
-      blockObject({ cidr: '10.244.0.0/25', pool: 'p4', affinity: 'n1', allocations: [own(3, 'net.a.eth0')] }),
-    );
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.64/26',
-        pool: 'p4',
-        affinity: 'n2',
-        allocations: [own(3, 'net.b.eth0', { node: 'n2' })],
-      }),
-    );
+    await seedPool();
+    await seedBlock({ cidr: '10.244.0.0/25', allocations: [own(3, 'net.a.eth0')] });
+    await seedBlock({
+      cidr: '10.244.0.64/26',
+      affinity: 'n2',
+      allocations: [own(3, 'net.b.eth0', { node: 'n2' })],
+    });
     const { code, report } = await check('overlap');
     assert.equal(code, 1);
     // The /25 is not the pool's block size either.
@@ -201,7 +189,7 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('overlapping pools (created past validation, as kubectl could): overlapping-pools', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await seedPool();
     await ds.pools.create(poolObject('p4-inner', '10.244.8.0/24'));
     const { code, report } = await check('overlap-pools');
     assert.equal(code, 1);
@@ -213,10 +201,8 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('broken block invariant (a reserved ordinal allocated): invalid-block with core’s message', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(
-      blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations: [own(0, 'net.z.eth0')] }),
-    );
+    await seedPool();
+    await seedBlock({ cidr: '10.244.0.0/26', allocations: [own(0, 'net.z.eth0')] });
     const { code, report } = await check('invariant');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['invalid-block']);
@@ -224,7 +210,7 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('pod IP with no allocation: pod-ip-unallocated names the pod', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await seedPool();
     await createPod(ds, { namespace: ns, name: 'orphan', node: 'n1', ip: '10.244.1.9' });
     // A pod IP outside every pool and block is not blockipam's (e.g. host network): ignored.
     await createPod(ds, { namespace: ns, name: 'elsewhere', node: 'n1', ip: '192.168.7.7' });
@@ -239,15 +225,12 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('block affine to a deleted node: block-affinity-deleted-node', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/26',
-        pool: 'p4',
-        affinity: 'gone-node',
-        allocations: [own(5, 'net.b.eth0', { node: 'n1' })],
-      }),
-    );
+    await seedPool();
+    await seedBlock({
+      cidr: '10.244.0.0/26',
+      affinity: 'gone-node',
+      allocations: [own(5, 'net.b.eth0', { node: 'n1' })],
+    });
     const { code, report } = await check('affinity');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['block-affinity-deleted-node']);
@@ -258,16 +241,12 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('a leaked allocation whose address a live pod uses is reported, never offered for release', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await seedPool();
     await createPod(ds, { namespace: ns, name: 'squatter', node: 'n1', ip: '10.244.0.7' });
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/26',
-        pool: 'p4',
-        affinity: 'n1',
-        allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'u1' })],
-      }),
-    );
+    await seedBlock({
+      cidr: '10.244.0.0/26',
+      allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'u1' })],
+    });
     const { code, report } = await check('in-use');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['ip-in-use-by-other-pod']);
@@ -275,8 +254,8 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('empty blocks are information only: exit 0', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
-    await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n1' }));
+    await seedPool();
+    await seedBlock({ cidr: '10.244.0.64/26' });
     const { code, stdout, report } = await check('empty');
     assert.equal(code, 0);
     assert.deepEqual(kinds(report), ['empty-block']);
@@ -287,14 +266,10 @@ describe('ipamctl check (real API server)', () => {
   });
   test('a block whose size differs from its pool’s blockSize: block-size-mismatch', async () => {
     await ds.pools.create(poolObject('p4', '10.244.0.0/16', 26));
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.64/28',
-        pool: 'p4',
-        affinity: 'n1',
-        allocations: [own(3, 'net.s.eth0')],
-      }),
-    );
+    await seedBlock({
+      cidr: '10.244.0.64/28',
+      allocations: [own(3, 'net.s.eth0')],
+    });
     const { code, stdout, report } = await check('size');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['block-size-mismatch']);
@@ -306,7 +281,7 @@ describe('ipamctl check (real API server)', () => {
   });
 
   test('pod object still there but its node deleted: pod-on-deleted-node, never offered for release', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await seedPool();
     // One pod running with the address as its IP, one still pending (no IP yet).
     const running = await createPod(ds, {
       namespace: ns,
@@ -321,14 +296,10 @@ describe('ipamctl check (real API server)', () => {
       pod: pod.metadata.name,
       podUID: pod.metadata.uid ?? '',
     });
-    await ds.blocks.create(
-      blockObject({
-        cidr: '10.244.0.0/26',
-        pool: 'p4',
-        affinity: 'n1',
-        allocations: [own(7, 'net.run.eth0', owner(running)), own(8, 'net.pend.eth0', owner(pending))],
-      }),
-    );
+    await seedBlock({
+      cidr: '10.244.0.0/26',
+      allocations: [own(7, 'net.run.eth0', owner(running)), own(8, 'net.pend.eth0', owner(pending))],
+    });
     const { code, stdout, report } = await check('pod-on-deleted-node');
     assert.equal(code, 1);
     assert.deepEqual(kinds(report), ['pod-on-deleted-node']);
@@ -343,7 +314,7 @@ describe('ipamctl check (real API server)', () => {
     assert.doesNotMatch(stdout, /ip-in-use-by-other-pod/);
   });
   test('a terminating pod whose IP was already released is not pod-ip-unallocated', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    await seedPool();
     // A finalizer keeps the pod object after the DELETE, with deletionTimestamp set: the window in
     // which CNI DEL has released the address but the pod still shows status.podIP.
     const pod = await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${ns}/pods`, {

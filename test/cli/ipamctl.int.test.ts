@@ -1,21 +1,17 @@
-// ipamctl's edges: kubeconfig discovery like kubectl, an unreachable API server (exit 2), bad
-// flags (clear message, exit 2, nothing changed), help, and the real executable.
+// ipamctl's dispatcher and executable (cli/ipamctl.ts, cli/main.ts): bad flags (clear message,
+// exit 2, nothing changed), --help on every command, the real executable's exit code.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore, cleanCluster, ipamctl } from './cluster.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'ipamctl-errors-'));
 const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
 let ds: KubeDatastore;
 
-describe('ipamctl errors and discovery (real API server)', () => {
+describe('ipamctl dispatcher: usage, help, the executable (real API server)', () => {
   before(async () => {
     ds = adminDatastore();
     await cleanCluster(ds);
@@ -25,31 +21,6 @@ describe('ipamctl errors and discovery (real API server)', () => {
     ds.close();
   });
 
-  test('unreachable API server: exit 2 with a clear message, no verdict', async () => {
-    const kubeconfig = join(dir, 'unreachable.kubeconfig');
-    // Port 1 on loopback: nothing listens there, the connection is refused at once.
-    writeFileSync(
-      kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
-        'users: [{name: u, user: {token: t}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-        '',
-      ].join('\n'),
-    );
-    const out = await ipamctl(['check', '--kubeconfig', kubeconfig]);
-    assert.equal(out.code, 2);
-    assert.match(
-      out.stderr,
-      /ipamctl check: could not check\nipamctl: cannot reach the Kubernetes API server \(.*ECONNREFUSED.*\); nothing was changed/,
-    );
-    assert.doesNotMatch(out.stdout, /Check complete/);
-  });
-
-  // Each row: arguments, the message expected on stderr.
   const badFlags: [string[], RegExp][] = [
     [['check', '--bogus'], /Unknown argument: bogus\nRun "ipamctl check --help" for usage\./],
     [
@@ -117,33 +88,6 @@ describe('ipamctl errors and discovery (real API server)', () => {
       assert.equal(out.code, 0, command.join(' '));
       assert.match(out.stdout, /Examples:\n {2}ipamctl /, command.join(' '));
     }
-  });
-
-  test('kubeconfig discovery: KUBECONFIG (path list, first wins, missing skipped), then ~/.kube/config; none → exit 2', async () => {
-    const { adminKubeconfig: admin, devKubeconfig: dev } = controlPlane();
-    // Both files define cluster "local": kubectl keeps the first; the admin context must win.
-    const viaEnv = await ipamctl(['check'], {
-      env: { KUBECONFIG: `${join(dir, 'missing')}:${admin}:${dev}` },
-    });
-    assert.equal(viaEnv.code, 0, viaEnv.stderr);
-    // The dev identity has no RBAC roles: picking its file first gives a refusal, exit 2.
-    const devFirst = await ipamctl(['check'], { env: { KUBECONFIG: `${dev}:${admin}` } });
-    assert.equal(devFirst.code, 2);
-    assert.match(devFirst.stderr, /the API server refused the request: .*forbidden/);
-    const home = join(dir, 'home');
-    mkdirSync(join(home, '.kube'), { recursive: true });
-    copyFileSync(admin, join(home, '.kube', 'config'));
-    const viaHome = await ipamctl(['check'], { env: { HOME: home } });
-    assert.equal(viaHome.code, 0, viaHome.stderr);
-    // --context picks an existing context; an unknown one is a clear exit 2 (bad-usage table).
-    const named = await ipamctl(['check', '--kubeconfig', admin, '--context', 'admin']);
-    assert.equal(named.code, 0, named.stderr);
-    const none = await ipamctl(['check'], { env: { HOME: join(dir, 'nowhere') } });
-    assert.equal(none.code, 2);
-    assert.match(
-      none.stderr,
-      /no kubeconfig found: pass --kubeconfig FILE, set KUBECONFIG, or create ~\/\.kube\/config/,
-    );
   });
 
   test('the executable: node cli/main.ts check sets the process exit code', () => {

@@ -1,14 +1,10 @@
-// Pure parts of the audit and of release planning: the overlap sweep (against brute force, with
-// fast-check) and the "leaked in every report" rule.
+// The audit's overlap sweep (cli/audit/block-checks.ts), against brute force with fast-check.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { cidrsOverlap, formatCidr, maskValue } from 'blockipam/core';
 import type { Cidr } from 'blockipam/core';
 import { overlaps } from '../../cli/audit/block-checks.ts';
-import type { LeakedAllocation } from '../../cli/audit/problems.ts';
-import type { Report } from '../../cli/audit/report.ts';
-import { leakedInEveryReport } from '../../cli/release/plan.ts';
 
 const v4 = (prefixLength: number, offset: number): Cidr => ({
   family: 4,
@@ -52,45 +48,6 @@ describe('overlaps (sweep)', () => {
           .map((r) => r.name);
         assert.deepEqual([...named].sort(), brute.sort());
       }),
-    );
-  });
-});
-
-describe('leakedInEveryReport', () => {
-  const leak = (address: string, sequence: number): LeakedAllocation => ({
-    address,
-    block: '10-244-0-0-26',
-    ordinal: Number(address.split('.').at(-1)),
-    handle: `h-${address}`,
-    sequence,
-    node: 'n1',
-    allocatedAt: '',
-    reason: 'leaked-pod-deleted',
-  });
-  const report = (uid: string, leaked: LeakedAllocation[]): { path: string; report: Report } => ({
-    path: `${uid}.json`,
-    report: { cluster: { kubeSystemUID: uid, server: 's' }, leaked } as Report,
-  });
-
-  test('keeps entries present in every report, same block, ordinal, handle and sequence number', () => {
-    const got = leakedInEveryReport(
-      [
-        report('u', [leak('10.244.0.5', 1), leak('10.244.0.6', 2), leak('10.244.0.7', 3)]),
-        report('u', [leak('10.244.0.6', 2), leak('10.244.0.7', 9)]),
-      ],
-      'u',
-    );
-    // .5 is missing from the second report; .7 has another sequence number there (re-allocated).
-    assert.deepEqual(
-      got.map((l) => l.address),
-      ['10.244.0.6'],
-    );
-  });
-
-  test('refuses any report of another cluster', () => {
-    assert.throws(
-      () => leakedInEveryReport([report('u', []), report('other', [])], 'u'),
-      /other\.json was taken on another cluster/,
     );
   });
 });

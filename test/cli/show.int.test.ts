@@ -1,0 +1,104 @@
+// ipamctl show against the real API server: pool utilisation numbers (table and JSON), per
+// block and per node (borrowed addresses included), and address look-up.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parse } from 'yaml';
+import type { KubeDatastore } from 'blockipam/core/kube';
+import { blockObject, cleanClusterHooks, ipamctl, poolObject, uniqueNamespace } from './cluster.ts';
+
+const ns = uniqueNamespace('ipamctl-show');
+let ds: KubeDatastore;
+
+/** Pool p4 (10.244.0.0/24, /26 blocks) with one block on n1 holding .5 and one borrowed .6 on n2. */
+async function seed(): Promise<void> {
+  await ds.pools.create(poolObject('p4', '10.244.0.0/24'));
+  const allocations = [
+    { ordinal: 5, handle: 'net.a.eth0', node: 'n1', namespace: ns, pod: 'a', podUID: 'uid-a' },
+    { ordinal: 6, handle: 'net.b.eth0', node: 'n2', namespace: ns, pod: 'b', podUID: 'uid-b' },
+  ];
+  await ds.blocks.create(blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations }));
+  await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n2' }));
+}
+
+describe('ipamctl show (real API server)', () => {
+  cleanClusterHooks({ namespace: ns, nodes: ['n1', 'n2'], onReady: (d) => (ds = d) });
+
+  test('show: pool capacity / used / free / blocks, as a table and as JSON (counts as decimal strings)', async () => {
+    await seed();
+    const table = await ipamctl(['show']);
+    assert.equal(table.code, 0, table.stderr);
+    // 4 blocks of /26 in a /24, each with 64 − 3 reserved = 61 assignable addresses.
+    assert.match(
+      table.stdout,
+      /^POOL +CIDR +BLOCK SIZE +CAPACITY +USED +FREE +BLOCKS +DISABLED\np4 +10\.244\.0\.0\/24 +26 +244 +2 +242 +2 +false\n$/,
+    );
+    const json = JSON.parse((await ipamctl(['show', '-o', 'json'])).stdout) as unknown;
+    assert.deepEqual(json, [
+      {
+        name: 'p4',
+        cidr: '10.244.0.0/24',
+        blockSize: 26,
+        disabled: false,
+        capacity: '244',
+        used: '2',
+        free: '242',
+        blocks: 2,
+      },
+    ]);
+  });
+
+  test('show --blocks and --node (borrowed addresses included)', async () => {
+    await seed();
+    const blocks = parse((await ipamctl(['show', '--blocks', '-o', 'yaml'])).stdout) as {
+      name: string;
+      affinity: string;
+      used: number;
+      free: number;
+    }[];
+    assert.deepEqual(
+      blocks.map((b) => [b.name, b.affinity, b.used, b.free]),
+      [
+        ['10-244-0-0-26', 'n1', 2, 59],
+        ['10-244-0-64-26', 'n2', 0, 61],
+      ],
+    );
+    const n2 = JSON.parse((await ipamctl(['show', '--node', 'n2', '-o', 'json'])).stdout) as {
+      blocks: { name: string }[];
+      allocations: { address: string; borrowed: boolean }[];
+    };
+    assert.deepEqual(
+      n2.blocks.map((b) => b.name),
+      ['10-244-0-64-26'],
+    );
+    assert.deepEqual(n2.allocations, [
+      {
+        address: '10.244.0.6',
+        block: '10-244-0-0-26',
+        borrowed: true,
+        handle: 'net.b.eth0',
+        namespace: ns,
+        pod: 'b',
+        podUID: 'uid-b',
+        sequence: 1002,
+      },
+    ]);
+  });
+
+  test('show --ip: owner of an allocated address; free and reserved addresses say so', async () => {
+    await seed();
+    const owner = await ipamctl(['show', '--ip', '10.244.0.5']);
+    assert.equal(owner.code, 0);
+    for (const line of [
+      /HANDLE +net\.a\.eth0/,
+      new RegExp(`POD +${ns}/a`),
+      /POD UID +uid-a/,
+      /NODE +n1/,
+      /SEQUENCE +1001/,
+      /BLOCK +10-244-0-0-26 \(affinity n1\)/,
+    ])
+      assert.match(owner.stdout, line);
+    assert.match((await ipamctl(['show', '--ip', '10.244.0.9'])).stdout, /STATUS +free in 10-244-0-0-26/);
+    assert.match((await ipamctl(['show', '--ip', '10.244.0.1'])).stdout, /STATUS +reserved in 10-244-0-0-26/);
+    assert.match((await ipamctl(['show', '--ip', '10.9.9.9'])).stdout, /STATUS +not in any IPAMBlock/);
+  });
+});
