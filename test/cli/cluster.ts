@@ -171,6 +171,37 @@ export async function cleanCluster(ds: KubeDatastore, namespaces: readonly strin
     });
 }
 
+/**
+ * Pool p4 (10.244.0.0/24, /26 blocks) with one block on n1 holding .5 (pod `namespace`/a) and one
+ * on n2, and n2's pod b borrowing .6 in n1's block — what the show and pool tests start from.
+ */
+export async function seedP4(ds: KubeDatastore, namespace: string): Promise<void> {
+  await ds.pools.create(poolObject('p4', '10.244.0.0/24'));
+  const allocations = [
+    { ordinal: 5, handle: 'net.a.eth0', node: 'n1', namespace, pod: 'a', podUID: 'uid-a' },
+    { ordinal: 6, handle: 'net.b.eth0', node: 'n2', namespace, pod: 'b', podUID: 'uid-b' },
+  ];
+  await ds.blocks.create(blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations }));
+  await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n2' }));
+}
+
+/**
+ * Hooks of a file that needs no namespace nor nodes: an admin datastore on a clean cluster, cleaned
+ * and closed at the end.
+ */
+export function adminHooks(onReady: (ds: KubeDatastore) => void): void {
+  let ds: KubeDatastore;
+  before(async () => {
+    ds = adminDatastore();
+    onReady(ds);
+    await cleanCluster(ds);
+  });
+  after(async () => {
+    await cleanCluster(ds);
+    ds.close();
+  });
+}
+
 /** The kube-system namespace UID (the cluster identity a report carries). */
 export async function kubeSystemUID(ds: KubeDatastore): Promise<string> {
   return (await ds.getNamespace('kube-system'))?.metadata.uid ?? '';

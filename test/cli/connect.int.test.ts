@@ -4,23 +4,14 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import type { KubeDatastore } from 'blockipam/core/kube';
+import { describe, test } from 'node:test';
 import { controlPlane } from '../helpers/control-plane.ts';
-import { adminDatastore, cleanCluster, ipamctl } from './cluster.ts';
+import { adminHooks, ipamctl } from './cluster.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipamctl-cli-'));
-let ds: KubeDatastore;
 
 describe('ipamctl connect: discovery and an unreachable API server (real API server)', () => {
-  before(async () => {
-    ds = adminDatastore();
-    await cleanCluster(ds);
-  });
-  after(async () => {
-    await cleanCluster(ds);
-    ds.close();
-  });
+  adminHooks(() => undefined); // a clean cluster before and after
 
   test('unreachable API server: exit 2 with a clear message, no verdict', async () => {
     const kubeconfig = join(dir, 'unreachable.kubeconfig');

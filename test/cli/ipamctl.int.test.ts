@@ -3,23 +3,16 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { controlPlane } from '../helpers/control-plane.ts';
-import { adminDatastore, cleanCluster, ipamctl } from './cluster.ts';
+import { adminHooks, ipamctl } from './cluster.ts';
 
 const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
 let ds: KubeDatastore;
 
 describe('ipamctl dispatcher: usage, help, the executable (real API server)', () => {
-  before(async () => {
-    ds = adminDatastore();
-    await cleanCluster(ds);
-  });
-  after(async () => {
-    await cleanCluster(ds);
-    ds.close();
-  });
+  adminHooks((d) => (ds = d));
 
   const badFlags: [string[], RegExp][] = [
     [['check', '--bogus'], /Unknown argument: bogus\nRun "ipamctl check --help" for usage\./],

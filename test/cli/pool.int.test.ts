@@ -3,27 +3,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { blockObject, cleanClusterHooks, ipamctl, poolObject, uniqueNamespace } from './cluster.ts';
+import { blockObject, cleanClusterHooks, ipamctl, poolObject, uniqueNamespace, seedP4 } from './cluster.ts';
 
 const ns = uniqueNamespace('ipamctl-pool');
 let ds: KubeDatastore;
-
-/** Pool p4 (10.244.0.0/24, /26 blocks) with one block on n1 holding .5 and one borrowed .6 on n2. */
-async function seed(): Promise<void> {
-  await ds.pools.create(poolObject('p4', '10.244.0.0/24'));
-  const allocations = [
-    { ordinal: 5, handle: 'net.a.eth0', node: 'n1', namespace: ns, pod: 'a', podUID: 'uid-a' },
-    { ordinal: 6, handle: 'net.b.eth0', node: 'n2', namespace: ns, pod: 'b', podUID: 'uid-b' },
-  ];
-  await ds.blocks.create(blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations }));
-  await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n2' }));
-}
 
 describe('ipamctl pool (real API server)', () => {
   cleanClusterHooks({ namespace: ns, nodes: ['n1', 'n2'], onReady: (d) => (ds = d) });
 
   test('pool create validates against other pools and blocks of another size; list shows state', async () => {
-    await seed();
+    await seedP4(ds, ns);
     const overlap = await ipamctl([
       'pool',
       'create',
@@ -69,7 +58,7 @@ describe('ipamctl pool (real API server)', () => {
   });
 
   test('pool disable / enable toggle spec.disabled', async () => {
-    await seed();
+    await seedP4(ds, ns);
     assert.equal((await ipamctl(['pool', 'disable', 'p4'])).code, 0);
     assert.equal((await ds.pools.get('p4'))?.spec.disabled, true);
     assert.match((await ipamctl(['pool', 'list'])).stdout, /p4 .* disabled/);
@@ -79,7 +68,7 @@ describe('ipamctl pool (real API server)', () => {
   });
 
   test('pool delete refuses while allocations exist; needs --yes; removes the empty blocks', async () => {
-    await seed();
+    await seedP4(ds, ns);
     const refused = await ipamctl(['pool', 'delete', 'p4', '--yes']);
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /refused: IPPool p4 still has 2 allocation\(s\) in 10-244-0-0-26/);

@@ -4,27 +4,16 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { blockObject, cleanClusterHooks, ipamctl, poolObject, uniqueNamespace } from './cluster.ts';
+import { cleanClusterHooks, ipamctl, uniqueNamespace, seedP4 } from './cluster.ts';
 
 const ns = uniqueNamespace('ipamctl-show');
 let ds: KubeDatastore;
-
-/** Pool p4 (10.244.0.0/24, /26 blocks) with one block on n1 holding .5 and one borrowed .6 on n2. */
-async function seed(): Promise<void> {
-  await ds.pools.create(poolObject('p4', '10.244.0.0/24'));
-  const allocations = [
-    { ordinal: 5, handle: 'net.a.eth0', node: 'n1', namespace: ns, pod: 'a', podUID: 'uid-a' },
-    { ordinal: 6, handle: 'net.b.eth0', node: 'n2', namespace: ns, pod: 'b', podUID: 'uid-b' },
-  ];
-  await ds.blocks.create(blockObject({ cidr: '10.244.0.0/26', pool: 'p4', affinity: 'n1', allocations }));
-  await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n2' }));
-}
 
 describe('ipamctl show (real API server)', () => {
   cleanClusterHooks({ namespace: ns, nodes: ['n1', 'n2'], onReady: (d) => (ds = d) });
 
   test('show: pool capacity / used / free / blocks, as a table and as JSON (counts as decimal strings)', async () => {
-    await seed();
+    await seedP4(ds, ns);
     const table = await ipamctl(['show']);
     assert.equal(table.code, 0, table.stderr);
     // 4 blocks of /26 in a /24, each with 64 − 3 reserved = 61 assignable addresses.
@@ -48,7 +37,7 @@ describe('ipamctl show (real API server)', () => {
   });
 
   test('show --blocks and --node (borrowed addresses included)', async () => {
-    await seed();
+    await seedP4(ds, ns);
     const blocks = parse((await ipamctl(['show', '--blocks', '-o', 'yaml'])).stdout) as {
       name: string;
       affinity: string;
@@ -85,7 +74,7 @@ describe('ipamctl show (real API server)', () => {
   });
 
   test('show --ip: owner of an allocated address; free and reserved addresses say so', async () => {
-    await seed();
+    await seedP4(ds, ns);
     const owner = await ipamctl(['show', '--ip', '10.244.0.5']);
     assert.equal(owner.code, 0);
     for (const line of [
