@@ -6,11 +6,11 @@
  * action: rbac.int.test.ts.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { kubectl } from '../helpers/control-plane.ts';
 import { installCrds } from '../helpers/crds.ts';
 import { CHART, REPO, find, helm, parseObjects, render, templateArgs } from './helm.ts';
@@ -41,8 +41,13 @@ const DUAL_STACK = `pools:
   - {name: v6, cidr: "fd00:10:244::/56", blockSize: 122}
 `;
 
+/** One temporary directory for the run's values files and packages, removed at the end. */
+const scratch = mkdtempSync(join(tmpdir(), 'chart-test-'));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+let files = 0;
+
 function valuesFile(text: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'chart-values-')), 'values.yaml');
+  const file = join(scratch, `values-${files++}.yaml`);
   writeFileSync(file, text);
   return file;
 }
@@ -321,7 +326,7 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
     });
 
     test('the packaged chart holds crds/ byte for byte (crds is a link to the one source)', () => {
-      const out = mkdtempSync(join(tmpdir(), 'chart-package-'));
+      const out = mkdtempSync(join(scratch, 'package-'));
       const r = helm(major, ['package', CHART, '--destination', out]);
       assert.equal(r.status, 0, r.stderr);
       const tgz = readdirSync(out).find((f) => f.endsWith('.tgz'));
