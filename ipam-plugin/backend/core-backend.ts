@@ -38,8 +38,11 @@ import type { IpConfig } from '../cni/result.ts';
 import { loadInputs, type Inputs, type SnapshotCacheOptions } from '../host/snapshot-cache.ts';
 import { poolStatus } from './pool-status.ts';
 import { isStaleNodeBlocksError, prefetchAffineBlocks } from './prefetch.ts';
+import { handoffView, recordNodeBlocks, type NodeBlocksRecord } from './handoff.ts';
+import { dropHandoff, handoffFileOf, type HandoffScope } from '../host/handoff-file.ts';
 import type { NodeCacheRead } from '../host/node-cache-file.ts';
 import {
+  blocksHoldHandle,
   cachedBlocksView,
   cacheHoldsHandle,
   inputsFromCache,
@@ -136,6 +139,8 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   };
   /** A claim on blocks read before the lock was re-decided on a fresh LIST (prefetch.ts). */
   let staleNodeBlocks = false;
+  /** Core's first LIST of the node's blocks was the lock hand-off (handoff.ts). */
+  let handoffUsed = false;
   let read: Promise<NodeCacheRead> | undefined;
   /** The node cache of this invocation (read once), or a miss. */
   const nodeCache = (node: string): Promise<NodeCacheRead> => {
@@ -211,6 +216,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     req: AddRequest,
     p: Prepared,
     view: Datastore,
+    fresh: Datastore,
     signal: AbortSignal,
   ): Promise<AddOutcome> {
     const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : p.pc.ips;
@@ -242,15 +248,15 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     const first = await assign(p.inputs, view).catch((e: unknown) => {
       if (!isStaleNodeBlocksError(e)) throw e;
       staleNodeBlocks = true;
-      return assign(p.inputs, ds);
+      return assign(p.inputs, fresh);
     });
     // Re-decided on fresh reads: a failure on a cached snapshot; any failure on cached blocks
     // (a handle or address they show taken may have been released since).
     const confirm =
       !first.ok &&
       (p.cachedBlocks || (p.inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken'));
-    const fresh = confirm ? await loadInputs(withSignal(ds, signal), cache(req.node), true) : undefined;
-    const out = toAddOutcome(fresh ? await assign(fresh, ds) : first);
+    const inputs = confirm ? await loadInputs(withSignal(ds, signal), cache(req.node), true) : undefined;
+    const out = toAddOutcome(inputs ? await assign(inputs, fresh) : first);
     return out.kind === 'allocated' && p.pc.podNotFound ? { ...out, podNotFound: true } : out;
   }
 
@@ -285,21 +291,39 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         : undefined;
     const p = await prepare(req, nc);
     if ('problem' in p) return { kind: p.wrongNode ? 'misconfigured' : 'rejected', message: p.problem };
-    // After a wait for the lock another ADD of this node has written: its block is newer than
-    // the cache or the prefetched LIST (a conflict and a re-read), so core LISTs afresh.
+    // After a wait for the lock another holder of this node has just written, and handed off
+    // the node's blocks as it released (a burst): they are the newest view. Without a hand-off,
+    // its block is newer than the cache or the prefetched LIST (a conflict and a re-read), so
+    // core LISTs afresh.
     return req.critical((signal, waited) =>
-      race(
-        guard(
-          allocate(
-            req,
-            { ...p, cachedBlocks: p.cachedBlocks && !waited },
-            view && !waited ? view : ds,
-            signal,
-          ),
-        ),
-        signal,
-      ),
+      underRecord(req.node, async (rec) => {
+        const handed = waited ? handoffView(ds, scopeOf(req.node)) : undefined;
+        if (handed) handoffUsed = true;
+        const base = handed ?? (view && !waited ? view : ds);
+        const cachedBlocks = (p.cachedBlocks && !waited) || handed !== undefined;
+        return race(
+          guard(allocate(req, { ...p, cachedBlocks }, rec.over(base), rec.over(ds), signal)),
+          signal,
+        );
+      }),
     );
+  }
+
+  /** The node's lock hand-off (host/handoff-file.ts): next to the lock file, per cluster. */
+  const scopeOf = (node: string): HandoffScope => ({
+    file: handoffFileOf(conf.lockFile),
+    cluster: o.cacheKey,
+    node,
+  });
+
+  /** Runs `step` (under the lock) recording the node's blocks, handed off however it ends. */
+  async function underRecord<T>(node: string, step: (rec: NodeBlocksRecord) => Promise<T>): Promise<T> {
+    const rec = recordNodeBlocks(scopeOf(node));
+    try {
+      return await step(rec);
+    } finally {
+      rec.handOff();
+    }
   }
 
   return {
@@ -313,20 +337,28 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       // + UPDATE (the ADD rule, add() above).
       const nc = await nodeCache(req.node);
       const holds = nc.ok && cacheHoldsHandle(nc.cache, handle, conf.families);
-      const view = holds && !req.waited ? cachedBlocksView(ds, nc.cache, req.node) : ds;
       if (nc.ok && !holds) nodeCacheUse = 'HandleNotCached';
       else if (nc.ok && req.waited) nodeCacheUse = 'LockWaited';
-      const r = await race(
-        guard(
-          releaseByHandle(
-            view,
-            handle,
-            { node: req.node, ...(req.podUID !== undefined ? { podUID: req.podUID } : {}) },
-            { signal: req.signal },
+      const r = await underRecord(req.node, (rec) => {
+        // The hand-off of the holder before (a mass DEL) holds the newest blocks of the node; it
+        // serves only when it holds the handle in every family (the node cache's rule).
+        const handed = req.waited
+          ? handoffView(ds, scopeOf(req.node), (blocks) => blocksHoldHandle(blocks, handle, conf.families))
+          : undefined;
+        if (handed) handoffUsed = true;
+        const view = handed ?? (holds && !req.waited ? cachedBlocksView(ds, nc.cache, req.node) : ds);
+        return race(
+          guard(
+            releaseByHandle(
+              rec.over(view),
+              handle,
+              { node: req.node, ...(req.podUID !== undefined ? { podUID: req.podUID } : {}) },
+              { signal: req.signal },
+            ),
           ),
-        ),
-        req.signal,
-      );
+          req.signal,
+        );
+      });
       return r.released.length;
     },
     async check(a: AttachmentRef, expected: readonly string[]): Promise<CheckOutcome> {
@@ -343,6 +375,9 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       return { kind: 'ok' };
     },
     async gc(req: GcCall): Promise<GcOutcome> {
+      // GC writes blocks without following the node's list: the next holder must not trust the
+      // hand-off written before it (a conflict per block otherwise).
+      dropHandoff(scopeOf(req.node));
       const r = await race(
         guard(
           releaseForGC(
@@ -388,6 +423,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       ...(nodeCacheUse !== undefined ? { nodeCache: nodeCacheUse } : {}),
       ...(podFromCache !== undefined ? { podFromCache } : {}),
       ...(staleNodeBlocks ? { staleNodeBlocks } : {}),
+      ...(handoffUsed ? { handoff: true } : {}),
       ...(rollbackFailed.length > 0 ? { rollbackFailed } : {}),
     }),
   };

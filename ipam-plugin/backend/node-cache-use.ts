@@ -25,7 +25,7 @@ import {
   cacheSnapshot,
   matchesSelector,
 } from 'blockipam/core';
-import type { Datastore, NodeCacheDocument, IPPool } from 'blockipam/core';
+import type { Datastore, NodeCacheDocument, IPAMBlock, IPPool } from 'blockipam/core';
 import { readAnnotations } from './annotations.ts';
 import type { PodRef } from 'blockipam/core';
 import { servingFirstNodeList } from './prefetch.ts';
@@ -86,8 +86,17 @@ export function cacheHoldsHandle(
   handle: string,
   families: readonly IPFamily[],
 ): boolean {
+  return blocksHoldHandle(cache.blocks, handle, families);
+}
+
+/** Whether `blocks` hold an allocation of `handle` in every one of `families`. */
+export function blocksHoldHandle(
+  blocks: readonly IPAMBlock[],
+  handle: string,
+  families: readonly IPFamily[],
+): boolean {
   const held = new Set<IPFamily>();
-  for (const block of cache.blocks)
+  for (const block of blocks)
     if (Object.values(block.spec.allocations).some((a) => a.handle === handle))
       held.add(cidrOf(block).family);
   return families.length > 0 && families.every((f) => held.has(f));

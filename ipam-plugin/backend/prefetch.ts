@@ -86,6 +86,11 @@ export function servingFirstNodeList(ds: Datastore, node: string, first: Promise
     delete: (name, pre, options) => ds.blocks.delete(name, pre, options),
     listPage: (options) => ds.blocks.listPage(options),
   };
+  return withBlocks(ds, blocks);
+}
+
+/** `ds` with its `blocks` store replaced (every other call goes to `ds`, bound). */
+export function withBlocks(ds: Datastore, blocks: ResourceStore<IPAMBlock>): Datastore {
   return {
     pools: ds.pools,
     blocks,

@@ -38,12 +38,17 @@ export async function underLock<T>(
   ctx: CommandContext,
   step: (signal: AbortSignal, waited: boolean) => Promise<T>,
 ): Promise<T> {
-  const waitStart = Date.now();
+  const waitStart = performance.now();
   const lock = await ctx.lock();
-  ctx.log.log('debug', 'host lock held', { waitedMs: Date.now() - waitStart });
+  const heldAt = performance.now();
   try {
     return await step(AbortSignal.timeout(ctx.conf.timeoutMs), lock.waited ?? false);
   } finally {
     await lock.release();
+    // On every later line (the `done` line): how long this call waited for and held the lock, ms.
+    ctx.log.bind({
+      lockWaitMs: Math.round(heldAt - waitStart),
+      lockHeldMs: Math.round(performance.now() - heldAt),
+    });
   }
 }

@@ -11,8 +11,11 @@ import { basename, dirname, join } from 'node:path';
 /** 1 min: far longer than any write-then-rename takes, so only a dead writer's file is older. */
 export const staleTempMs = 60_000;
 
-/** The caches' file names (`<kind>-<16 hex>.json`) with a writer's `.<pid>` suffix. */
-const TEMP_NAME = /^(?:snapshot|kubeconfig|cluster)-[0-9a-f]{16}\.json\.\d+$/;
+/**
+ * The caches' file names (`<kind>-<16 hex>.json`, and the lock hand-off's
+ * `<lock file>.handoff.json`) with a writer's `.<pid>` suffix.
+ */
+const TEMP_NAME = /^(?:(?:snapshot|kubeconfig|cluster)-[0-9a-f]{16}\.json|.+\.handoff\.json)\.\d+$/;
 
 /**
  * Writes `data` to `file` atomically (temporary file + rename) after pruning the directory's

@@ -138,9 +138,8 @@ export interface BlockipamCall {
   readonly cmd: string;
   /** Waiting for the node's host lock, ms. */
   readonly lockWaitMs?: number;
-  /** Lock obtained → the command's end (released just before), ms, from the log lines' times. */
+  /** Lock obtained → released, ms (the done line's lockHeldMs). */
   readonly heldMs?: number;
-  readonly heldAt?: number;
   /** Process start to the end of the command, ms (startMs: start to dispatch: runtime start-up). */
   readonly totalMs?: number;
   readonly startMs?: number;
@@ -159,12 +158,11 @@ export function readBlockipamLogs(files: readonly string[]): BlockipamCall[] {
       const l = JSON.parse(text) as Record<string, unknown>;
       const key = `${String(l.containerID)} ${String(l.cmd)}`;
       const prev = out.get(key) ?? { containerID: String(l.containerID), cmd: String(l.cmd) };
-      const at = Date.parse(String(l.time));
-      if (l.msg === 'host lock held') out.set(key, { ...prev, lockWaitMs: Number(l.waitedMs), heldAt: at });
-      else if (l.msg === 'done')
+      if (l.msg === 'done')
         out.set(key, {
           ...prev,
-          ...(prev.heldAt !== undefined ? { heldMs: at - prev.heldAt } : {}),
+          ...(typeof l.lockWaitMs === 'number' ? { lockWaitMs: l.lockWaitMs } : {}),
+          ...(typeof l.lockHeldMs === 'number' ? { heldMs: l.lockHeldMs } : {}),
           totalMs: Number(l.totalMs),
           startMs: Number(l.startMs),
           apiRequests: Number(l.apiRequests),

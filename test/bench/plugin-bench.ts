@@ -9,7 +9,7 @@
  *  - API requests per ADD and per DEL, from kube-apiserver's own apiserver_request_total.
  * Each IPAM is exec'd directly as ptp would exec it (same env, same stdin shape).
  *
- * Usage: node test/bench/plugin-bench.ts [--runs N] [--calico-api PATH] [--write-docs]
+ * Usage: node test/bench/plugin-bench.ts [--runs N] [--calico-api PATH] [--write-docs] [--burst-only]
  *   --calico-api: the projectcalico/api source tarball calico-ipam is built with (peer-ipams.ts'
  *   DEFAULT_CALICO_API by default); when it is absent, calico-ipam is skipped and the output says so.
  *   Under scripts/run-tests.ts' environment it uses that control plane, else starts one.
@@ -20,6 +20,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
+import { readBlockipamLogs } from './churn-lib.ts';
 import { delta, fmt, pct, requestCounters, timed, total, writeDocsSection } from './plugin-bench-lib.ts';
 import {
   API,
@@ -287,7 +288,36 @@ function calicoSection(
   return out;
 }
 
+/** `--burst-only`: the burst of each peer, printed (docs untouched) — for a quick same-run check. */
+async function burstOnly(): Promise<void> {
+  for (const ipam of ipams.filter((i) => ['blockipam', 'whereabouts', 'calico'].includes(i.label))) {
+    for (let i = 0; i < WARMUP; i++)
+      await timed(ipam.bin, cniEnv('ADD', `${ipam.label}-w${i}`), netconf(ipam));
+    const b = await burst(ipam);
+    console.log(
+      `${ipam.name}: ${BURST} parallel ADDs ${b.wallMs} ms, failed ${b.failures}, distinct ${b.distinct}, 409 ${b.conflicts}`,
+    );
+  }
+  const calls = readBlockipamLogs([bipamLog]).filter((c) => c.cmd === 'ADD' && /-b\d+$/.test(c.containerID));
+  const p50 = (xs: (number | undefined)[]): string =>
+    fmt(
+      pct(
+        xs.filter((x) => x !== undefined),
+        50,
+      ),
+    );
+  console.log(
+    `blockipam burst, p50 per ADD: start-up ${p50(calls.map((c) => c.startMs))} ms, total ${p50(calls.map((c) => c.totalMs))} ms, lock wait ${p50(calls.map((c) => c.lockWaitMs))} ms, lock held ${p50(calls.map((c) => c.heldMs))} ms, requests ${p50(calls.map((c) => c.apiRequests))}; sum of holds ${calls.reduce((a, c) => a + (c.heldMs ?? 0), 0)} ms`,
+  );
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')}`,
+  );
+}
+
 async function main(): Promise<void> {
+  if (argv.includes('--burst-only')) return burstOnly();
   const s = await startup();
   const counts = new Map<string, Awaited<ReturnType<typeof counted>>>();
   for (const ipam of ipams) counts.set(ipam.label, await counted(ipam));

@@ -214,8 +214,11 @@ describe('node cache: requests', () => {
     await cache(); // it holds both allocations
     const block = allocationOf(`${NET}.ctr-q0.eth0`)?.block;
     assert.ok(block, 'q0 allocated');
-    // The test holds the node's host lock and, as the DEL before this one does, writes the block.
+    // The test holds the node's host lock and, as the DEL before this one does, writes the block
+    // — a holder that hands nothing off (as GC; a plugin DEL would hand the block it wrote on:
+    // test/plugin/handoff.int.test.ts).
     const lockFile = join(tmp, `cache-${NODE}`, 'ipam.lock');
+    rmSync(`${lockFile}.handoff.json`, { force: true });
     const lock = await holdLock(lockFile);
     const del = counted(() => runPlugin(env('DEL', 'q1'), conf(NODE)));
     await waiterOn(lockFile);

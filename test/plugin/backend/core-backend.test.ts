@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { isConflict, MemoryDatastore, type IPPool } from 'blockipam/core';
 import type { AddRequest, Backend } from '../../../ipam-plugin/backend/port.ts';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
-import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';
+import { parseNetConf, type NetConf } from '../../../ipam-plugin/cni/netconf.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-core-backend-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -23,7 +23,7 @@ const pool = (name: string, cidr: string, extra: Partial<IPPool['spec']> = {}): 
   spec: { cidr, blockSize: 26, ...extra },
 });
 
-function setup(seedPods = true): { ds: MemoryDatastore; backend: Backend } {
+function setup(seedPods = true): { ds: MemoryDatastore; conf: NetConf; backend: Backend } {
   const ds = new MemoryDatastore({
     pools: [pool('auto', '10.50.0.0/16'), pool('manual', '10.60.0.0/16', { assignmentMode: 'Manual' })],
     namespaces: [
@@ -62,7 +62,7 @@ function setup(seedPods = true): { ds: MemoryDatastore; backend: Backend } {
       ipam: { type: 'blockipam', nodeName: 'node-1', cacheDir: join(tmp, String(Math.random())) },
     }),
   );
-  return { ds, backend: createCoreBackend({ ds, conf, cacheKey: 'test' }) };
+  return { ds, conf, backend: createCoreBackend({ ds, conf, cacheKey: 'test' }) };
 }
 
 function req(id: string, extra: Partial<AddRequest> = {}): AddRequest {
@@ -94,7 +94,7 @@ void describe('core backend (memory datastore)', () => {
     assert.match(address(await backend.add(req('c'))), /^10\.50\.\d+\.\d+\/26$/);
   });
   void it('a free lock: the affine blocks are listed once (prefetched); a busy lock: listed under the lock', async () => {
-    const { ds, backend } = setup();
+    const { ds, conf, backend } = setup();
     await backend.add(req('warm'));
     let lists = 0;
     const orig = ds.blocks.list.bind(ds.blocks);
@@ -103,8 +103,19 @@ void describe('core backend (memory datastore)', () => {
     assert.equal(lists, 1);
     await backend.add(req('y', { lockFree: () => Promise.resolve(false) }));
     assert.equal(lists, 2);
-    await backend.add(req('z', { critical: (step) => step(AbortSignal.timeout(10_000), true) }));
-    assert.equal(lists, 4, 'a prefetch made while another holder ran is not used: core lists again');
+    const waited = {
+      critical: <T>(step: (s: AbortSignal, w: boolean) => Promise<T>) =>
+        step(AbortSignal.timeout(10_000), true),
+    };
+    await backend.add(req('z', waited));
+    assert.equal(
+      lists,
+      3,
+      'a prefetch made while another holder ran is not used: the holder before handed its blocks off',
+    );
+    rmSync(`${conf.lockFile}.handoff.json`);
+    await backend.add(req('z2', waited));
+    assert.equal(lists, 5, 'nor without a hand-off: core lists again');
   });
   void it('a prefetched LIST made stale by another writer still gives unique, stored addresses', async () => {
     const { ds, backend } = setup();

@@ -77,16 +77,20 @@ export async function holdLock(path: string): Promise<LockProcess> {
   return p;
 }
 
-/** Resolves once a process is blocked in flock(2) on `path` (polls /proc/locks every 20 ms). */
-export async function waiterOn(path: string, timeoutMs = 30_000): Promise<void> {
+/**
+ * Resolves once `count` processes are blocked in flock(2) on `path` (polls /proc/locks' "->"
+ * lines every 20 ms).
+ */
+export async function waiterOn(path: string, count = 1, timeoutMs = 30_000): Promise<void> {
   const ino = statSync(path).ino;
   const until = Date.now() + timeoutMs;
   for (;;) {
     const blocked = readFileSync('/proc/locks', 'utf8')
       .split('\n')
-      .some((l) => / -> FLOCK /.test(l) && l.split(/\s+/).some((f) => f.endsWith(`:${ino}`)));
-    if (blocked) return;
-    if (Date.now() > until) throw new Error(`no process blocked on ${path} within ${timeoutMs} ms`);
+      .filter((l) => / -> FLOCK /.test(l) && l.split(/\s+/).some((f) => f.endsWith(`:${ino}`))).length;
+    if (blocked >= count) return;
+    if (Date.now() > until)
+      throw new Error(`${blocked} of ${count} processes blocked on ${path} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
