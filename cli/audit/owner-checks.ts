@@ -43,10 +43,11 @@ export function managedRanges(snapshot: Snapshot): Cidr[] {
 /**
  * What the owner check finds for one allocation: a leak reason, 'pod-on-deleted-node' (the node
  * is gone but the pod object — same UID — still exists: never leaked while it does), or
- * undefined when the owner is there.
+ * undefined when the owner is there. The one owner-gone rule: the audit applies it to its
+ * snapshot, `release` (cli/release/plan.ts) to fresh reads of the one owner.
  */
 export function ownerVerdict(
-  allocation: Allocation,
+  allocation: Readonly<Pick<Allocation, 'node' | 'namespace' | 'pod' | 'podUID'>>,
   pods: ReadonlyMap<string, AuditPod>,
   nodes: ReadonlySet<string>,
 ): LeakReason | 'pod-on-deleted-node' | undefined {

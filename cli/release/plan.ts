@@ -11,7 +11,7 @@
  */
 import { addressTextAt, parseCidr } from 'blockipam/core';
 import type { Datastore } from 'blockipam/core';
-import { entryOf, isLivePod } from '../audit/owner-checks.ts';
+import { entryOf, isLivePod, ownerVerdict } from '../audit/owner-checks.ts';
 import type { AuditPod } from '../audit/snapshot.ts';
 import { leakKey } from '../audit/problems.ts';
 import type { LeakedAllocation } from '../audit/problems.ts';
@@ -89,18 +89,24 @@ export async function recheck(
 }
 
 /**
- * Why the owner recorded in the block is still there, or undefined when it is gone: an allocation
- * with a pod is leaked only when that pod is missing or has another UID (whatever its node); a
- * pod-less one only when its node is missing.
+ * Why the owner recorded in the block is still there, or undefined when it is gone — the audit's
+ * rule ({@link ownerVerdict}) on fresh reads: an allocation with a pod is leaked only when that
+ * pod is missing or has another UID (whatever its node: its node is not read); a pod-less one only
+ * when its node is missing.
  */
 async function ownerAlive(ds: Datastore, owner: LeakedAllocation): Promise<string | undefined> {
+  const pods = new Map<string, AuditPod>();
+  const nodes = new Set<string>();
   if (owner.namespace && owner.pod) {
     const pod = await ds.getPod(owner.namespace, owner.pod);
-    if (pod && (!owner.podUID || pod.metadata.uid === owner.podUID))
-      return `its pod ${owner.namespace}/${owner.pod} exists${owner.podUID ? ` (uid ${owner.podUID})` : ''}`;
-    return undefined;
-  }
-  return (await ds.getNode(owner.node)) ? `its node ${owner.node} exists` : undefined;
+    if (pod) pods.set(`${owner.namespace}/${owner.pod}`, pod);
+    nodes.add(owner.node); // not read: a pod's allocation is judged by its pod alone
+  } else if (await ds.getNode(owner.node)) nodes.add(owner.node);
+  const verdict = ownerVerdict(owner, pods, nodes);
+  if (verdict !== undefined && verdict !== 'pod-on-deleted-node') return undefined;
+  return owner.namespace && owner.pod
+    ? `its pod ${owner.namespace}/${owner.pod} exists${owner.podUID ? ` (uid ${owner.podUID})` : ''}`
+    : `its node ${owner.node} exists`;
 }
 
 // 8 parallel re-checks: bounded so a release of thousands of leaks does not flood the API server.
