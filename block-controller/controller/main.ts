@@ -70,6 +70,16 @@ try {
         'resync-seconds',
       ] as const)
         if (!(a[key] > 0)) throw new Error(`--${key} must be a positive number of seconds`);
+      // client-go's rule (leaderelection.NewLeaderElector): the holder must renew before others
+      // may take over, or two replicas lead at once.
+      if (!(a['renew-deadline-seconds'] < a['lease-duration-seconds']))
+        throw new Error('--renew-deadline-seconds must be less than --lease-duration-seconds');
+      const debounce = a['debounce-ms'];
+      if (!(Number.isInteger(debounce) && debounce >= 0))
+        throw new Error(`--debounce-ms must be a whole number of ms >= 0, not ${debounce}`);
+      // Two replicas with one identity both believe they hold the Lease (an empty one too).
+      if (a.identity !== undefined && a.identity.trim() === '')
+        throw new Error('--identity must not be empty (it must be unique per replica)');
       // The API server accepts an Event about a cluster-scoped object (IPPool, IPAMBlock, Node:
       // all of ours) only in namespace "default" (core/v1 event validation: a regarding object
       // without a namespace requires the Event's namespace to be "default"); elsewhere every

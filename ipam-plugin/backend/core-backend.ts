@@ -319,11 +319,18 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   /** Runs `step` (under the lock) recording the node's blocks, handed off however it ends. */
   async function underRecord<T>(node: string, step: (rec: NodeBlocksRecord) => Promise<T>): Promise<T> {
     const rec = recordNodeBlocks(scopeOf(node));
+    let out: T;
     try {
-      return await step(rec);
-    } finally {
-      rec.handOff();
+      out = await step(rec);
+    } catch (e) {
+      // A call that failed on a hand-off must not leave one for the next holder (if the hand-off
+      // itself was the cause, every waiter would fail on it for its 5 s).
+      if (handoffUsed) dropHandoff(scopeOf(node));
+      else rec.handOff();
+      throw e;
     }
+    rec.handOff();
+    return out;
   }
 
   return {

@@ -4,7 +4,7 @@
  */
 import type { AttachmentRef, Backend } from '../backend/port.ts';
 import type { InvocationEnv } from '../cni/env.ts';
-import type { HostLock } from '../host/lock.ts';
+import { isLockFileError, type HostLock } from '../host/lock.ts';
 import type { Logger } from '../host/log.ts';
 import type { NetConf } from '../cni/netconf.ts';
 
@@ -32,14 +32,30 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
 /**
  * Runs `step` holding the host lock, with an AbortSignal that fires `conf.timeoutMs` after the
  * lock was obtained and whether it had to wait for another holder. Released on every path.
- * @throws whatever `step` throws; LockTimeoutError when the lock is not obtained in time
+ * @param options.withoutUnusableLock run `step` unlocked (as after a wait: no cached block is
+ *   trusted) when the lock file cannot be used, instead of failing (DEL: docs/design-plugin.md
+ *   invariant 5)
+ * @throws whatever `step` throws; LockTimeoutError when the lock is not obtained in time;
+ *   LockFileError when the lock file is unusable (unless `withoutUnusableLock`)
  */
 export async function underLock<T>(
   ctx: CommandContext,
   step: (signal: AbortSignal, waited: boolean) => Promise<T>,
+  options: { withoutUnusableLock?: boolean } = {},
 ): Promise<T> {
   const waitStart = performance.now();
-  const lock = await ctx.lock();
+  let lock: HostLock;
+  try {
+    lock = await ctx.lock();
+  } catch (e) {
+    // DEL must not fail on a host problem it does not need solved: the lock only saves
+    // conflicts (compare-and-swap keeps every write correct), so it goes on without it.
+    if (!options.withoutUnusableLock || !isLockFileError(e)) throw e;
+    ctx.log.log('warn', 'host lock file unusable: going on without the lock', {
+      error: (e as Error).message,
+    });
+    lock = { waited: true, release: () => Promise.resolve() };
+  }
   const heldAt = performance.now();
   try {
     return await step(AbortSignal.timeout(ctx.conf.timeoutMs), lock.waited ?? false);

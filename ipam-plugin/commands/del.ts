@@ -4,7 +4,8 @@
  * and a block that is gone are all success with no output. prevResult is not needed (the handle
  * finds the allocation). Of CNI_ARGS only a well-formed K8S_POD_UID is read (an allocation
  * recorded for another pod UID is left alone); a malformed CNI_ARGS never fails a DEL.
- * An unreachable API server fails with code 11 and changes nothing (the runtime retries).
+ * An unreachable API server fails with code 11 and changes nothing (the runtime retries). An
+ * unusable lock file (ipam.lockFile) does not fail it: it releases without the lock.
  */
 import { podUIDOf } from '../cni/args.ts';
 import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
@@ -12,14 +13,17 @@ import { attachmentOf, underLock, type CommandContext, type CommandResult } from
 export async function del(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();
   const podUID = podUIDOf(ctx.env.args);
-  const released = await underLock(ctx, (signal, waited) =>
-    backend.del({
-      attachment: attachmentOf(ctx),
-      node: ctx.conf.nodeName,
-      ...(podUID !== undefined ? { podUID } : {}),
-      signal,
-      waited,
-    }),
+  const released = await underLock(
+    ctx,
+    (signal, waited) =>
+      backend.del({
+        attachment: attachmentOf(ctx),
+        node: ctx.conf.nodeName,
+        ...(podUID !== undefined ? { podUID } : {}),
+        signal,
+        waited,
+      }),
+    { withoutUnusableLock: true },
   );
   ctx.log.log('info', released > 0 ? 'released' : 'nothing to release', { released });
   return undefined;

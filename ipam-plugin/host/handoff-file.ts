@@ -7,10 +7,15 @@
  * LIST + UPDATE. Staleness is safe: every write is a compare-and-swap, so a block another writer
  * (the agent, the controller, a borrowing node) changed since costs one conflict and a re-read.
  *
- * Never throws: an absent, unreadable, corrupt, old or foreign file is no hand-off.
+ * Never throws: an absent, unreadable, corrupt, old or foreign file is no hand-off. Read with
+ * O_NONBLOCK and O_NOFOLLOW, and only when it is a regular file of this process's user, not
+ * writable by group or others, at most NODE_CACHE_MAX_BYTES (a FIFO, a device or a huge file
+ * there never blocks or bloats the lock holder); every block must pass core's block invariants.
+ * Trust: whoever can write the file as root can make the next holder decide on forged blocks,
+ * as with the node cache and the cacheDir's other files (root on the node owns its addresses).
  */
-import { readFileSync, unlinkSync } from 'node:fs';
-import type { IPAMBlock } from 'blockipam/core';
+import { closeSync, constants, fstatSync, openSync, readSync, unlinkSync } from 'node:fs';
+import { checkBlockInvariants, NODE_CACHE_MAX_BYTES, type IPAMBlock } from 'blockipam/core';
 import { writeFileAtomic } from './atomic-file.ts';
 
 /**
@@ -43,23 +48,57 @@ export interface HandoffScope {
 export function readHandoff(scope: HandoffScope, nowMs = Date.now()): IPAMBlock[] | undefined {
   let doc: Partial<HandoffDocument>;
   try {
-    doc = JSON.parse(readFileSync(scope.file, 'utf8')) as Partial<HandoffDocument>;
+    const text = readSmallFile(scope.file);
+    if (text === undefined) return undefined;
+    doc = JSON.parse(text) as Partial<HandoffDocument>;
   } catch {
     return undefined;
   }
+  if (doc === null || typeof doc !== 'object') return undefined;
   if (doc.version !== 1 || doc.cluster !== scope.cluster || doc.node !== scope.node) return undefined;
   if (typeof doc.at !== 'number' || nowMs - doc.at > handoffMaxAgeMs || doc.at > nowMs + 1_000)
     return undefined;
   const blocks: unknown = doc.blocks;
   if (!Array.isArray(blocks)) return undefined;
-  const ok = (blocks as (Partial<IPAMBlock> | null)[]).every(
-    (b: Partial<IPAMBlock> | null) =>
-      typeof b?.metadata?.name === 'string' &&
-      typeof b.metadata.resourceVersion === 'string' &&
-      typeof b.spec?.cidr === 'string' &&
-      typeof b.spec.allocations === 'object',
-  );
-  return ok ? (blocks as IPAMBlock[]) : undefined;
+  return (blocks as unknown[]).every(isSoundBlock) ? (blocks as IPAMBlock[]) : undefined;
+}
+
+/** A block as the API server stores it: its fields' types, and core's invariants hold. */
+function isSoundBlock(b: unknown): boolean {
+  const block = b as Partial<IPAMBlock> | null;
+  if (
+    typeof block?.metadata?.name !== 'string' ||
+    typeof block.metadata.resourceVersion !== 'string' ||
+    typeof block.spec?.cidr !== 'string' ||
+    block.spec.allocations === null ||
+    typeof block.spec.allocations !== 'object'
+  )
+    return false;
+  try {
+    return checkBlockInvariants(block as IPAMBlock).length === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The file's text when it is a small regular file of ours (see the file comment), else undefined. */
+function readSmallFile(path: string): string | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    const st = fstatSync(fd);
+    const uid = process.getuid?.();
+    if (!st.isFile() || st.size > NODE_CACHE_MAX_BYTES || (st.mode & 0o022) !== 0) return undefined;
+    if (uid !== undefined && st.uid !== uid) return undefined;
+    const buffer = Buffer.allocUnsafe(st.size);
+    let at = 0;
+    for (let n = -1; at < st.size && n !== 0; at += n) n = readSync(fd, buffer, at, st.size - at, at);
+    return buffer.toString('utf8', 0, at);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /** Writes the hand-off (atomically); a failure only costs the next holder a read. */

@@ -18,8 +18,9 @@
  * Runtime: Bun only (the plugin ships as a Bun executable; Node has no flock). Under Node
  * {@link acquireHostLock} throws; the in-process tests inject a lock (dispatch.ts `Deps.lock`).
  */
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ensureDir } from './ensure-dir.ts';
 
 /** `flock(2)` operations, from <sys/file.h>. */
 const LOCK_SH = 1;
@@ -144,7 +145,7 @@ function flockBlocking(fd: number, timeoutMs: number): Promise<number | 'timeout
 
 function openLockFile(path: string): number {
   try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    ensureDir(dirname(path), 0o700); // never a recursive mkdir on a user path (ensure-dir.ts)
     return openSync(path, 'a', 0o600);
   } catch (e) {
     throw new LockFileError(`host lock file ${path}: ${(e as Error).message}`, { cause: e });

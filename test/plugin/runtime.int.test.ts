@@ -388,4 +388,11 @@ void describe('the executable runtime', () => {
     assert.match(String(r.details), /\/proc\/blockipam-no-such-dir\/ipam\.lock/);
     assert.equal(count(), before);
   });
+
+  void it('DEL with a lock file that cannot be created: released without the lock (a DEL never fails on it)', async () => {
+    assertAdded(await add('rt-lockdel', s.conf('1.0.0')));
+    const conf = s.conf('1.0.0', { lockFile: '/proc/blockipam-no-such-dir/ipam.lock' });
+    assertSilentSuccess(await del('rt-lockdel', conf));
+    assert.equal(s.fx.allocations().has(`confnet.rt-lockdel.eth0`), false, 'released');
+  });
 });

@@ -75,3 +75,23 @@ for (const d of DAEMONS) {
     });
   });
 }
+
+describe('blockipam-controller options', () => {
+  const controller = DAEMONS.find((d) => d.name === 'blockipam-controller');
+  assert.ok(controller);
+  const c = controller;
+  for (const [args, message] of [
+    [['--identity', ''], /^blockipam-controller: --identity must not be empty/],
+    [
+      ['--debounce-ms', 'abc'],
+      /^blockipam-controller: --debounce-ms must be a whole number of ms >= 0, not NaN$/,
+    ],
+    [['--debounce-ms', '-5'], /^blockipam-controller: --debounce-ms must be a whole number/],
+    [
+      ['--lease-duration-seconds', '5', '--renew-deadline-seconds', '10'],
+      /^blockipam-controller: --renew-deadline-seconds must be less than --lease-duration-seconds$/,
+    ],
+  ] as const)
+    test(`${args.join(' ')}: one line, exit 2`, () =>
+      assertOneLine(run(c.main, [...c.args, ...args]), message));
+});
