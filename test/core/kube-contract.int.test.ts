@@ -3,7 +3,7 @@ import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 import { datastoreContract } from '../core/datastore-contract.ts';
 import type { ContractWorld } from '../core/datastore-contract.ts';
-import { isExpired } from 'blockipam/core';
+import { isExpired, mustParseCidr, newBlock, type IPAMBlock } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 
 /** Creates the world's namespaces, nodes and pods (with their status: phase, IPs). */
@@ -36,13 +36,17 @@ async function etcd<T>(path: string, body: unknown): Promise<T> {
 
 const PROBE = { 'contract.test/probe': 'yes' };
 
-/** An IPReservation of the compaction probe. */
-const probeReservation = (name: string) => ({
-  apiVersion: 'ipam.blockipam.io/v1alpha1',
-  kind: 'IPReservation',
-  metadata: { name, labels: PROBE },
-  spec: { reservedCIDRs: ['10.212.0.0/32'] },
-});
+/**
+ * An IPAMBlock of the compaction probe: the same kind as the contract's paged tokens, because
+ * each kind's watch cache learns of a compaction on its own (a probe of another kind could be
+ * Expired while an IPAMBlock token is still served: seen in a loaded CI run).
+ */
+function probeBlock(cidr: string): IPAMBlock {
+  const b = newBlock({ cidr: mustParseCidr(cidr), pool: 'contract-probe', node: 'probe-node', nowMs: 0 });
+  b.metadata.labels = { ...b.metadata.labels, ...PROBE };
+  return b;
+}
+const PROBE_CIDRS = ['10.212.0.0/26', '10.212.0.64/26'];
 
 /** One compaction as the API server's compactor does it: `compact_rev_key`, then etcd's compaction. */
 async function compactOnce(): Promise<void> {
@@ -62,34 +66,42 @@ async function compactOnce(): Promise<void> {
  * tells every API server's watch cache to drop its snapshots up to that revision — the cache
  * serves continue tokens too, KEP-4988), then a physical etcd compaction at that write's revision.
  * The watch cache learns of it asynchronously, and keeps a kind's newest snapshot: resolves once
- * a probe token (a first page of two IPReservations) is Expired — each round changes the probe
+ * a probe token (a first page of two IPAMBlocks, removed afterwards) is Expired — each round changes the probe
  * and compacts again, ≤ 30 rounds of 1 s (the compactor re-reads `compact_rev_key` every second
  * when its watch of it broke; seen here: Expired after 1 to 3 rounds).
  */
 async function compactEtcd(ds: KubeDatastore): Promise<void> {
   const selector = { matchLabels: PROBE };
-  for (const name of ['contract-probe-a', 'contract-probe-b'])
-    if (!(await ds.reservations.get(name))) await ds.reservations.create(probeReservation(name));
-  const probe = await ds.reservations.listPage({ limit: 1, labelSelector: selector });
-  for (let round = 0; round < 30; round++) {
-    const a = await ds.reservations.get('contract-probe-a');
-    if (a)
-      await ds.reservations.update({
-        ...a,
-        metadata: { ...a.metadata, labels: { ...PROBE, round: String(round) } },
-      });
-    await compactOnce();
-    for (let i = 0; i < 10; i++) {
-      try {
-        await ds.reservations.listPage({ limit: 1, labelSelector: selector, continue: probe.continue });
-      } catch (error) {
-        if (isExpired(error)) return;
-        throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+  for (const cidr of PROBE_CIDRS) {
+    const b = probeBlock(cidr);
+    if (!(await ds.blocks.get(b.metadata.name))) await ds.blocks.create(b);
   }
-  throw new Error('the API server still serves a continue token from before 30 compactions');
+  const probe = await ds.blocks.listPage({ limit: 1, labelSelector: selector });
+  try {
+    for (let round = 0; round < 30; round++) {
+      const name = probeBlock(PROBE_CIDRS[0]!).metadata.name;
+      const a = await ds.blocks.get(name);
+      if (a)
+        await ds.blocks.update({
+          ...a,
+          metadata: { ...a.metadata, annotations: { ...a.metadata.annotations, round: String(round) } },
+        });
+      await compactOnce();
+      for (let i = 0; i < 10; i++) {
+        try {
+          await ds.blocks.listPage({ limit: 1, labelSelector: selector, continue: probe.continue });
+        } catch (error) {
+          if (isExpired(error)) return;
+          throw error;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    throw new Error('the API server still serves a continue token from before 30 compactions');
+  } finally {
+    for (const cidr of PROBE_CIDRS)
+      await ds.blocks.delete(probeBlock(cidr).metadata.name).catch(() => undefined);
+  }
 }
 
 datastoreContract('Kubernetes API server', async (world) => {
