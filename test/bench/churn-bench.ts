@@ -155,6 +155,7 @@ function createPods(s: Subject, gen: number, count = PODS): string[][] {
 const uids = new Map<string, string>();
 function readUids(s: Subject, gen: number): void {
   const r = kubectl(['get', 'pods', '-n', NS, '-l', `churn=${s.label}-g${gen}`, '-o', 'json']);
+  if (r.status !== 0) throw new Error(`kubectl get pods: ${r.stderr}`);
   const list = JSON.parse(r.stdout) as { items: { metadata: { name: string; uid: string } }[] };
   for (const p of list.items) uids.set(p.metadata.name, p.metadata.uid);
 }
@@ -292,7 +293,7 @@ async function main(): Promise<ChurnRun> {
         );
       const cpu1 = (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0);
       warmCpuMs[s.label] = ((cpu1 - cpu0) * 1000) / (2 * NODES);
-      kubectl(['delete', 'pods', '-n', NS, '-l', `churn=${s.label}-g0`, '--grace-period=0', '--force']);
+      kubectl(['delete', 'pods', '-n', NS, '-l', `churn=${s.label}-g0`, '--grace-period=0', '--force', '--wait=false']);
     }
     for (const [p, phase] of PHASES.entries()) {
       for (const s of subjects) {
@@ -321,6 +322,7 @@ async function main(): Promise<ChurnRun> {
             `churn=${s.label}-g${gen}`,
             '--grace-period=0',
             '--force',
+            '--wait=false',
           ]);
       }
     }
@@ -351,7 +353,7 @@ try {
   if (json) writeFileSync(json, JSON.stringify({ ...run, breakdown: section.breakdown }, null, 1));
   if (argv.includes('--write-docs')) await section.writeDocs(join(repoRoot, 'docs'));
 } finally {
-  kubectl(['delete', 'pods', '-n', NS, '--all', '--grace-period=0', '--force']);
+  kubectl(['delete', 'pods', '-n', NS, '--all', '--grace-period=0', '--force', '--wait=false']);
   kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);
   kubectl(['delete', 'ippools.ipam.blockipam.io', 'churn-v4', '--ignore-not-found']);
   cleanupWhereabouts();

@@ -147,6 +147,8 @@ export function kubectl(
     {
       input: options.input,
       encoding: 'utf8',
+      // spawnSync's default (1 MiB) truncates a LIST of ~1,000 pods
+      maxBuffer: 256 * 1024 * 1024,
     },
   );
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
