@@ -18,7 +18,7 @@
  * agents' requests in the phase), kube-apiserver and etcd CPU seconds (/proc/<pid>/stat).
  *
  * Usage: node test/bench/churn-bench.ts [--nodes N] [--pods N] [--ipams blockipam,calico,whereabouts]
- *          [--calico-api PATH] [--json FILE] [--write-docs]
+ *          [--calico-api PATH] [--json FILE] [--write-docs] [--lock-holder-nice N]
  *   Starts its own control plane (unless run under scripts/run-tests.ts' environment). Root.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,6 +48,9 @@ const option = (name: string): string | undefined =>
 const NODES = Number(option('--nodes') ?? 10);
 const PODS = Number(option('--pods') ?? 100);
 const WANT = (option('--ipams') ?? 'blockipam,calico,whereabouts').split(',');
+/** blockipam's netconf `lockHolderNice` (default: the plugin's own, -10; 0 turns the raise off). */
+const LOCK_HOLDER_NICE =
+  option('--lock-holder-nice') === undefined ? undefined : Number(option('--lock-holder-nice'));
 const NS = 'churn';
 const PHASES = ['add', 'del', 're-add', 'del again'] as const;
 
@@ -117,9 +120,10 @@ function setup(): void {
             kubeconfig: cp.adminKubeconfig,
             nodeName: node,
             logFile: join(tmp, `${node}.log`),
-            logLevel: 'debug',
+            logLevel: 'info', // as installed (and as calico-ipam's log_level): the done lines carry the breakdown
             cacheDir: join(tmp, `${node}-cache`),
             nodeCacheFile: join(tmp, `${node}-node-cache.json`),
+            ...(LOCK_HOLDER_NICE === undefined ? {} : { lockHolderNice: LOCK_HOLDER_NICE }),
           },
         ),
     });
@@ -293,7 +297,17 @@ async function main(): Promise<ChurnRun> {
         );
       const cpu1 = (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0);
       warmCpuMs[s.label] = ((cpu1 - cpu0) * 1000) / (2 * NODES);
-      kubectl(['delete', 'pods', '-n', NS, '-l', `churn=${s.label}-g0`, '--grace-period=0', '--force', '--wait=false']);
+      kubectl([
+        'delete',
+        'pods',
+        '-n',
+        NS,
+        '-l',
+        `churn=${s.label}-g0`,
+        '--grace-period=0',
+        '--force',
+        '--wait=false',
+      ]);
     }
     for (const [p, phase] of PHASES.entries()) {
       for (const s of subjects) {

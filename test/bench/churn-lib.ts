@@ -132,7 +132,7 @@ export async function startNode(name: string, apiPort: number, apiSocket: string
   };
 }
 
-/** Per-call figures of blockipam from its log (logLevel debug): lock wait, requests, node cache use. */
+/** Per-call figures of blockipam from its log's `done` lines (logLevel info): lock wait, requests, node cache use. */
 export interface BlockipamCall {
   readonly containerID: string;
   readonly cmd: string;

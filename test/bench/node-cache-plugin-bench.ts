@@ -1,21 +1,24 @@
 /**
- * The CNI plugin with and without the node agent's node cache, beside whereabouts, in one run
+ * The CNI plugin with and without the node agent's node cache, beside whereabouts and calico-ipam, in one run
  * (issue 10's benchmarks; not a test):
  *  - API requests per warm ADD, DEL and STATUS, from kube-apiserver's own apiserver_request_total
  *    (a scrape before and after each call), with the node cache and without it;
- *  - ADD and DEL latency p50/p99 of blockipam with the cache, blockipam without it, and
- *    whereabouts v0.9.2, interleaved (each round runs one call of each).
+ *  - ADD and DEL latency p50/p99 of blockipam with the cache, blockipam without it,
+ *    whereabouts v0.9.2 and calico-ipam (the v3.28 line, Kubernetes datastore; peer-ipams.ts),
+ *    interleaved (each round runs one call of each).
  * The pods exist (bound to the bench's nodes), so the no-cache path does its real pod and
  * namespace GETs. The cache stands for a running agent that has seen every earlier write: it is
  * rewritten from the API server's state before each call, outside the timed and counted window
  * (test/plugin/helpers/node-cache-writer.ts, core's format module — what the agent does). Each
  * IPAM is exec'd as ptp would exec it (cniVersion 1.1.0, CNI_ARGS with the K8S_POD_* keys).
  *
- * Usage: node test/bench/node-cache-plugin-bench.ts [--runs N] [--without-whereabouts] [--write-docs]
- *   --without-whereabouts: blockipam only (e.g. while whereabouts' Go build is not cached yet)
+ * Usage: node test/bench/node-cache-plugin-bench.ts [--runs N] [--without-whereabouts]
+ *          [--without-calico] [--calico-api PATH] [--write-docs]
+ *   --without-whereabouts / --without-calico: leave that peer out (e.g. while its Go build is
+ *   not cached yet); calico-ipam is also skipped, and the output says so, when neither its build
+ *   nor the projectcalico/api source (peer-ipams.ts' DEFAULT_CALICO_API) is here.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pod } from 'blockipam/core';
@@ -24,8 +27,19 @@ import { adminDatastore } from '../helpers/crds.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { writeNodeCache } from '../plugin/helpers/node-cache-writer.ts';
 import { delta, fmt, pct, requestCounters, timed, total, writeDocsSection } from './plugin-bench-lib.ts';
+import {
+  API,
+  CALICO_LABEL,
+  cleanupCalico,
+  cleanupWhereabouts,
+  DEFAULT_CALICO_API,
+  setupCalico,
+  setupWhereabouts,
+} from './peer-ipams.ts';
 
 const argv = process.argv.slice(2);
+const option = (name: string): string | undefined =>
+  argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined;
 const RUNS = Number(argv[argv.indexOf('--runs') + 1] ?? 0) || 60;
 const WARMUP = 3;
 const COUNT = 20;
@@ -39,28 +53,11 @@ const must = (args: string[], input?: string): void => {
 };
 
 const withWhereabouts = !argv.includes('--without-whereabouts');
-const wbBin = !withWhereabouts
-  ? ''
-  : spawnSync('bash', [join(repoRoot, 'test/bench/plugin-build-whereabouts.sh')], {
-      encoding: 'utf8',
-    }).stdout.trim();
-const wbCrds = join(
-  spawnSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).stdout.trim(),
-  'github.com/k8snetworkplumbingwg/whereabouts@v0.9.2/doc/crds',
-);
-if (withWhereabouts) {
-  for (const f of ['ippools', 'overlappingrangeipreservations', 'nodeslicepools'])
-    must(['apply', '-f', join(wbCrds, `whereabouts.cni.cncf.io_${f}.yaml`)]);
-  must(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ippools.whereabouts.cni.cncf.io']);
-}
-writeFileSync(
-  join(tmp, 'wb-flat.conf'),
-  JSON.stringify({
-    datastore: 'kubernetes',
-    kubernetes: { kubeconfig: cp.adminKubeconfig },
-    log_level: 'error',
-  }),
-);
+const withCalico = !argv.includes('--without-calico');
+const wb = withWhereabouts ? setupWhereabouts(tmp, '10.244.128.0/17') : undefined;
+const calico = withCalico
+  ? setupCalico(tmp, option('--calico-api') ?? DEFAULT_CALICO_API, '10.241.0.0/16')
+  : undefined;
 const blockipam = ensurePlugin();
 must(
   ['apply', '-f', '-'],
@@ -80,11 +77,12 @@ interface Ipam {
   /** The node its pods are bound to; undefined: no Kubernetes node (whereabouts). */
   readonly node?: string;
   readonly conf: Record<string, unknown>;
+  /** Top-level netconf fields it reads (calico-ipam's datastore settings). */
+  readonly top?: Record<string, unknown>;
   readonly api: RegExp;
   /** Rewrites the node cache before a call (the agent having seen every earlier write). */
   readonly cache?: string;
 }
-const blockipamApi = /^(ipam\.blockipam\.io\/|\/pods |\/namespaces |\/nodes )/;
 const bipam = (label: string, node: string, cached: boolean): Ipam => ({
   label,
   name: cached ? 'blockipam, node cache' : 'blockipam, no node cache',
@@ -99,30 +97,30 @@ const bipam = (label: string, node: string, cached: boolean): Ipam => ({
     nodeCacheFile: join(tmp, `${label}-node-cache.json`),
     ...(cached ? {} : { nodeCacheMaxAgeMs: 0 }),
   },
-  api: blockipamApi,
+  api: API.blockipam,
   ...(cached ? { cache: join(tmp, `${label}-node-cache.json`) } : {}),
 });
-const whereabouts: Ipam[] = [
-  {
-    label: 'wb',
-    name: 'whereabouts',
-    bin: wbBin,
-    conf: {
-      type: 'whereabouts',
-      range: '10.244.128.0/17',
-      configuration_path: join(tmp, 'wb-flat.conf'),
-      kubernetes: { kubeconfig: cp.adminKubeconfig },
-    },
-    api: /^(whereabouts\.cni\.cncf\.io\/|coordination\.k8s\.io\/|\/pods )/,
-  },
+const peers: Ipam[] = [
+  ...(wb
+    ? [{ label: 'wb', name: 'whereabouts v0.9.2', bin: wb.bin, conf: wb.ipam(''), api: API.whereabouts }]
+    : []),
+  ...(calico
+    ? [
+        {
+          label: 'calico',
+          name: CALICO_LABEL,
+          bin: calico.bin,
+          node: 'bench-nc-calico',
+          conf: calico.ipam('bench-nc-calico'),
+          top: calico.top('bench-nc-calico'),
+          api: API.calico,
+        },
+      ]
+    : []),
 ];
-const ipams: Ipam[] = [
-  bipam('cache', 'bench-nc-cache', true),
-  bipam('api', 'bench-nc-api', false),
-  ...(withWhereabouts ? whereabouts : []),
-];
+const ipams: Ipam[] = [bipam('cache', 'bench-nc-cache', true), bipam('api', 'bench-nc-api', false), ...peers];
 const netconf = (ipam: Ipam): string =>
-  JSON.stringify({ cniVersion: '1.1.0', name: 'benchnet', type: 'ptp', ipam: ipam.conf });
+  JSON.stringify({ cniVersion: '1.1.0', name: 'benchnet', type: 'ptp', ...ipam.top, ipam: ipam.conf });
 const uids = new Map<string, string>();
 const cniEnv = (cmd: string, id: string): Record<string, string | undefined> => ({
   PATH: process.env.PATH,
@@ -220,7 +218,7 @@ async function main(): Promise<void> {
   const lines = [
     '## CNI plugin with the node cache',
     '',
-    `Measured by \`node test/bench/node-cache-plugin-bench.ts\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback; load average at the start ${load.toFixed(1)} (other sessions share the machine). Pods exist and are bound to the bench's nodes. "Node cache": the file is rewritten from the API server's state before each call, outside the timed and counted window — an agent that has seen every earlier write. Requests: kube-apiserver's \`apiserver_request_total\`, scraped before and after each call, ${COUNT} warm calls (after ${WARMUP} warm-up ADDs); latency: ${RUNS} rounds of one call per IPAM, spawn to exit.`,
+    `Measured by \`node test/bench/node-cache-plugin-bench.ts\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback; load average at the start ${load.toFixed(1)}. Pods exist and are bound to the bench's nodes. "Node cache": the file is rewritten from the API server's state before each call, outside the timed and counted window — an agent that has seen every earlier write. Requests: kube-apiserver's \`apiserver_request_total\`, scraped before and after each call, ${COUNT} warm calls (after ${WARMUP} warm-up ADDs); latency: ${RUNS} rounds of one call per IPAM, spawn to exit.`,
     '',
     '| IPAM | API requests / ADD | API requests / DEL | API requests / STATUS | ADD p50 ms | ADD p99 ms | DEL p50 ms | DEL p99 ms | failures |',
     '|---|---|---|---|---|---|---|---|---|',
@@ -233,11 +231,17 @@ async function main(): Promise<void> {
     );
   }
   const p50 = (label: string): number => pct(lat.get(label)?.add ?? [], 50);
+  const ratio = (a: string, b: string): string => (p50(a) / p50(b)).toFixed(2);
   lines.push(
     '',
-    `ADD p50 ratios, same run: node cache / no node cache ${(p50('cache') / p50('api')).toFixed(2)}` +
-      (withWhereabouts
-        ? `; node cache / whereabouts ${(p50('cache') / p50('wb')).toFixed(2)}; no node cache / whereabouts ${(p50('api') / p50('wb')).toFixed(2)}.`
+    `ADD p50 ratios, same run (below 1 = the first is faster): node cache / no node cache ${ratio('cache', 'api')}` +
+      (calico
+        ? `; node cache / calico-ipam ${ratio('cache', 'calico')} (issue 10's goal: ≤ 0.5); no node cache / calico-ipam ${ratio('api', 'calico')}`
+        : withCalico
+          ? '; calico-ipam skipped (its api source is absent: see the message above the table)'
+          : '; calico-ipam not run (--without-calico)') +
+      (wb
+        ? `; node cache / whereabouts ${ratio('cache', 'wb')}; no node cache / whereabouts ${ratio('api', 'wb')}.`
         : '; whereabouts not run (--without-whereabouts).'),
     '',
     'Requests by kind (mean per call):',
@@ -251,6 +255,8 @@ async function main(): Promise<void> {
   for (const ipam of ipams.filter((i) => i.node)) kubectl(['delete', 'node', ipam.node!, '--wait=false']);
   kubectl(['delete', 'namespace', NS, '--wait=false']);
   kubectl(['delete', 'ippool', 'bench-nc-v4', '--wait=false']);
+  if (wb) cleanupWhereabouts();
+  if (calico) cleanupCalico();
   rmSync(tmp, { recursive: true, force: true });
 }
 

@@ -2,17 +2,19 @@
  * Cost curve: the node agent's memory (RSS) and CPU at idle vs cluster size (issue 13 item 4;
  * issue 10: "agent RSS and CPU at idle in a cluster of 1,000 nodes / 5,000 blocks"). Each size:
  * NODES Node objects (with an InternalIP) and 5 /26 blocks per node, each holding 10 allocations,
- * seeded straight through the datastore; then one real agent process (`block-controller/agent/
- * main.ts run`, its watches, node cache file, no routes) for one of the nodes. Once its node
+ * seeded straight through the datastore; then one real agent process per runtime (the shipped
+ * executable and/or the source under Node; its watches, node cache file, no routes) for one of
+ * the nodes. Once its node
  * cache file is written and a settle time has passed, RSS (VmRSS, and VmHWM: the peak) is read
  * from /proc and CPU (user + system ticks) is counted over an idle window.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { blockObject, poolObject, TEST_LABEL } from '../../cli/cluster.ts';
+import { ensureMultiCall } from '../../helpers/multi-call.ts';
 import { bounded, load1, progress } from './common.ts';
 import type { CurvePoint } from './common.ts';
 
@@ -74,14 +76,29 @@ async function seed(ds: KubeDatastore, from: number, nodes: number): Promise<voi
   );
 }
 
+/**
+ * How the agent runs: `executable` is what the image ships (the multi-call Bun executable
+ * through its `blockipam-agent` role link, test/helpers/multi-call.ts builds it); `node` is the
+ * source under the project's Node (block-controller/agent/main.ts), as the tests run it.
+ */
+export type AgentRuntime = 'executable' | 'node';
+
 /** Runs one agent for node 0 until idle; @returns its RSS and idle CPU. */
-async function measureAgent(root: string, kubeconfig: string): Promise<Record<string, number>> {
+async function measureAgent(
+  root: string,
+  kubeconfig: string,
+  runtime: AgentRuntime,
+): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'agent-curve-'));
   const cache = join(dir, 'node-cache.json');
+  const [command, ...prefix] =
+    runtime === 'executable'
+      ? [join(dirname(ensureMultiCall()), 'blockipam-agent')]
+      : [join(root, 'node_modules', '.bin', 'node'), join(root, 'block-controller', 'agent', 'main.ts')];
   const child = spawn(
-    join(root, 'node_modules', '.bin', 'node'),
+    command ?? '',
     [
-      join(root, 'block-controller', 'agent', 'main.ts'),
+      ...prefix,
       'run',
       '--node-name',
       'agent-curve-0',
@@ -128,28 +145,37 @@ async function measureAgent(root: string, kubeconfig: string): Promise<Record<st
   }
 }
 
-/** The curve at `sizes` (node counts, ascending). */
+/** The curve at `sizes` (node counts, ascending), per runtime (measured one after the other at each size). */
 export async function agentCurve(
   ds: KubeDatastore,
-  options: { root: string; kubeconfig: string; sizes: readonly number[] },
-): Promise<CurvePoint[]> {
+  options: { root: string; kubeconfig: string; sizes: readonly number[]; runtimes: readonly AgentRuntime[] },
+): Promise<Map<AgentRuntime, CurvePoint[]>> {
   await ds.pools.create(poolObject('agent-curve', '10.160.0.0/12'));
-  const points: CurvePoint[] = [];
+  const points = new Map<AgentRuntime, CurvePoint[]>(options.runtimes.map((r) => [r, []]));
   let seeded = 0;
   for (const nodes of options.sizes) {
     const t0 = performance.now();
     await seed(ds, seeded, nodes);
     seeded = nodes;
     progress(`agent curve: ${nodes} nodes seeded (${Math.round(performance.now() - t0)} ms)`);
-    const loadStart = load1();
-    const figures = await measureAgent(options.root, options.kubeconfig);
-    points.push({
-      x: nodes,
-      figures: { blocks: nodes * BLOCKS_PER_NODE, ...figures },
-      loadStart,
-      loadEnd: load1(),
-    });
-    progress(`agent curve: ${nodes} nodes: ${JSON.stringify(points.at(-1)?.figures)}`);
+    for (const runtime of options.runtimes) {
+      const loadStart = load1();
+      const figures = await measureAgent(options.root, options.kubeconfig, runtime);
+      const point = {
+        x: nodes,
+        figures: { blocks: nodes * BLOCKS_PER_NODE, ...figures },
+        loadStart,
+        loadEnd: load1(),
+      };
+      points.get(runtime)?.push(point);
+      progress(`agent curve (${runtime}): ${nodes} nodes: ${JSON.stringify(point.figures)}`);
+    }
   }
   return points;
 }
+
+/** The series names of the runtimes, as the table and chart show them. */
+export const RUNTIME_SERIES: Readonly<Record<AgentRuntime, string>> = {
+  executable: 'agent executable (as the image ships it, Bun)',
+  node: 'agent source under Node 24 (as the tests run it)',
+};

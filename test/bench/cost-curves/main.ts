@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { KubeDatastore, KubeTransport } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { uniqueNamespace } from '../../cli/cluster.ts';
-import { agentCurve } from './agent.ts';
+import { agentCurve, RUNTIME_SERIES } from './agent.ts';
 import { checkCurve } from './check.ts';
 import { claimCurveApi, claimCurveMemory } from './claim.ts';
 import { warmAddCurve } from './warm-add.ts';
@@ -194,24 +194,34 @@ async function agent(): Promise<void> {
   await cleanCluster(ds);
   const loadAtStart = load1();
   try {
-    const points = await agentCurve(ds, { root, kubeconfig: cp.adminKubeconfig, sizes: [100, 300, 1000] });
-    const big = points.at(-1);
+    const curves = await agentCurve(ds, {
+      root,
+      kubeconfig: cp.adminKubeconfig,
+      sizes: [100, 300, 1000],
+      runtimes: ['executable', 'node'],
+    });
+    const shipped = curves.get('executable') ?? [];
+    const big = shipped.at(-1);
+    const bigNode = curves.get('node')?.at(-1);
     await publishCurve({
       chart: 'cost-agent-memory',
       title: 'Node agent memory at idle vs cluster size',
       x: { title: 'nodes in the cluster (5 blocks each)' },
       y: { title: 'RSS at idle (MiB)' },
-      series: [
-        { name: 'RSS at idle', points, y: 'RSS MiB (idle)' },
-        { name: 'peak RSS (VmHWM)', points, y: 'peak RSS MiB' },
-      ],
+      series: [...curves].flatMap(([runtime, points]) => [
+        { name: `${RUNTIME_SERIES[runtime]}: RSS at idle`, points, y: 'RSS MiB (idle)' },
+        { name: `${RUNTIME_SERIES[runtime]}: peak RSS (VmHWM)`, points, y: 'peak RSS MiB' },
+      ]),
       command: `${COMMAND} --only agent`,
       versions: `kube-apiserver ${cp.serverVersion} + etcd on loopback`,
       methodShort: `one agent process, RSS from /proc after a settle time, CPU over 30 s idle`,
       method:
-        "Each size: that many Node objects (with an InternalIP) and 5 /26 blocks per node, 10 allocations each, seeded straight through the datastore; then one real agent process for one of the nodes (`block-controller/agent/main.ts run`: its watches of nodes, blocks, pools, config, reservations and the node's pods, its node cache file; no routes, log level warn). Once the node cache file exists, 15 s settle; RSS (VmRSS) and its peak (VmHWM) from /proc/PID/status; CPU: user + system ticks over the next 30 s idle window.",
+        "Each size: that many Node objects (with an InternalIP) and 5 /26 blocks per node, 10 allocations each, seeded straight through the datastore; then one real agent process for one of the nodes, run twice one after the other: the multi-call executable through its `blockipam-agent` link (what the image ships: Bun) and the source under Node 24 (`block-controller/agent/main.ts run`, as the tests run it) — each with its watches of nodes, blocks, pools, config, reservations and the node's pods, its node cache file; no routes, log level warn. Once the node cache file exists, 15 s settle; RSS (VmRSS) and its peak (VmHWM) from /proc/PID/status; CPU: user + system ticks over the next 30 s idle window.",
       verdict: big
-        ? `At ${big.x} nodes / ${big.figures.blocks} blocks: RSS ${big.figures['RSS MiB (idle)']} MiB at idle (peak ${big.figures['peak RSS MiB']} MiB; the issue-10 run measured 178 MiB idle at 1,000 nodes), ${big.figures['idle CPU (% of a core)']} % of a core at idle.`
+        ? `At ${big.x} nodes / ${big.figures.blocks} blocks, the shipped executable: RSS ${big.figures['RSS MiB (idle)']} MiB at idle (peak ${big.figures['peak RSS MiB']} MiB), ${big.figures['idle CPU (% of a core)']} % of a core at idle, first node cache after ${big.figures['first node cache s']} s` +
+          (bigNode
+            ? `; under Node: RSS ${bigNode.figures['RSS MiB (idle)']} MiB (peak ${bigNode.figures['peak RSS MiB']} MiB), ${bigNode.figures['idle CPU (% of a core)']} % of a core.`
+            : '.')
         : '',
       loadAtStart,
     });

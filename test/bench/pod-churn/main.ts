@@ -8,10 +8,12 @@
  * no pod is left, and until the IPAM holds no address). The conflist is switched between IPAMs.
  *
  *   node_modules/.bin/node test/bench/pod-churn/main.ts [--pods 300] [--order host-local,blockipam]
+ *     [--install chart|script] [--no-docs]
  *
- * blockipam is installed by test/cluster/install-blockipam.sh (the CRDs, its ServiceAccount and
- * token, pool default-ipv4 10.244.0.0/16 of /26 blocks, the plugin) with a node agent per node
- * (a host process, writing the node cache file the plugin reads). Charts: pods Running over time
+ * blockipam is installed for its own run only (install.ts): by default by the Helm chart (`--install
+ * chart`: the image in every node, the agent DaemonSet and the controller Deployment), or by
+ * test/cluster/install-blockipam.sh with a node agent per node as a host process (`--install
+ * script`, the set-up of the runs before the chart). Charts: pods Running over time
  * per IPAM and phase, and wall time per phase; the `## Pod churn on the real cluster` section of
  * docs/benchmarks.md is rewritten.
  */
@@ -23,8 +25,9 @@ import { writeDocSection } from '../doc-section.ts';
 import { cluster, kubectl } from '../../helpers/cluster.ts';
 import { installBlockipam } from '../../cluster/blockipam.ts';
 import { repoRoot } from '../../plugin/helpers/plugin-exe.ts';
-import { bypassRecorder, hostLocalHeld, startAgents, useIpam } from './network.ts';
-import type { Agents, Ipam } from './network.ts';
+import { installBlockipamFor, type InstallMode, type Installed } from './install.ts';
+import { bypassRecorder, hostLocalHeld, useIpam } from './network.ts';
+import type { Ipam } from './network.ts';
 import { Churn } from './phases.ts';
 import type { PhaseResult } from './phases.ts';
 
@@ -32,9 +35,15 @@ const { values } = parseArgs({
   options: {
     pods: { type: 'string', default: '300' },
     order: { type: 'string', default: 'host-local,blockipam' },
+    install: { type: 'string', default: 'chart' },
     'no-docs': { type: 'boolean', default: false },
   },
 });
+const INSTALL: InstallMode = ((mode: string): InstallMode => {
+  if (mode !== 'chart' && mode !== 'script')
+    throw new RangeError(`--install: "${mode}" is neither chart nor script`);
+  return mode;
+})(values.install ?? 'chart');
 const PODS = Number(values.pods);
 const ORDER = (values.order ?? '').split(',').map((name): Ipam => {
   if (name !== 'blockipam' && name !== 'host-local') throw new RangeError(`--order: unknown IPAM "${name}"`);
@@ -60,9 +69,9 @@ function waitReady(nodes: readonly string[]): void {
   }
 }
 
-async function runOne(ipam: Ipam, index: number, agents: Agents | undefined): Promise<Run> {
+async function runOne(ipam: Ipam, index: number, installed: Installed | undefined): Promise<Run> {
   const c = cluster();
-  useIpam(c, ipam);
+  if (ipam === 'host-local' || INSTALL === 'script') useIpam(c, ipam); // else: the chart's agents wrote it
   await new Promise((resolve) => setTimeout(resolve, 3000)); // containerd reloads net.d
   waitReady(c.nodes);
   const churn = new Churn(c, { namespace: `churn-${index}-${ipam}`, pods: PODS });
@@ -82,7 +91,7 @@ async function runOne(ipam: Ipam, index: number, agents: Agents | undefined): Pr
     log(`${ipam}: delete ${phases.at(-1)?.seconds.toFixed(1)} s, released ${phases.at(-1)?.releasedSeconds}`);
     const extra =
       ipam === 'blockipam'
-        ? `blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; node agents (pids ${agents?.pids.join(', ')}) running`
+        ? `blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; ${installed?.describe ?? ''}`
         : '';
     return { ipam, label: `${ipam} (run ${index + 1})`, phases, uptimeBefore, uptimeAfter: uptime(), extra };
   } finally {
@@ -93,17 +102,19 @@ async function runOne(ipam: Ipam, index: number, agents: Agents | undefined): Pr
 async function main(): Promise<void> {
   const loadAtStart = loadavg()[0] ?? 0;
   const c = cluster();
-  log(`cluster ${c.runDir} up (${c.startupSeconds} s); installing blockipam`);
-  installBlockipam();
-  bypassRecorder(c);
+  log(`cluster ${c.runDir} up (${c.startupSeconds} s); blockipam is installed by ${INSTALL}`);
+  if (INSTALL === 'script') installBlockipam();
+  bypassRecorder(c, { blockipam: INSTALL === 'script' });
   const maxPods = kubectl(['get', 'node', c.nodes[0] ?? '', '-o', 'jsonpath={.status.capacity.pods}']).stdout;
-  let agents: Agents | undefined;
   const runs: Run[] = [];
-  try {
-    if (ORDER.includes('blockipam')) agents = await startAgents(c, repoRoot);
-    for (const [i, ipam] of ORDER.entries()) runs.push(await runOne(ipam, i, agents));
-  } finally {
-    await agents?.stop();
+  for (const [i, ipam] of ORDER.entries()) {
+    // blockipam's daemons run only during its own run: none of their CPU is in host-local's
+    const installed = ipam === 'blockipam' ? await installBlockipamFor(INSTALL, c, repoRoot, log) : undefined;
+    try {
+      runs.push(await runOne(ipam, i, installed));
+    } finally {
+      await installed?.stop();
+    }
   }
   const summary = runs.map((r) => ({
     label: r.label,
@@ -188,8 +199,8 @@ async function publish(
   await writeDocSection(
     '## Pod churn on the real cluster',
     [
-      `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
-      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster: 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for both; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: installed by \`test/cluster/install-blockipam.sh\` (the Helm chart needs the container image in the nodes, not on main at the time of the run), pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info. The harness's CNI call recorder is bypassed (plugins linked directly). Calico's CNI + calico-ipam: not run here (see the churn benchmark of simulated nodes for calico-ipam).`,
+      `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')} --install ${INSTALL}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
+      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster: 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for both; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\`: pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node cache, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info`}. The harness's CNI call recorder is bypassed (plugins linked directly). Calico's CNI + calico-ipam: not run here (see the churn benchmark of simulated nodes for calico-ipam).`,
       '| run | create → all Running (s) | delete all → all re-created Running (s) | delete Deployments → no pod (s) | → no address held (s) | pods per node after create | load average (before → after) |',
       '| --- | --- | --- | --- | --- | --- | --- |',
       rows.join('\n'),

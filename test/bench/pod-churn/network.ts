@@ -16,13 +16,16 @@ import type { Cluster } from '../../helpers/cluster.ts';
 
 export type Ipam = 'blockipam' | 'host-local';
 
+/** The MTU of both IPAMs' ptp (the chart's agents get it as `cni.mtu`). */
+export const POD_MTU = 1400;
+
 /** The chain both IPAMs share (as install-blockipam.sh writes it, minus blockipam's debug log). */
 function conflist(ipam: Record<string, unknown>): string {
   return JSON.stringify({
     cniVersion: '1.1.0',
     name: 'k8s-pod-network',
     plugins: [
-      { type: 'ptp', mtu: 1400, capabilities: { 'io.kubernetes.cri.pod-annotations': true }, ipam },
+      { type: 'ptp', mtu: POD_MTU, capabilities: { 'io.kubernetes.cri.pod-annotations': true }, ipam },
       { type: 'portmap', snat: true, capabilities: { portMappings: true } },
     ],
   });
@@ -62,11 +65,15 @@ export function useIpam(c: Cluster, ipam: Ipam): void {
   });
 }
 
-/** Points every node's CNI bin entries at the real plugins (no recorder); adds host-local. */
-export function bypassRecorder(c: Cluster): void {
+/**
+ * Points every node's CNI bin entries at the real plugins (no recorder); adds host-local.
+ * `blockipam: false` leaves blockipam's entry alone (the chart's agent installs it).
+ */
+export function bypassRecorder(c: Cluster, options: { blockipam: boolean } = { blockipam: true }): void {
   for (const node of c.nodes) {
     const bin = join(c.runDir, node, 'cni', 'bin');
-    for (const name of ['ptp', 'portmap', 'loopback', 'blockipam', 'host-local']) {
+    const names = ['ptp', 'portmap', 'loopback', 'host-local', ...(options.blockipam ? ['blockipam'] : [])];
+    for (const name of names) {
       const real = name === 'blockipam' ? join(bin, 'real', 'blockipam') : join(c.cniBin, name);
       rmSync(join(bin, name), { force: true });
       symlinkSync(real, join(bin, name));
