@@ -18,7 +18,7 @@
  * agents' requests in the phase), kube-apiserver and etcd CPU seconds (/proc/<pid>/stat).
  *
  * Usage: node test/bench/churn-bench.ts [--nodes N] [--pods N] [--ipams blockipam,calico,whereabouts]
- *          [--calico-api PATH] [--json FILE] [--write-docs] [--lock-holder-nice N]
+ *          [--calico-api PATH] [--json FILE] [--write-docs]
  *   Starts its own control plane (unless run under scripts/run-tests.ts' environment). Root.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,9 +48,6 @@ const option = (name: string): string | undefined =>
 const NODES = Number(option('--nodes') ?? 10);
 const PODS = Number(option('--pods') ?? 100);
 const WANT = (option('--ipams') ?? 'blockipam,calico,whereabouts').split(',');
-/** blockipam's netconf `lockHolderNice` (default: the plugin's own, -10; 0 turns the raise off). */
-const LOCK_HOLDER_NICE =
-  option('--lock-holder-nice') === undefined ? undefined : Number(option('--lock-holder-nice'));
 const NS = 'churn';
 const PHASES = ['add', 'del', 're-add', 'del again'] as const;
 
@@ -123,7 +120,6 @@ function setup(): void {
             logLevel: 'info', // as installed (and as calico-ipam's log_level): the done lines carry the breakdown
             cacheDir: join(tmp, `${node}-cache`),
             nodeCacheFile: join(tmp, `${node}-node-cache.json`),
-            ...(LOCK_HOLDER_NICE === undefined ? {} : { lockHolderNice: LOCK_HOLDER_NICE }),
           },
         ),
     });
