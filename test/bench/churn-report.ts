@@ -156,7 +156,7 @@ export function renderChurn(run: ChurnRun): {
   const lines: string[] = [
     '## IPAM churn',
     '',
-    `Measured by \`node test/bench/churn-bench.ts\` on ${run.when.slice(0, 16).replace('T', ' ')} UTC: 2 cores shared with five other engineers' jobs (load average at the phases' starts ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}), kube-apiserver ${run.serverVersion} + etcd on loopback, Node ${run.node}.`,
+    `Measured by \`node test/bench/churn-bench.ts\` on ${run.when.slice(0, 16).replace('T', ' ')} UTC: 2 cores (load average at the phases' starts ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}), kube-apiserver ${run.serverVersion} + etcd on loopback, Node ${run.node}.`,
     `${run.nodes} simulated nodes (a network namespace each, so each has its own host lock) × ${run.pods} ADDs issued at once per node; the IPAM alone, exec'd as ptp would exec it, by a process inside the node's namespace that also relays the API server. Phases: add → mass DEL → re-add (new pods) → DEL, interleaved across IPAMs. Wall time: first call issued → last call exited; latencies spawn to exit; requests and 409s from kube-apiserver's \`apiserver_request_total\` (blockipam's include its ${run.nodes} agents' requests during the phase); CPU from /proc/<pid>/stat.`,
     '',
     '| IPAM | phase | wall s | call p50 ms | call p99 ms | failures | distinct addresses | API requests / call | 409s / call | IPAM processes CPU s | agents CPU s | kube-apiserver CPU s | etcd CPU s | load at start |',

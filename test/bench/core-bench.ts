@@ -8,7 +8,7 @@
  * Usage: node_modules/.bin/node test/bench/core-bench.ts [--no-write]
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
@@ -39,7 +39,7 @@ async function main(): Promise<void> {
   const lines = [
     '## Core',
     '',
-    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`node_modules/.bin/node test/bench/core-bench.ts\`; machine: ${cpus().length} cores (shared with other jobs), Node ${process.versions.node}, kube-apiserver ${cp.serverVersion} + etcd on loopback.`,
+    `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`node_modules/.bin/node test/bench/core-bench.ts\`; machine: ${cpus().length} cores (load average at the start ${loadavg()[0]?.toFixed(1)}), Node ${process.versions.node}, kube-apiserver ${cp.serverVersion} + etcd on loopback.`,
     '',
     `**API requests per operation** (real API server, counted by the lean transport's request counter, mean of ${API_RUNS} sequential operations; "snapshot" = IPAMConfig + IPPools + IPReservations passed in, see docs/design-core.md):`,
     '',

@@ -331,7 +331,7 @@ async function main(): Promise<void> {
   const lines: string[] = [
     '## CNI plugin',
     '',
-    `Measured by \`node test/bench/plugin-bench.ts\` on ${new Date().toISOString().slice(0, 10)}: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback, Node ${process.version}; load average at the start ${loadavg()[0]?.toFixed(1)} (other sessions share the machine).`,
+    `Measured by \`node test/bench/plugin-bench.ts\` on ${new Date().toISOString().slice(0, 10)}: 2 cores, kube-apiserver ${cp.serverVersion} + etcd on loopback, Node ${process.version}; load average at the start ${loadavg()[0]?.toFixed(1)}.`,
     "Each IPAM binary is exec'd directly with the environment and stdin ptp would pass (cniVersion 1.0.0, CNI_ARGS with the five K8S_POD_* keys); times are spawn-to-exit wall clock.",
     `Per IPAM, ${WARMUP} warm-up ADDs, then ${COUNT} ADDs and their DELs alone to count API requests (kube-apiserver's own \`apiserver_request_total\`, delta per phase / calls). Latency: ${RUNS} ADDs then their DELs per IPAM, spaced and back to back (below).`,
     '',
