@@ -9,6 +9,7 @@
  * time that the chart draws. Times are seconds from the phase's first request.
  */
 import { KubeTransport } from 'blockipam/core/kube';
+import { isNotFound, isUnavailable } from 'blockipam/core';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import type { Cluster } from '../../helpers/cluster.ts';
 
@@ -128,7 +129,28 @@ export class Churn {
   /** Deletes every pod at once (default grace); follows until N replacements are Running. */
   async recreate(): Promise<PhaseResult> {
     const t0 = performance.now();
-    await this.#api.request('DELETE', `/api/v1/namespaces/${this.#ns}/pods`);
+    try {
+      await this.#api.request('DELETE', `/api/v1/namespaces/${this.#ns}/pods`);
+    } catch (error) {
+      // A DELETE collection of hundreds of pods can outlast the connection on a loaded machine
+      // (seen: "socket hang up" at load ~180); it may have been applied in part, so the pods
+      // not yet being deleted are deleted one by one (the phase's clock keeps running).
+      if (!isUnavailable(error)) throw error;
+      process.stderr.write(
+        `pod-churn: the DELETE collection failed (${String(error)}); deleting the rest one by one\n`,
+      );
+      const rest = (await this.#list()).filter((p) => !p.metadata.deletionTimestamp);
+      for (let i = 0; i < rest.length; i += 16)
+        await Promise.all(
+          rest.slice(i, i + 16).map((p) =>
+            this.#api
+              .request('DELETE', `/api/v1/namespaces/${this.#ns}/pods/${p.metadata.name}`)
+              .catch((e: unknown) => {
+                if (!isNotFound(e)) throw e;
+              }),
+          ),
+        );
+    }
     const f = await this.#follow(t0, this.#running, (n) => n >= this.#pods);
     return { phase: 're-create', ...f, perNode: this.#perNode(f.last) };
   }
