@@ -8,6 +8,7 @@ import yargs from 'yargs';
 import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
 import type { LogLevel } from '../shared/index.ts';
+import { isBindHost, isNodeName, shownNumber } from '../shared/usage.ts';
 
 export interface AgentOptions {
   /**
@@ -163,16 +164,27 @@ export async function parseOptions(
     .check((a) => {
       if (a.help || a.version) return true; // nothing else is required then
       if (!a['node-name']) throw new Error('--node-name (or $NODE_NAME) is required');
+      if (!isNodeName(a['node-name']))
+        throw new Error(
+          `--node-name must be a Kubernetes node name (a lower-case DNS subdomain), not ${JSON.stringify(a['node-name'])}`,
+        );
       const port = a['metrics-port'];
       if (!(Number.isInteger(port) && port >= 0 && port <= MAX_PORT))
-        throw new Error(`--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${port}`);
+        throw new Error(
+          `--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${shownNumber(port)}`,
+        );
+      if (!isBindHost(a['metrics-host']))
+        throw new Error(
+          `--metrics-host must be an IP address or a host name, not ${JSON.stringify(a['metrics-host'])}`,
+        );
       for (const key of ['upkeep-seconds', 'token-expiration-seconds'] as const)
         if (!Number.isFinite(a[key]) || a[key] < 0)
-          throw new Error(`--${key} must be a number >= 0, not ${a[key]}`);
+          throw new Error(`--${key} must be a number >= 0, not ${shownNumber(a[key])}`);
       if (!a['assign-ipv4'] && !a['assign-ipv6'])
         throw new Error('--assign-ipv4=false needs --assign-ipv6 (pods would get no address)');
-      if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576))
-        throw new Error('--mtu must be an integer >= 576');
+      // 576: the IPv4 minimum datagram (RFC 791); 65535: the largest Linux lets a veth have (ETH_MAX_MTU)
+      if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576 && a.mtu <= 65535))
+        throw new Error(`--mtu must be an integer 576-65535, not ${shownNumber(a.mtu)}`);
       if ((a['install-cni'] || a._[0] === 'install') && (!a['service-account'] || !a.namespace))
         throw new Error(
           'install mode needs --service-account and --namespace (or $SERVICE_ACCOUNT_NAME, $POD_NAMESPACE)',

@@ -15,7 +15,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { versionLine } from '../../cmd/version.ts';
 import { LOG_LEVELS } from '../shared/index.ts';
-import { exitStartFailure, exitUsage } from '../shared/usage.ts';
+import { exitStartFailure, exitUsage, isBindHost, shownNumber } from '../shared/usage.ts';
 import { runController } from './run.ts';
 
 const NAME = 'blockipam-controller';
@@ -62,7 +62,13 @@ try {
       if (a.help || a.version) return true;
       const port = a['metrics-port'];
       if (!(Number.isInteger(port) && port >= 0 && port <= MAX_PORT))
-        throw new Error(`--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${port}`);
+        throw new Error(
+          `--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${shownNumber(port)}`,
+        );
+      if (!isBindHost(a['metrics-host']))
+        throw new Error(
+          `--metrics-host must be an IP address or a host name, not ${JSON.stringify(a['metrics-host'])}`,
+        );
       for (const key of [
         'lease-duration-seconds',
         'renew-deadline-seconds',
@@ -76,7 +82,7 @@ try {
         throw new Error('--renew-deadline-seconds must be less than --lease-duration-seconds');
       const debounce = a['debounce-ms'];
       if (!(Number.isInteger(debounce) && debounce >= 0))
-        throw new Error(`--debounce-ms must be a whole number of ms >= 0, not ${debounce}`);
+        throw new Error(`--debounce-ms must be a whole number of ms >= 0, not ${shownNumber(debounce)}`);
       // Two replicas with one identity both believe they hold the Lease (an empty one too).
       if (a.identity !== undefined && a.identity.trim() === '')
         throw new Error('--identity must not be empty (it must be unique per replica)');

@@ -6,6 +6,7 @@
  *     outside a cluster) — as ipamctl's and the multi-call entry's usage errors;
  *   1 (EXIT_FAILURE): anything else that stops the daemon.
  */
+import { isIP } from 'node:net';
 import { isKubeconfigError } from 'blockipam/core/kube';
 
 export const EXIT_USAGE = 2;
@@ -56,3 +57,22 @@ export function exitStartFailure(name: string, error: unknown, kubeconfigGiven: 
   process.stderr.write(line);
   process.exit(code);
 }
+
+/** A parsed number option as a message shows it: yargs turns "abc" into NaN. */
+export const shownNumber = (value: number): string => (Number.isNaN(value) ? 'a number' : String(value));
+
+/**
+ * A Kubernetes node name: a DNS subdomain (RFC 1123, lower case, ≤ 253 characters), as the
+ * API server validates Node names (k8s.io/apimachinery validation.IsDNS1123Subdomain).
+ */
+export const isNodeName = (name: string): boolean =>
+  name.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
+
+/**
+ * A --metrics-host value the HTTP server can bind: an IPv4 or IPv6 address, or a host name of
+ * letters, digits, '-' and '.' (resolved at listen).
+ */
+export const isBindHost = (host: string): boolean =>
+  isIP(host) !== 0 ||
+  (host.length <= 253 &&
+    /^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$/.test(host));

@@ -84,7 +84,7 @@ describe('blockipam-controller options', () => {
     [['--identity', ''], /^blockipam-controller: --identity must not be empty/],
     [
       ['--debounce-ms', 'abc'],
-      /^blockipam-controller: --debounce-ms must be a whole number of ms >= 0, not NaN$/,
+      /^blockipam-controller: --debounce-ms must be a whole number of ms >= 0, not a number$/,
     ],
     [['--debounce-ms', '-5'], /^blockipam-controller: --debounce-ms must be a whole number/],
     [

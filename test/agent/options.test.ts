@@ -1,0 +1,49 @@
+// The agent's command line refuses what it cannot use, naming the flag and the value: a node
+// name the API server would not accept, a port or a number that is not one ("abc" is "not a
+// number", not "NaN"), a bind host that is neither an address nor a host name, an MTU outside
+// what a veth can have. (The entry's one-line, exit-2 report: test/shared/daemon-cli.test.ts.)
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseOptions } from '../../block-controller/agent/options.ts';
+
+const base = ['--node-name', 'node-1'];
+
+describe('agent options', () => {
+  for (const name of ['Node_1', 'node 1', '-node', 'node-', 'a'.repeat(254), 'nöde'])
+    test(`--node-name ${JSON.stringify(name.length > 20 ? `${name.slice(0, 8)}…` : name)} is refused`, async () =>
+      assert.rejects(
+        parseOptions([`--node-name=${name}`], {}),
+        /--node-name must be a Kubernetes node name/,
+      ));
+  for (const name of ['node-1', 'ip-10-0-0-1.ec2.internal', '0'])
+    test(`--node-name ${name} is taken`, async () =>
+      assert.equal((await parseOptions(['--node-name', name], {})).nodeName, name));
+
+  test('--metrics-port abc: not a number', async () =>
+    assert.rejects(
+      parseOptions([...base, '--metrics-port', 'abc'], {}),
+      /^Error: --metrics-port must be a port 0-65535 \(0 = any free port\), not a number$/,
+    ));
+  test('--upkeep-seconds abc: not a number', async () =>
+    assert.rejects(
+      parseOptions([...base, '--upkeep-seconds', 'abc'], {}),
+      /--upkeep-seconds must be a number >= 0, not a number$/,
+    ));
+
+  for (const host of ['not a host', 'a/b', '-x', ''])
+    test(`--metrics-host ${JSON.stringify(host)} is refused`, async () =>
+      assert.rejects(
+        parseOptions([...base, `--metrics-host=${host}`], {}),
+        /--metrics-host must be an IP address or a host name/,
+      ));
+  for (const host of ['127.0.0.1', '::', 'localhost', 'node-1.example'])
+    test(`--metrics-host ${host} is taken`, async () =>
+      assert.equal((await parseOptions([...base, '--metrics-host', host], {})).metricsHost, host));
+
+  for (const mtu of ['99999999', '65536', '575', '1500.5', 'abc'])
+    test(`--mtu ${mtu} is refused`, async () =>
+      assert.rejects(parseOptions([...base, '--mtu', mtu], {}), /--mtu must be an integer 576-65535, not /));
+  for (const mtu of [576, 1450, 9000, 65535])
+    test(`--mtu ${mtu} is taken`, async () =>
+      assert.equal((await parseOptions([...base, '--mtu', String(mtu)], {})).mtu, mtu));
+});
