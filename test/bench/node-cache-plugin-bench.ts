@@ -77,6 +77,8 @@ interface Ipam {
   /** The node its pods are bound to; undefined: no Kubernetes node (whereabouts). */
   readonly node?: string;
   readonly conf: Record<string, unknown>;
+  /** The netconf's cniVersion, default 1.1.0 (calico-ipam of the v3.28 line: 1.0.0, as plugin-bench.ts runs it). */
+  readonly cniVersion?: string;
   /** Top-level netconf fields it reads (calico-ipam's datastore settings). */
   readonly top?: Record<string, unknown>;
   readonly api: RegExp;
@@ -113,6 +115,7 @@ const peers: Ipam[] = [
           node: 'bench-nc-calico',
           conf: calico.ipam('bench-nc-calico'),
           top: calico.top('bench-nc-calico'),
+          cniVersion: '1.0.0',
           api: API.calico,
         },
       ]
@@ -120,7 +123,13 @@ const peers: Ipam[] = [
 ];
 const ipams: Ipam[] = [bipam('cache', 'bench-nc-cache', true), bipam('api', 'bench-nc-api', false), ...peers];
 const netconf = (ipam: Ipam): string =>
-  JSON.stringify({ cniVersion: '1.1.0', name: 'benchnet', type: 'ptp', ...ipam.top, ipam: ipam.conf });
+  JSON.stringify({
+    cniVersion: ipam.cniVersion ?? '1.1.0',
+    name: 'benchnet',
+    type: 'ptp',
+    ...ipam.top,
+    ipam: ipam.conf,
+  });
 const uids = new Map<string, string>();
 const cniEnv = (cmd: string, id: string): Record<string, string | undefined> => ({
   PATH: process.env.PATH,
@@ -162,7 +171,7 @@ async function call(ipam: Ipam, cmd: string, id: string, count: boolean) {
   const before = count ? await counters() : undefined;
   const r = await timed(ipam.bin, cniEnv(cmd, id), netconf(ipam));
   const d = before ? delta(before, await counters(), ipam.api) : new Map<string, number>();
-  return { ms: r.ms, ok: r.status === 0, requests: total(d), verbs: d };
+  return { ms: r.ms, ok: r.status === 0, out: r.stdout, requests: total(d), verbs: d };
 }
 
 const ids = (ipam: Ipam, kind: string, n: number): string[] =>
@@ -190,7 +199,7 @@ async function main(): Promise<void> {
     ] as const)
       for (const id of ids(ipam, 'c', COUNT)) {
         const r = await call(ipam, cmd, id, true);
-        if (!r.ok) throw new Error(`${ipam.name} ${cmd} ${id} failed`);
+        if (!r.ok) throw new Error(`${ipam.name} ${cmd} ${id} failed: ${r.out}`);
         list.push(r.requests);
         for (const [k, v] of r.verbs) c.verbs.set(`${cmd} ${k}`, (c.verbs.get(`${cmd} ${k}`) ?? 0) + v);
       }
