@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isUnavailable } from 'blockipam/core';
 import { KubeDatastore } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { controlPlane, kubectl } from './control-plane.ts';
@@ -41,7 +42,19 @@ export function adminDatastore(): KubeDatastore {
   return new KubeDatastore(loadKubeconfig(controlPlane().adminKubeconfig));
 }
 
-/** Deletes every blockipam object (one deletecollection per kind). */
+/**
+ * Deletes every blockipam object (one deletecollection per kind). A collection of thousands
+ * (the cost curves' 5,000 blocks) outlasts the request timeout while the API server goes on
+ * deleting, so an unanswered request is sent again, up to 10 times.
+ */
 export async function wipeBlockipam(ds: KubeDatastore): Promise<void> {
-  for (const kind of KINDS) await ds.transport.request('DELETE', `/apis/ipam.blockipam.io/v1alpha1/${kind}`);
+  for (const kind of KINDS)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await ds.transport.request('DELETE', `/apis/ipam.blockipam.io/v1alpha1/${kind}`);
+        break;
+      } catch (error) {
+        if (!isUnavailable(error) || attempt >= 10) throw error;
+      }
+    }
 }
