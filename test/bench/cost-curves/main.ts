@@ -209,8 +209,8 @@ async function agent(): Promise<void> {
       x: { title: 'nodes in the cluster (5 blocks each)' },
       y: { title: 'RSS at idle (MiB)' },
       series: [...curves].flatMap(([runtime, points]) => [
-        { name: `${RUNTIME_SERIES[runtime]}: RSS at idle`, points, y: 'RSS MiB (idle)' },
-        { name: `${RUNTIME_SERIES[runtime]}: peak RSS (VmHWM)`, points, y: 'peak RSS MiB' },
+        { name: RUNTIME_SERIES[runtime], points, y: 'RSS MiB (idle)' },
+        { name: `${RUNTIME_SERIES[runtime]}: peak RSS (VmHWM)`, points, y: 'peak RSS MiB', inTable: false },
       ]),
       command: `${COMMAND} --only agent`,
       versions: `kube-apiserver ${cp.serverVersion} + etcd on loopback`,

@@ -14,6 +14,8 @@ export interface CurveSeries {
   readonly points: readonly CurvePoint[];
   /** The figure (a key of CurvePoint.figures) the chart draws. */
   readonly y: string;
+  /** false: drawn only — its points are another series' (same rows), default true. */
+  readonly inTable?: boolean;
 }
 
 export interface CurveReport {
@@ -62,7 +64,7 @@ export async function publishCurve(report: CurveReport): Promise<void> {
   const keys = [...new Set(report.series.flatMap((s) => s.points.flatMap((p) => Object.keys(p.figures))))];
   rows.push(`| series | ${report.x.title} | ${keys.join(' | ')} | load average (start → end) |`);
   rows.push(`| ${['', '', ...keys, ''].map(() => '---').join(' | ')} |`);
-  for (const s of report.series)
+  for (const s of report.series.filter((x) => x.inTable !== false))
     for (const p of s.points)
       rows.push(
         `| ${s.name} | ${p.x} | ${keys.map((k) => cell(p.figures[k])).join(' | ')} | ${p.loadStart} → ${p.loadEnd} |`,
