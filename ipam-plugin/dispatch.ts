@@ -47,7 +47,7 @@ export interface Deps {
    * Takes the host lock on netconf's `ipam.lockFile`. Default: the flock(2) lock
    * {@link acquireHostLock} (Bun only; in-process tests under Node inject one).
    */
-  readonly lock?: (path: string, timeoutMs: number) => Promise<HostLock>;
+  readonly lock?: (path: string, timeoutMs: number, holderNice: number) => Promise<HostLock>;
   /** Default: {@link isHostLockFree}. */
   readonly lockFree?: (path: string) => Promise<boolean>;
 }
@@ -90,7 +90,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       conf,
       log,
       backend: async () => (backend ??= await deps.backend(conf)),
-      lock: () => (deps.lock ?? acquireHostLock)(conf.lockFile, conf.lockTimeoutMs),
+      lock: () => (deps.lock ?? acquireHostLock)(conf.lockFile, conf.lockTimeoutMs, conf.lockHolderNice),
       lockFree: () => (deps.lockFree ?? isHostLockFree)(conf.lockFile),
     };
     const out = await commands[env.command](ctx);

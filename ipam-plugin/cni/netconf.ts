@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from 'blockipam/core';
 import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from 'blockipam/core/address';
 import type { Attachment } from 'blockipam/core';
+import { HOLDER_NICE } from '../host/priority.ts';
 import { CniCode, CniError } from './errors.ts';
 import * as generated from './netconf-validate.generated.ts';
 import { implicitVersion, requireSupported, type CniVersion } from './versions.ts';
@@ -53,6 +54,11 @@ export interface NetConf {
   readonly timeoutMs: number;
   /** How long to wait for the host lock. Default 60 000 ms. */
   readonly lockTimeoutMs: number;
+  /**
+   * Nice value of the plugin's threads while it holds the host lock (host/priority.ts), -20…0;
+   * 0 turns the raise off. Default -10.
+   */
+  readonly lockHolderNice: number;
   /** Directory of the node-local snapshot cache. Default `/var/lib/cni/blockipam`. */
   readonly cacheDir: string;
   /**
@@ -142,6 +148,7 @@ interface RawNetConf {
     dns?: Dns;
     timeoutMs?: number;
     lockTimeoutMs?: number;
+    lockHolderNice?: number;
     cacheDir?: string;
     lockFile?: string;
     snapshotTtlMs?: number;
@@ -181,6 +188,7 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     ...(i.dns !== undefined ? { dns: i.dns } : {}),
     timeoutMs: i.timeoutMs ?? 30_000,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
+    lockHolderNice: i.lockHolderNice ?? HOLDER_NICE,
     cacheDir: i.cacheDir ?? defaultCacheDir,
     lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,
     snapshotTtlMs: i.snapshotTtlMs ?? 10_000,

@@ -6,7 +6,8 @@
  * existence mean nothing). Waiters sleep in the kernel, one woken per release: no herd (the
  * abstract-socket lock this replaces woke every waiter on every release, so a burst of n
  * concurrent ADDs paid about n² wake-ups; docs/benchmarks.md). The same lock `flock(1)` takes,
- * so an operator can pause a node's IPAM with `flock <lockFile> sleep 60`.
+ * so an operator can pause a node's IPAM with `flock <lockFile> sleep 60`. While it holds the
+ * lock the process runs at a raised priority (priority.ts), put back on release.
  * Correctness never depends on the lock: compare-and-swap does.
  *
  * Waiting: the first attempt is non-blocking (`LOCK_EX | LOCK_NB`, one system call). Only when
@@ -21,6 +22,7 @@
 import { closeSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ensureDir } from './ensure-dir.ts';
+import { HOLDER_NICE, raiseThreadPriority } from './priority.ts';
 
 /** `flock(2)` operations, from <sys/file.h>. */
 const LOCK_SH = 1;
@@ -156,16 +158,21 @@ function openLockFile(path: string): number {
  * Acquires the host lock on `path`.
  * @param path the lock file (created, with its directory, when missing; mode 0600)
  * @param timeoutMs how long to wait; 0 tries once
+ * @param holderNice the threads' nice value while the lock is held (priority.ts); 0: unchanged
  * @throws LockTimeoutError when not acquired in time; LockFileError when the file cannot be
  *   opened or locked, or not under Bun
  */
-export async function acquireHostLock(path: string, timeoutMs = 60_000): Promise<HostLock> {
+export async function acquireHostLock(
+  path: string,
+  timeoutMs = 60_000,
+  holderNice = HOLDER_NICE,
+): Promise<HostLock> {
   const c = await loadLibc();
   const fd = openLockFile(path);
   let r: number | 'timeout' = flockOnce(c, fd, LOCK_EX | LOCK_NB);
-  if (r === 0) return holding(fd, false);
+  if (r === 0) return holding(fd, false, holderNice);
   if (r === EWOULDBLOCK) r = timeoutMs > 0 ? await flockBlocking(fd, timeoutMs) : 'timeout';
-  if (r === 0) return holding(fd, true);
+  if (r === 0) return holding(fd, true, holderNice);
   closeSync(fd);
   if (r === 'timeout') throw new LockTimeoutError(`host lock ${path} not acquired within ${timeoutMs} ms`);
   throw new LockFileError(`host lock ${path}: flock failed (errno ${r})`);
@@ -186,14 +193,16 @@ export async function isHostLockFree(path: string): Promise<boolean> {
   }
 }
 
-function holding(fd: number, waited: boolean): HostLock {
+function holding(fd: number, waited: boolean, holderNice: number): HostLock {
   let released = false;
+  const restorePriority = raiseThreadPriority(holderNice);
   return {
     waited,
     release() {
       if (!released) {
         released = true;
         closeSync(fd);
+        restorePriority();
       }
       return Promise.resolve();
     },

@@ -1,8 +1,9 @@
 /**
  * The host lock (ipam-plugin/host/lock.ts: flock(2) through bun:ffi) with real Bun processes and
  * util-linux's flock(1) as an independent observer: mutual exclusion under contention, hand-over
- * on release, a SIGKILLed holder frees the lock, a timed-out waiter never takes it later, and a
- * lock file that cannot be created is a clear error.
+ * on release, a SIGKILLed holder frees the lock, a timed-out waiter never takes it later, a
+ * lock file that cannot be created is a clear error, and the holder's raised priority (every
+ * thread's nice value, read from /proc) lasts exactly as long as the hold.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -24,6 +25,16 @@ let n = 0;
 const lockFile = (): string => join(dir, `l${n++}`, 'ipam.lock');
 const track = (p: LockProcess): LockProcess => (procs.push(p), p);
 /** flock(1): exit 0 when it could take the lock without waiting, 1 when it is held. */
+/** The two "threads" lines of a --threads holder (during the hold, after the release). */
+async function threadLines(p: LockProcess): Promise<string[]> {
+  await p.next(/^released/);
+  for (let i = 0; i < 500; i++) {
+    const lines = p.lines.filter((l) => l.startsWith('threads '));
+    if (lines.length >= 2) return lines;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return p.lines.filter((l) => l.startsWith('threads '));
+}
 const freeToFlock1 = (path: string): boolean => spawnSync('flock', ['--nonblock', path, 'true']).status === 0;
 
 void describe('host lock (flock)', () => {
@@ -106,5 +117,23 @@ void describe('host lock (flock)', () => {
     const path = '/proc/blockipam-no-such-dir/ipam.lock';
     const line = await track(lockProcess([path])).next(/./);
     assert.match(line, /^error LockFileError: host lock file \/proc\/blockipam-no-such-dir\/ipam\.lock: /);
+  });
+
+  void it('the holder runs at nice -10 while it holds the lock, and at its own value again after', async () => {
+    const path = lockFile();
+    const a = track(lockProcess([path, '--hold', '300', '--threads', '--start-nice', '5']));
+    assert.equal(await a.next(/^held/), 'held waited=false');
+    const [during, afterwards] = await threadLines(a);
+    assert.match(during ?? '', /^threads (-10,)*-10$/, 'every thread raised');
+    assert.match(afterwards ?? '', /^threads (5,)*5$/, 'every thread back at its own value');
+  });
+
+  void it('holderNice 0 turns the raise off: every thread keeps its own value', async () => {
+    const path = lockFile();
+    const a = track(lockProcess([path, '--hold', '100', '--threads', '--nice', '0', '--start-nice', '3']));
+    assert.deepEqual(
+      (await threadLines(a)).map((l) => /^threads (3,)*3$/.test(l)),
+      [true, true],
+    );
   });
 });
