@@ -27,7 +27,7 @@ import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { startAgent, type AgentProcess } from '../agent/agent-process.ts';
-import { delta, requestCounters } from './plugin-bench-lib.ts';
+import { delta, option, requestCounters } from './plugin-bench-lib.ts';
 import {
   API,
   applyNodes,
@@ -43,8 +43,6 @@ import { renderChurn, type ChurnPhase, type ChurnRun } from './churn-report.ts';
 import type { NodeCall, NodeResult } from './churn-node.ts';
 
 const argv = process.argv.slice(2);
-const option = (name: string): string | undefined =>
-  argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined;
 const NODES = Number(option('--nodes') ?? 10);
 const PODS = Number(option('--pods') ?? 100);
 const WANT = (option('--ipams') ?? 'blockipam,calico,whereabouts').split(',');
@@ -61,6 +59,9 @@ const must = (args: string[], input?: string): void => {
   const r = kubectl(args, input === undefined ? {} : { input });
   if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
 };
+/** Force-deletes the bench's pods matching `selector` (kubectl arguments), without waiting. */
+const deletePods = (selector: readonly string[]): void =>
+  void kubectl(['delete', 'pods', '-n', NS, ...selector, '--grace-period=0', '--force', '--wait=false']);
 const log = (s: string): void => console.error(`[churn] ${new Date().toISOString().slice(11, 19)} ${s}`);
 
 interface Subject {
@@ -293,17 +294,7 @@ async function main(): Promise<ChurnRun> {
         );
       const cpu1 = (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0);
       warmCpuMs[s.label] = ((cpu1 - cpu0) * 1000) / (2 * NODES);
-      kubectl([
-        'delete',
-        'pods',
-        '-n',
-        NS,
-        '-l',
-        `churn=${s.label}-g0`,
-        '--grace-period=0',
-        '--force',
-        '--wait=false',
-      ]);
+      deletePods(['-l', `churn=${s.label}-g0`]);
     }
     for (const [p, phase] of PHASES.entries()) {
       for (const s of subjects) {
@@ -322,18 +313,7 @@ async function main(): Promise<ChurnRun> {
         phases.push(r);
         const partial = option('--json');
         if (partial) writeFileSync(`${partial}.partial`, JSON.stringify({ warmCpuMs, phases }));
-        if (phase.startsWith('del'))
-          kubectl([
-            'delete',
-            'pods',
-            '-n',
-            NS,
-            '-l',
-            `churn=${s.label}-g${gen}`,
-            '--grace-period=0',
-            '--force',
-            '--wait=false',
-          ]);
+        if (phase.startsWith('del')) deletePods(['-l', `churn=${s.label}-g${gen}`]);
       }
     }
     return {
@@ -363,7 +343,7 @@ try {
   if (json) writeFileSync(json, JSON.stringify({ ...run, breakdown: section.breakdown }, null, 1));
   if (argv.includes('--write-docs')) await section.writeDocs(join(repoRoot, 'docs'));
 } finally {
-  kubectl(['delete', 'pods', '-n', NS, '--all', '--grace-period=0', '--force', '--wait=false']);
+  deletePods(['--all']);
   kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);
   kubectl(['delete', 'ippools.ipam.blockipam.io', 'churn-v4', '--ignore-not-found']);
   cleanupWhereabouts();

@@ -26,7 +26,16 @@ import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { writeNodeCache } from '../plugin/helpers/node-cache-writer.ts';
-import { delta, fmt, pct, requestCounters, timed, total, writeDocsSection } from './plugin-bench-lib.ts';
+import {
+  delta,
+  option,
+  fmt,
+  pct,
+  requestCounters,
+  timed,
+  total,
+  writeDocsSection,
+} from './plugin-bench-lib.ts';
 import {
   API,
   CALICO_LABEL,
@@ -38,8 +47,6 @@ import {
 } from './peer-ipams.ts';
 
 const argv = process.argv.slice(2);
-const option = (name: string): string | undefined =>
-  argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined;
 const RUNS = Number(argv[argv.indexOf('--runs') + 1] ?? 0) || 60;
 const WARMUP = 3;
 const COUNT = 20;

@@ -103,3 +103,9 @@ export function writeDocsSection(path: string, section: string, heading = '## CN
     `${doc.slice(0, start).trimEnd()}\n\n${section.trimEnd()}\n${next < 0 ? '' : `\n${doc.slice(next + 1)}`}`,
   );
 }
+
+/** The value after `--name` on this benchmark's command line, if given. */
+export const option = (name: string): string | undefined => {
+  const argv = process.argv.slice(2);
+  return argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined;
+};

@@ -21,7 +21,16 @@ import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { readBlockipamLogs } from './churn-lib.ts';
-import { delta, fmt, pct, requestCounters, timed, total, writeDocsSection } from './plugin-bench-lib.ts';
+import {
+  delta,
+  option,
+  fmt,
+  pct,
+  requestCounters,
+  timed,
+  total,
+  writeDocsSection,
+} from './plugin-bench-lib.ts';
 import {
   API,
   applyNodes,
@@ -34,8 +43,6 @@ import {
 } from './peer-ipams.ts';
 
 const argv = process.argv.slice(2);
-const option = (name: string): string | undefined =>
-  argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined;
 const RUNS = Number(option('--runs') ?? 0) || 60;
 const WARMUP = 5;
 const BURST = 100;
