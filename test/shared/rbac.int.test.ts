@@ -137,9 +137,10 @@ async function serviceAccount(name: string, rules: Rules): Promise<string> {
 async function apiErrors(port: number, lines: Record<string, unknown>[]): Promise<string[]> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const samples = text.split('\n').filter((l) => /^blockipam_api_errors_total\{/.test(l) && !/ 0$/.test(l));
+  // The timestamp is left out: "…T20:54:24.401Z" once matched 401.
   const refusals = lines
-    .filter((l) => /forbidden|403|unauthori[sz]ed|401/i.test(JSON.stringify(l)))
-    .map((l) => JSON.stringify(l));
+    .map(({ timestamp: _timestamp, ...fields }) => JSON.stringify(fields))
+    .filter((text) => /forbidden|\b403\b|unauthori[sz]ed|\b401\b/i.test(text));
   return [...samples, ...refusals];
 }
 
