@@ -80,19 +80,32 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
   try {
     await churn.createNamespace();
     const phases: PhaseResult[] = [];
+    const stuck: string[] = [];
+    const noteStuck = async (): Promise<void> => {
+      const last = phases.at(-1);
+      if (last === undefined || last.done) return;
+      const why = await churn.diagnose().catch((error: unknown) => `diagnosis failed: ${String(error)}`);
+      log(`${ipam}: ${last.phase} not finished after ${last.seconds.toFixed(0)} s — ${why}`);
+      stuck.push(`${last.phase} not finished after ${last.seconds.toFixed(0)} s: ${why}`);
+    };
     phases.push(await churn.create());
+    await noteStuck();
     log(`${ipam}: create ${phases.at(-1)?.seconds.toFixed(1)} s ${JSON.stringify(phases.at(-1)?.perNode)}`);
     const blocksAfterCreate = ipam === 'blockipam' ? await churn.blockipamBlocks() : {};
     phases.push(await churn.recreate());
     log(`${ipam}: re-create ${phases.at(-1)?.seconds.toFixed(1)} s`);
+    await noteStuck();
     phases.push(
       await churn.delete(ipam === 'blockipam' ? () => churn.blockipamHeld() : () => hostLocalHeld(c)),
     );
     log(`${ipam}: delete ${phases.at(-1)?.seconds.toFixed(1)} s, released ${phases.at(-1)?.releasedSeconds}`);
-    const extra =
-      ipam === 'blockipam'
-        ? `blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; ${installed?.describe ?? ''}`
-        : '';
+    const extra = [
+      ...(ipam === 'blockipam'
+        ? [`blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; ${installed?.describe ?? ''}`]
+        : []),
+      ...stuck,
+      `at the end of the run: ${await churn.diagnose().catch((error: unknown) => `diagnosis failed: ${String(error)}`)}`,
+    ].join('; ');
     return { ipam, label: `${ipam} (run ${index + 1})`, phases, uptimeBefore, uptimeAfter: uptime(), extra };
   } finally {
     churn.close();
@@ -187,7 +200,7 @@ async function publish(
     p ? `${p.seconds.toFixed(1)}${p.done ? '' : ' (not finished)'}` : '—';
   const rows = runs.map((r) => {
     const [create, recreate, del] = [r.phases[0], r.phases[1], r.phases[2]];
-    return `| ${r.label} | ${s(create)} | ${s(recreate)} | ${s(del)} | ${del?.releasedSeconds?.toFixed(1) ?? 'not within 15 min'} | ${JSON.stringify(create?.perNode ?? {}).replace(/"/g, '')} | ${r.uptimeBefore.replace(/^.*load average: /, '')} → ${r.uptimeAfter.replace(/^.*load average: /, '')} |`;
+    return `| ${r.label} | ${s(create)} | ${s(recreate)} | ${s(del)} | ${del?.releasedSeconds?.toFixed(1) ?? 'not within 10 min'} | ${JSON.stringify(create?.perNode ?? {}).replace(/"/g, '')} | ${r.uptimeBefore.replace(/^.*load average: /, '')} → ${r.uptimeAfter.replace(/^.*load average: /, '')} |`;
   });
   const first = (ipam: Ipam, phase: string): number | undefined =>
     runs.find((r) => r.ipam === ipam)?.phases.find((p) => p.phase === phase)?.seconds;

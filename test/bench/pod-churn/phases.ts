@@ -15,8 +15,11 @@ import type { Cluster } from '../../helpers/cluster.ts';
 
 /** Sampling period of the pod LIST: the series' resolution, ≤ 1 % of a phase of ≥ 100 s. */
 const SAMPLE_MS = 1000;
-/** A phase that has not finished after this long is reported as not finished. */
-const PHASE_TIMEOUT_MS = 15 * 60_000;
+/**
+ * A phase that has not finished after this long is reported as not finished (with `diagnose()`'s
+ * account of what was stuck), so that a stalled phase still ends the run with its figures.
+ */
+const PHASE_TIMEOUT_MS = 10 * 60_000;
 /** Deployments the pods are split over (Spiderpool's runs use several). */
 const DEPLOYMENTS = 3;
 
@@ -184,6 +187,46 @@ export class Churn {
       perNode: {},
       ...(releasedSeconds === undefined ? {} : { releasedSeconds }),
     };
+  }
+
+  /**
+   * What a phase that did not finish was waiting for, in one line: pods per phase, the
+   * ReplicaSets' desired / current / ready counts, and the namespace's most frequent warning
+   * Events (reason and the message's first 160 characters, with counts).
+   */
+  async diagnose(): Promise<string> {
+    const pods = await this.#list();
+    const phases: Record<string, number> = {};
+    for (const p of pods) {
+      const key = p.metadata.deletionTimestamp ? 'Terminating' : (p.status?.phase ?? 'unknown');
+      phases[key] = (phases[key] ?? 0) + 1;
+    }
+    const rs = await this.#api.request<{
+      items: {
+        metadata: { name: string };
+        spec: { replicas?: number };
+        status?: { replicas?: number; readyReplicas?: number };
+      }[];
+    }>('GET', `/apis/apps/v1/namespaces/${this.#ns}/replicasets`);
+    const sets = rs.items.map(
+      (r) =>
+        `${r.metadata.name} ${r.spec.replicas ?? 0}/${r.status?.replicas ?? 0}/${r.status?.readyReplicas ?? 0}`,
+    );
+    const events = await this.#api.request<{
+      items: { type?: string; reason?: string; message?: string; count?: number }[];
+    }>('GET', `/api/v1/namespaces/${this.#ns}/events`);
+    const warnings = new Map<string, number>();
+    for (const e of events.items)
+      if (e.type === 'Warning') {
+        const key = `${e.reason ?? '?'}: ${(e.message ?? '').slice(0, 160)}`;
+        warnings.set(key, (warnings.get(key) ?? 0) + (e.count ?? 1));
+      }
+    const top = [...warnings.entries()].sort((a, b) => b[1] - a[1]).slice(0, 5);
+    return [
+      `pods ${JSON.stringify(phases)}`,
+      `ReplicaSets desired/current/ready: ${sets.join(', ')}`,
+      `warning Events: ${top.map(([k, n]) => `${n}× ${k}`).join(' | ') || 'none'}`,
+    ].join('; ');
   }
 
   /** Addresses blockipam's IPAMBlocks hold. */
