@@ -172,6 +172,7 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
       ...(options.nodeCacheFile !== DEFAULT_NODE_CACHE_FILE && options.nodeCacheFile !== ''
         ? { nodeCacheFile: options.nodeCacheFile }
         : {}),
+      plugin: options.plugin,
     },
     kubeconfigPath: options.pluginKubeconfig,
     pluginServer: options.pluginApiServer ?? connection.server,

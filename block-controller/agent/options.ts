@@ -6,7 +6,9 @@
  */
 import yargs from 'yargs';
 import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
+import { isAbsolute } from 'node:path';
 import { LOG_LEVELS } from '../shared/index.ts';
+import type { PluginSettings } from './install/conflist.ts';
 import type { LogLevel } from '../shared/index.ts';
 import { isBindHost, isNodeName, shownNumber } from '../shared/usage.ts';
 
@@ -44,6 +46,8 @@ export interface AgentOptions {
   /** Families of the pods' addresses (the conflist's assignIPv4 / assignIPv6); not both false. */
   readonly assignIpv4: boolean;
   readonly assignIpv6: boolean;
+  /** The plugin's netconf settings written into the conflist (--plugin-log-level …). */
+  readonly plugin: PluginSettings;
   readonly pluginKubeconfig: string;
   readonly pluginApiServer?: string;
   readonly serviceAccount?: string;
@@ -133,6 +137,22 @@ export async function parseOptions(
         describe: 'Pods get an IPv4 address (--assign-ipv4=false with --assign-ipv6: IPv6-only)',
       },
       'assign-ipv6': { type: 'boolean', default: false, describe: 'Pods get an IPv6 address' },
+      'plugin-log-level': {
+        choices: LOG_LEVELS,
+        describe: 'The plugin’s log file threshold (conflist ipam.logLevel; default: the plugin’s, info)',
+      },
+      'plugin-log-file': {
+        type: 'string',
+        describe: 'The plugin’s JSON-lines log file, an absolute path (default: none, stderr only)',
+      },
+      'plugin-timeout-ms': {
+        type: 'number',
+        describe: 'The plugin’s allocation budget once it holds the host lock (100-600000; default 30000)',
+      },
+      'plugin-lock-timeout-ms': {
+        type: 'number',
+        describe: 'How long the plugin waits for the host lock (0-600000; default 60000)',
+      },
       'plugin-kubeconfig': { type: 'string', default: '/etc/cni/net.d/blockipam-kubeconfig' },
       'plugin-api-server': {
         type: 'string',
@@ -185,6 +205,18 @@ export async function parseOptions(
       // 576: the IPv4 minimum datagram (RFC 791); 65535: the largest Linux lets a veth have (ETH_MAX_MTU)
       if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576 && a.mtu <= 65535))
         throw new Error(`--mtu must be an integer 576-65535, not ${shownNumber(a.mtu)}`);
+      const logFile = a['plugin-log-file'];
+      // the plugin's netconf refuses these too, but only at its first call: refused here at start-up
+      if (logFile !== undefined && logFile !== '' && !isAbsolute(logFile))
+        throw new Error(`--plugin-log-file must be an absolute path, not ${JSON.stringify(logFile)}`);
+      for (const [key, min] of [
+        ['plugin-timeout-ms', 100],
+        ['plugin-lock-timeout-ms', 0],
+      ] as const) {
+        const v = a[key];
+        if (v !== undefined && !(Number.isInteger(v) && v >= min && v <= 600_000))
+          throw new Error(`--${key} must be an integer ${min}-600000, not ${shownNumber(v)}`);
+      }
       if ((a['install-cni'] || a._[0] === 'install') && (!a['service-account'] || !a.namespace))
         throw new Error(
           'install mode needs --service-account and --namespace (or $SERVICE_ACCOUNT_NAME, $POD_NAMESPACE)',
@@ -236,6 +268,14 @@ export async function parseOptions(
     portmap: parsed.portmap,
     assignIpv4: parsed['assign-ipv4'],
     assignIpv6: parsed['assign-ipv6'],
+    plugin: {
+      ...(parsed['plugin-log-level'] ? { logLevel: parsed['plugin-log-level'] } : {}),
+      ...(opt(parsed['plugin-log-file']) ? { logFile: parsed['plugin-log-file'] } : {}),
+      ...(parsed['plugin-timeout-ms'] !== undefined ? { timeoutMs: parsed['plugin-timeout-ms'] } : {}),
+      ...(parsed['plugin-lock-timeout-ms'] !== undefined
+        ? { lockTimeoutMs: parsed['plugin-lock-timeout-ms'] }
+        : {}),
+    },
     pluginKubeconfig: parsed['plugin-kubeconfig'],
     pluginApiServer: opt(parsed['plugin-api-server']),
     serviceAccount: opt(parsed['service-account']),

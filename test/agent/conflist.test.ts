@@ -2,7 +2,9 @@
  * The conflist the agent installs (block-controller/agent/install/conflist.ts) asks for the
  * address families of the configured pools — IPv4 only, IPv6 only or both — and the plugin's own
  * netconf parser (ipam-plugin/cni/netconf.ts) reads them back as those families; the agent's
- * command line refuses no family at all, naming the flags.
+ * command line refuses no family at all, naming the flags. The plugin settings it is given
+ * (--plugin-log-file …) are read back by the plugin as given; out of range, they are refused at
+ * the agent's start.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -51,6 +53,55 @@ describe('the conflist’s address families', () => {
       /assignIPv4 and assignIPv6 are both false/,
     );
   });
+});
+
+describe('the plugin’s settings in the conflist', () => {
+  const netconf = (options: Omit<ConflistOptions, 'kubeconfig'>) => {
+    const list = conflistFor({ kubeconfig: KUBECONFIG, ...options }) as {
+      cniVersion: string;
+      name: string;
+      plugins: Record<string, unknown>[];
+    };
+    return parseNetConf(JSON.stringify({ cniVersion: list.cniVersion, name: list.name, ...list.plugins[0] }));
+  };
+
+  test('the agent’s --plugin-* flags reach the plugin as its netconf (the plugin reads them back)', async () => {
+    const options = await parseOptions(
+      [
+        ...['--node-name', 'node-1', '--plugin-log-level', 'debug'],
+        ...['--plugin-log-file', '/var/log/blockipam/plugin.log'],
+        ...['--plugin-timeout-ms', '5000', '--plugin-lock-timeout-ms', '120000'],
+      ],
+      {},
+    );
+    const read = netconf({ plugin: options.plugin });
+    assert.deepEqual(
+      [read.logLevel, read.logFile, read.timeoutMs, read.lockTimeoutMs],
+      ['debug', '/var/log/blockipam/plugin.log', 5000, 120_000],
+    );
+  });
+
+  test('without them the plugin keeps its own defaults and nothing is written', async () => {
+    const options = await parseOptions(['--node-name', 'node-1'], {});
+    assert.deepEqual(options.plugin, {});
+    const read = netconf({ plugin: options.plugin });
+    assert.deepEqual(
+      [read.logLevel, read.logFile, read.timeoutMs, read.lockTimeoutMs],
+      ['info', undefined, 30_000, 60_000],
+    );
+  });
+
+  for (const [flag, value, message] of [
+    ['--plugin-log-file', 'plugin.log', /--plugin-log-file must be an absolute path, not "plugin.log"/],
+    ['--plugin-timeout-ms', '99', /--plugin-timeout-ms must be an integer 100-600000, not 99/],
+    ['--plugin-timeout-ms', 'abc', /--plugin-timeout-ms must be an integer 100-600000, not a number/],
+    ['--plugin-lock-timeout-ms', '-1', /--plugin-lock-timeout-ms must be an integer 0-600000, not -1/],
+    ['--plugin-lock-timeout-ms', '600001', /--plugin-lock-timeout-ms must be an integer 0-600000/],
+    ['--plugin-lock-timeout-ms', '1.5', /--plugin-lock-timeout-ms must be an integer 0-600000, not 1.5/],
+    ['--plugin-log-level', 'trace', /plugin-log-level.*trace|Invalid values/s],
+  ] as const)
+    test(`${flag} ${value} is refused at start-up, naming it`, async () =>
+      assert.rejects(parseOptions(['--node-name', 'node-1', flag, value], {}), message));
 });
 
 describe('the agent’s family flags', () => {

@@ -100,6 +100,32 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       for (const arg of ['--install-cni', '--routes=true', '--cni-version=1.1.0', '--portmap=true'])
         assert.ok(agent.args.includes(arg), `${arg} in ${agent.args.join(' ')}`);
       assert.ok(!agent.args.some((a) => a.startsWith('--mtu')), 'mtu 0: ptp decides');
+      for (const arg of [
+        '--plugin-log-level=info',
+        '--plugin-timeout-ms=30000',
+        '--plugin-lock-timeout-ms=60000',
+      ])
+        assert.ok(agent.args.includes(arg), `${arg} in ${agent.args.join(' ')}`);
+      assert.ok(!agent.args.some((a) => a.startsWith('--plugin-log-file')), 'no plugin log file by default');
+      assert.ok(!agent.volumeMounts.some((m) => m.name === 'plugin-log'));
+
+      // a plugin log file: the flag, and its directory created on the host (mounted read-only)
+      const logged = podSpec(
+        find(
+          render(major, ['blockipam', '--set', 'plugin.logFile=/var/log/blockipam/plugin.log']),
+          'DaemonSet',
+          'blockipam-agent',
+        ),
+      );
+      assert.ok(logged.containers[0]?.args.includes('--plugin-log-file=/var/log/blockipam/plugin.log'));
+      assert.deepEqual(
+        logged.containers[0]?.volumeMounts.find((m) => m.name === 'plugin-log'),
+        { name: 'plugin-log', mountPath: '/var/log/blockipam', readOnly: true },
+      );
+      assert.deepEqual(logged.volumes.find((v) => v.name === 'plugin-log')?.hostPath, {
+        path: '/var/log/blockipam',
+        type: 'DirectoryOrCreate',
+      });
 
       // values: routes off drops NET_ADMIN; mtu, portmap, cniVersion, API server override, IPv6
       const tuned = podSpec(
@@ -317,6 +343,11 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         [['--set', 'controller.replicas=0'], /\/controller\/replicas/],
         [['--set', 'agent.tokenExpirationSeconds=60'], /\/agent\/tokenExpirationSeconds/],
         [['--set', 'cni.mtu=100'], /cni\.mtu must be 0/],
+        [['--set', 'plugin.logFile=plugin.log'], /\/plugin\/logFile/],
+        [['--set', 'plugin.logFile=/plugin.log'], /\/plugin\/logFile/],
+        [['--set', 'plugin.logLevel=trace'], /\/plugin\/logLevel/],
+        [['--set', 'plugin.lockTimeoutMs=-1'], /\/plugin\/lockTimeoutMs/],
+        [['--set', 'plugin.timeoutMs=50'], /\/plugin\/timeoutMs/],
       ];
       for (const [args, message] of cases) {
         const r = helm(major, templateArgs(['blockipam', ...args]));

@@ -62,7 +62,7 @@ export function cleanNodes(): void {
     execFileSync('rm', ['-f', `${dir}/bin/blockipam`]); // install-blockipam.sh puts its recorder back
     inNode(node, 'sh', [
       '-c',
-      `ip route flush proto 210; ip -6 route flush proto 210; rm -rf /run/blockipam; umount -n ${NODE_CNI} 2>/dev/null; rmdir ${NODE_CNI} 2>/dev/null; true`,
+      `ip route flush proto 210; ip -6 route flush proto 210; rm -rf /run/blockipam /var/log/blockipam; umount -n ${NODE_CNI} 2>/dev/null; rmdir ${NODE_CNI} 2>/dev/null; true`,
     ]);
   }
 }

@@ -102,6 +102,20 @@ after(() => {
 });
 
 /** `helm install` of the chart at the harness with the test's image, by Helm `major`. */
+/** The chart's plugin.logFile in these tests (each node's /var/log is its run dir's log/). */
+const PLUGIN_LOG = '/var/log/blockipam/plugin.log';
+
+/** The plugin's `done` lines of ADDs on `node`, from its log file on that node. */
+function pluginAdds(node: string): { containerID?: string; lockWaitMs?: number }[] {
+  const file = `${cluster().runDir}/${node}/log/blockipam/plugin.log`;
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { msg?: string; cmd?: string; containerID?: string; lockWaitMs?: number })
+    .filter((l) => l.msg === 'done' && l.cmd === 'ADD');
+}
+
 function install(major: 3 | 4): void {
   helmOk(major, [
     'install',
@@ -111,7 +125,7 @@ function install(major: 3 | 4): void {
     NAMESPACE,
     ...harnessValues(),
     '--set',
-    `image.tag=${image.ref.split(':')[1]}`,
+    `image.tag=${image.ref.split(':')[1]},plugin.logFile=${PLUGIN_LOG}`,
   ]);
 }
 
@@ -165,6 +179,16 @@ test('a Deployment’s pods run with addresses from their nodes’ blocks, ping 
   }
   const nodes = [...new Set(ps.map((p) => p.spec.nodeName))];
   assert.equal(nodes.length, 3, 'spread over the three nodes');
+  // plugin.logFile: every node's plugin logged its pods' ADDs there, with the lock figures
+  for (const node of nodes) {
+    const locked = pluginAdds(node ?? '').filter((l) => typeof l.lockWaitMs === 'number');
+    const here = ps.filter((p) => p.spec.nodeName === node).length;
+    assert.ok(
+      locked.length >= here,
+      `${node}: ${locked.length} ADD done lines with lockWaitMs in ${PLUGIN_LOG}, ${here} pods`,
+    );
+  }
+
   const [from] = ps;
   assert.ok(from);
   for (const to of ps.filter((p) => p.spec.nodeName !== from.spec.nodeName)) {

@@ -144,16 +144,21 @@ kubeconfig "$RUN/scheduler.kubeconfig" "$inner" scheduler
 kubeconfig "$RUN/controller-manager.kubeconfig" "$inner" controller-manager
 kubectl() { "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
 wait_until 120 kubectl get --raw /readyz || fail "kube-apiserver did not become ready in 120 s"
+# --leader-elect=false (as hack/local-up-cluster.sh): one instance of each, and with leader
+# election on, a renewal that misses its 10 s deadline under load ends the process for good
+# (seen: kube-scheduler "Leaderelection lost" at load ~100 in the 300-pod churn, pods left
+# unscheduled; an earlier re-create stall, ReplicaSets counting pods that were gone, looked like
+# kube-controller-manager lost the same way — not confirmed).
 spawn scheduler cluster "$BIN/kube-scheduler" --kubeconfig="$RUN/scheduler.kubeconfig" \
   --authentication-kubeconfig="$RUN/scheduler.kubeconfig" --authorization-kubeconfig="$RUN/scheduler.kubeconfig" \
-  --leader-elect=true --bind-address=127.0.0.1
+  --leader-elect=false --bind-address=127.0.0.1
 spawn controller-manager cluster "$BIN/kube-controller-manager" --kubeconfig="$RUN/controller-manager.kubeconfig" \
   --authentication-kubeconfig="$RUN/controller-manager.kubeconfig" \
   --authorization-kubeconfig="$RUN/controller-manager.kubeconfig" --bind-address=127.0.0.1 \
   --service-account-private-key-file="$RUN/pki/sa.key" --root-ca-file="$RUN/pki/ca.crt" \
   --use-service-account-credentials=true --controllers='*' \
   --cluster-signing-cert-file="$RUN/pki/ca.crt" --cluster-signing-key-file="$RUN/pki/ca.key" \
-  --flex-volume-plugin-dir="$RUN/flex-volume" --leader-elect=true
+  --flex-volume-plugin-dir="$RUN/flex-volume" --leader-elect=false
 cp_seconds=$(python3 -c "import time;print(f'{time.time()-$t0:.1f}')")
 
 # --- nodes ------------------------------------------------------------------------------------

@@ -33,6 +33,23 @@ export interface ConflistOptions {
   readonly assignIPv4?: boolean;
   /** See assignIPv4. Default false. */
   readonly assignIPv6?: boolean;
+  /** The plugin's own settings; each written only when set (the plugin's defaults otherwise). */
+  readonly plugin?: PluginSettings;
+}
+
+/**
+ * Plugin netconf `ipam` fields an operator sets through the agent (the chart's `plugin.*`
+ * values); names, ranges and defaults are the plugin's (docs/design-plugin.md §Netconf).
+ */
+export interface PluginSettings {
+  /** Threshold of the plugin's log file: error / warn / info / debug (plugin default info). */
+  readonly logLevel?: 'error' | 'warn' | 'info' | 'debug';
+  /** Absolute path of the plugin's JSON-lines log file (plugin default: none, stderr only). */
+  readonly logFile?: string;
+  /** Budget of the allocation step once the host lock is held, ms, 100–600 000 (default 30 000). */
+  readonly timeoutMs?: number;
+  /** How long a call waits for the host lock, ms, 0–600 000 (default 60 000; then CNI code 11). */
+  readonly lockTimeoutMs?: number;
 }
 
 export const POD_ANNOTATIONS_CAPABILITY = 'io.kubernetes.cri.pod-annotations';
@@ -50,6 +67,7 @@ export function conflistFor(options: ConflistOptions): Record<string, unknown> {
   if (options.nodeCacheFile !== undefined) ipam.nodeCacheFile = options.nodeCacheFile;
   if (!ipv4) ipam.assignIPv4 = false;
   if (ipv6) ipam.assignIPv6 = true;
+  for (const [key, value] of Object.entries(options.plugin ?? {})) if (value !== undefined) ipam[key] = value;
   const ptp: Record<string, unknown> = {
     type: 'ptp',
     ipMasq: options.ipMasq ?? false,

@@ -11,7 +11,7 @@
  *   with one node agent per node as a host process (no routes, no controller) — the set-up of
  *   the runs before the chart existed, kept to compare with them.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHART } from '../../charts/helm.ts';
 import {
@@ -28,6 +28,52 @@ import { importImage, kubectl, type Cluster } from '../../helpers/cluster.ts';
 import { POD_MTU, startAgents } from './network.ts';
 
 export type InstallMode = 'chart' | 'script';
+
+/** The chart's plugin.logFile in the bench; on the host: `<runDir>/<node>/log/blockipam/plugin.log`. */
+const PLUGIN_LOG = '/var/log/blockipam/plugin.log';
+
+interface PluginLine {
+  level?: string;
+  msg?: string;
+  cmd?: string;
+  code?: number;
+  lockWaitMs?: number;
+  lockHeldMs?: number;
+}
+
+const quantile = (sorted: readonly number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+
+/**
+ * The plugin's own account of the run, from its log files on the nodes (the chart's
+ * plugin.logFile; script mode's per-node blockipam.log): calls per command, failures per CNI
+ * code, and lock wait / hold p50 and p99 of the ADDs, ms. One line; "" when there is no log.
+ */
+export function pluginLogFigures(c: Cluster): string {
+  const lines: PluginLine[] = [];
+  for (const node of c.nodes)
+    for (const file of [
+      join(c.runDir, node, 'log', 'blockipam', 'plugin.log'),
+      join(c.runDir, node, 'log', 'blockipam.log'),
+    ])
+      if (existsSync(file))
+        for (const text of readFileSync(file, 'utf8').split('\n'))
+          if (text) lines.push(JSON.parse(text) as PluginLine);
+  if (lines.length === 0) return '';
+  const done: Record<string, number> = {};
+  const failed: Record<string, number> = {};
+  for (const l of lines)
+    if (l.msg === 'done') done[l.cmd ?? '?'] = (done[l.cmd ?? '?'] ?? 0) + 1;
+    else if (l.level === 'error')
+      failed[`${l.cmd ?? '?'} code ${l.code ?? '?'}`] =
+        (failed[`${l.cmd ?? '?'} code ${l.code ?? '?'}`] ?? 0) + 1;
+  const adds = lines.filter((l) => l.msg === 'done' && l.cmd === 'ADD');
+  const sorted = (key: 'lockWaitMs' | 'lockHeldMs'): number[] =>
+    adds.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : [])).sort((a, b) => a - b);
+  const wait = sorted('lockWaitMs');
+  const held = sorted('lockHeldMs');
+  return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ADD lock wait p50 ${quantile(wait, 0.5)} / p99 ${quantile(wait, 0.99)} ms, held p50 ${quantile(held, 0.5)} / p99 ${quantile(held, 0.99)} ms`;
+}
 
 /** blockipam installed for one run. */
 export interface Installed {
@@ -67,7 +113,7 @@ async function installChart(c: Cluster, log: (text: string) => void): Promise<In
       NAMESPACE,
       ...harnessValues(),
       '--set',
-      `image.tag=${tag},cni.mtu=${POD_MTU}`,
+      `image.tag=${tag},cni.mtu=${POD_MTU},plugin.logFile=${PLUGIN_LOG}`,
     ]),
   );
   const stop = async (): Promise<void> => {

@@ -25,7 +25,7 @@ import { writeDocSection } from '../doc-section.ts';
 import { cluster, kubectl } from '../../helpers/cluster.ts';
 import { installBlockipam } from '../../cluster/blockipam.ts';
 import { repoRoot } from '../../plugin/helpers/plugin-exe.ts';
-import { installBlockipamFor, type InstallMode, type Installed } from './install.ts';
+import { installBlockipamFor, pluginLogFigures, type InstallMode, type Installed } from './install.ts';
 import { bypassRecorder, hostLocalHeld, useIpam } from './network.ts';
 import type { Ipam } from './network.ts';
 import { Churn } from './phases.ts';
@@ -60,6 +60,20 @@ interface Run {
   readonly uptimeBefore: string;
   readonly uptimeAfter: string;
   readonly extra: string;
+}
+
+/** The 1-minute load average each IPAM's run waits for before it starts (both start idle). */
+const SETTLED_LOAD = 4;
+
+/**
+ * Waits until the machine has settled after the previous run (its delete phase leaves a load of
+ * ~50 behind on 2 cores), at most 10 min; @returns the 1-minute load average it starts at.
+ */
+async function settle(): Promise<number> {
+  const deadline = Date.now() + 10 * 60_000;
+  while ((loadavg()[0] ?? 0) > SETTLED_LOAD && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 5000));
+  return loadavg()[0] ?? 0;
 }
 
 function waitReady(nodes: readonly string[]): void {
@@ -104,6 +118,7 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
         ? [`blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; ${installed?.describe ?? ''}`]
         : []),
       ...stuck,
+      ...(ipam === 'blockipam' ? [pluginLogFigures(c)].filter(Boolean) : []),
       `at the end of the run: ${await churn.diagnose().catch((error: unknown) => `diagnosis failed: ${String(error)}`)}`,
     ].join('; ');
     return { ipam, label: `${ipam} (run ${index + 1})`, phases, uptimeBefore, uptimeAfter: uptime(), extra };
@@ -121,6 +136,7 @@ async function main(): Promise<void> {
   const maxPods = kubectl(['get', 'node', c.nodes[0] ?? '', '-o', 'jsonpath={.status.capacity.pods}']).stdout;
   const runs: Run[] = [];
   for (const [i, ipam] of ORDER.entries()) {
+    if (i > 0) log(`waiting for the load to settle: ${(await settle()).toFixed(1)}`);
     // blockipam's daemons run only during its own run: none of their CPU is in host-local's
     const installed = ipam === 'blockipam' ? await installBlockipamFor(INSTALL, c, repoRoot, log) : undefined;
     try {
@@ -213,7 +229,7 @@ async function publish(
     '## Pod churn on the real cluster',
     [
       `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')} --install ${INSTALL}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
-      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster: 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for both; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\`: pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node cache, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info`}. The harness's CNI call recorder is bypassed (plugins linked directly). Calico's CNI + calico-ipam: not run here (see the churn benchmark of simulated nodes for calico-ipam).`,
+      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster, once the 1-minute load average is below ${SETTLED_LOAD} (at most 10 min of waiting): 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for both; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\` and \`plugin.logFile\` (the lock figures below): pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node cache, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info`}. The harness's CNI call recorder is bypassed (plugins linked directly). Calico's CNI + calico-ipam: not run here (see the churn benchmark of simulated nodes for calico-ipam).`,
       '| run | create → all Running (s) | delete all → all re-created Running (s) | delete Deployments → no pod (s) | → no address held (s) | pods per node after create | load average (before → after) |',
       '| --- | --- | --- | --- | --- | --- | --- |',
       rows.join('\n'),

@@ -218,7 +218,12 @@ export class Churn {
     const warnings = new Map<string, number>();
     for (const e of events.items)
       if (e.type === 'Warning') {
-        const key = `${e.reason ?? '?'}: ${(e.message ?? '').slice(0, 160)}`;
+        // grouped by the message with its names, quoted strings and numbers blanked out
+        const shape = (e.message ?? '')
+          .replace(/"[^"]*"/g, '"…"')
+          .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<uid>')
+          .replace(/\d+/g, 'N');
+        const key = `${e.reason ?? '?'}: ${shape.slice(0, 160)}`;
         warnings.set(key, (warnings.get(key) ?? 0) + (e.count ?? 1));
       }
     const top = [...warnings.entries()].sort((a, b) => b[1] - a[1]).slice(0, 5);
