@@ -4,7 +4,7 @@
  */
 import type { AttachmentRef, Backend } from '../backend/port.ts';
 import type { InvocationEnv } from '../cni/env.ts';
-import { isLockFileError, type HostLock } from '../host/lock.ts';
+import { isLockFileError, isLockTimeoutError, type HostLock } from '../host/lock.ts';
 import type { Logger } from '../host/log.ts';
 import type { NetConf } from '../cni/netconf.ts';
 
@@ -32,16 +32,17 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
 /**
  * Runs `step` holding the host lock, with an AbortSignal that fires `conf.timeoutMs` after the
  * lock was obtained and whether it had to wait for another holder. Released on every path.
- * @param options.withoutUnusableLock run `step` unlocked (as after a wait: no cached block is
- *   trusted) when the lock file cannot be used, instead of failing (DEL: docs/design-plugin.md
- *   invariant 5)
- * @throws whatever `step` throws; LockTimeoutError when the lock is not obtained in time;
- *   LockFileError when the lock file is unusable (unless `withoutUnusableLock`)
+ * @param options.withoutLock run `step` unlocked (as after a wait: no cached block is trusted)
+ *   when the lock file cannot be used, or when the lock was not obtained within
+ *   `conf.lockTimeoutMs`, instead of failing (DEL: docs/design-plugin.md invariant 5 — the lock
+ *   only saves conflicts, compare-and-swap keeps every write correct)
+ * @throws whatever `step` throws; LockTimeoutError when the lock is not obtained in time and
+ *   LockFileError when the lock file is unusable (unless `withoutLock`)
  */
 export async function underLock<T>(
   ctx: CommandContext,
   step: (signal: AbortSignal, waited: boolean) => Promise<T>,
-  options: { withoutUnusableLock?: boolean } = {},
+  options: { withoutLock?: boolean } = {},
 ): Promise<T> {
   const waitStart = performance.now();
   let lock: HostLock;
@@ -50,10 +51,14 @@ export async function underLock<T>(
   } catch (e) {
     // DEL must not fail on a host problem it does not need solved: the lock only saves
     // conflicts (compare-and-swap keeps every write correct), so it goes on without it.
-    if (!options.withoutUnusableLock || !isLockFileError(e)) throw e;
-    ctx.log.log('warn', 'host lock file unusable: going on without the lock', {
-      error: (e as Error).message,
-    });
+    if (!options.withoutLock || !(isLockFileError(e) || isLockTimeoutError(e))) throw e;
+    ctx.log.log(
+      'warn',
+      isLockFileError(e)
+        ? 'host lock file unusable: going on without the lock'
+        : 'host lock busy: going on without the lock',
+      { error: (e as Error).message },
+    );
     lock = { waited: true, release: () => Promise.resolve() };
   }
   const heldAt = performance.now();

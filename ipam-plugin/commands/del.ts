@@ -5,7 +5,8 @@
  * finds the allocation). Of CNI_ARGS only a well-formed K8S_POD_UID is read (an allocation
  * recorded for another pod UID is left alone); a malformed CNI_ARGS never fails a DEL.
  * An unreachable API server fails with code 11 and changes nothing (the runtime retries). An
- * unusable lock file (ipam.lockFile) does not fail it: it releases without the lock.
+ * unusable lock file (ipam.lockFile), or a lock not obtained within ipam.lockTimeoutMs, does not
+ * fail it: it releases without the lock (a 409 against the holder is retried on a fresh read).
  */
 import { podUIDOf } from '../cni/args.ts';
 import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
@@ -23,7 +24,7 @@ export async function del(ctx: CommandContext): Promise<CommandResult> {
         signal,
         waited,
       }),
-    { withoutUnusableLock: true },
+    { withoutLock: true },
   );
   ctx.log.log('info', released > 0 ? 'released' : 'nothing to release', { released });
   return undefined;

@@ -379,6 +379,24 @@ void describe('the executable runtime', () => {
     assertSilentSuccess(await del('rt-lock', patient));
   });
 
+  void it('host lock held by another process: DEL waits lockTimeoutMs, then releases without the lock', async () => {
+    assertAdded(await add('rt-lockbusy', s.conf('1.0.0')));
+    const lockFile = join(s.tmp, 'cache', 'ipam.lock');
+    const c = await holdLock(lockFile);
+    try {
+      const conf = s.conf('1.0.0', { lockTimeoutMs: 300 });
+      assertSilentSuccess(await del('rt-lockbusy', conf));
+      assert.equal(
+        s.fx.allocations().has('confnet.rt-lockbusy.eth0'),
+        false,
+        'released while the lock was held',
+      );
+      assertSilentSuccess(await del('rt-lockbusy', conf)); // and again: nothing to release
+    } finally {
+      await c.kill();
+    }
+  });
+
   void it('a lock file that cannot be created: ADD fails with 5 naming ipam.lockFile, nothing allocated', async () => {
     const count = (): number => [...s.fx.allocations().values()].flat().length;
     const before = count();
