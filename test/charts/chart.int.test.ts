@@ -291,6 +291,22 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
           pools('{name: a, cidr: "fe80::/64"}'),
           /pools\[0\]\.cidr fe80::\/64 overlaps the link-local range fe80::\/10/,
         ],
+        [
+          pools('{name: a, cidr: 127.0.0.0/16}'),
+          /pools\[0\]\.cidr 127\.0\.0\.0\/16 overlaps the loopback range 127\.0\.0\.0\/8/,
+        ],
+        [
+          pools('{name: a, cidr: 96.0.0.0/3}'),
+          /pools\[0\]\.cidr 96\.0\.0\.0\/3 overlaps the loopback range 127\.0\.0\.0\/8/,
+        ],
+        [
+          pools('{name: a, cidr: 224.0.0.0/16}'),
+          /pools\[0\]\.cidr 224\.0\.0\.0\/16 overlaps the multicast range 224\.0\.0\.0\/4/,
+        ],
+        [
+          pools('{name: a, cidr: "ff02::/64"}'),
+          /pools\[0\]\.cidr ff02::\/64 overlaps the multicast range ff00::\/8/,
+        ],
       ];
       for (const [values, message] of cases) {
         const r = helm(major, templateArgs(['blockipam', '-f', valuesFile(values)]));

@@ -57,6 +57,10 @@ describe('IPPool schema', () => {
       [/spec\.cidr/, /at least one block/],
     ],
     ['link-local range', pool('bad-10', { cidr: '169.254.0.0/16' }), [/spec\.cidr/, /link-local/]],
+    ['loopback range', pool('bad-10l', { cidr: '127.0.0.0/16' }), [/spec\.cidr/, /loopback/]],
+    ['IPv4 multicast range', pool('bad-10m', { cidr: '224.0.0.0/16' }), [/spec\.cidr/, /multicast/]],
+    ['IPv6 multicast range', pool('bad-10n', { cidr: 'ff02::/64' }), [/spec\.cidr/, /multicast/]],
+    ['a range holding loopback', pool('bad-10o', { cidr: '96.0.0.0/3' }), [/spec\.cidr/, /loopback/]],
     [
       'unknown assignmentMode',
       pool('bad-11', { cidr: '10.0.0.0/16', assignmentMode: 'Sometimes' }),

@@ -3,7 +3,7 @@ Template-time checks of `pools` that values.schema.json cannot express (it check
 syntax and ranges: the CIDR's form per family, prefix lengths, blockSize 20-30 / 116-126). A
 failed check stops `helm install|upgrade|template` before any release object is sent, with a
 message naming the value (`pools[1].cidr …`). The rules are the IPPool CRD's (crds/ippools.yaml:
-strictly masked and canonical, no link-local overlap, a pool holds at least one block) and
+strictly masked and canonical, no link-local, loopback or multicast overlap, a pool holds at least one block) and
 core's validatePool (no two pools overlap), so the API server and the controller never see a
 pool they would refuse.
 
@@ -70,7 +70,11 @@ longest run of two or more zero groups — the first of equal runs — as "::").
 
 {{- /* blockipam.validatePools: fails naming the first bad value; renders nothing otherwise. */ -}}
 {{- define "blockipam.validatePools" -}}
-{{- $linkLocal := list (dict "cidr" "169.254.0.0/16" "v6" false "len" 16 "bits" (include "blockipam.addrBits" "169.254.0.0")) (dict "cidr" "fe80::/10" "v6" true "len" 10 "bits" (include "blockipam.addrBits" "fe80::")) -}}
+{{- /* the ranges no pool may overlap (the IPPool CRD's rules): link-local, loopback, multicast */ -}}
+{{- $reserved := list -}}
+{{- range $r := list (list "link-local" "169.254.0.0" 16) (list "link-local" "fe80::" 10) (list "loopback" "127.0.0.0" 8) (list "loopback" "::1" 128) (list "multicast" "224.0.0.0" 4) (list "multicast" "ff00::" 8) -}}
+{{- $reserved = append $reserved (dict "kind" (index $r 0) "cidr" (printf "%s/%d" (index $r 1) (index $r 2)) "v6" (contains ":" (index $r 1)) "len" (index $r 2) "bits" (include "blockipam.addrBits" (index $r 1))) -}}
+{{- end -}}
 {{- $seen := list -}}
 {{- range $i, $p := .Values.pools -}}
 {{- $where := printf "pools[%d]" $i -}}
@@ -94,13 +98,13 @@ longest run of two or more zero groups — the first of equal runs — as "::").
 {{- if gt $len $blockSize -}}
 {{- fail (printf "%s.cidr %s is smaller than one block: its prefix length must be at most %s (%d)" $where $p.cidr (ternary (printf "%s.blockSize" $where) "the default blockSize" (hasKey $p "blockSize")) $blockSize) -}}
 {{- end -}}
-{{- range $other := concat $linkLocal $seen -}}
+{{- range $other := concat $reserved $seen -}}
 {{- $common := int (min $len $other.len) -}}
 {{- if and (eq $v6 $other.v6) (eq (substr 0 $common $bits) (substr 0 $common $other.bits)) -}}
 {{- if hasKey $other "name" -}}
 {{- fail (printf "%s.cidr %s overlaps %s.cidr %s (pool %q): pools must not overlap" $where $p.cidr $other.where $other.cidr $other.name) -}}
 {{- else -}}
-{{- fail (printf "%s.cidr %s overlaps the link-local range %s" $where $p.cidr $other.cidr) -}}
+{{- fail (printf "%s.cidr %s overlaps the %s range %s" $where $p.cidr $other.kind $other.cidr) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
