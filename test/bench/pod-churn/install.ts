@@ -25,6 +25,7 @@ import {
   RELEASE,
 } from '../../cluster/chart.ts';
 import { importImage, kubectl, type Cluster } from '../../helpers/cluster.ts';
+import { percentile } from '../cost-curves/common.ts';
 import { POD_MTU, startAgents } from './network.ts';
 
 export type InstallMode = 'chart' | 'script';
@@ -41,13 +42,11 @@ interface PluginLine {
   lockHeldMs?: number;
 }
 
-const quantile = (sorted: readonly number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-
 /**
  * The plugin's own account of the run, from its log files on the nodes (the chart's
- * plugin.logFile; script mode's per-node blockipam.log): calls per command, failures per CNI
- * code, and lock wait / hold p50 and p99 of the ADDs, ms. One line; "" when there is no log.
+ * plugin.logFile; script mode's per-node blockipam.log): calls per command, failures per
+ * command, CNI code and message, and lock wait / hold p50 and p99 of the ADDs (nearest rank),
+ * ms. One line; "" when there is no log.
  */
 export function pluginLogFigures(c: Cluster): string {
   const lines: PluginLine[] = [];
@@ -60,19 +59,17 @@ export function pluginLogFigures(c: Cluster): string {
         for (const text of readFileSync(file, 'utf8').split('\n'))
           if (text) lines.push(JSON.parse(text) as PluginLine);
   if (lines.length === 0) return '';
+  const count = (into: Record<string, number>, key: string): void => void (into[key] = (into[key] ?? 0) + 1);
   const done: Record<string, number> = {};
   const failed: Record<string, number> = {};
   for (const l of lines)
-    if (l.msg === 'done') done[l.cmd ?? '?'] = (done[l.cmd ?? '?'] ?? 0) + 1;
-    else if (l.level === 'error')
-      failed[`${l.cmd ?? '?'} code ${l.code ?? '?'}`] =
-        (failed[`${l.cmd ?? '?'} code ${l.code ?? '?'}`] ?? 0) + 1;
+    if (l.msg === 'done') count(done, l.cmd ?? '?');
+    else if (l.level === 'error') count(failed, `${l.cmd ?? '?'} ${l.code ?? '?'} ${l.msg ?? ''}`);
   const adds = lines.filter((l) => l.msg === 'done' && l.cmd === 'ADD');
-  const sorted = (key: 'lockWaitMs' | 'lockHeldMs'): number[] =>
-    adds.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : [])).sort((a, b) => a - b);
-  const wait = sorted('lockWaitMs');
-  const held = sorted('lockHeldMs');
-  return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ADD lock wait p50 ${quantile(wait, 0.5)} / p99 ${quantile(wait, 0.99)} ms, held p50 ${quantile(held, 0.5)} / p99 ${quantile(held, 0.99)} ms`;
+  const ms = (key: 'lockWaitMs' | 'lockHeldMs'): number[] =>
+    adds.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : []));
+  const [wait, held] = [ms('lockWaitMs'), ms('lockHeldMs')];
+  return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ADD lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms`;
 }
 
 /** blockipam installed for one run. */
