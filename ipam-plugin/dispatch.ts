@@ -47,7 +47,12 @@ export interface Deps {
    * Takes the host lock on netconf's `ipam.lockFile`. Default: the flock(2) lock
    * {@link acquireHostLock} (Bun only; in-process tests under Node inject one).
    */
-  readonly lock?: (path: string, timeoutMs: number, holderNice: number) => Promise<HostLock>;
+  readonly lock?: (
+    path: string,
+    timeoutMs: number,
+    holderNice: number,
+    beforeWait?: () => void,
+  ) => Promise<HostLock>;
   /** Default: {@link isHostLockFree}. */
   readonly lockFree?: (path: string) => Promise<boolean>;
 }
@@ -90,7 +95,8 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       conf,
       log,
       backend: async () => (backend ??= await deps.backend(conf)),
-      lock: () => (deps.lock ?? acquireHostLock)(conf.lockFile, conf.lockTimeoutMs, conf.lockHolderNice),
+      lock: (beforeWait) =>
+        (deps.lock ?? acquireHostLock)(conf.lockFile, conf.lockTimeoutMs, conf.lockHolderNice, beforeWait),
       lockFree: () => (deps.lockFree ?? isHostLockFree)(conf.lockFile),
     };
     const out = await commands[env.command](ctx);

@@ -40,6 +40,15 @@ import { poolStatus } from './pool-status.ts';
 import { isStaleNodeBlocksError, prefetchAffineBlocks } from './prefetch.ts';
 import { handoffView, recordNodeBlocks, type NodeBlocksRecord } from './handoff.ts';
 import { dropHandoff, handoffFileOf, type HandoffScope } from '../host/handoff-file.ts';
+import {
+  queueDirOf,
+  ticketFor,
+  type QueueScope,
+  type QueuedAssign,
+  type ServedAddresses,
+} from '../host/add-queue.ts';
+import { isLockTimeoutError } from '../host/lock.ts';
+import { awaitAnswer, serveQueue, type Served } from './combine.ts';
 import type { NodeCacheRead } from '../host/node-cache-file.ts';
 import {
   blocksHoldHandle,
@@ -141,6 +150,13 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   let staleNodeBlocks = false;
   /** Core's first LIST of the node's blocks was the lock hand-off (handoff.ts). */
   let handoffUsed = false;
+  /**
+   * This ADD queued for the lock and a holder took it: it served it, or answered "not served"
+   * and this ADD decided itself (combine.ts).
+   */
+  let lockQueue: 'served' | 'notServed' | undefined;
+  /** As the holder: the queued ADDs it took and served. */
+  let queueServed: Served | undefined;
   let read: Promise<NodeCacheRead> | undefined;
   /** The node cache of this invocation (read once), or a miss. */
   const nodeCache = (node: string): Promise<NodeCacheRead> => {
@@ -211,6 +227,22 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     cachedBlocks: boolean;
   };
 
+  /** Core's auto-assign request for `req` (without the snapshot): also what a waiter queues. */
+  function autoRequest(req: AddRequest, p: Prepared, inputs: Inputs): QueuedAssign {
+    const pools = p.pc.pools.length > 0 ? p.pc.pools : [...req.pools[4], ...req.pools[6]];
+    return {
+      handle: attachmentHandle(req.attachment),
+      network: req.attachment.network,
+      node: req.node,
+      ...(p.pc.pod ? { pod: p.pc.pod } : {}),
+      nodeLabels: inputs.nodeLabels,
+      namespaceLabels: p.pc.namespaceLabels,
+      ...(pools.length > 0 ? { pools } : {}),
+      ipv4: req.families.includes(4),
+      ipv6: req.families.includes(6),
+    };
+  }
+
   /** Allocates with core; a failure decided on cached inputs is re-decided on fresh ones. */
   async function allocate(
     req: AddRequest,
@@ -220,28 +252,14 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     signal: AbortSignal,
   ): Promise<AddOutcome> {
     const staticIPs = req.staticIPs.length > 0 ? req.staticIPs : p.pc.ips;
-    const pools = p.pc.pools.length > 0 ? p.pc.pools : [...req.pools[4], ...req.pools[6]];
     const assign = (inputs: Inputs, on: Datastore): Promise<AssignOutcome> => {
       snapshotCached = inputs.cached;
-      const base = {
-        handle: attachmentHandle(req.attachment),
-        network: req.attachment.network,
-        node: req.node,
-        ...(p.pc.pod ? { pod: p.pc.pod } : {}),
-        nodeLabels: inputs.nodeLabels,
-        namespaceLabels: p.pc.namespaceLabels,
-        ...(pools.length > 0 ? { pools } : {}),
-        snapshot: inputs.snapshot,
-      };
       // The budget's signal: once it fires core sends nothing more (no write, retry or rollback).
       const options = { onRollbackFailure, signal };
+      const { ipv4, ipv6, ...base } = autoRequest(req, p, inputs);
       return staticIPs.length > 0
-        ? assignIP(on, { ...base, addresses: staticIPs }, options)
-        : autoAssign(
-            on,
-            { ...base, ipv4: req.families.includes(4), ipv6: req.families.includes(6) },
-            options,
-          );
+        ? assignIP(on, { ...base, snapshot: inputs.snapshot, addresses: staticIPs }, options)
+        : autoAssign(on, { ...base, snapshot: inputs.snapshot, ipv4, ipv6 }, options);
     };
     // A claim about to rest on node blocks read before the lock that the region LIST (read under
     // the lock) contradicts: nothing was created; decide again on a fresh LIST (prefetch.ts).
@@ -291,23 +309,70 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         : undefined;
     const p = await prepare(req, nc);
     if ('problem' in p) return { kind: p.wrongNode ? 'misconfigured' : 'rejected', message: p.problem };
+    // An auto-assign ADD that must wait queues its request: the holder may serve it (combine.ts).
+    const ticket =
+      conf.lockQueue && req.staticIPs.length === 0 && p.pc.ips.length === 0
+        ? ticketFor(queueScopeOf(req.node), autoRequest(req, p, p.inputs), Date.now() + conf.lockTimeoutMs)
+        : undefined;
+    const servedOutcome = (s: ServedAddresses): AddOutcome => {
+      lockQueue = 'served';
+      const out = toAddOutcome({ ok: true, ...s });
+      return out.kind === 'allocated' && p.pc.podNotFound ? { ...out, podNotFound: true } : out;
+    };
     // After a wait for the lock another holder of this node has just written, and handed off
     // the node's blocks as it released (a burst): they are the newest view. Without a hand-off,
     // its block is newer than the cache or the prefetched LIST (a conflict and a re-read), so
     // core LISTs afresh.
-    return req.critical((signal, waited) =>
-      underRecord(req.node, async (rec) => {
+    const step = async (signal: AbortSignal, waited: boolean): Promise<AddOutcome> => {
+      if (ticket?.queued) {
+        // Under the lock no holder is serving: a request still queued was taken by nobody.
+        const served = ticket.answer();
+        if (served) return servedOutcome(served);
+        if (ticket.withdraw() === 'taken') lockQueue = 'notServed';
+      }
+      return underRecord(req.node, async (rec) => {
         const handed = waited ? handoffView(ds, scopeOf(req.node)) : undefined;
         if (handed) handoffUsed = true;
         const base = handed ?? (view && !waited ? view : ds);
         const cachedBlocks = (p.cachedBlocks && !waited) || handed !== undefined;
-        return race(
+        const out = await race(
           guard(allocate(req, { ...p, cachedBlocks }, rec.over(base), rec.over(ds), signal)),
           signal,
         );
-      }),
-    );
+        const nodeBlocks = out.kind === 'allocated' && conf.lockQueue ? rec.blocks() : undefined;
+        if (nodeBlocks) {
+          const s = await serveQueue({
+            base: rec.over(ds),
+            scope: queueScopeOf(req.node),
+            nodeBlocks,
+            snapshot: p.inputs.snapshot,
+            signal,
+          });
+          if (s.taken > 0) queueServed = s;
+        }
+        return out;
+      });
+    };
+    try {
+      return await req.critical(step, ticket ? () => ticket.enqueue() : undefined);
+    } catch (e) {
+      // The wait timed out, but a holder took the request: its answer comes within its budget.
+      if (ticket && isLockTimeoutError(e) && ticket.withdraw() === 'taken') {
+        const served = await awaitAnswer(ticket, conf.timeoutMs);
+        if (served) return servedOutcome(served);
+      }
+      throw e;
+    } finally {
+      ticket?.remove();
+    }
   }
+
+  /** The node's ADD queue (host/add-queue.ts): next to the lock file, per cluster. */
+  const queueScopeOf = (node: string): QueueScope => ({
+    dir: queueDirOf(conf.lockFile),
+    cluster: o.cacheKey,
+    node,
+  });
 
   /** The node's lock hand-off (host/handoff-file.ts): next to the lock file, per cluster. */
   const scopeOf = (node: string): HandoffScope => ({
@@ -431,6 +496,14 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       ...(podFromCache !== undefined ? { podFromCache } : {}),
       ...(staleNodeBlocks ? { staleNodeBlocks } : {}),
       ...(handoffUsed ? { handoff: true } : {}),
+      ...(lockQueue ? { lockQueue } : {}),
+      ...(queueServed
+        ? {
+            queueTaken: queueServed.taken,
+            queueServed: queueServed.served,
+            queueFlushFailed: queueServed.flushFailed,
+          }
+        : {}),
       ...(rollbackFailed.length > 0 ? { rollbackFailed } : {}),
     }),
   };

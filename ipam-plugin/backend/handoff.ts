@@ -30,6 +30,8 @@ export function handoffView(
 export interface NodeBlocksRecord {
   /** `base` seen through the record (several bases share it: a served view and `ds` itself). */
   over(base: Datastore): Datastore;
+  /** The node's blocks as this call knows them now (undefined until it saw the node's list). */
+  blocks(): IPAMBlock[] | undefined;
   /**
    * Writes the hand-off when the call saw the node's list (after its own writes), drops it when
    * it wrote blocks without that; leaves it alone when it wrote nothing.
@@ -83,6 +85,7 @@ export function recordNodeBlocks(scope: HandoffScope): NodeBlocksRecord {
   };
   return {
     over,
+    blocks: () => (known ? [...known.values()] : undefined),
     handOff() {
       if (known) writeHandoff(scope, [...known.values()]);
       else if (wrote) dropHandoff(scope);

@@ -34,7 +34,11 @@ export interface AddRequest {
    * `timeoutMs` after the lock is held). Reads that need no lock (pod, namespace, snapshot)
    * belong before it, so the lock is held only for the compare-and-swap step.
    */
-  readonly critical: <T>(step: (signal: AbortSignal, waited: boolean) => Promise<T>) => Promise<T>;
+  readonly critical: <T>(
+    step: (signal: AbortSignal, waited: boolean) => Promise<T>,
+    /** Runs once when another process holds the lock, before the wait (an ADD queues itself). */
+    beforeWait?: () => void,
+  ) => Promise<T>;
   /** Whether the host lock is free right now (a racy hint: no other ADD is in its critical step). */
   readonly lockFree: () => Promise<boolean>;
 }

@@ -63,6 +63,7 @@ const ipam = {
     timeoutMs: { type: 'integer', minimum: 100, maximum: 600000 },
     lockTimeoutMs: { type: 'integer', minimum: 0, maximum: 600000 },
     lockHolderNice: { type: 'integer', minimum: -20, maximum: 0 },
+    lockQueue: { type: 'boolean' },
     cacheDir: { type: 'string', pattern: '^/' },
     lockFile: { type: 'string', pattern: '^/' },
     snapshotTtlMs: { type: 'integer', minimum: 0, maximum: 600000 },

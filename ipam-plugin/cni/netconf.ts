@@ -59,6 +59,12 @@ export interface NetConf {
    * 0 turns the raise off. Default -10.
    */
   readonly lockHolderNice: number;
+  /**
+   * An auto-assign ADD that finds the host lock held queues its request, and the holder
+   * allocates every queued ADD of its node together, one UPDATE per block
+   * (docs/design-plugin.md §Host lock, "Combining"). Default true.
+   */
+  readonly lockQueue: boolean;
   /** Directory of the node-local snapshot cache. Default `/var/lib/cni/blockipam`. */
   readonly cacheDir: string;
   /**
@@ -149,6 +155,7 @@ interface RawNetConf {
     timeoutMs?: number;
     lockTimeoutMs?: number;
     lockHolderNice?: number;
+    lockQueue?: boolean;
     cacheDir?: string;
     lockFile?: string;
     snapshotTtlMs?: number;
@@ -189,6 +196,7 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     timeoutMs: i.timeoutMs ?? 30_000,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
     lockHolderNice: i.lockHolderNice ?? HOLDER_NICE,
+    lockQueue: i.lockQueue ?? true,
     cacheDir: i.cacheDir ?? defaultCacheDir,
     lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,
     snapshotTtlMs: i.snapshotTtlMs ?? 10_000,

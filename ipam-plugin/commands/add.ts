@@ -35,7 +35,7 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
     families: ctx.conf.families,
     pools: ctx.conf.pools,
     staticIPs,
-    critical: (step) => underLock(ctx, step),
+    critical: (step, beforeWait) => underLock(ctx, step, beforeWait ? { beforeWait } : {}),
     lockFree: () => ctx.lockFree(),
   });
   const ips = allocatedOrThrow(outcome);

@@ -14,8 +14,11 @@ export interface CommandContext {
   readonly log: Logger;
   /** The backend, created on first use (once per invocation). */
   backend(): Promise<Backend>;
-  /** Takes the host lock, waiting at most `conf.lockTimeoutMs`. */
-  lock(): Promise<HostLock>;
+  /**
+   * Takes the host lock, waiting at most `conf.lockTimeoutMs`; `beforeWait` runs once when
+   * another process holds it (host/lock.ts).
+   */
+  lock(beforeWait?: () => void): Promise<HostLock>;
   /** Whether the host lock is free right now (a racy hint). */
   lockFree(): Promise<boolean>;
 }
@@ -32,6 +35,8 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
 /**
  * Runs `step` holding the host lock, with an AbortSignal that fires `conf.timeoutMs` after the
  * lock was obtained and whether it had to wait for another holder. Released on every path.
+ * @param options.beforeWait runs once when another process holds the lock, before waiting (an
+ *   ADD queues its request for the holder: docs/design-plugin.md §Host lock, "Combining")
  * @param options.withoutLock run `step` unlocked (as after a wait: no cached block is trusted)
  *   when the lock file cannot be used, or when the lock was not obtained within
  *   `conf.lockTimeoutMs`, instead of failing (DEL: docs/design-plugin.md invariant 5 — the lock
@@ -42,12 +47,12 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
 export async function underLock<T>(
   ctx: CommandContext,
   step: (signal: AbortSignal, waited: boolean) => Promise<T>,
-  options: { withoutLock?: boolean } = {},
+  options: { withoutLock?: boolean; beforeWait?: () => void } = {},
 ): Promise<T> {
   const waitStart = performance.now();
   let lock: HostLock;
   try {
-    lock = await ctx.lock();
+    lock = await ctx.lock(options.beforeWait);
   } catch (e) {
     // DEL must not fail on a host problem it does not need solved: the lock only saves
     // conflicts (compare-and-swap keeps every write correct), so it goes on without it.

@@ -12,10 +12,11 @@ import { basename, dirname, join } from 'node:path';
 export const staleTempMs = 60_000;
 
 /**
- * The caches' file names (`<kind>-<16 hex>.json`, and the lock hand-off's
- * `<lock file>.handoff.json`) with a writer's `.<pid>` suffix.
+ * The caches' file names (`<kind>-<16 hex>.json`, the lock hand-off's `<lock file>.handoff.json`
+ * and the ADD queue's `<pid>-<32 hex>.req|res`) with a writer's `.<pid>` suffix.
  */
-const TEMP_NAME = /^(?:(?:snapshot|kubeconfig|cluster)-[0-9a-f]{16}\.json|.+\.handoff\.json)\.\d+$/;
+const TEMP_NAME =
+  /^(?:(?:snapshot|kubeconfig|cluster)-[0-9a-f]{16}\.json|.+\.handoff\.json|\d+-[0-9a-f]{32}\.(?:req|res))\.\d+$/;
 
 /**
  * Writes `data` to `file` atomically (temporary file + rename) after pruning the directory's

@@ -48,7 +48,7 @@ export interface HandoffScope {
 export function readHandoff(scope: HandoffScope, nowMs = Date.now()): IPAMBlock[] | undefined {
   let doc: Partial<HandoffDocument>;
   try {
-    const text = readSmallFile(scope.file);
+    const text = readOwnSmallFile(scope.file);
     if (text === undefined) return undefined;
     doc = JSON.parse(text) as Partial<HandoffDocument>;
   } catch {
@@ -81,8 +81,11 @@ function isSoundBlock(b: unknown): boolean {
   }
 }
 
-/** The file's text when it is a small regular file of ours (see the file comment), else undefined. */
-function readSmallFile(path: string): string | undefined {
+/**
+ * The file's text when it is a small regular file of ours (see the file comment), else
+ * undefined. Also the ADD queue's reader (add-queue.ts).
+ */
+export function readOwnSmallFile(path: string): string | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);

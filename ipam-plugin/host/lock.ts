@@ -159,6 +159,9 @@ function openLockFile(path: string): number {
  * @param path the lock file (created, with its directory, when missing; mode 0600)
  * @param timeoutMs how long to wait; 0 tries once
  * @param holderNice the threads' nice value while the lock is held (priority.ts); 0: unchanged
+ * @param beforeWait called once, synchronously, when another process holds the lock and this
+ *   one is about to wait for it (an ADD queues its request for the holder: add-queue.ts);
+ *   an exception from it propagates and nothing is waited for
  * @throws LockTimeoutError when not acquired in time; LockFileError when the file cannot be
  *   opened or locked, or not under Bun
  */
@@ -166,11 +169,20 @@ export async function acquireHostLock(
   path: string,
   timeoutMs = 60_000,
   holderNice = HOLDER_NICE,
+  beforeWait?: () => void,
 ): Promise<HostLock> {
   const c = await loadLibc();
   const fd = openLockFile(path);
   let r: number | 'timeout' = flockOnce(c, fd, LOCK_EX | LOCK_NB);
   if (r === 0) return holding(fd, false, holderNice);
+  if (r === EWOULDBLOCK && beforeWait) {
+    try {
+      beforeWait();
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  }
   if (r === EWOULDBLOCK) r = timeoutMs > 0 ? await flockBlocking(fd, timeoutMs) : 'timeout';
   if (r === 0) return holding(fd, true, holderNice);
   closeSync(fd);

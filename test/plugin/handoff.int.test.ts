@@ -40,6 +40,9 @@ function conf(extra: Record<string, unknown> = {}): string {
       cacheDir: join(tmp, 'cache'),
       nodeCacheFile: join(tmp, 'no-node-cache.json'),
       ipv4Pools: ['ho-v4'],
+      // the hand-off alone: queued ADDs would otherwise be served by the first holder
+      // (combining, test/plugin/lock-queue.int.test.ts)
+      lockQueue: false,
       ...extra,
     },
   });

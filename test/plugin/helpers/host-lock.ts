@@ -48,9 +48,16 @@ export function lockProcess(args: readonly string[]): LockProcess {
       }
     }
   });
-  child.on('exit', (code, signal) => {
+  // 'close', not 'exit': stdout may still hold the last lines when the process has exited
+  let closed = false;
+  child.on('close', (code, signal) => {
+    closed = true;
     for (const w of waiting.splice(0))
-      w.reject(new Error(`lock-holder exited (${code ?? signal}) before /${w.re.source}/`));
+      w.reject(
+        new Error(
+          `lock-holder exited (${code ?? signal}) before /${w.re.source}/; printed ${JSON.stringify(lines)}`,
+        ),
+      );
   });
   return {
     child,
@@ -58,7 +65,7 @@ export function lockProcess(args: readonly string[]): LockProcess {
     next: (re) => {
       const seen = lines.find((l) => re.test(l));
       if (seen !== undefined) return Promise.resolve(seen);
-      if (child.exitCode !== null || child.signalCode !== null)
+      if (closed)
         return Promise.reject(new Error(`lock-holder already exited; printed ${JSON.stringify(lines)}`));
       return new Promise((resolve, reject) => waiting.push({ re, resolve, reject }));
     },
@@ -99,8 +106,9 @@ const held = new Map<string, Promise<void>>();
 
 /** Dispatcher deps: an in-process mutex per lock path (see the file comment). */
 export const processLock: Pick<Deps, 'lock' | 'lockFree'> = {
-  lock: async (path) => {
+  lock: async (path, _timeoutMs, _nice, beforeWait) => {
     let waited = false;
+    if (held.has(path)) beforeWait?.();
     while (held.has(path)) {
       waited = true;
       await held.get(path);
