@@ -1,7 +1,7 @@
 /**
- * Combining (docs/design-plugin.md §Host lock, "Combining"): the lock holder allocates the ADDs
- * queued behind it (host/add-queue.ts) together, so that a burst of n ADDs on a node costs one
- * UPDATE per block touched instead of n.
+ * Combining (docs/design-plugin.md §Host lock, "Combining"): the lock holder serves the ADDs and
+ * DELs queued behind it (host/lock-queue.ts) together, so that a burst of n ADDs or DELs on a
+ * node costs one UPDATE per block touched instead of n.
  *
  * {@link combiningView} is a Datastore whose node blocks live in memory: core's allocator runs
  * on it unchanged, request after request; its UPDATEs of the node's blocks are applied to the
@@ -15,7 +15,6 @@
  */
 import { autoAssign, ConflictError, nodeBlocksSelector, nodeLabel, releaseByHandle } from 'blockipam/core';
 import type {
-  AssignOutcome,
   AssignedAddress,
   Datastore,
   IPAMBlock,
@@ -26,10 +25,11 @@ import type {
 import {
   answerQueued,
   takeQueued,
+  type QueueAnswer,
   type QueueScope,
   type ServedAddresses,
   type Ticket,
-} from '../host/add-queue.ts';
+} from '../host/lock-queue.ts';
 import { withBlocks } from './prefetch.ts';
 
 export interface CombiningView {
@@ -118,43 +118,59 @@ export function combiningView(
 export interface Served {
   /** Requests taken from the queue. */
   readonly taken: number;
-  /** Answered with addresses. */
+  /** Answered with addresses (ADD) or a release (DEL). */
   readonly served: number;
   /** Blocks whose combined write failed. */
   readonly flushFailed: number;
 }
 
 /**
- * Takes the queued ADDs of the holder's node, allocates them on a combining view of `base`
- * seeded with the node's blocks, writes each changed block once, and answers every taken
- * request (addresses, or not served). Failures of a request (no room, a refused pool, an error)
- * answer it "not served": its waiter decides itself, on fresh reads. Never throws; stops
- * allocating once `signal` fires (what was allocated is still written and answered).
+ * Takes the queued requests of the holder's node — ADDs only when it has a pool snapshot to
+ * decide them with — serves them in turn on a combining view of `base` seeded with the node's
+ * blocks, writes each changed block once, and answers every taken request. A request core
+ * refuses or fails (no room, a refused pool, an error), or one with an address in a block whose
+ * write failed, is answered "not served": its waiter decides itself, on fresh reads. Never
+ * throws; stops deciding once `signal` fires (what was decided is still written and answered).
  */
 export async function serveQueue(o: {
   readonly base: Datastore;
   readonly scope: QueueScope;
   readonly nodeBlocks: readonly IPAMBlock[];
-  readonly snapshot: PoolSnapshot;
+  /** The holder's pool snapshot; absent (a DEL holder): queued ADDs are left queued. */
+  readonly snapshot?: PoolSnapshot;
   readonly signal: AbortSignal;
 }): Promise<Served> {
-  const taken = takeQueued(o.scope);
+  const taken = takeQueued(o.scope, o.snapshot ? {} : { kinds: new Set(['del'] as const) });
   if (taken.length === 0) return { taken: 0, served: 0, flushFailed: 0 };
   const view = combiningView(o.base, o.scope.node, o.nodeBlocks);
-  const outcomes = new Map<string, ServedAddresses>();
+  /** Per request: its answer if the blocks it wrote are written, and those blocks. */
+  const decided = new Map<string, { answer: QueueAnswer; blocks: string[] }>();
   for (const q of taken) {
     if (o.signal.aborted) break;
-    let out: AssignOutcome;
     try {
-      out = await autoAssign(view.ds, { ...q.request, snapshot: o.snapshot }, { signal: o.signal });
+      if (q.kind === 'add') {
+        const out = await autoAssign(view.ds, { ...q.request, snapshot: o.snapshot! }, { signal: o.signal });
+        if (!out.ok) continue;
+        const served = { ...(out.ipv4 ? { ipv4: out.ipv4 } : {}), ...(out.ipv6 ? { ipv6: out.ipv6 } : {}) };
+        decided.set(q.id, { answer: { served }, blocks: addressesOf(served).map((a) => a.block) });
+      } else {
+        const { handle, node, podUID } = q.release;
+        const r = await releaseByHandle(
+          view.ds,
+          handle,
+          { node, ...(podUID !== undefined ? { podUID } : {}) },
+          {
+            signal: o.signal,
+          },
+        );
+        decided.set(q.id, {
+          answer: { released: r.released.length },
+          blocks: r.released.map((a) => a.block),
+        });
+      }
     } catch {
-      continue; // not served; core rolled back what it had assigned in memory
+      // not served; core rolled back what it had assigned in memory
     }
-    if (out.ok)
-      outcomes.set(q.id, {
-        ...(out.ipv4 ? { ipv4: out.ipv4 } : {}),
-        ...(out.ipv6 ? { ipv6: out.ipv6 } : {}),
-      });
   }
   let failed: Set<string>;
   try {
@@ -162,32 +178,36 @@ export async function serveQueue(o: {
   } catch {
     failed = new Set(['*']);
   }
+  const lost = (b: string): boolean => failed.has(b) || failed.has('*');
   let served = 0;
   for (const q of taken) {
-    const got = outcomes.get(q.id);
-    const addresses = got ? [got.ipv4, got.ipv6].filter((a): a is AssignedAddress => a !== undefined) : [];
-    const lost = addresses.some((a) => failed.has(a.block) || failed.has('*'));
-    if (got && lost && addresses.some((a) => !failed.has(a.block))) {
+    const d = decided.get(q.id);
+    const ok = d !== undefined && !d.blocks.some(lost);
+    if (d && !ok && q.kind === 'add' && d.blocks.some((b) => !lost(b))) {
       // dual-stack, one family written: free it again (best effort; the runtime's DEL after the
-      // waiter's own attempt fails on it frees it otherwise)
+      // waiter's own attempt fails on it frees it otherwise). A DEL written in part is finished
+      // by the waiter's own DEL (by handle).
       await releaseByHandle(o.base, q.request.handle, { node: o.scope.node }).catch(() => undefined);
     }
-    if (got && !lost) served++;
-    answerQueued(o.scope, q.id, got && !lost ? got : undefined);
+    if (ok) served++;
+    answerQueued(o.scope, q.id, ok ? d.answer : {});
   }
   return { taken: taken.length, served, flushFailed: failed.size };
 }
 
+const addressesOf = (s: ServedAddresses): AssignedAddress[] =>
+  [s.ipv4, s.ipv6].filter((a): a is AssignedAddress => a !== undefined);
+
 /**
  * A waiter whose lock wait timed out after a holder took its request: that holder answers within
  * its time budget, so this polls for the answer (every 50 ms) for at most `timeoutMs`.
- * @returns the addresses, or undefined (not served, or no answer in time: the holder died)
+ * @returns the answer, or undefined when none came in time (the holder died)
  */
-export async function awaitAnswer(ticket: Ticket, timeoutMs: number): Promise<ServedAddresses | undefined> {
+export async function awaitAnswer(ticket: Ticket, timeoutMs: number): Promise<QueueAnswer | undefined> {
   const until = Date.now() + timeoutMs;
-  while (!ticket.answered()) {
+  for (let a = ticket.answer(); ; a = ticket.answer()) {
+    if (a !== undefined) return a;
     if (Date.now() > until) return undefined;
     await new Promise((r) => setTimeout(r, 50));
   }
-  return ticket.answer();
 }

@@ -46,7 +46,7 @@ import {
   type QueueScope,
   type QueuedAssign,
   type ServedAddresses,
-} from '../host/add-queue.ts';
+} from '../host/lock-queue.ts';
 import { isLockTimeoutError } from '../host/lock.ts';
 import { awaitAnswer, serveQueue, type Served } from './combine.ts';
 import type { NodeCacheRead } from '../host/node-cache-file.ts';
@@ -312,7 +312,11 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     // An auto-assign ADD that must wait queues its request: the holder may serve it (combine.ts).
     const ticket =
       conf.lockQueue && req.staticIPs.length === 0 && p.pc.ips.length === 0
-        ? ticketFor(queueScopeOf(req.node), autoRequest(req, p, p.inputs), Date.now() + conf.lockTimeoutMs)
+        ? ticketFor(
+            queueScopeOf(req.node),
+            { kind: 'add', request: autoRequest(req, p, p.inputs) },
+            Date.now() + conf.lockTimeoutMs,
+          )
         : undefined;
     const servedOutcome = (s: ServedAddresses): AddOutcome => {
       lockQueue = 'served';
@@ -326,7 +330,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     const step = async (signal: AbortSignal, waited: boolean): Promise<AddOutcome> => {
       if (ticket?.queued) {
         // Under the lock no holder is serving: a request still queued was taken by nobody.
-        const served = ticket.answer();
+        const served = ticket.answer()?.served;
         if (served) return servedOutcome(served);
         if (ticket.withdraw() === 'taken') lockQueue = 'notServed';
       }
@@ -358,7 +362,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     } catch (e) {
       // The wait timed out, but a holder took the request: its answer comes within its budget.
       if (ticket && isLockTimeoutError(e) && ticket.withdraw() === 'taken') {
-        const served = await awaitAnswer(ticket, conf.timeoutMs);
+        const served = (await awaitAnswer(ticket, conf.timeoutMs))?.served;
         if (served) return servedOutcome(served);
       }
       throw e;
@@ -367,7 +371,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     }
   }
 
-  /** The node's ADD queue (host/add-queue.ts): next to the lock file, per cluster. */
+  /** The node's ADD queue (host/lock-queue.ts): next to the lock file, per cluster. */
   const queueScopeOf = (node: string): QueueScope => ({
     dir: queueDirOf(conf.lockFile),
     cluster: o.cacheKey,
@@ -411,7 +415,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       const holds = nc.ok && cacheHoldsHandle(nc.cache, handle, conf.families);
       if (nc.ok && !holds) nodeCacheUse = 'HandleNotCached';
       else if (nc.ok && req.waited) nodeCacheUse = 'LockWaited';
-      const r = await underRecord(req.node, (rec) => {
+      const r = await underRecord(req.node, async (rec) => {
         // The hand-off of the holder before (a mass DEL) holds the newest blocks of the node; it
         // serves only when it holds the handle in every family (the node cache's rule).
         const handed = req.waited
@@ -419,7 +423,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
           : undefined;
         if (handed) handoffUsed = true;
         const view = handed ?? (holds && !req.waited ? cachedBlocksView(ds, nc.cache, req.node) : ds);
-        return race(
+        const out = await race(
           guard(
             releaseByHandle(
               rec.over(view),
@@ -430,8 +434,50 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
           ),
           req.signal,
         );
+        // Holding the lock, it releases the DELs queued behind it too (no snapshot: no ADDs).
+        const nodeBlocks = conf.lockQueue && req.locked ? rec.blocks() : undefined;
+        if (nodeBlocks) {
+          const s = await serveQueue({
+            base: rec.over(ds),
+            scope: queueScopeOf(req.node),
+            nodeBlocks,
+            signal: req.signal,
+          });
+          if (s.taken > 0) queueServed = s;
+        }
+        return out;
       });
       return r.released.length;
+    },
+    queueDel(req) {
+      if (!conf.lockQueue) return undefined;
+      const ticket = ticketFor(
+        queueScopeOf(req.node),
+        {
+          kind: 'del',
+          release: {
+            handle: attachmentHandle(req.attachment),
+            node: req.node,
+            ...(req.podUID !== undefined ? { podUID: req.podUID } : {}),
+          },
+        },
+        Date.now() + conf.lockTimeoutMs,
+      );
+      return {
+        enqueue: () => ticket.enqueue(),
+        async answer(locked) {
+          if (!ticket.queued) return undefined;
+          const now = ticket.answer();
+          const taken = now === undefined && ticket.withdraw() === 'taken';
+          // Without the lock a holder may be serving it right now: its answer comes before it
+          // releases. Under the lock a taken request without an answer lost its holder.
+          const a = now ?? (taken && !locked ? await awaitAnswer(ticket, conf.timeoutMs) : undefined);
+          if (a?.released !== undefined) lockQueue = 'served';
+          else if (a !== undefined || taken) lockQueue = 'notServed';
+          return a?.released;
+        },
+        remove: () => ticket.remove(),
+      };
     },
     async check(a: AttachmentRef, expected: readonly string[]): Promise<CheckOutcome> {
       const found = await guard(findByHandle(ds, attachmentHandle(a), { node: conf.nodeName }));

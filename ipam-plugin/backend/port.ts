@@ -73,6 +73,24 @@ export interface DelRequest {
    * is stale (a 409 and a re-read) and the backend LISTs instead. Default false.
    */
   readonly waited?: boolean;
+  /**
+   * This DEL holds the host lock (false: it goes on without it after a lock timeout or an
+   * unusable lock file), so it may serve the queue. Default false.
+   */
+  readonly locked?: boolean;
+}
+
+/** A DEL's place in the host lock's queue (docs/design-plugin.md §Host lock, "Combining"). */
+export interface QueuedDel {
+  /** Queues the release (the lock is held by another process: called before the wait). */
+  enqueue(): void;
+  /**
+   * Once it holds the lock (`locked`), or goes on without it: the number of addresses a holder
+   * released for it, or undefined when none did (it releases itself). Withdraws the request.
+   */
+  answer(locked: boolean): Promise<number | undefined>;
+  /** Removes the request's files. */
+  remove(): void;
 }
 
 export type CheckOutcome =
@@ -113,6 +131,8 @@ export interface Backend {
   add(req: AddRequest): Promise<AddOutcome>;
   /** Releases every address of the attachment; nothing to release is success. Returns the count. */
   del(req: DelRequest): Promise<number>;
+  /** A DEL's ticket in the host lock's queue; undefined when the netconf turns it off. */
+  queueDel?(req: Omit<DelRequest, 'signal' | 'waited' | 'locked'>): QueuedDel | undefined;
   /** Compares the stored allocation of the attachment with `expectedIPs` (from prevResult). */
   check(attachment: AttachmentRef, expectedIPs: readonly string[]): Promise<CheckOutcome>;
   gc(req: GcCall): Promise<GcOutcome>;

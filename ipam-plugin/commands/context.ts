@@ -34,7 +34,8 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
 
 /**
  * Runs `step` holding the host lock, with an AbortSignal that fires `conf.timeoutMs` after the
- * lock was obtained and whether it had to wait for another holder. Released on every path.
+ * lock was obtained, whether it had to wait for another holder, and whether it holds the lock
+ * (false only with `withoutLock`). Released on every path.
  * @param options.beforeWait runs once when another process holds the lock, before waiting (an
  *   ADD queues its request for the holder: docs/design-plugin.md §Host lock, "Combining")
  * @param options.withoutLock run `step` unlocked (as after a wait: no cached block is trusted)
@@ -46,11 +47,12 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
  */
 export async function underLock<T>(
   ctx: CommandContext,
-  step: (signal: AbortSignal, waited: boolean) => Promise<T>,
+  step: (signal: AbortSignal, waited: boolean, locked: boolean) => Promise<T>,
   options: { withoutLock?: boolean; beforeWait?: () => void } = {},
 ): Promise<T> {
   const waitStart = performance.now();
   let lock: HostLock;
+  let locked = true;
   try {
     lock = await ctx.lock(options.beforeWait);
   } catch (e) {
@@ -65,10 +67,11 @@ export async function underLock<T>(
       { error: (e as Error).message },
     );
     lock = { waited: true, release: () => Promise.resolve() };
+    locked = false;
   }
   const heldAt = performance.now();
   try {
-    return await step(AbortSignal.timeout(ctx.conf.timeoutMs), lock.waited ?? false);
+    return await step(AbortSignal.timeout(ctx.conf.timeoutMs), lock.waited ?? false, locked);
   } finally {
     await lock.release();
     // On every later line (the `done` line): how long this call waited for and held the lock, ms.

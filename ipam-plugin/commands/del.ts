@@ -14,18 +14,24 @@ import { attachmentOf, underLock, type CommandContext, type CommandResult } from
 export async function del(ctx: CommandContext): Promise<CommandResult> {
   const backend = await ctx.backend();
   const podUID = podUIDOf(ctx.env.args);
-  const released = await underLock(
-    ctx,
-    (signal, waited) =>
-      backend.del({
-        attachment: attachmentOf(ctx),
-        node: ctx.conf.nodeName,
-        ...(podUID !== undefined ? { podUID } : {}),
-        signal,
-        waited,
-      }),
-    { withoutLock: true },
-  );
+  const target = {
+    attachment: attachmentOf(ctx),
+    node: ctx.conf.nodeName,
+    ...(podUID !== undefined ? { podUID } : {}),
+  };
+  // Queued behind a holder, the holder may release it (docs/design-plugin.md §Host lock, "Combining").
+  const queued = backend.queueDel?.(target);
+  let released: number;
+  try {
+    released = await underLock(
+      ctx,
+      async (signal, waited, locked) =>
+        (await queued?.answer(locked)) ?? backend.del({ ...target, signal, waited, locked }),
+      { withoutLock: true, ...(queued ? { beforeWait: () => queued.enqueue() } : {}) },
+    );
+  } finally {
+    queued?.remove();
+  }
   ctx.log.log('info', released > 0 ? 'released' : 'nothing to release', { released });
   return undefined;
 }

@@ -2,6 +2,7 @@
 // flock and the real API server, requests counted by the API server itself: ADDs queued behind a
 // held lock are allocated by the first of them to get it — its own LIST + UPDATE, then one
 // UPDATE for all the others — each with a distinct address recorded for its own handle and pod;
+// DELs queued the same way are released by the first DEL holder in one UPDATE;
 // an ADD whose wait timed out before anyone took it is never allocated; a queued ADD with a
 // static address decides itself.
 import assert from 'node:assert/strict';
@@ -93,13 +94,13 @@ function allocationsByHandle(): Map<string, Allocation> {
   );
 }
 
-/** The done lines of `ids`' ADDs in the plugin log. */
-function doneOf(ids: readonly string[]): Record<string, unknown>[] {
+/** The done lines of `ids`' `cmd` calls in the plugin log. */
+function doneOf(ids: readonly string[], cmd = 'ADD'): Record<string, unknown>[] {
   return readFileSync(join(tmp, 'plugin.log'), 'utf8')
     .trim()
     .split('\n')
     .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((l) => l.msg === 'done' && l.cmd === 'ADD' && ids.includes(String(l.containerID)));
+    .filter((l) => l.msg === 'done' && l.cmd === cmd && ids.includes(String(l.containerID)));
 }
 
 before(() => {
@@ -147,6 +148,23 @@ void describe('lock queue (combining)', () => {
       const a = allocations.get(handle(id));
       assert.deepEqual([a?.namespace, a?.pod, a?.podUID, a?.node], [NS, `pod-${id}`, `uid-${id}`, NODE]);
     }
+    assert.deepEqual(readdirSync(`${lockFile}.queue`), [], 'no queue file left');
+  });
+
+  void it('8 DELs queued on the lock: 2 UPDATEs in all, every allocation released', async () => {
+    const ids = Array.from({ length: 8 }, (_, i) => `q${i}`);
+    const { out, requests } = await counted(async () => {
+      const holder = await holdLock(lockFile);
+      const runs = ids.map((id) => runPlugin({ ...env(id), CNI_COMMAND: 'DEL' }, conf()));
+      await waiterOn(lockFile, ids.length);
+      await holder.kill();
+      return Promise.all(runs);
+    });
+    out.forEach(ok);
+    for (const id of ids) assert.equal(fx.allocations().has(handle(id)), false, `${id} released`);
+    assert.equal(requests['PUT 200'], 2, JSON.stringify(requests));
+    const done = doneOf(ids, 'DEL');
+    assert.equal(done.filter((d) => d.lockQueue === 'served').length, 7, JSON.stringify(done));
     assert.deepEqual(readdirSync(`${lockFile}.queue`), [], 'no queue file left');
   });
 

@@ -1,10 +1,10 @@
 /**
- * The ADD queue of the host lock (docs/design-plugin.md §Host lock, "Combining"). An ADD that
- * finds the lock held leaves its request — decided but for the address: handle, pod, labels,
- * pools, families — in `<lockFile>.queue/<id>.req` before it waits. The holder, after its own
- * allocation and still under the lock, claims queued requests by renaming each `<id>.req` to
- * `<id>.taken`, allocates them together (backend/combine.ts) and answers each in `<id>.res`
- * before it releases. A waiter reads its answer once it holds the lock, or when its wait timed
+ * The host lock's queue (docs/design-plugin.md §Host lock, "Combining"). An ADD that finds the
+ * lock held leaves its request — decided but for the address: handle, pod, labels, pools,
+ * families — in `<lockFile>.queue/<id>.req` before it waits; a DEL its release (handle, node,
+ * pod UID). The holder, after its own step and still under the lock, claims queued requests by
+ * renaming each `<id>.req` to `<id>.taken`, serves them together (backend/combine.ts) and
+ * answers each in `<id>.res` before it releases. A waiter reads its answer once it holds the lock, or when its wait timed
  * out; a request nobody answered it decides itself, as before.
  *
  * Exactly one of the holder's claim and the waiter's withdrawal succeeds (both are a rename or
@@ -49,11 +49,21 @@ export interface QueueScope {
 /** What the holder allocates for a waiter: core's request without the snapshot (the holder's serves). */
 export type QueuedAssign = Omit<AutoAssignRequest, 'snapshot'>;
 
-/** A queued request as the holder takes it. */
-export interface QueuedRequest {
-  readonly id: string;
-  readonly request: QueuedAssign;
+/** What the holder releases for a waiting DEL: core's releaseByHandle arguments. */
+export interface QueuedRelease {
+  readonly handle: string;
+  readonly node: string;
+  /** Free only allocations of this pod UID (as the DEL's own release would). */
+  readonly podUID?: string;
 }
+
+/** A waiter's work: an ADD's assignment or a DEL's release. */
+export type QueuedWork =
+  | { readonly kind: 'add'; readonly request: QueuedAssign }
+  | { readonly kind: 'del'; readonly release: QueuedRelease };
+
+/** A queued request as the holder takes it. */
+export type QueuedRequest = { readonly id: string } & QueuedWork;
 
 /** Addresses the holder assigned to a queued request. */
 export interface ServedAddresses {
@@ -70,14 +80,20 @@ interface RequestDocument {
   readonly pid: number;
   /** ms since the epoch when the waiter stops waiting for the lock. */
   readonly deadline: number;
-  readonly request: QueuedAssign;
+  readonly work: QueuedWork;
 }
 
-interface AnswerDocument {
+/** The holder's answer; with neither field: not served (the waiter decides itself). */
+export interface QueueAnswer {
+  /** An ADD's addresses. */
+  readonly served?: ServedAddresses;
+  /** A DEL's: how many addresses were released (0: the handle held none). */
+  readonly released?: number;
+}
+
+interface AnswerDocument extends QueueAnswer {
   readonly version: 1;
   readonly id: string;
-  /** Absent: not served (the waiter decides itself). */
-  readonly served?: ServedAddresses;
 }
 
 /** A waiter's side of the queue: one request. */
@@ -92,21 +108,20 @@ export interface Ticket {
    * it: its answer is or will be there) or 'none' (never queued)
    */
   withdraw(): 'withdrawn' | 'taken' | 'none';
-  /** The holder's answer: the addresses, or undefined (no answer, or not served). */
-  answer(): ServedAddresses | undefined;
-  /** Whether an answer (served or not) has been written. */
-  answered(): boolean;
+  /** The holder's answer (served or not), or undefined while there is none. */
+  answer(): QueueAnswer | undefined;
   /** Removes every file of this request (request, claim, answer); nothing when never queued. */
   remove(): void;
 }
 
 const ID = /^[0-9]{1,10}-[0-9a-f]{32}$/;
+const ALL_KINDS: ReadonlySet<QueuedWork['kind']> = new Set(['add', 'del']);
 
 /**
  * A new ticket for `request` (nothing written until {@link Ticket.enqueue}).
  * @param deadlineMs when the waiter stops waiting, ms since the epoch
  */
-export function ticketFor(scope: QueueScope, request: QueuedAssign, deadlineMs: number): Ticket {
+export function ticketFor(scope: QueueScope, work: QueuedWork, deadlineMs: number): Ticket {
   const id = `${process.pid}-${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
   const path = (ext: string): string => join(scope.dir, `${id}.${ext}`);
   let queued = false;
@@ -123,7 +138,7 @@ export function ticketFor(scope: QueueScope, request: QueuedAssign, deadlineMs: 
         node: scope.node,
         pid: process.pid,
         deadline: deadlineMs,
-        request,
+        work,
       };
       try {
         ensureDir(scope.dir, 0o700);
@@ -144,10 +159,11 @@ export function ticketFor(scope: QueueScope, request: QueuedAssign, deadlineMs: 
     },
     answer() {
       const doc = readAnswer(path('res'));
-      return doc?.id === id ? doc.served : undefined;
-    },
-    answered() {
-      return readAnswer(path('res'))?.id === id;
+      if (doc?.id !== id) return undefined;
+      return {
+        ...(doc.served ? { served: doc.served } : {}),
+        ...(typeof doc.released === 'number' ? { released: doc.released } : {}),
+      };
     },
     remove() {
       if (!queued) return;
@@ -172,16 +188,21 @@ function readAnswer(file: string): AnswerDocument | undefined {
 }
 
 /**
- * The holder's side: claims up to `limit` live requests of this scope, oldest deadline first,
+ * The holder's side: claims up to `limit` live requests of this scope, nearest deadline first,
  * and prunes expired ones and those of dead waiters. Never throws.
+ * @param kinds what this holder can serve (a DEL holder has no pool snapshot: releases only)
  * @param alive whether a waiting process exists (default: signal 0)
  */
 export function takeQueued(
   scope: QueueScope,
-  limit = MAX_TAKEN,
-  nowMs = Date.now(),
-  alive: (pid: number) => boolean = processAlive,
+  o: {
+    kinds?: ReadonlySet<QueuedWork['kind']>;
+    limit?: number;
+    nowMs?: number;
+    alive?: (pid: number) => boolean;
+  } = {},
 ): QueuedRequest[] {
+  const { kinds = ALL_KINDS, limit = MAX_TAKEN, nowMs = Date.now(), alive = processAlive } = o;
   let names: string[];
   try {
     names = readdirSync(scope.dir);
@@ -201,6 +222,7 @@ export function takeQueued(
       continue;
     }
     if (doc.cluster !== scope.cluster || doc.node !== scope.node) continue; // another network's
+    if (!kinds.has(doc.work.kind)) continue;
     if (doc.deadline < nowMs + DEADLINE_MARGIN_MS || !alive(doc.pid)) {
       tryUnlink(file);
       continue;
@@ -216,14 +238,14 @@ export function takeQueued(
     } catch {
       continue; // withdrawn meanwhile (its wait timed out)
     }
-    taken.push({ id: doc.id, request: doc.request });
+    taken.push({ id: doc.id, ...doc.work });
   }
   return taken;
 }
 
-/** Answers a taken request: its addresses, or undefined for "not served". Never throws. */
-export function answerQueued(scope: QueueScope, id: string, served: ServedAddresses | undefined): void {
-  const doc: AnswerDocument = { version: 1, id, ...(served ? { served } : {}) };
+/** Answers a taken request (`{}`: not served). Never throws. */
+export function answerQueued(scope: QueueScope, id: string, answer: QueueAnswer): void {
+  const doc: AnswerDocument = { version: 1, id, ...answer };
   try {
     writeFileAtomic(join(scope.dir, `${id}.res`), JSON.stringify(doc), 0o600);
   } catch {
@@ -261,6 +283,17 @@ const isStr = (v: unknown): v is string => typeof v === 'string';
 const isStrMap = (v: unknown): v is Record<string, string> =>
   v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every(isStr);
 
+function isRelease(v: unknown, node: string): boolean {
+  const r = v as Partial<QueuedRelease> | null | undefined;
+  return (
+    r !== null &&
+    typeof r === 'object' &&
+    isStr(r.handle) &&
+    r.node === node &&
+    (r.podUID === undefined || isStr(r.podUID))
+  );
+}
+
 /** The request in `file` when it is well formed and its id is `id`, else undefined. */
 function readRequest(file: string, id: string): RequestDocument | undefined {
   let doc: Partial<RequestDocument> | null;
@@ -276,7 +309,11 @@ function readRequest(file: string, id: string): RequestDocument | undefined {
   if (!isStr(doc.cluster) || !isStr(doc.node) || !Number.isInteger(doc.pid) || (doc.pid ?? 0) <= 0)
     return undefined;
   if (typeof doc.deadline !== 'number') return undefined;
-  const r = doc.request as Partial<QueuedAssign> | undefined;
+  const w = doc.work as Partial<{ kind: string; request: unknown; release: unknown }> | null | undefined;
+  if (w === null || typeof w !== 'object') return undefined;
+  if (w.kind === 'del') return isRelease(w.release, doc.node) ? (doc as RequestDocument) : undefined;
+  if (w.kind !== 'add') return undefined;
+  const r = w.request as Partial<QueuedAssign> | null | undefined;
   if (r === null || typeof r !== 'object' || !isStr(r.handle) || r.node !== doc.node) return undefined;
   if (r.network !== undefined && !isStr(r.network)) return undefined;
   if (typeof r.ipv4 !== 'boolean' || typeof r.ipv6 !== 'boolean') return undefined;
