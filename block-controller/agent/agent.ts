@@ -87,10 +87,15 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     let handedSynced = false;
     const update = (): void => {
       handedSynced = watched.synced;
-      routes.update({ synced: handedSynced, blocks: watched.blocks(), nodes: watched.nodes() });
+      routes.update({
+        synced: handedSynced,
+        blocks: watched.blocks(),
+        nodes: watched.nodes(),
+        pools: watched.pools(),
+      });
     };
     state.onChange((kind) => {
-      if (kind === 'blocks' || kind === 'nodes') update();
+      if (kind === 'blocks' || kind === 'nodes' || kind === 'pools') update();
     });
     update();
     // The programmer's repair pass reuses the last view: after a start during an API outage the

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import type { KubectlResult } from '../helpers/control-plane.ts';
+import { nodeLabel } from 'blockipam/core';
 import { installCrds } from '../helpers/crds.ts';
 import { render } from './helm.ts';
 
@@ -268,10 +269,38 @@ describe('the chart’s RBAC and admission policy', () => {
     // another node's block: borrowing
     adminOk(['create', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }));
     const borrowed = { 0: NODES[1], 5: NODES[0] };
+    // the labels core derives from the allocations (core/block/labels.ts): borrowing adds the
+    // borrower's node label "borrowed" (found by the fresh-user review: every borrow was refused)
+    const ownerLabel = { [nodeLabel(NODES[1])]: 'affine' };
+    const borrowerLabel = { [nodeLabel(NODES[0])]: 'borrowed' };
+    adminOk(['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel));
     allowed(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[1], borrowed)),
-      'borrow: add its own allocation',
+      as(
+        node1,
+        ['replace', '-f', '-'],
+        block(other, NODES[1], borrowed, { ...ownerLabel, ...borrowerLabel }),
+      ),
+      'borrow: add its own allocation and its node label "borrowed"',
     );
+    refused(
+      as(node1, ['replace', '-f', '-'], block(other, NODES[1], borrowed, borrowerLabel)),
+      /may not change the labels of IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\) other than a node label "borrowed".*changed: node\.ipam\.blockipam\.io\//,
+      'drop the owner’s node label',
+    );
+    refused(
+      as(
+        node1,
+        ['replace', '-f', '-'],
+        block(other, NODES[1], borrowed, {
+          ...ownerLabel,
+          ...borrowerLabel,
+          'ipam.blockipam.io/pool': 'elsewhere',
+        }),
+      ),
+      /changed: ipam\.blockipam\.io\/pool/,
+      'move the block to another pool label',
+    );
+
     refused(
       as(node1, ['replace', '-f', '-'], block(other, NODES[1], { ...borrowed, 6: NODES[1] })),
       /may add or remove only its own allocations in IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\); ordinal\(s\) 6 belong to other nodes/,
@@ -298,8 +327,8 @@ describe('the chart’s RBAC and admission policy', () => {
       'delete another node’s block',
     );
     allowed(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] })),
-      'release its borrowed address',
+      as(node1, ['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel)),
+      'release its borrowed address (and its node label "borrowed" goes)',
     );
 
     // the same ServiceAccount with a token that names no node writes nothing

@@ -10,12 +10,24 @@
  *   ptp's /32 (/128) routes to their veths, which are more specific; an unallocated address of
  *   B is dropped here instead of following N's default route out.
  * - B unowned (affinity null): no block route.
+ * - B in no IPPool's CIDR, or holding a node's address: no route at all, skipped and reported
+ *   (an IPAMBlock is accepted by the API server whatever its CIDR; a route for 10.99.0.0/26 over
+ *   the nodes' own network cut every node off its API server in a fresh-user test).
  * - Every allocation of B whose `node` P differs from B's affinity (a borrowed address) and
  *   from N: `address/32 (/128) via InternalIP(P)` — every node except the borrower needs it,
  *   B's owner included (its own block route would send the address nowhere, or the blackhole).
  *   On the borrower itself ptp's host route to the veth already wins over B's block route.
  */
-import { addressTextAt, bitsOf, formatCidr, formatIP, parseCidr, parseIP } from 'blockipam/core';
+import {
+  addressTextAt,
+  bitsOf,
+  cidrContains,
+  cidrCovers,
+  formatCidr,
+  formatIP,
+  parseCidr,
+  parseIP,
+} from 'blockipam/core';
 import type { Cidr, IPFamily } from 'blockipam/core';
 import type { DesiredRoute, RouteNode, RouteView, SkippedRoute } from './types.ts';
 
@@ -65,12 +77,27 @@ export function planRoutes(view: RouteView, options: PlanOptions): Plan {
     if (gateway) want({ dst, family, type: 'unicast', gateway, reason, block, node });
     else skipped.push({ block, dst, node, why: found ? 'no-internal-ip' : 'node-unknown' });
   };
+  const pools = view.pools
+    .map((p) => parseCidr(p.spec.cidr, { strict: false }))
+    .filter((c) => c !== undefined);
+  const nodeAddresses = view.nodes.flatMap((n) =>
+    (n.status?.addresses ?? []).map((a) => parseIP(a.address)).filter((ip) => ip !== undefined),
+  );
   for (const block of view.blocks) {
     const cidr = parseCidr(block.spec.cidr);
     if (!cidr) continue; // the CRD schema admits only masked CIDRs; nothing to route otherwise
     const name = block.metadata.name;
     const dst = formatCidr(cidr);
     const affinity = block.spec.affinity;
+    const refusal = !pools.some((p) => cidrCovers(p, cidr))
+      ? ('outside-pools' as const)
+      : nodeAddresses.some((ip) => cidrContains(cidr, ip))
+        ? ('covers-node-address' as const)
+        : undefined;
+    if (refusal) {
+      skipped.push({ block: name, dst, node: affinity ?? '', why: refusal });
+      continue;
+    }
     if (affinity === me) {
       if (options.blackholeOwnBlocks ?? true)
         want({ dst, family: cidr.family, type: 'blackhole', reason: 'own-block', block: name });

@@ -36,7 +36,7 @@ export interface RouteProgrammerOptions {
   readonly onPass?: (outcome: PassOutcome | { status: 'error'; error: string }) => void;
 }
 
-const WAITING: RouteView = { synced: false, blocks: [], nodes: [] };
+const WAITING: RouteView = { synced: false, blocks: [], nodes: [], pools: [] };
 
 export class RouteProgrammer {
   readonly #options: RouteProgrammerOptions;

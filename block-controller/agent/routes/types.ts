@@ -59,7 +59,13 @@ export interface SkippedRoute {
   readonly block: string;
   readonly dst: string;
   readonly node: string;
-  readonly why: 'node-unknown' | 'no-internal-ip' | 'duplicate-dst';
+  /**
+   * `outside-pools`: the block lies in no IPPool's CIDR (any pool, disabled ones included); a
+   * block no pool holds is no pod network — routing it could take any range, the API server's or
+   * the nodes' own, off the cluster's network (ipamctl check reports it as block-outside-pools).
+   * `covers-node-address`: the block holds a node's address (any type in `status.addresses`).
+   */
+  readonly why: 'node-unknown' | 'no-internal-ip' | 'duplicate-dst' | 'outside-pools' | 'covers-node-address';
 }
 
 /** The fields of a Kubernetes Node the planner reads (structurally a client-node V1Node). */
@@ -70,13 +76,15 @@ export interface RouteNode {
 
 /**
  * Everything the planner needs, from the agent's informers. `synced` is true only once every
- * informer feeding `blocks` and `nodes` has completed its initial LIST: until then the
+ * informer feeding `blocks`, `nodes` and `pools` has completed its initial LIST: until then the
  * reconciler touches no route (an empty cache is not an empty cluster).
  */
 export interface RouteView {
   readonly synced: boolean;
   readonly blocks: readonly IPAMBlock[];
   readonly nodes: readonly RouteNode[];
+  /** The IPPools' CIDRs: only blocks inside one are routed. */
+  readonly pools: readonly { readonly spec: { readonly cidr: string } }[];
 }
 
 /** The kernel side, as the reconciler needs it (iproute2.ts implements it). */

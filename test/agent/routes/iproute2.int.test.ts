@@ -48,6 +48,7 @@ void describe('reconcileRoutes in a network namespace', () => {
       block('fd20::40/122', 'n2'),
     ],
     nodes,
+    pools: [{ spec: { cidr: '10.0.0.0/8' } }, { spec: { cidr: 'fd20::/48' } }],
     ...over,
   });
   const pass = (v: RouteView): Promise<PassOutcome> => reconcileRoutes(v, { nodeName: 'n1', table });
@@ -90,7 +91,7 @@ void describe('reconcileRoutes in a network namespace', () => {
   });
 
   void it('before the view synced nothing is read or changed, even if every route would go', async () => {
-    const o = await pass({ synced: false, blocks: [], nodes: [] });
+    const o = await pass({ synced: false, blocks: [], nodes: [], pools: [] });
     assert.deepEqual(o, { status: 'waiting', why: 'not-synced' });
     assert.equal(ours().length, 4);
   });

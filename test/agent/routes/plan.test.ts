@@ -8,10 +8,13 @@ import { block, node } from './fixtures.ts';
 import { planRoutes } from '../../../block-controller/agent/routes/index.ts';
 import type { RouteNode, RouteView } from '../../../block-controller/agent/routes/index.ts';
 
+/** The pools every case's blocks lie in. */
+const POOLS = [{ spec: { cidr: '10.0.0.0/16' } }, { spec: { cidr: 'fd00::/48' } }];
 const view = (blocks: IPAMBlock[], nodes: RouteNode[], synced = true): RouteView => ({
   synced,
   blocks,
   nodes,
+  pools: POOLS,
 });
 const threeNodes = [node('a', '192.0.2.11'), node('b', '192.0.2.12'), node('c', '192.0.2.13')];
 
@@ -141,5 +144,33 @@ void describe('planRoutes', () => {
         ['borrowed', '10-0-0-64-26', 'c'],
       ],
     );
+  });
+
+  void it('routes no block outside every pool, and none holding a node address: skipped with the reason', () => {
+    const v: RouteView = {
+      ...view(
+        [
+          block('10.0.0.64/26', 'b'),
+          block('10.99.0.0/26', 'b'), // in no pool: the nodes' own network in the fresh-user test
+          block('10.0.1.0/26', 'a'), // in no pool either (a own block: no blackhole)
+          block('10.0.2.0/26', 'c'), // in the pool, but node c's address is in it
+        ],
+        [node('a', '192.0.2.11'), node('b', '192.0.2.12'), node('c', '10.0.2.5')],
+      ),
+      pools: [{ spec: { cidr: '10.0.0.0/24' } }, { spec: { cidr: '10.0.2.0/24' } }],
+    };
+    const plan = planRoutes(v, { nodeName: 'a' });
+    assert.equal(plan.ready, true);
+    if (!plan.ready) return;
+    assert.deepEqual(
+      plan.routes.map((r) => r.dst),
+      ['10.0.0.64/26'],
+    );
+    assert.deepEqual(
+      plan.skipped.map((s) => `${s.dst} ${s.why}`).sort(),
+      ['10.0.1.0/26 outside-pools', '10.0.2.0/26 covers-node-address', '10.99.0.0/26 outside-pools'].sort(),
+    );
+    const none = planRoutes({ ...v, pools: [] }, { nodeName: 'a' });
+    assert.deepEqual(none.ready ? none.routes : ['not ready'], [], 'no pools: no routes');
   });
 });

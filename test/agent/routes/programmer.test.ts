@@ -32,6 +32,7 @@ const synced: RouteView = {
   synced: true,
   blocks: [block('10.0.0.64/26', 'b')],
   nodes: [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
+  pools: [{ spec: { cidr: '10.0.0.0/16' } }],
 };
 
 void describe('RouteProgrammer', () => {
@@ -40,7 +41,7 @@ void describe('RouteProgrammer', () => {
     const outcomes: string[] = [];
     const loop = new RouteProgrammer({ nodeName: 'a', table, onPass: (o) => outcomes.push(o.status) });
     try {
-      loop.update({ synced: false, blocks: [], nodes: [] });
+      loop.update({ synced: false, blocks: [], nodes: [], pools: [] });
       await loop.flush();
       assert.equal(table.lists, 0);
       for (let i = 0; i < 20; i++) loop.update(synced);
