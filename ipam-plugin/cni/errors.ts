@@ -107,8 +107,21 @@ export interface CniErrorDocument {
 /** Shapes any thrown value into the error document; non-CNI errors become code 999. */
 export function toErrorDocument(e: unknown, cniVersion: string): CniErrorDocument {
   if (isCniError(e)) {
-    return { cniVersion, code: e.code, msg: e.message, ...(e.details ? { details: e.details } : {}) };
+    return { cniVersion, code: e.code, msg: e.message, ...(e.details ? { details: cut(e.details) } : {}) };
   }
   const msg = e instanceof Error ? e.message : String(e);
-  return { cniVersion, code: CniCode.internal, msg: 'internal error', details: msg };
+  return { cniVersion, code: CniCode.internal, msg: 'internal error', details: cut(msg) };
+}
+
+/**
+ * At most 2,000 characters of `details` reach the runtime (the full text is in the log line):
+ * the kubelet copies the error into the pod's events on every retry, and a message can quote a
+ * hostile annotation (a 200 KB pool name was echoed whole into each event).
+ */
+export const MAX_DETAILS = 2_000;
+
+function cut(details: string): string {
+  return details.length <= MAX_DETAILS
+    ? details
+    : `${details.slice(0, MAX_DETAILS)}… (${details.length - MAX_DETAILS} more characters in the plugin's log)`;
 }

@@ -364,6 +364,10 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         [['--set', 'plugin.logLevel=trace'], /\/plugin\/logLevel/],
         [['--set', 'plugin.lockTimeoutMs=-1'], /\/plugin\/lockTimeoutMs/],
         [['--set', 'plugin.timeoutMs=50'], /\/plugin\/timeoutMs/],
+        // the API server refuses 0 with maxSurge 0, after Helm has begun the release
+        [['--set-string', 'agent.maxUnavailable=0%'], /\/agent\/maxUnavailable/],
+        [['--set-string', 'agent.maxUnavailable=101%'], /\/agent\/maxUnavailable/],
+        [['--set', 'agent.maxUnavailable=0'], /\/agent\/maxUnavailable/],
       ];
       for (const [args, message] of cases) {
         const r = helm(major, templateArgs(['blockipam', ...args]));
