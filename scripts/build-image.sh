@@ -44,7 +44,11 @@ TOOLS=$CACHE/tools/image-tools-bookworm-1
 BASE=$CACHE/images/base-bookworm-iproute2-1.tar
 mkdir -p "$CACHE/tools" "$CACHE/images"
 exec 7>"$CACHE/.image-build.lock"
-flock 7
+# say who holds it when another run is building (a silent wait looked like a hang)
+if ! flock -n 7; then
+  echo "[image build] waiting for another run's build to finish ($CACHE/.image-build.lock)" >&2
+  flock 7
+fi
 
 tools() {
   [ -x "$TOOLS/usr/bin/buildah" ] && [ -x "$TOOLS/usr/bin/mmdebstrap" ] && return

@@ -25,7 +25,11 @@ mkdir -p "$BIN" "$CNI_BIN" "$CACHE/gomod"
 # Parallel test runs on one machine share the cache: one build at a time.
 build_lock() {
   exec 9>"$CACHE/.build.lock"
-  flock 9
+  # say who holds it when another run is building (a silent wait looked like a hang)
+  if ! flock -n 9; then
+    echo "[build] waiting for another run's build to finish ($CACHE/.build.lock)" >&2
+    flock 9
+  fi
 }
 
 have() { [ -x "$1" ] && "$1" "${@:2}" >/dev/null 2>&1; }

@@ -26,7 +26,11 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath
 log() { echo "[helm build] $*" >&2; }
 mkdir -p "$CACHE/bin"
 exec 8>"$CACHE/.helm-build.lock"
-flock 8
+# say who holds it when another run is building (a silent wait looked like a hang)
+if ! flock -n 8; then
+  echo "[helm build] waiting for another run's build to finish ($CACHE/.helm-build.lock)" >&2
+  flock 8
+fi
 
 # build_helm MAJOR VERSION → prints the path of the executable
 build_helm() {
