@@ -24,11 +24,14 @@ function podName(pod: AuditPod): string {
 /** Canonical address → live pods using it, for addresses inside `ranges`. */
 export function liveIPUsers(pods: readonly AuditPod[], ranges: readonly Cidr[]): Map<string, AuditPod[]> {
   const users = new Map<string, AuditPod[]>();
-  for (const pod of pods.filter(isLivePod)) {
+  for (const pod of pods) {
+    if (!isLivePod(pod)) continue;
     for (const text of podIPs(pod)) {
       const ip = parseIP(text);
       if (!ip || !ranges.some((r) => cidrContains(r, ip))) continue;
-      users.set(text, [...(users.get(text) ?? []), pod]);
+      const list = users.get(text);
+      if (list) list.push(pod);
+      else users.set(text, [pod]);
     }
   }
   return users;
@@ -158,7 +161,9 @@ export function allocatedAddresses(blocks: readonly IPAMBlock[]): Map<string, st
     if (!cidr) continue;
     for (const [key, allocation] of Object.entries(block.spec.allocations)) {
       const address = addressTextAt(cidr, Number(key));
-      out.set(address, [...(out.get(address) ?? []), allocation.podUID ?? '']);
+      const uids = out.get(address);
+      if (uids) uids.push(allocation.podUID ?? '');
+      else out.set(address, [allocation.podUID ?? '']);
     }
   }
   return out;

@@ -16,13 +16,31 @@ import type {
   IPAMConfigObject,
   IPPool,
   IPReservation,
+  ObjectMeta,
   Page,
   PageOptions,
   Pod,
 } from 'blockipam/core';
 
-/** A Pod, the fields the audit reads: core's Pod. */
-export type AuditPod = Pod;
+/**
+ * A Pod, only the fields the audit reads (core's Pod with metadata cut to identity and deletion):
+ * what the snapshot keeps of each listed pod, so 100,000 pods do not hold their whole objects
+ * (spec, managedFields: ~1.7 KB of JSON each) for the length of the check.
+ */
+export type AuditPod = Omit<Pod, 'metadata'> & {
+  metadata: Pick<ObjectMeta, 'name' | 'namespace' | 'uid' | 'deletionTimestamp'>;
+};
+
+/** The {@link AuditPod} of a listed pod: every field a check reads, nothing else. */
+export function auditPod(pod: Pod): AuditPod {
+  const { name, namespace, uid, deletionTimestamp } = pod.metadata;
+  const { spec, status } = pod;
+  return {
+    metadata: { name, namespace, uid, deletionTimestamp },
+    ...(spec ? { spec: { nodeName: spec.nodeName, hostNetwork: spec.hostNetwork } } : {}),
+    ...(status ? { status: { phase: status.phase, podIP: status.podIP, podIPs: status.podIPs } } : {}),
+  };
+}
 
 /** What was read, with the list resourceVersion of each kind. */
 export interface Snapshot {
@@ -42,15 +60,29 @@ export interface Snapshot {
 export type Progress = (kind: string, count: number) => void;
 
 /**
+ * Pods per page of the pod LIST: 2,000 (~3.5 MB of JSON), where other kinds use core's 500. The
+ * API server (v1.37) serves a paged LIST from its watch cache by copying every object from the
+ * page's start to the end of the list, then cutting `limit` of them
+ * (`apiserver_storage_list_fetched_objects_total` grows by 100,000 for a first page of 500 of
+ * 100,000 pods): a LIST of n objects costs it about n²/(2·limit) copies — 10 million for
+ * 100,000 pods in pages of 500, 2.5 million in pages of 2,000. Measured on 100,000 pods
+ * (2026-12-02, docs/design-cli.md §Cost of check): API server CPU per check 8.1–8.7 s at 500, 3.1 s at
+ * 2,000; 5,000 saved no more server CPU and cost the client more.
+ */
+const POD_PAGE_SIZE = 2000;
+
+/**
  * Every object of one kind through the Datastore port's paged LIST (core's `listAll`: pages of
- * 500 at the first page's resourceVersion, started over once on an expired continue token).
+ * `limit`, default 500, at the first page's resourceVersion, the next page asked for while one
+ * is decoded, started over once on an expired continue token).
  */
 function readAll<T>(
   listPage: (options: PageOptions) => Promise<Page<T>>,
   kind: string,
   progress: Progress | undefined,
+  limit?: number,
 ): Promise<{ items: T[]; resourceVersion: string }> {
-  return listAll(listPage, { onPage: (count) => progress?.(kind, count) });
+  return listAll(listPage, { ...(limit ? { limit } : {}), onPage: (count) => progress?.(kind, count) });
 }
 
 /** Options of {@link takeSnapshot}. */
@@ -69,8 +101,12 @@ export interface SnapshotOptions {
 export async function takeSnapshot(ds: Datastore, options: SnapshotOptions = {}): Promise<Snapshot> {
   const { progress, nowMs = Date.now() } = options;
   const resourceVersions: Record<string, string> = {};
-  const read = async <T>(kind: string, listPage: (o: PageOptions) => Promise<Page<T>>): Promise<T[]> => {
-    const { items, resourceVersion } = await readAll(listPage, kind, progress);
+  const read = async <T>(
+    kind: string,
+    listPage: (o: PageOptions) => Promise<Page<T>>,
+    limit?: number,
+  ): Promise<T[]> => {
+    const { items, resourceVersion } = await readAll(listPage, kind, progress, limit);
     resourceVersions[kind] = resourceVersion;
     return items;
   };
@@ -81,7 +117,14 @@ export async function takeSnapshot(ds: Datastore, options: SnapshotOptions = {})
     read('ipreservations', (o) => ds.reservations.listPage(o)),
     read('ipamconfigs', (o) => ds.configs.listPage(o)),
     read('nodes', (o) => ds.listNodePage(o)),
-    read('pods', (o) => ds.listPodPage(o)),
+    read(
+      'pods',
+      async (o) => {
+        const page = await ds.listPodPage(o);
+        return { ...page, items: page.items.map(auditPod) };
+      },
+      POD_PAGE_SIZE,
+    ),
   ]);
   return {
     blocks,

@@ -71,8 +71,12 @@ export function mustParseCidr(text: string): Cidr {
 
 /** Canonical text: dotted decimal, or RFC 5952 lower-case IPv6 ("fd00::1"). */
 export function formatIP(ip: IP): string {
-  const bytes = bigIntToBytes(ip.value, bitsOf(ip.family) / 8);
-  return ip.family === 4 ? bytes.join('.') : ipaddr.IPv6.parse(ipv6Hex(bytes)).toRFC5952String();
+  if (ip.family === 4) {
+    // one Number instead of four BigInt shifts: ipamctl check formats every allocation's address
+    const n = Number(ip.value);
+    return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+  }
+  return ipaddr.IPv6.parse(ipv6Hex(bigIntToBytes(ip.value, 16))).toRFC5952String();
 }
 
 /** Canonical "base/prefixLength". */

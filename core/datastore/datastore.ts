@@ -68,6 +68,14 @@ export interface PageOptions extends CallOptions {
   continue?: string;
   /** Only objects whose labels match (the same on every page of one LIST). */
   labelSelector?: LabelSelector;
+  /**
+   * Told the page's `continue` (undefined: last page) as soon as it is known, before the page's
+   * objects are decoded — so the next page can be asked for while this one is decoded (core's
+   * `listAll` does). At most once per call; a store that cannot tell it early does not call it
+   * (the Kubernetes one reads it from the answer's head, which precedes `items` in a built-in
+   * kind's list). Never called when the call fails.
+   */
+  onContinue?: (token: string | undefined) => void;
 }
 
 /** A page of a LIST. */

@@ -59,6 +59,46 @@ function pageQuery(options: PageOptions): Record<string, string | undefined> {
   };
 }
 
+// 4 KiB: a list's head (kind, apiVersion, metadata with a continue token) is a few hundred bytes.
+const LIST_HEAD_MAX = 4096;
+
+/**
+ * The `metadata` of a LIST answer read from its head, without decoding the items: a built-in
+ * kind's list is encoded kind, apiVersion, metadata, items (Go struct order), so the text before
+ * `"items":`, closed, is a whole object. undefined when the head has another shape (a custom
+ * resource's list may put items before metadata) — the caller then waits for the decoded page.
+ */
+export function listHead(text: string): List<unknown>['metadata'] | undefined {
+  const at = text.indexOf('"items":');
+  if (at < 0 || at > LIST_HEAD_MAX) return undefined;
+  const head = text.slice(0, at).trimEnd();
+  if (!head.endsWith(',')) return undefined;
+  try {
+    const parsed = JSON.parse(`${head.slice(0, -1)}}`) as { metadata?: unknown };
+    const { metadata } = parsed;
+    return typeof metadata === 'object' && metadata !== null && !Array.isArray(metadata)
+      ? metadata
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The request options of one page: query, signal, and the early continue token (PageOptions.onContinue). */
+function pageRequest(
+  options: PageOptions,
+  query: Record<string, string | undefined>,
+): { query: Record<string, string | undefined>; signal?: AbortSignal; onBody?: (text: string) => void } {
+  const { onContinue, signal } = options;
+  const onBody =
+    onContinue &&
+    ((text: string): void => {
+      const head = listHead(text);
+      if (head) onContinue(head.continue || undefined);
+    });
+  return { query, ...(signal ? { signal } : {}), ...(onBody ? { onBody } : {}) };
+}
+
 /** The pod field selector (`spec.nodeName=…,status.podIP=…`), or undefined. */
 function podFieldSelector(options: PodListOptions): string | undefined {
   const terms = [
@@ -115,10 +155,11 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
   }
 
   async listPage(options: PageOptions): Promise<Page<T>> {
-    const list = await this.#api.request<List<T>>('GET', this.#path(), {
-      query: pageQuery(options),
-      signal: options.signal,
-    });
+    const list = await this.#api.request<List<T>>(
+      'GET',
+      this.#path(),
+      pageRequest(options, pageQuery(options)),
+    );
     return pageOf(list, (item) => this.#typed(item));
   }
 
@@ -219,16 +260,17 @@ export class KubeDatastore implements Datastore {
   async listPodPage(options: PodPageOptions): Promise<Page<Pod>> {
     const query = { ...pageQuery(options), fieldSelector: podFieldSelector(options) };
     return pageOf(
-      await this.transport.request<List<Pod>>('GET', '/api/v1/pods', { query, signal: options.signal }),
+      await this.transport.request<List<Pod>>('GET', '/api/v1/pods', pageRequest(options, query)),
     );
   }
 
   async listNodePage(options: PageOptions): Promise<Page<Node>> {
     return pageOf(
-      await this.transport.request<List<Node>>('GET', '/api/v1/nodes', {
-        query: pageQuery(options),
-        signal: options.signal,
-      }),
+      await this.transport.request<List<Node>>(
+        'GET',
+        '/api/v1/nodes',
+        pageRequest(options, pageQuery(options)),
+      ),
     );
   }
 

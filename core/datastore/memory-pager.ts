@@ -70,10 +70,12 @@ export class MemoryPager {
     const end = offset + limit;
     const more = end < snapshot.items.length;
     if (more && !this.#snapshots.has(id)) this.#keep(id, snapshot);
+    const token = more ? `memory:${id}:${end}` : undefined;
+    options.onContinue?.(token); // known before the objects are copied, as the API server's head
     return {
       items: structuredClone(snapshot.items.slice(offset, end) as T[]),
       resourceVersion: snapshot.resourceVersion,
-      ...(more ? { continue: `memory:${id}:${end}` } : {}),
+      ...(token ? { continue: token } : {}),
     };
   }
 

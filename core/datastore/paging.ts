@@ -31,8 +31,11 @@ export interface ListAllOptions {
 
 /**
  * Reads every page of a LIST through `listPage` (a store's `listPage`, or the Datastore's
- * `listPodPage` / `listNodePage`). A continue token that expired (ExpiredError) restarts the
- * LIST from its first page, once.
+ * `listPodPage` / `listNodePage`), one page ahead: page n+1 is asked for as soon as page n's
+ * continue token is known (`PageOptions.onContinue`, before page n is decoded), so the server
+ * serves it while the client decodes page n; a store that tells the token only with the page is
+ * read page after page. At most two pages are in flight. A continue token that expired
+ * (ExpiredError) restarts the LIST from its first page, once.
  * @returns the objects, in the store's order, and the LIST's resourceVersion
  * @throws ExpiredError when it expires twice; any error of `listPage`
  */
@@ -41,21 +44,50 @@ export async function listAll<T, O extends PageOptions = PageOptions>(
   options: ListAllOptions & Omit<O, keyof PageOptions> = {} as ListAllOptions & Omit<O, keyof PageOptions>,
 ): Promise<{ items: T[]; resourceVersion: string }> {
   const { limit = DEFAULT_PAGE_SIZE, onPage, ...rest } = options;
+  const request = (token: string | undefined): PendingPage<T> =>
+    pendingPage((onContinue) =>
+      listPage({ ...rest, limit, ...(token ? { continue: token } : {}), onContinue } as O),
+    );
   for (let attempt = 1; ; attempt++) {
     const items: T[] = [];
-    let token: string | undefined;
     let resourceVersion: string | undefined;
+    let current: PendingPage<T> | undefined = request(undefined);
+    let next: PendingPage<T> | undefined;
     try {
-      do {
-        const page = await listPage({ ...rest, limit, ...(token ? { continue: token } : {}) } as O);
+      while (current) {
+        const token: string | undefined = await current.token;
+        next = token ? request(token) : undefined;
+        const page: Page<T> = await current.page;
         resourceVersion ??= page.resourceVersion;
-        items.push(...page.items);
-        token = page.continue;
+        for (const item of page.items) items.push(item);
         onPage?.(items.length);
-      } while (token);
+        current = next;
+        next = undefined;
+      }
       return { items, resourceVersion: resourceVersion ?? '' };
     } catch (error) {
+      // The page asked for ahead is abandoned; its own failure, if any, must not go unhandled.
+      next?.page.catch(() => undefined);
       if (!isExpired(error) || attempt >= LIST_ATTEMPTS) throw error;
     }
   }
+}
+
+/** A page asked for: its continue token (early when the store tells it) and the page. */
+interface PendingPage<T> {
+  token: Promise<string | undefined>;
+  page: Promise<Page<T>>;
+}
+
+function pendingPage<T>(
+  send: (onContinue: (token: string | undefined) => void) => Promise<Page<T>>,
+): PendingPage<T> {
+  let tell: (token: string | undefined) => void = () => undefined;
+  const early = new Promise<string | undefined>((resolve) => (tell = resolve));
+  const page = send((token) => tell(token));
+  // Whichever comes first: the early token, or the page (whose own token is authoritative when
+  // the store never told it; a failed page fails `token` too).
+  const token = Promise.race([early, page.then((p) => p.continue)]);
+  token.catch(() => undefined);
+  return { token, page };
 }

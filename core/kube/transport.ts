@@ -45,6 +45,11 @@ export interface RequestOptions {
    * abandoned — a write already sent may still land. Independent of `timeoutMs`.
    */
   signal?: AbortSignal;
+  /**
+   * Told a 2xx answer's text before it is decoded (e.g. to read a LIST's continue token from its
+   * head and ask for the next page while this one is parsed). Not called for other statuses.
+   */
+  onBody?: (text: string) => void;
 }
 
 // 30 s: API requests normally take milliseconds; this only bounds a hung connection.
@@ -125,7 +130,10 @@ export class KubeTransport {
         this.#pathWithQuery(path, options.query),
         options,
       );
-      if (status >= 200 && status < 300) return decode<T>(status, text, `${method} ${path}`);
+      if (status >= 200 && status < 300) {
+        options.onBody?.(text);
+        return decode<T>(status, text, `${method} ${path}`);
+      }
       if (status !== 429 || retry >= MAX_429_RETRIES) throw errorFor(status, text, `${method} ${path}`);
       const seconds = Number(retryAfter);
       const waitMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : DEFAULT_429_WAIT_MS;

@@ -41,3 +41,38 @@ test('a continue token that expires mid-list (etcd compaction) starts that kind 
   assert.equal(snapshot.nodes.size, NODES);
   assert.equal(pages, 2 + 3, 'page 1, the expired page 2, then three pages again');
 });
+
+test('pods are read 2,000 per page, one page ahead, and kept with only the fields the checks read', async () => {
+  const many: Pod[] = Array.from({ length: 4_001 }, (_, i) => ({
+    metadata: {
+      namespace: 'ns',
+      name: `q-${String(i).padStart(4, '0')}`,
+      uid: `uid-${i}`,
+      labels: { app: 'x' },
+      annotations: { big: 'y'.repeat(100) },
+      ...(i === 1 ? { deletionTimestamp: '2026-12-02T00:00:00Z' } : {}),
+    },
+    spec: { nodeName: 'n-0', ...(i === 2 ? { hostNetwork: true } : {}) },
+    status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }, { ip: 'fd00::1' }] },
+  }));
+  const ds = new MemoryDatastore({ nodes, pods: many });
+  const limits: number[] = [];
+  const listPodPage = ds.listPodPage.bind(ds);
+  ds.listPodPage = (options: Parameters<Datastore['listPodPage']>[0]) => {
+    limits.push(options.limit);
+    return listPodPage(options);
+  };
+  const snapshot = await takeSnapshot(ds);
+  assert.deepEqual(limits, [2000, 2000, 2000]);
+  assert.equal(snapshot.pods.length, 4_001);
+  assert.deepEqual(snapshot.pods[1], {
+    metadata: { namespace: 'ns', name: 'q-0001', uid: 'uid-1', deletionTimestamp: '2026-12-02T00:00:00Z' },
+    spec: { nodeName: 'n-0', hostNetwork: undefined },
+    status: { phase: 'Running', podIP: '10.0.0.1', podIPs: [{ ip: '10.0.0.1' }, { ip: 'fd00::1' }] },
+  });
+  assert.equal(snapshot.pods[2]?.spec?.hostNetwork, true);
+  assert.deepEqual(
+    snapshot.pods.map((p) => p.metadata.name),
+    many.map((p) => p.metadata.name),
+  );
+});

@@ -470,6 +470,25 @@ export function datastoreContract(
       assert.deepEqual(page.items.map(podKey), [`cpa-${worldId}/p2`, `cpb-${worldId}/p0`]);
     });
 
+    it('pod and node pages tell their continue token early (onContinue), equal to the page token', async () => {
+      for (const listPage of [
+        (o: PageOptions) => ds.listPodPage({ ...o, labelSelector: inWorld }),
+        (o: PageOptions) => ds.listNodePage({ ...o, labelSelector: inWorld }),
+      ]) {
+        let token: string | undefined;
+        do {
+          const told: (string | undefined)[] = [];
+          const page = await listPage({
+            limit: 1,
+            ...(token ? { continue: token } : {}),
+            onContinue: (t) => told.push(t),
+          });
+          assert.deepEqual(told, [page.continue]);
+          token = page.continue;
+        } while (token);
+      }
+    });
+
     it('pods and nodes page like the CRs: namespace/name order, one resourceVersion', async () => {
       const podPages = await pages((o) => ds.listPodPage({ ...o, labelSelector: inWorld }), { limit: 1 });
       assert.deepEqual(

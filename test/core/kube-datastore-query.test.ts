@@ -40,3 +40,51 @@ describe('KubeDatastore LIST query', () => {
     assert.equal(queries[2]?.get('labelSelector'), 'a=b');
   });
 });
+
+// PageOptions.onContinue: a built-in kind's list head (kind, apiVersion, metadata before items)
+// tells the continue token before the page is decoded; a head of another shape tells nothing.
+describe('KubeDatastore page: the continue token from the list head', () => {
+  let server: http.Server;
+  let ds: KubeDatastore;
+  const answers: Record<string, string> = {
+    '/api/v1/pods':
+      '{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":"tok-1","remainingItemCount":1},"items":[{"metadata":{"name":"a","namespace":"n"}}]}',
+    '/api/v1/nodes': '{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}',
+    '/apis/ipam.blockipam.io/v1alpha1/ipamblocks':
+      '{"apiVersion":"ipam.blockipam.io/v1alpha1","items":[],"kind":"IPAMBlockList","metadata":{"continue":"tok-2","resourceVersion":"7"}}',
+  };
+  before(async () => {
+    server = http.createServer((req, res) => {
+      const body = answers[new URL(req.url ?? '', 'http://x').pathname] ?? '{}';
+      res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    ds = new KubeDatastore(
+      new KubeTransport({ server: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }),
+    );
+  });
+  after(() => {
+    ds.close();
+    server.closeAllConnections();
+    server.close();
+  });
+
+  it('pods and nodes: told once, before the page resolves, equal to the decoded token', async () => {
+    const told: (string | undefined)[] = [];
+    let resolved = false;
+    const pending = ds.listPodPage({ limit: 1, onContinue: (t) => told.push(resolved ? 'late' : t) });
+    const page = await pending.then((p) => ((resolved = true), p));
+    assert.deepEqual(told, ['tok-1']);
+    assert.equal(page.continue, 'tok-1');
+    const last: (string | undefined)[] = [];
+    assert.equal((await ds.listNodePage({ limit: 1, onContinue: (t) => last.push(t) })).continue, undefined);
+    assert.deepEqual(last, [undefined], 'the last page is told too');
+  });
+
+  it('a custom resource list (items before metadata): not told; the page carries the token', async () => {
+    const told: (string | undefined)[] = [];
+    const page = await ds.blocks.listPage({ limit: 1, onContinue: (t) => told.push(t) });
+    assert.deepEqual(told, []);
+    assert.equal(page.continue, 'tok-2');
+  });
+});
