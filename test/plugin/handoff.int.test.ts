@@ -10,16 +10,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { IPAMBlock } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
-import { delta, requestCounters } from '../bench/plugin-bench-lib.ts';
+import { countedBlockRequests, doneLines } from './helpers/block-requests.ts';
 import { fixture, type Fixture } from './helpers/cluster.ts';
 import { holdLock, waiterOn } from './helpers/host-lock.ts';
 import { ensurePlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
 
 const NODE = 'ho-node';
 const NET = 'honet';
-const BLOCKS = /^ipam\.blockipam\.io\/ipamblocks /;
 
 let fx: Fixture;
 let ds: KubeDatastore;
@@ -59,26 +57,6 @@ const handle = (id: string): string => `${NET}.${id}.eth0`;
 
 function ok(r: PluginRun): void {
   assert.equal(r.status, 0, `exit ${r.status}: ${r.stdout} ${r.stderr}`);
-}
-
-/** IPAMBlock requests (`VERB code` → n) made while `run` ran. */
-async function counted<T>(run: () => Promise<T>): Promise<{ out: T; requests: Record<string, number> }> {
-  const cp = controlPlane();
-  const before = await requestCounters(cp.apiUrl, cp.adminToken, cp.caFile);
-  const out = await run();
-  const after = await requestCounters(cp.apiUrl, cp.adminToken, cp.caFile);
-  const requests: Record<string, number> = {};
-  for (const [key, n] of delta(before, after, BLOCKS)) requests[key.replace(BLOCKS, '')] = n;
-  return { out, requests };
-}
-
-/** The done lines of `ids`' `cmd` calls in the plugin log. */
-function doneOf(cmd: string, ids: readonly string[]): Record<string, unknown>[] {
-  return readFileSync(join(tmp, 'plugin.log'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((l) => l.msg === 'done' && l.cmd === cmd && ids.includes(String(l.containerID)));
 }
 
 /**
@@ -124,32 +102,32 @@ void describe('lock hand-off', () => {
     ok(await runPlugin(env('ADD', 'warm'), conf())); // claims the node's block
     rmSync(handoffFile, { force: true });
     const ids = ['a1', 'a2', 'a3'];
-    const { out, requests } = await counted(() => queued('ADD', ids));
+    const { out, requests } = await countedBlockRequests(() => queued('ADD', ids));
     out.forEach(ok);
     assert.equal(new Set(out.map(addressOf)).size, 3, 'distinct addresses');
     assert.deepEqual(requests, { 'LIST 200': 1, 'PUT 200': 3 });
-    const done = doneOf('ADD', ids);
+    const done = doneLines(join(tmp, 'plugin.log'), 'ADD', ids);
     assert.equal(done.filter((d) => d.handoff === true).length, 2, JSON.stringify(done));
     assert.ok(existsSync(handoffFile), 'the last holder handed off');
   });
 
   void it('DELs queued on the lock: the ADDs’ hand-off serves them all, one UPDATE each, every allocation released', async () => {
     const ids = ['a1', 'a2', 'a3'];
-    const { out, requests } = await counted(() => queued('DEL', ids));
+    const { out, requests } = await countedBlockRequests(() => queued('DEL', ids));
     out.forEach(ok);
     assert.deepEqual(requests, { 'PUT 200': 3 });
     for (const id of ids) assert.equal(fx.allocations().has(handle(id)), false, `${id} released`);
-    assert.equal(doneOf('DEL', ids).filter((d) => d.handoff === true).length, 3);
+    assert.equal(doneLines(join(tmp, 'plugin.log'), 'DEL', ids).filter((d) => d.handoff === true).length, 3);
   });
 
   void it('an old hand-off (over 5 s) is not used: the waiter LISTs', async () => {
     ok(await runPlugin(env('ADD', 'o1'), conf()));
     const doc = JSON.parse(readFileSync(handoffFile, 'utf8')) as Record<string, unknown>;
     writeFileSync(handoffFile, JSON.stringify({ ...doc, at: Date.now() - 6_000 }));
-    const { out, requests } = await counted(() => queued('ADD', ['o2'], false));
+    const { out, requests } = await countedBlockRequests(() => queued('ADD', ['o2'], false));
     out.forEach(ok);
     assert.deepEqual(requests, { 'LIST 200': 1, 'PUT 200': 1 });
-    assert.equal(doneOf('ADD', ['o2'])[0]?.handoff, undefined);
+    assert.equal(doneLines(join(tmp, 'plugin.log'), 'ADD', ['o2'])[0]?.handoff, undefined);
     for (const id of ['o1', 'o2']) ok(await runPlugin(env('DEL', id), conf()));
   });
 
@@ -162,12 +140,12 @@ void describe('lock hand-off', () => {
       ...block,
       metadata: { ...meta, annotations: { ...meta.annotations, touched: '1' } },
     });
-    const { out, requests } = await counted(() => queued('ADD', ['b2']));
+    const { out, requests } = await countedBlockRequests(() => queued('ADD', ['b2']));
     out.forEach(ok);
     assert.equal(requests['PUT 409'], 1, JSON.stringify(requests));
     assert.equal(requests['PUT 200'], 1);
     assert.notEqual(addressOf(out[0]!), fx.allocations().get(handle('b1'))?.[0]);
-    assert.equal(doneOf('ADD', ['b2'])[0]?.handoff, true);
+    assert.equal(doneLines(join(tmp, 'plugin.log'), 'ADD', ['b2'])[0]?.handoff, true);
   });
 
   void it('a hand-off that lacks the DEL’s handle is not used: the DEL LISTs and releases it', async () => {
@@ -178,11 +156,11 @@ void describe('lock hand-off', () => {
       for (const [ord, a] of Object.entries(b.spec.allocations))
         if (a.handle === handle('b2')) delete b.spec.allocations[ord];
     writeFileSync(handoffFile, JSON.stringify(doc));
-    const { out, requests } = await counted(() => queued('DEL', ['b2']));
+    const { out, requests } = await countedBlockRequests(() => queued('DEL', ['b2']));
     out.forEach(ok);
     assert.equal(requests['LIST 200'], 1, JSON.stringify(requests));
     assert.equal(fx.allocations().has(handle('b2')), false, 'b2 released');
-    assert.equal(doneOf('DEL', ['b2'])[0]?.handoff, undefined);
+    assert.equal(doneLines(join(tmp, 'plugin.log'), 'DEL', ['b2'])[0]?.handoff, undefined);
   });
 
   void it('a corrupt or foreign hand-off is ignored, never an error', async () => {
@@ -193,7 +171,7 @@ void describe('lock hand-off', () => {
       const id = `c${text.length}`;
       const [r] = await queued('ADD', [id]);
       ok(r!);
-      assert.equal(doneOf('ADD', [id])[0]?.handoff, undefined);
+      assert.equal(doneLines(join(tmp, 'plugin.log'), 'ADD', [id])[0]?.handoff, undefined);
       ok(await runPlugin(env('DEL', id), conf()));
     }
   });

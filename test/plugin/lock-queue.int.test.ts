@@ -6,15 +6,14 @@
 // an ADD whose wait timed out before anyone took it is never allocated; a queued ADD with a
 // static address decides itself.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Allocation, Pod } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
-import { delta, requestCounters } from '../bench/plugin-bench-lib.ts';
+import { countedBlockRequests, doneLines } from './helpers/block-requests.ts';
 import { fixture, type Fixture } from './helpers/cluster.ts';
 import { holdLock, waiterOn } from './helpers/host-lock.ts';
 import { ensurePlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
@@ -22,7 +21,6 @@ import { ensurePlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts
 const NODE = 'lq-node';
 const NET = 'lqnet';
 const NS = 'lq';
-const BLOCKS = /^ipam\.blockipam\.io\/ipamblocks /;
 
 let fx: Fixture;
 let ds: KubeDatastore;
@@ -64,17 +62,6 @@ function ok(r: PluginRun): void {
   assert.equal(r.status, 0, `exit ${r.status}: ${r.stdout} ${r.stderr}`);
 }
 
-/** IPAMBlock requests (`VERB code` → n) made while `run` ran. */
-async function counted<T>(run: () => Promise<T>): Promise<{ out: T; requests: Record<string, number> }> {
-  const cp = controlPlane();
-  const before = await requestCounters(cp.apiUrl, cp.adminToken, cp.caFile);
-  const out = await run();
-  const after = await requestCounters(cp.apiUrl, cp.adminToken, cp.caFile);
-  const requests: Record<string, number> = {};
-  for (const [key, n] of delta(before, after, BLOCKS)) requests[key.replace(BLOCKS, '')] = n;
-  return { out, requests };
-}
-
 /** A pod scheduled on the test's node, so the plugin records the allocation for it. */
 async function createPod(id: string): Promise<void> {
   await ds.transport.request<Pod>('POST', `/api/v1/namespaces/${NS}/pods`, {
@@ -92,15 +79,6 @@ function allocationsByHandle(): Map<string, Allocation> {
   return new Map(
     fx.blocks().flatMap((b) => Object.values(b.spec.allocations).map((a) => [a.handle, a] as const)),
   );
-}
-
-/** The done lines of `ids`' `cmd` calls in the plugin log. */
-function doneOf(ids: readonly string[], cmd = 'ADD'): Record<string, unknown>[] {
-  return readFileSync(join(tmp, 'plugin.log'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as Record<string, unknown>)
-    .filter((l) => l.msg === 'done' && l.cmd === cmd && ids.includes(String(l.containerID)));
 }
 
 before(() => {
@@ -125,7 +103,7 @@ void describe('lock queue (combining)', () => {
     rmSync(`${lockFile}.handoff.json`, { force: true });
     const ids = Array.from({ length: 8 }, (_, i) => `q${i}`);
     for (const id of ids) await createPod(id);
-    const { out, requests } = await counted(async () => {
+    const { out, requests } = await countedBlockRequests(async () => {
       const holder = await holdLock(lockFile);
       const runs = ids.map((id) => runPlugin(env(id), conf()));
       await waiterOn(lockFile, ids.length);
@@ -135,7 +113,7 @@ void describe('lock queue (combining)', () => {
     out.forEach(ok);
     assert.equal(new Set(out.map(addressOf)).size, 8, 'distinct addresses');
     assert.deepEqual(requests, { 'LIST 200': 1, 'PUT 200': 2 });
-    const done = doneOf(ids);
+    const done = doneLines(join(tmp, 'plugin.log'), 'ADD', ids);
     assert.equal(done.filter((d) => d.lockQueue === 'served').length, 7, JSON.stringify(done));
     assert.deepEqual(
       done.filter((d) => d.queueTaken !== undefined).map((d) => [d.queueTaken, d.queueServed]),
@@ -153,7 +131,7 @@ void describe('lock queue (combining)', () => {
 
   void it('8 DELs queued on the lock: 2 UPDATEs in all, every allocation released', async () => {
     const ids = Array.from({ length: 8 }, (_, i) => `q${i}`);
-    const { out, requests } = await counted(async () => {
+    const { out, requests } = await countedBlockRequests(async () => {
       const holder = await holdLock(lockFile);
       const runs = ids.map((id) => runPlugin({ ...env(id), CNI_COMMAND: 'DEL' }, conf()));
       await waiterOn(lockFile, ids.length);
@@ -163,7 +141,7 @@ void describe('lock queue (combining)', () => {
     out.forEach(ok);
     for (const id of ids) assert.equal(fx.allocations().has(handle(id)), false, `${id} released`);
     assert.equal(requests['PUT 200'], 2, JSON.stringify(requests));
-    const done = doneOf(ids, 'DEL');
+    const done = doneLines(join(tmp, 'plugin.log'), 'DEL', ids);
     assert.equal(done.filter((d) => d.lockQueue === 'served').length, 7, JSON.stringify(done));
     assert.deepEqual(readdirSync(`${lockFile}.queue`), [], 'no queue file left');
   });
@@ -194,7 +172,7 @@ void describe('lock queue (combining)', () => {
     ok(auto!);
     ok(fixed!);
     assert.equal(addressOf(fixed!), '10.123.200.7/26');
-    const done = doneOf(['s2']);
+    const done = doneLines(join(tmp, 'plugin.log'), 'ADD', ['s2']);
     assert.equal(done[0]?.lockQueue, undefined, JSON.stringify(done));
   });
 });
