@@ -371,7 +371,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
     }
   }
 
-  /** The node's ADD queue (host/lock-queue.ts): next to the lock file, per cluster. */
+  /** The node's lock queue (host/lock-queue.ts): next to the lock file, per cluster. */
   const queueScopeOf = (node: string): QueueScope => ({
     dir: queueDirOf(conf.lockFile),
     cluster: o.cacheKey,

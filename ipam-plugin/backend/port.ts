@@ -36,7 +36,7 @@ export interface AddRequest {
    */
   readonly critical: <T>(
     step: (signal: AbortSignal, waited: boolean) => Promise<T>,
-    /** Runs once when another process holds the lock, before the wait (an ADD queues itself). */
+    /** Runs once when another process holds the lock, before the wait (an ADD queues its request). */
     beforeWait?: () => void,
   ) => Promise<T>;
   /** Whether the host lock is free right now (a racy hint: no other ADD is in its critical step). */

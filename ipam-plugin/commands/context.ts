@@ -37,7 +37,7 @@ export function attachmentOf(ctx: CommandContext): AttachmentRef {
  * lock was obtained, whether it had to wait for another holder, and whether it holds the lock
  * (false only with `withoutLock`). Released on every path.
  * @param options.beforeWait runs once when another process holds the lock, before waiting (an
- *   ADD queues its request for the holder: docs/design-plugin.md §Host lock, "Combining")
+ *   ADD or DEL queues its request for the holder: docs/design-plugin.md §Host lock, "Combining")
  * @param options.withoutLock run `step` unlocked (as after a wait: no cached block is trusted)
  *   when the lock file cannot be used, or when the lock was not obtained within
  *   `conf.lockTimeoutMs`, instead of failing (DEL: docs/design-plugin.md invariant 5 — the lock

@@ -13,7 +13,7 @@ export const staleTempMs = 60_000;
 
 /**
  * The caches' file names (`<kind>-<16 hex>.json`, the lock hand-off's `<lock file>.handoff.json`
- * and the ADD queue's `<pid>-<32 hex>.req|res`) with a writer's `.<pid>` suffix.
+ * and the lock queue's `<pid>-<32 hex>.req|res`) with a writer's `.<pid>` suffix.
  */
 const TEMP_NAME =
   /^(?:(?:snapshot|kubeconfig|cluster)-[0-9a-f]{16}\.json|.+\.handoff\.json|\d+-[0-9a-f]{32}\.(?:req|res))\.\d+$/;

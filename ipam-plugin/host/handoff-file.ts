@@ -83,7 +83,7 @@ function isSoundBlock(b: unknown): boolean {
 
 /**
  * The file's text when it is a small regular file of ours (see the file comment), else
- * undefined. Also the ADD queue's reader (lock-queue.ts).
+ * undefined. Also the lock queue's reader (lock-queue.ts).
  */
 export function readOwnSmallFile(path: string): string | undefined {
   let fd: number | undefined;

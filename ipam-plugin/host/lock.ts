@@ -160,7 +160,7 @@ function openLockFile(path: string): number {
  * @param timeoutMs how long to wait; 0 tries once
  * @param holderNice the threads' nice value while the lock is held (priority.ts); 0: unchanged
  * @param beforeWait called once, synchronously, when another process holds the lock and this
- *   one is about to wait for it (an ADD queues its request for the holder: lock-queue.ts);
+ *   one is about to wait for it (an ADD or DEL queues its request for the holder: lock-queue.ts);
  *   an exception from it propagates and nothing is waited for
  * @throws LockTimeoutError when not acquired in time; LockFileError when the file cannot be
  *   opened or locked, or not under Bun

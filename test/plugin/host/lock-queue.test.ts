@@ -1,4 +1,4 @@
-// The ADD queue's files (ipam-plugin/host/lock-queue.ts; docs/design-plugin.md §Host lock,
+// The lock queue's files (ipam-plugin/host/lock-queue.ts; docs/design-plugin.md §Host lock,
 // "Combining"): a queued request is taken once, a withdrawn one never, a taken one cannot be
 // withdrawn (the waiter then waits for the answer); foreign, expired, dead, corrupt or unsafe
 // requests are not taken, and the expired and dead ones are removed.
@@ -51,7 +51,7 @@ const address = {
 const soon = (): number => Date.now() + 60_000;
 const handleOf = (q: QueuedRequest): string => (q.kind === 'add' ? q.request.handle : q.release.handle);
 
-void describe('ADD queue', () => {
+void describe('lock queue', () => {
   void it('a queued request is taken once, answered, and its files removed by the waiter', () => {
     const s = scope();
     const t = ticketFor(s, add('h1'), soon());
