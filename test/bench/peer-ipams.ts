@@ -89,10 +89,42 @@ export function cleanupWhereabouts(): void {
   kubectl(['delete', 'overlappingrangeipreservations.whereabouts.cni.cncf.io', '--all', '-A']);
 }
 
+/** A built calico binary (the CNI plugin; `calico-ipam` beside it is the IPAM) and its CRDs. */
+export interface CalicoBuild {
+  /** The directory holding `calico` and its `calico-ipam` symlink. */
+  readonly dir: string;
+  /** libcalico-go/config/crd/ of the calico module zip (crd.projectcalico.org/v1). */
+  readonly crds: string;
+}
+
 /**
- * Builds calico-ipam from the projectcalico/api source at `apiSource` (test/bench/plugin-build-calico.sh;
- * a cached build is reused without it), installs Calico's CRDs (libcalico-go/config/crd/ of the
- * calico module zip) and an IPPool.
+ * Builds Calico's CNI plugin and calico-ipam from the projectcalico/api source at `apiSource`
+ * (test/bench/plugin-build-calico.sh; a cached build is reused without it).
+ * @returns undefined, with the reason on stderr, when calico is not built and `apiSource` is
+ *   absent: callers skip calico and say so
+ * @throws Error when the build fails
+ */
+export function buildCalico(apiSource: string): CalicoBuild | undefined {
+  const built = join(CACHE, 'bin', `calico-${CALICO_VERSION}-api-b73eae26`, 'calico');
+  if (!existsSync(built) && !existsSync(apiSource)) {
+    console.error(
+      `calico SKIPPED: the projectcalico/api source ${apiSource} is absent (pass --calico-api PATH to a tarball of github.com/projectcalico/api at release-v3.28)`,
+    );
+    return undefined;
+  }
+  const build = spawnSync('bash', [join(repoRoot, 'test/bench/plugin-build-calico.sh'), apiSource], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (build.status !== 0) throw new Error(`calico build failed (exit ${build.status}; its output is above)`);
+  return {
+    dir: build.stdout.trim().split('\n').at(-1) ?? '',
+    crds: join(modCache(), `github.com/projectcalico/calico@${CALICO_VERSION}/libcalico-go/config/crd`),
+  };
+}
+
+/**
+ * Builds calico-ipam (buildCalico), installs Calico's CRDs and an IPPool on the test control plane.
  * @returns undefined, with the reason on stderr, when calico-ipam is not built and `apiSource`
  *   is absent: callers skip calico and say so
  * @throws Error when the build or the CRD install fails
@@ -102,35 +134,14 @@ export function setupCalico(
   apiSource: string,
   cidr = '10.241.0.0/16',
 ): (PeerIpam & { readonly version: string }) | undefined {
-  const built = join(CACHE, 'bin', `calico-${CALICO_VERSION}-api-b73eae26`, 'calico');
-  if (!existsSync(built) && !existsSync(apiSource)) {
-    console.error(
-      `calico-ipam SKIPPED: the projectcalico/api source ${apiSource} is absent (pass --calico-api PATH to a tarball of github.com/projectcalico/api at release-v3.28)`,
-    );
-    return undefined;
-  }
-  const build = spawnSync('bash', [join(repoRoot, 'test/bench/plugin-build-calico.sh'), apiSource], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  if (build.status !== 0)
-    throw new Error(`calico-ipam build failed (exit ${build.status}; its output is above)`);
-  const dir = build.stdout.trim().split('\n').at(-1) ?? '';
-  const crds = join(modCache(), `github.com/projectcalico/calico@${CALICO_VERSION}/libcalico-go/config/crd`);
-  must(['apply', '--server-side', '-f', crds]);
+  const built = buildCalico(apiSource);
+  if (!built) return undefined;
+  must(['apply', '--server-side', '-f', built.crds]);
   must(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ipamblocks.crd.projectcalico.org']);
-  must(
-    ['apply', '-f', '-'],
-    JSON.stringify({
-      apiVersion: 'crd.projectcalico.org/v1',
-      kind: 'IPPool',
-      metadata: { name: 'bench-calico' },
-      spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'Never', nodeSelector: 'all()' },
-    }),
-  );
+  must(['apply', '-f', '-'], JSON.stringify(calicoPool('bench-calico', cidr)));
   const kubeconfig = controlPlane().adminKubeconfig;
   return {
-    bin: join(dir, 'calico-ipam'),
+    bin: join(built.dir, 'calico-ipam'),
     version: CALICO_VERSION,
     ipam: () => ({ type: 'calico-ipam' }),
     top: (node) => ({
@@ -143,6 +154,14 @@ export function setupCalico(
     }),
   };
 }
+
+/** A Calico IPPool of /26 blocks for every node, no encapsulation (crd.projectcalico.org/v1). */
+export const calicoPool = (name: string, cidr: string): Record<string, unknown> => ({
+  apiVersion: 'crd.projectcalico.org/v1',
+  kind: 'IPPool',
+  metadata: { name },
+  spec: { cidr, blockSize: 26, ipipMode: 'Never', vxlanMode: 'Never', nodeSelector: 'all()' },
+});
 
 /** Deletes what calico-ipam wrote (the CRDs stay installed, as blockipam's do). */
 export function cleanupCalico(): void {

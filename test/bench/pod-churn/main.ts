@@ -2,13 +2,17 @@
  * Pod churn on the real test cluster (issue 13 item 3; a script, not a test): the Spiderpool
  * method at this machine's scale. On the harness's 3 nodes (test/cluster/up.sh: kubelet +
  * containerd + runc each), for each IPAM in turn in the same cluster — host-local with a range
- * per node (the floor: no API at all) and blockipam — Deployments totalling --pods pause pods are
+ * per node (the floor: no API at all), blockipam, and Calico's own CNI plugin with calico-ipam
+ * (without calico-node; calico.ts says what it needs) — Deployments totalling --pods pause pods are
  * created at once (time until all Running), every pod is deleted at once and re-created by its
  * ReplicaSet (time until all replacements are Running), the Deployments are deleted (time until
  * no pod is left, and until the IPAM holds no address). The conflist is switched between IPAMs.
  *
- *   node_modules/.bin/node test/bench/pod-churn/main.ts [--pods 300] [--order host-local,blockipam]
- *     [--install chart|script] [--no-docs]
+ *   node_modules/.bin/node test/bench/pod-churn/main.ts [--pods 300]
+ *     [--order host-local,blockipam,calico] [--install chart|script] [--calico-api PATH] [--no-docs]
+ *
+ * calico is skipped, saying so, when it is not built and the projectcalico/api source
+ * (`--calico-api`, default peer-ipams.ts DEFAULT_CALICO_API) is absent.
  *
  * blockipam is installed for its own run only (install.ts): by default by the Helm chart (`--install
  * chart`: the image in every node, the agent DaemonSet and the controller Deployment), or by
@@ -29,12 +33,15 @@ import { installBlockipamFor, pluginLogFigures, type InstallMode, type Installed
 import { bypassRecorder, hostLocalHeld, useIpam } from './network.ts';
 import type { Ipam } from './network.ts';
 import { Churn } from './phases.ts';
+import { calicoBlocks, calicoHeld, calicoLogFigures, cleanCalico, prepareCalico } from './calico.ts';
+import { DEFAULT_CALICO_API } from '../peer-ipams.ts';
 import type { PhaseResult } from './phases.ts';
 
 const { values } = parseArgs({
   options: {
     pods: { type: 'string', default: '300' },
-    order: { type: 'string', default: 'host-local,blockipam' },
+    order: { type: 'string', default: 'host-local,blockipam,calico' },
+    'calico-api': { type: 'string', default: DEFAULT_CALICO_API },
     install: { type: 'string', default: 'chart' },
     'no-docs': { type: 'boolean', default: false },
   },
@@ -46,7 +53,8 @@ const INSTALL: InstallMode = ((mode: string): InstallMode => {
 })(values.install ?? 'chart');
 const PODS = Number(values.pods);
 const ORDER = (values.order ?? '').split(',').map((name): Ipam => {
-  if (name !== 'blockipam' && name !== 'host-local') throw new RangeError(`--order: unknown IPAM "${name}"`);
+  if (name !== 'blockipam' && name !== 'host-local' && name !== 'calico')
+    throw new RangeError(`--order: unknown IPAM "${name}"`);
   return name;
 });
 
@@ -85,7 +93,7 @@ function waitReady(nodes: readonly string[]): void {
 
 async function runOne(ipam: Ipam, index: number, installed: Installed | undefined): Promise<Run> {
   const c = cluster();
-  if (ipam === 'host-local' || INSTALL === 'script') useIpam(c, ipam); // else: the chart's agents wrote it
+  if (ipam !== 'blockipam' || INSTALL === 'script') useIpam(c, ipam); // else: the chart's agents wrote it
   await new Promise((resolve) => setTimeout(resolve, 3000)); // containerd reloads net.d
   waitReady(c.nodes);
   const churn = new Churn(c, { namespace: `churn-${index}-${ipam}`, pods: PODS });
@@ -105,20 +113,31 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
     phases.push(await churn.create());
     await noteStuck();
     log(`${ipam}: create ${phases.at(-1)?.seconds.toFixed(1)} s ${JSON.stringify(phases.at(-1)?.perNode)}`);
-    const blocksAfterCreate = ipam === 'blockipam' ? await churn.blockipamBlocks() : {};
+    const blocksAfterCreate =
+      ipam === 'blockipam' ? await churn.blockipamBlocks() : ipam === 'calico' ? { all: calicoBlocks() } : {};
     phases.push(await churn.recreate());
     log(`${ipam}: re-create ${phases.at(-1)?.seconds.toFixed(1)} s`);
     await noteStuck();
     phases.push(
-      await churn.delete(ipam === 'blockipam' ? () => churn.blockipamHeld() : () => hostLocalHeld(c)),
+      await churn.delete(
+        ipam === 'blockipam'
+          ? () => churn.blockipamHeld()
+          : ipam === 'calico'
+            ? () => calicoHeld()
+            : () => hostLocalHeld(c),
+      ),
     );
     log(`${ipam}: delete ${phases.at(-1)?.seconds.toFixed(1)} s, released ${phases.at(-1)?.releasedSeconds}`);
     const extra = [
       ...(ipam === 'blockipam'
         ? [`blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; ${installed?.describe ?? ''}`]
         : []),
+      ...(ipam === 'calico'
+        ? [`IPAMBlocks after create: ${blocksAfterCreate.all ?? 0}; ${installed?.describe ?? ''}`]
+        : []),
       ...stuck,
       ...(ipam === 'blockipam' ? [pluginLogFigures(c)].filter(Boolean) : []),
+      ...(ipam === 'calico' ? [calicoLogFigures(c)].filter(Boolean) : []),
       `at the end of the run: ${await churn.diagnose().catch((error: unknown) => `diagnosis failed: ${String(error)}`)}`,
     ].join('; ');
     return { ipam, label: `${ipam} (run ${index + 1})`, phases, uptimeBefore, uptimeAfter: uptime(), extra };
@@ -135,10 +154,25 @@ async function main(): Promise<void> {
   bypassRecorder(c, { blockipam: INSTALL === 'script' });
   const maxPods = kubectl(['get', 'node', c.nodes[0] ?? '', '-o', 'jsonpath={.status.capacity.pods}']).stdout;
   const runs: Run[] = [];
+  const skipped: string[] = [];
   for (const [i, ipam] of ORDER.entries()) {
+    // built before the load settles: the build is ~6 min of CPU when not cached
+    const calico =
+      ipam === 'calico' ? prepareCalico(c, values['calico-api'] ?? DEFAULT_CALICO_API) : undefined;
+    if (ipam === 'calico' && calico === undefined) {
+      skipped.push(
+        `calico skipped: not built here and the projectcalico/api source ${values['calico-api']} is absent`,
+      );
+      continue;
+    }
     if (i > 0) log(`waiting for the load to settle: ${(await settle()).toFixed(1)}`);
     // blockipam's daemons run only during its own run: none of their CPU is in host-local's
-    const installed = ipam === 'blockipam' ? await installBlockipamFor(INSTALL, c, repoRoot, log) : undefined;
+    const installed =
+      ipam === 'blockipam'
+        ? await installBlockipamFor(INSTALL, c, repoRoot, log)
+        : calico !== undefined
+          ? { describe: calico, stop: (): Promise<void> => Promise.resolve(cleanCalico(c)) }
+          : undefined;
     try {
       runs.push(await runOne(ipam, i, installed));
     } finally {
@@ -154,12 +188,13 @@ async function main(): Promise<void> {
     uptimeAfter: r.uptimeAfter,
   }));
   console.log(JSON.stringify(summary));
-  if (!values['no-docs']) await publish(runs, { loadAtStart, maxPods, nodes: c.nodes.length });
+  for (const line of skipped) log(line);
+  if (!values['no-docs']) await publish(runs, { loadAtStart, maxPods, nodes: c.nodes.length, skipped });
 }
 
 async function publish(
   runs: readonly Run[],
-  ctx: { loadAtStart: number; maxPods: string; nodes: number },
+  ctx: { loadAtStart: number; maxPods: string; nodes: number; skipped: readonly string[] },
 ): Promise<void> {
   const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
   const versions =
@@ -220,22 +255,25 @@ async function publish(
   });
   const first = (ipam: Ipam, phase: string): number | undefined =>
     runs.find((r) => r.ipam === ipam)?.phases.find((p) => p.phase === phase)?.seconds;
-  const ratios = (['create', 're-create', 'delete'] as const).map((phase) => {
-    const b = first('blockipam', phase);
-    const h = first('host-local', phase);
-    return b && h ? `${phase} ${(b / h).toFixed(2)}` : `${phase} n/a`;
-  });
+  const ratios = (over: Ipam, under: Ipam): string =>
+    (['create', 're-create', 'delete'] as const)
+      .map((phase) => {
+        const a = first(over, phase);
+        const b = first(under, phase);
+        return a && b ? `${phase} ${(a / b).toFixed(2)}` : `${phase} n/a`;
+      })
+      .join(', ');
   await writeDocSection(
     '## Pod churn on the real cluster',
     [
       `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')} --install ${INSTALL}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
-      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster, once the 1-minute load average is below ${SETTLED_LOAD} (at most 10 min of waiting): 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for both; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\` and \`plugin.logFile\` (the lock figures below): pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node cache, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info`}. The harness's CNI call recorder is bypassed (plugins linked directly). Calico's CNI + calico-ipam: not run here (see the churn benchmark of simulated nodes for calico-ipam).`,
+      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster, once the 1-minute load average is below ${SETTLED_LOAD} (at most 10 min of waiting): 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for host-local and blockipam; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\` and \`plugin.logFile\` (the lock figures below): pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node cache, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info`}. ${ORDER.includes('calico') && !ctx.skipped.length ? `calico: Calico's own CNI plugin (in place of ptp) + calico-ipam, the v3.28 line, + portmap, *without calico-node* (no Felix, BIRD or Typha: the pods get veth, address and host route from the CNI plugin, which is all "Running" needs); what that needed, set by the bench (test/bench/pod-churn/calico.ts): Calico's CRDs, an IPPool 10.246.0.0/16 of /26 blocks, a ClusterInformation \`default\` with \`datastoreReady: true\` (without it every ADD fails "Calico is currently not ready to process requests"), \`nodename\` and a per-node \`ipam_lock_file\` in the netconf, the harness's admin kubeconfig. ` : ''}${ctx.skipped.join('; ')}${ctx.skipped.length ? '. ' : ''}The harness's CNI call recorder is bypassed (plugins linked directly).`,
       [
         '| run | create → all Running (s) | delete all → all re-created Running (s) | delete Deployments → no pod (s) | → no address held (s) | pods per node after create | load average (before → after) |',
         '| --- | --- | --- | --- | --- | --- | --- |',
         ...rows,
       ].join('\n'),
-      `Ratios blockipam / host-local, same run: ${ratios.join(', ')} (goal: create within 1.2×).`,
+      `Ratios blockipam / host-local, same run: ${ratios('blockipam', 'host-local')} (goal: create within 1.2×).${runs.some((r) => r.ipam === 'calico') ? ` Ratios calico / blockipam: ${ratios('calico', 'blockipam')}; calico / host-local: ${ratios('calico', 'host-local')}.` : ''}`,
       ...runs.filter((r) => r.extra).map((r) => `${r.label}: ${r.extra}.`),
       ...charts.map(
         (link, i) =>

@@ -13,8 +13,9 @@ import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Cluster } from '../../helpers/cluster.ts';
+import { calicoPlugin } from './calico.ts';
 
-export type Ipam = 'blockipam' | 'host-local';
+export type Ipam = 'blockipam' | 'host-local' | 'calico';
 
 /** The MTU of both IPAMs' ptp (the chart's agents get it as `cni.mtu`). */
 export const POD_MTU = 1400;
@@ -40,27 +41,42 @@ export const hostLocalDir = (c: Cluster, node: string): string => join(c.runDir,
 /** The node agent's node cache file of `node`, read by the plugin. */
 export const nodeCacheFile = (c: Cluster, node: string): string => join(c.runDir, node, 'node-cache.json');
 
-/** Writes `ipam`'s conflist on every node. */
+/**
+ * Writes `ipam`'s conflist on every node: ptp + portmap with host-local or blockipam; Calico's
+ * own CNI plugin (with calico-ipam) + portmap for calico, at cniVersion 0.3.1 as Calico's
+ * manifests write it.
+ */
 export function useIpam(c: Cluster, ipam: Ipam): void {
   c.nodes.forEach((node, index) => {
     const dir = join(c.runDir, node, 'cni', 'net.d');
-    const conf =
-      ipam === 'host-local'
-        ? {
-            type: 'host-local',
-            ranges: [[{ subnet: hostLocalRange(index) }]],
-            routes: [{ dst: '0.0.0.0/0' }],
-            dataDir: hostLocalDir(c, node),
-          }
-        : {
-            type: 'blockipam',
-            nodeName: node,
-            kubeconfig: join(c.runDir, node, 'cni', 'blockipam.kubeconfig'),
-            logFile: join(c.runDir, node, 'log', 'blockipam.log'),
-            logLevel: 'info',
-            nodeCacheFile: nodeCacheFile(c, node),
-          };
-    writeFileSync(join(dir, '.10-blockipam.conflist'), conflist(conf));
+    const text =
+      ipam === 'calico'
+        ? JSON.stringify({
+            cniVersion: '0.3.1',
+            name: 'k8s-pod-network',
+            plugins: [
+              calicoPlugin(c, node, POD_MTU),
+              { type: 'portmap', snat: true, capabilities: { portMappings: true } },
+            ],
+          })
+        : conflist(
+            ipam === 'host-local'
+              ? {
+                  type: 'host-local',
+                  ranges: [[{ subnet: hostLocalRange(index) }]],
+                  routes: [{ dst: '0.0.0.0/0' }],
+                  dataDir: hostLocalDir(c, node),
+                }
+              : {
+                  type: 'blockipam',
+                  nodeName: node,
+                  kubeconfig: join(c.runDir, node, 'cni', 'blockipam.kubeconfig'),
+                  logFile: join(c.runDir, node, 'log', 'blockipam.log'),
+                  logLevel: 'info',
+                  nodeCacheFile: nodeCacheFile(c, node),
+                },
+          );
+    writeFileSync(join(dir, '.10-blockipam.conflist'), text);
     renameSync(join(dir, '.10-blockipam.conflist'), join(dir, '10-blockipam.conflist'));
   });
 }
