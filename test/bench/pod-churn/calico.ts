@@ -9,9 +9,15 @@
  * - a ClusterInformation `default` with `datastoreReady: true` — calico-node's start-up sets it,
  *   and the CNI plugin refuses every ADD and DEL with "Calico is currently not ready to process
  *   requests" while it is unset (cni-plugin/pkg/plugin/plugin.go);
- * - `nodename` in the netconf, since no calico-node writes /var/lib/calico/nodename, and a
+ * - `nodename` and `nodename_file_optional: true` in the netconf: without calico-node there is
+ *   no /var/lib/calico/nodename, and the plugin otherwise fails every call with "stat
+ *   /var/lib/calico/nodename: no such file or directory: check that the calico/node container
+ *   is running" (found by the first run here); and a
  *   per-node `ipam_lock_file` (the default /var/run/calico/ipam.lock would be one lock for the 3
  *   nodes, which share this machine's file system);
+ * - `policy: {type: k8s}` (as Calico's manifests write it): without it the plugin looks up a
+ *   Calico Profile named after the network, which the Kubernetes datastore cannot hold, and
+ *   every ADD fails "Invalid name k8s-pod-network" after its address was assigned and released;
  * - a kubeconfig reaching the API server from inside the node (the harness's inner admin
  *   kubeconfig: Calico's own install gives the plugin a token of the calico-cni-plugin
  *   ServiceAccount, whose ClusterRole grants pods get/patch among others — a benchmark anchor
@@ -71,7 +77,7 @@ export function prepareCalico(c: Cluster, apiSource: string): string | undefined
       symlinkSync(join(built.dir, name), join(bin, name));
     }
   }
-  return `Calico's CNI plugin + calico-ipam ${CALICO_VERSION} (the v3.28 line), without calico-node: Calico's CRDs, IPPool ${CALICO_CIDR} of /26 blocks, a ClusterInformation with datastoreReady true written by the bench, nodename and a per-node ipam_lock_file in the netconf, the inner admin kubeconfig`;
+  return `Calico's CNI plugin + calico-ipam ${CALICO_VERSION} (the v3.28 line), without calico-node: Calico's CRDs, IPPool ${CALICO_CIDR} of /26 blocks, a ClusterInformation with datastoreReady true written by the bench, nodename, nodename_file_optional and a per-node ipam_lock_file in the netconf, the inner admin kubeconfig`;
 }
 
 /** The netconf plugin entry of Calico's CNI plugin on `node` (as Calico's manifests write it). */
@@ -81,11 +87,13 @@ export function calicoPlugin(c: Cluster, node: string, mtu: number): Record<stri
     type: 'calico',
     datastore_type: 'kubernetes',
     nodename: node,
+    nodename_file_optional: true,
     mtu,
     log_level: 'info',
     log_file_path: files.log,
     ipam_lock_file: files.lock,
     ipam: { type: 'calico-ipam' },
+    policy: { type: 'k8s' },
     kubernetes: { kubeconfig: c.innerKubeconfig },
   };
 }
