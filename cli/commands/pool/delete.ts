@@ -4,11 +4,11 @@
  * Otherwise: disable the pool (so allocators stop using it), re-list its blocks, delete each
  * (empty) block with resourceVersion + uid preconditions, then delete the pool with its own —
  * any allocation that slips in between makes a precondition fail and stops the deletion
- * (docs/design-cli.md §pool delete).
+ * (docs/design-cli.md §pool delete). A write that loses a compare-and-swap (409) starts the
+ * write steps over from a fresh GET, bounded.
  */
-import { POOL_LABEL } from 'blockipam/core';
-import type { IPAMBlock, IPPool } from 'blockipam/core';
-import type { KubeDatastore } from 'blockipam/core/kube';
+import { isConflict, POOL_LABEL } from 'blockipam/core';
+import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
 import { defineCommand } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
@@ -25,7 +25,7 @@ interface DeleteArgs extends GlobalFlags {
  * "blocks inside its CIDR": a pool made with kubectl can overlap another pool, whose blocks
  * (empty or not) are not this pool's to judge or delete.
  */
-async function blocksOf(ds: KubeDatastore, pool: IPPool): Promise<IPAMBlock[]> {
+async function blocksOf(ds: Datastore, pool: IPPool): Promise<IPAMBlock[]> {
   return ds.blocks.list({ labelSelector: { matchLabels: { [POOL_LABEL]: pool.metadata.name } } });
 }
 
@@ -39,8 +39,21 @@ function refuseIfAllocated(pool: string, blocks: readonly IPAMBlock[]): void {
   );
 }
 
-async function deletePool(ds: KubeDatastore, args: DeleteArgs, io: Io): Promise<ExitCode> {
-  let pool = await ds.pools.get(args.name);
+// 5 attempts, as pool create's enable: the controller's IPPool.status writes and the agents' block
+// writes race here; each round re-reads everything, so a retry never trusts a lost read.
+const DELETE_ATTEMPTS = 5;
+
+/**
+ * The whole command on `ds`: plan, and with `args.yes` the write steps, started over from a fresh
+ * GET when one loses a compare-and-swap (at most DELETE_ATTEMPTS rounds).
+ * @throws CliError (refused, gone); ConflictError after DELETE_ATTEMPTS lost rounds
+ */
+export async function deletePool(
+  ds: Datastore,
+  args: Pick<DeleteArgs, 'name' | 'yes'>,
+  io: Io,
+): Promise<ExitCode> {
+  const pool = await ds.pools.get(args.name);
   if (!pool) throw new CliError(`IPPool ${args.name} does not exist`);
   const blocks = await blocksOf(ds, pool);
   refuseIfAllocated(args.name, blocks);
@@ -52,20 +65,41 @@ async function deletePool(ds: KubeDatastore, args: DeleteArgs, io: Io): Promise<
     println(io.stderr, 'Nothing was changed: re-run with --yes to delete.');
     return EXIT.UNCONFIRMED;
   }
-  if (!pool.spec.disabled) pool = await ds.pools.update({ ...pool, spec: { ...pool.spec, disabled: true } });
-  const again = await blocksOf(ds, pool);
-  refuseIfAllocated(args.name, again);
-  for (const block of again)
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const removed = await deleteOnce(ds, attempt === 1 ? pool : await ds.pools.get(args.name), args.name);
+      println(io.stdout, `IPPool ${args.name} deleted (${removed} empty block(s) removed).`);
+      return EXIT.OK;
+    } catch (error) {
+      if (attempt >= DELETE_ATTEMPTS || !isConflict(error)) throw error;
+    }
+  }
+}
+
+/**
+ * The write steps, once: disable `pool` (as last read), re-list its blocks, delete each with
+ * resourceVersion + uid preconditions, then the pool with its own.
+ * @returns how many blocks were deleted
+ * @throws ConflictError when a compare-and-swap or a precondition lost (the caller retries);
+ *   CliError when the pool is gone or an allocation appeared
+ */
+async function deleteOnce(ds: Datastore, pool: IPPool | undefined, name: string): Promise<number> {
+  if (!pool) throw new CliError(`IPPool ${name} was deleted meanwhile`);
+  const disabled = pool.spec.disabled
+    ? pool
+    : await ds.pools.update({ ...pool, spec: { ...pool.spec, disabled: true } });
+  const blocks = await blocksOf(ds, disabled);
+  refuseIfAllocated(name, blocks);
+  for (const block of blocks)
     await ds.blocks.delete(block.metadata.name, {
       resourceVersion: block.metadata.resourceVersion,
       uid: block.metadata.uid,
     });
-  await ds.pools.delete(args.name, {
-    resourceVersion: pool.metadata.resourceVersion,
-    uid: pool.metadata.uid,
+  await ds.pools.delete(name, {
+    resourceVersion: disabled.metadata.resourceVersion,
+    uid: disabled.metadata.uid,
   });
-  println(io.stdout, `IPPool ${args.name} deleted (${again.length} empty block(s) removed).`);
-  return EXIT.OK;
+  return blocks.length;
 }
 
 export function poolDeleteCommand(ctx: CommandContext) {
