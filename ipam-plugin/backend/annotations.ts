@@ -4,8 +4,10 @@
  *   default for its pods; on the pod it overrides the namespace's. The pools must still admit
  *   the namespace (namespaceSelector) and node (nodeSelector) — core enforces it.
  * - `ipam.blockipam.io/ip-addrs`: JSON list of static addresses for the pod, at most one per
- *   family. Used only when the invocation itself names none (runtimeConfig.ips, args.cni.ips,
- *   CNI_ARGS IP= come first).
+ *   family, each a bare address: one with a prefix length ("10.244.0.5/26") is refused, as
+ *   Calico's `cni.projectcalico.org/ipAddrs` refuses it (its net.ParseIP). Used only when the
+ *   invocation itself names none (runtimeConfig.ips, args.cni.ips, CNI_ARGS IP= come first; those
+ *   follow the CNI `ips` convention, CIDR notation, and their prefix lengths are ignored).
  */
 import { parseIP } from 'blockipam/core/address';
 
@@ -38,9 +40,12 @@ export function readAnnotations(
     return { problem: `namespace annotation ${POOLS_ANNOTATION} is not a JSON list of strings` };
   if (ips === 'bad')
     return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} is not a JSON list of strings` };
+  const bad = ips.find((t) => parseIP(t) === undefined);
+  if (bad !== undefined)
+    return {
+      problem: `pod annotation ${IP_ADDRS_ANNOTATION}: ${JSON.stringify(bad)} is not an IP address${bad.includes('/') ? ' (write the bare address, without a prefix length)' : ''}`,
+    };
   const families = ips.map((t) => parseIP(t)?.family);
-  if (families.includes(undefined))
-    return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} holds a value that is not an IP address` };
   if (new Set(families).size !== families.length)
     return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} names two addresses of one family` };
   return { pools: podPools.length > 0 ? podPools : nsPools, ips };

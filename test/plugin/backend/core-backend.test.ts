@@ -12,6 +12,7 @@ import { isConflict, MemoryDatastore, type IPPool } from 'blockipam/core';
 import type { AddRequest, Backend } from '../../../ipam-plugin/backend/port.ts';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
 import { parseNetConf, type NetConf } from '../../../ipam-plugin/cni/netconf.ts';
+import { baseEnv, invoke, netconf } from '../helpers/run-dispatch.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-core-backend-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -213,5 +214,46 @@ void describe('core backend (memory datastore)', () => {
     assert.match(message, /"node-1"/);
     assert.match(message, /ipam\.nodeName/);
     assert.equal((await ds.blocks.list()).flatMap((b) => Object.values(b.spec.allocations)).length, 0);
+  });
+  void it('ip-addrs takes bare addresses (as Calico ipAddrs): a prefix length is CNI code 104 naming the annotation', async () => {
+    const cases: [string, number, RegExp][] = [
+      // a bare address: allocated as asked
+      ['10.60.7.8', 0, /"address":"10\.60\.7\.8\/26"/],
+      // with a prefix length: refused, the value and the annotation named, nothing allocated
+      [
+        '10.60.7.9/26',
+        104,
+        /ipam\.blockipam\.io\/ip-addrs: \\"10\.60\.7\.9\/26\\" is not an IP address \(write the bare address, without a prefix length\)/,
+      ],
+      // IPv6 the same
+      ['fd00::9/64', 104, /ip-addrs: \\"fd00::9\/64\\" is not an IP address \(write the bare address/],
+    ];
+    for (const [value, code, output] of cases) {
+      const ds = new MemoryDatastore({
+        pools: [pool('manual', '10.60.0.0/16', { assignmentMode: 'Manual' })],
+        pods: [
+          {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: {
+              name: 'p',
+              namespace: 'ns1',
+              uid: 'u',
+              annotations: { 'ipam.blockipam.io/ip-addrs': `["${value}"]` },
+            },
+          },
+        ],
+      });
+      const stdin = netconf('1.1.0', { nodeName: 'node-1', cacheDir: join(tmp, String(Math.random())) });
+      const conf = parseNetConf(stdin);
+      const r = await invoke(
+        { ...baseEnv, CNI_COMMAND: 'ADD', CNI_ARGS: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=p' },
+        stdin,
+        createCoreBackend({ ds, conf, cacheKey: 'test' }),
+      );
+      assert.equal(r.code === 0 ? 0 : r.json?.code, code, `${value}: ${r.stdout}`);
+      assert.match(r.stdout, output, value);
+      if (code !== 0) assert.equal((await ds.blocks.list()).length, 0, `${value}: nothing allocated`);
+    }
   });
 });

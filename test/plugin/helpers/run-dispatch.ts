@@ -1,5 +1,6 @@
 /**
- * Runs the dispatcher in-process with a fake backend and a no-op lock, capturing stdout/stderr.
+ * Runs the dispatcher in-process with a (fake) backend and a no-op lock, always free, capturing
+ * stdout/stderr.
  */
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
 import type { Backend } from '../../../ipam-plugin/backend/port.ts';
@@ -51,6 +52,7 @@ export async function invoke(
     {
       backend: () => Promise.resolve(backend),
       lock: () => Promise.resolve({ release: () => Promise.resolve() }),
+      lockFree: () => Promise.resolve(true),
     },
   );
   let json: Record<string, unknown> | undefined;
