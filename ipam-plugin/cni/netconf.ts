@@ -132,7 +132,7 @@ export function parseNetConf(stdin: string): NetConf {
   }
   const obj = raw as Record<string, unknown>;
   const cniVersion = requireSupported(obj.cniVersion ?? implicitVersion);
-  if (!validate(obj)) throw invalid(schemaMessage(validate.errors?.[0]));
+  if (!validate(obj)) throw invalid(schemaMessage(validate.errors?.[0], obj));
   return normalise(obj as unknown as RawNetConf, cniVersion);
 }
 
@@ -254,8 +254,16 @@ export function invalid(msg: string): CniError {
   return new CniError(CniCode.invalidConfig, 'Invalid network config', msg);
 }
 
-/** Turns an ajv error into `field.path: problem`, naming the offending field. */
-function schemaMessage(e: SchemaError | undefined): string {
+/** The value at a JSON pointer (`/ipam/ipv6Pools/0`) of `root`. */
+function valueAt(root: unknown, pointer: string): unknown {
+  return pointer
+    .split('/')
+    .slice(1)
+    .reduce<unknown>((v, key) => (v as Record<string, unknown> | undefined)?.[key], root);
+}
+
+/** Turns an ajv error on `root` into `field.path: problem`, naming the offending field. */
+function schemaMessage(e: SchemaError | undefined, root: unknown): string {
   if (!e) return 'invalid';
   const path = e.instancePath
     .split('/')
@@ -269,5 +277,10 @@ function schemaMessage(e: SchemaError | undefined): string {
   if (typeof p.additionalProperty === 'string')
     return `${path ? `${path}.` : ''}${p.additionalProperty}: unknown field`;
   if (p.allowedValue !== undefined) return `${path}: must be ${JSON.stringify(p.allowedValue)}`;
+  // The pool lists take names; a CIDR there ("FD00::/64") failed with the bare regex.
+  if (p.pattern !== undefined && /^ipam\.ipv[46]Pools\[\d+\]$/.test(path))
+    return `${path}: ${JSON.stringify(valueAt(root, e.instancePath))} is not an IPPool name: give the pool's metadata.name (lower-case letters, digits, '-' and '.'), not its CIDR`;
+  if (p.pattern !== undefined && path === 'ipam.nodeName')
+    return `${path}: ${JSON.stringify(valueAt(root, e.instancePath))} is not a Kubernetes node name (lower-case letters, digits, '-' and '.')`;
   return `${path || '(config)'}: ${e.message ?? 'invalid'}`;
 }

@@ -58,4 +58,18 @@ describe('ipamctl pool create: overlap refused atomically (real API server)', ()
     assert.equal(run.code, 0, run.stderr);
     assert.equal((await ds.pools.get('off'))?.spec.disabled, true);
   });
+
+  // the CRD wants the canonical form (lower case, shortest IPv6); the API server refused "FD00::/64"
+  const canonical: [string, string][] = [
+    ['FD00::/64', 'fd00::/64'],
+    ['fd00:0:0::/64', 'fd00::/64'],
+  ];
+  for (const [typed, stored] of canonical)
+    test(`--cidr ${typed} is created as ${stored}`, async () => {
+      const run = await ipamctl(['pool', 'create', 'upper-v6', '--cidr', typed]);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, new RegExp(`IPPool upper-v6 \\(${stored.replaceAll('/', '\\/')}\\) created`));
+      assert.equal((await ds.pools.get('upper-v6'))?.spec.cidr, stored);
+      await ds.pools.delete('upper-v6');
+    });
 });

@@ -20,6 +20,7 @@ import {
   API_VERSION,
   BLOCK_SIZE_RANGE,
   DEFAULT_BLOCK_SIZE,
+  formatCidr,
   isAllowedBlockSize,
   isAlreadyExists,
   isConflict,
@@ -82,7 +83,9 @@ export function poolFromArgs(args: CreateArgs): IPPool {
   }
   if (cidr.prefixLength > blockSize)
     throw new CliError(`--cidr ${args.cidr} is smaller than one block (--block-size ${blockSize})`);
-  const spec: IPPool['spec'] = { cidr: args.cidr, assignmentMode: args.mode };
+  // Stored in canonical form (lower-case, shortest IPv6: "FD00:0::/64" → "fd00::/64"), which the
+  // CRD requires (crds/ippools.yaml) and core's formatCidr writes.
+  const spec: IPPool['spec'] = { cidr: formatCidr(cidr), assignmentMode: args.mode };
   if (args.blockSize !== undefined) spec.blockSize = args.blockSize;
   if (args.nodeSelector) spec.nodeSelector = parseSelector(args.nodeSelector, '--node-selector');
   if (args.namespaceSelector)
@@ -201,7 +204,7 @@ export function poolCreateCommand(ctx: CommandContext) {
       }
       return withConnection(args, ctx.io, async (conn) => {
         await createPool(conn.ds, pool);
-        println(ctx.io.stdout, `IPPool ${args.name} (${args.cidr}) created.`);
+        println(ctx.io.stdout, `IPPool ${args.name} (${pool.spec.cidr}) created.`);
         return EXIT.OK;
       });
     },

@@ -20,6 +20,8 @@ void describe('netconf addresses', () => {
     ['0.0.0.0/0', '0.0.0.0/0'],
     ['fd00:0:0:0:0:0:0:5/64', 'fd00::/64'],
     ['2001:db8:0:0:1:0:0:1/128', '2001:db8::1:0:0:1/128'],
+    // upper case is accepted and written canonically (RFC 5952: lower case)
+    ['FD00::/64', 'fd00::/64'],
   ];
   for (const [dst, want] of masks)
     void it(`route dst ${dst} → ${want}`, () =>
@@ -35,4 +37,20 @@ void describe('netconf addresses', () => {
     refused(() => staticList(['::1.2.3.4'], 'ips'), /ips\[0\]/);
     refused(() => staticList(['10.1.0.7', '10.1.0.8'], 'ips'), /more than one IPv4/);
   });
+  void it('static IPs in upper case are accepted (core parses IPv6 in any case)', () =>
+    assert.deepEqual(staticList(['FD00::7/64'], 'ips'), ['FD00::7']));
+  // The pool lists take IPPool names; a CIDR (any case) was refused with the bare name regex.
+  for (const entry of ['FD00::/64', 'fd00::/64', 'Default-V6'])
+    void it(`ipv6Pools entry ${entry} is refused as not an IPPool name`, () =>
+      refused(
+        () => parseNetConf(conf({ ipv6Pools: [entry] })),
+        new RegExp(
+          `^ipam\\.ipv6Pools\\[0\\]: "${entry.replace('/', '\\/')}" is not an IPPool name: give the pool's metadata\\.name \\(lower-case letters, digits, '-' and '\\.'\\), not its CIDR$`,
+        ),
+      ));
+  void it('an upper-case ipam.nodeName is refused naming the rule', () =>
+    refused(
+      () => parseNetConf(conf({ nodeName: 'Node-A' })),
+      /ipam\.nodeName: "Node-A" is not a Kubernetes node name \(lower-case/,
+    ));
 });
