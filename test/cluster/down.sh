@@ -9,6 +9,8 @@
 #   6. host-state.sh compare of the snapshot up.sh took before starting anything with one taken
 #      now; any difference (or a process of the run still alive) fails with exit 1 and keeps
 #      RUN_DIR for inspection. Otherwise RUN_DIR is removed (unless --keep).
+# Progress: one line on stderr per daemon it stops, per group of processes it kills, for the
+# cgroup tree, the host check and the run directory it removes.
 # Only recorded PIDs (checked against their start time), processes inside the run's own
 # namespaces and processes inside its own cgroups are signalled — never anything by name.
 # Usage: down.sh RUN_DIR [--keep]
@@ -46,25 +48,35 @@ ours() {
     [ "$(starttime "$p")" -ge "$since" ] 2>/dev/null && echo "$p"
   done
 }
-kill_ours() { # kill_ours [in_cgroups]: SIGKILL to ours (or to those in the cgroups only)
-  local p
-  for p in $("${1:-ours}" | sort -u); do kill -KILL "$p" 2>/dev/null; done
+kill_ours() { # kill_ours [in_cgroups] WHAT: SIGKILL to ours (or to those in the cgroups only)
+  local p pids
+  pids=$("${1:-ours}" | sort -u)
+  [ -n "$pids" ] || return 0
+  log "killing $(echo "$pids" | wc -l) process(es) $2"
+  for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+}
+# stopping NAME SECONDS: stop() with a progress line when NAME is a live recorded process.
+stopping() {
+  recorded "$1" >/dev/null || return 0
+  log "stopping $1"
+  stop "$1" "$2"
 }
 
-for f in "$RUN"/pids/kubelet-*; do [ -e "$f" ] && stop "$(basename "$f")" 10; done
-kill_ours in_cgroups
-for f in "$RUN"/pids/containerd-*; do [ -e "$f" ] && stop "$(basename "$f")" 10; done
-kill_ours
-for f in "$RUN"/pids/anchor-node-*; do [ -e "$f" ] && stop "$(basename "$f")" 5; done
-for n in controller-manager scheduler apiserver etcd api-forward anchor-cluster; do stop "$n" 20; done
+for f in "$RUN"/pids/kubelet-*; do [ -e "$f" ] && stopping "$(basename "$f")" 10; done
+kill_ours in_cgroups "in the run's cgroups (pods)"
+for f in "$RUN"/pids/containerd-*; do [ -e "$f" ] && stopping "$(basename "$f")" 10; done
+kill_ours ours "left in the run's cgroups and node network namespaces (shims)"
+for f in "$RUN"/pids/anchor-node-*; do [ -e "$f" ] && stopping "$(basename "$f")" 5; done
+for n in controller-manager scheduler apiserver etcd api-forward anchor-cluster; do stopping "$n" 20; done
 left=""
 for _ in $(seq 50); do
   left=$(ours | sort -u)
   [ -z "$left" ] && break
-  kill_ours
+  kill_ours ours "still alive"
   sleep 0.2
 done
 # Cgroups go once their last task has left (rmdir fails while one is inside).
+ls -d /sys/fs/cgroup/*/"$top" >/dev/null 2>&1 && log "removing the cgroup tree /$top"
 for _ in $(seq 50); do
   find /sys/fs/cgroup/*/"$top" -depth -type d -exec rmdir {} \; 2>/dev/null
   ls -d /sys/fs/cgroup/*/"$top" >/dev/null 2>&1 || break
@@ -77,13 +89,17 @@ if [ -n "$left" ]; then
   status=1
 fi
 if [ -f "$RUN/host-before" ]; then
+  log "checking the host against its state before up.sh (host-state.sh compare)"
   bash "$here/host-state.sh" snapshot "$RUN/host-after"
   if ! bash "$here/host-state.sh" compare "$RUN/host-before" "$RUN/host-after" "$ID"; then status=1; fi
 fi
-w=$(recorded watchdog) && [ "$w" != "$$" ] && [ "$w" != "$PPID" ] && kill -TERM "$w" 2>/dev/null
+w=$(recorded watchdog) && [ "$w" != "$$" ] && [ "$w" != "$PPID" ] && log "stopping watchdog" && kill -TERM "$w" 2>/dev/null
 if [ $status -ne 0 ]; then
   log "teardown check failed; run dir kept for inspection: $RUN"
 elif [ "${2:-}" != "--keep" ]; then
+  log "removing the run directory $RUN"
   rm -rf "$RUN"
+else
+  log "run directory kept (--keep): $RUN"
 fi
 exit $status

@@ -2,15 +2,17 @@
  * down.sh and up.sh refuse what is not theirs: down.sh removes only an up.sh run directory
  * (name `blockipam-cluster.*` plus the `started` marker up.sh writes before starting anything),
  * so a typo or the "." of a failed `dirname "$env"` never deletes a user's files; up.sh refuses an
- * --owner-pid that is not a live process before it builds or starts anything.
+ * --owner-pid that is not a live process before it builds or starts anything. down.sh prints one
+ * progress line per thing it stops or removes (it printed nothing).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -53,5 +55,30 @@ test('up.sh refuses an --owner-pid that is not a live process', () => {
     });
     assert.equal(r.status, 2, `--owner-pid ${owner}: ${r.stderr}`);
     assert.match(r.stderr, /--owner-pid must be the PID of a live process/);
+  }
+});
+
+test('down.sh prints a line per daemon it stops and for the run directory it removes', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'blockipam-cluster.'));
+  // A stand-in daemon recorded as up.sh records one: PID and start time (lib.sh record).
+  const daemon = spawn('sleep', ['60'], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => daemon.once('exit', resolve));
+  try {
+    const pid = daemon.pid ?? 0;
+    const startTime = readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[21];
+    mkdirSync(join(dir, 'pids'));
+    writeFileSync(join(dir, 'pids', 'etcd'), `${pid} ${startTime}\n`);
+    writeFileSync(join(dir, 'started'), '0\n');
+    // async: this process must reap the stopped daemon while down.sh waits for it to go
+    const { stderr } = await promisify(execFile)('bash', [join(here, 'down.sh'), dir], { encoding: 'utf8' });
+    assert.deepEqual(stderr.trim().split('\n'), [
+      '[cluster] stopping etcd',
+      `[cluster] removing the run directory ${dir}`,
+    ]);
+    await exited;
+    assert.ok(!existsSync(dir));
+  } finally {
+    daemon.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
   }
 });
