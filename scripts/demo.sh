@@ -12,7 +12,9 @@
 #      from which node's block (scripts/demo-report.ts checks each block is its node's);
 #   6. pings from a pod on each node to a pod on the next node (the agents' routes);
 #   7. shows `kubectl get ippools` (USED/FREE from the controller), `ipamctl show`, `ipamctl check`;
-#   8. deletes the Deployment, `helm uninstall`s, stops the cluster and checks the host is unchanged.
+#   8. deletes the Deployment, `helm uninstall`s, stops the cluster and checks the host is unchanged
+#      — unless --keep: then the cluster, blockipam and the Deployment stay, and the commands that
+#      remove them are printed.
 # Exit 0 only when every step worked. Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +22,7 @@ keep=""
 case ${1:-} in
   "") ;;
   --keep) keep=1 ;;
-  *) echo "usage: demo.sh [--keep]   (--keep: leave the cluster up at the end, for a look around)" >&2; exit 2 ;;
+  *) echo "usage: demo.sh [--keep]   (--keep: leave the cluster up with blockipam installed, for a look around)" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "demo: run as root (the cluster's namespaces and cgroups)" >&2; exit 1; }
 t0=$SECONDS
@@ -45,8 +47,13 @@ teardown() {
   local rc=$?
   trap - EXIT INT TERM
   if [ -n "$keep" ]; then
-    say "the cluster stays up (--keep): KUBECONFIG=$CLUSTER_KUBECONFIG; a shell on a node: bash test/cluster/ctl.sh $RUN exec node-1; stop it with: bash test/cluster/down.sh $RUN"
+    say "the cluster stays up with blockipam installed (--keep): KUBECONFIG=$CLUSTER_KUBECONFIG; a shell on a node: bash test/cluster/ctl.sh $RUN exec node-1"
+    echo "remove the demo later with:"
+    echo "  $CLUSTER_BIN/kubectl --kubeconfig $CLUSTER_KUBECONFIG -n demo delete deployment demo"
+    echo "  $HELM3 --kubeconfig $CLUSTER_KUBECONFIG uninstall blockipam --namespace kube-system"
+    echo "or stop the whole cluster (and check the host is unchanged): bash test/cluster/down.sh $RUN"
     rm -rf "$helm_home"
+    if [ "$rc" = 0 ]; then say "demo finished: every step worked"; else say "demo FAILED (exit $rc)"; fi
     exit "$rc"
   fi
   say "stopping the cluster and checking that the host is unchanged (test/cluster/down.sh)"
@@ -136,6 +143,7 @@ say "ipamctl (the image's multi-call executable, from the host)"
 show ipamctl show
 show ipamctl check
 
+[ -z "$keep" ] || exit 0 # --keep: the Deployment and the installation stay (teardown says how to remove them)
 say "deleting the Deployment; helm uninstall (CRDs and IPAM data stay, as docs/install.md says)"
 show kubectl -n demo delete deployment demo --wait=true
 kubectl -n demo wait --for=delete pod --all --timeout 120s >/dev/null

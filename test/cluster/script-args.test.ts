@@ -1,7 +1,7 @@
 /**
- * up.sh and ctl.sh on bad arguments: exit 2 with one line naming the problem and a usage line,
- * never bash's raw `line N: 2: ...` message, and never exit 0 for a daemon that does not exist
- * (a typo in `ctl.sh RUN stop kubelet-node-9` used to "succeed"). No cluster is started: up.sh
+ * up.sh, ctl.sh and demo.sh on bad arguments: exit 2 with one line naming the problem and a
+ * usage line, never bash's raw `line N: 2: ...` message, and never exit 0 for a daemon that does
+ * not exist (a typo in `ctl.sh RUN stop kubelet-node-9` used to "succeed"). No cluster is started: up.sh
  * refuses its arguments before it builds or starts anything, and ctl.sh runs against a run
  * directory made here that only lists its daemons (`cmds/`), as up.sh's does.
  */
@@ -35,6 +35,14 @@ void describe('up.sh: bad arguments', () => {
       assert.match(r.stderr, /^usage: up\.sh \[--nodes N\] \[--owner-pid PID\]$/m);
       assert.doesNotMatch(r.stderr, rawBash);
     });
+});
+
+void describe('demo.sh: bad arguments', () => {
+  void it('demo.sh --bogus: exit 2 and the usage, which says --keep keeps the installation', () => {
+    const r = spawnSync('bash', [join(here, '../../scripts/demo.sh'), '--bogus'], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /^usage: demo\.sh \[--keep\] .*leave the cluster up with blockipam installed/m);
+  });
 });
 
 void describe('ctl.sh: bad arguments', () => {
