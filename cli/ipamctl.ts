@@ -18,6 +18,7 @@ import { DEFAULT_REQUEST_TIMEOUT_S, MAX_REQUEST_TIMEOUT_S } from './connect.ts';
 import { reportFailure } from './errors.ts';
 import { EXIT, println } from './io.ts';
 import type { ExitCode, Io } from './io.ts';
+import { versionLine } from '../cmd/version.ts';
 
 /** Every subcommand, in the order --help lists them. */
 const COMMANDS: readonly CommandFactory[] = [
@@ -87,10 +88,33 @@ function knownCommand(argv: readonly string[], tree: ReadonlyMap<string, readonl
 }
 
 /**
+ * The flags, as typed (`--bogus`, `-x`), of yargs' "Unknown argument(s): a, b" — or undefined when
+ * the message is another one or names a word that is not a flag (an unknown command).
+ */
+function unknownFlags(message: string, argv: readonly string[]): string[] | undefined {
+  const names = /^Unknown arguments?: (.+)$/.exec(message)?.[1]?.split(', ');
+  if (!names) return undefined;
+  const typed = names.map((name) =>
+    argv.find((arg) => {
+      if (arg.startsWith('--')) return arg.slice(2).split('=')[0] === name;
+      return arg.startsWith('-') && name.length === 1 && arg.slice(1).includes(name);
+    }),
+  );
+  if (typed.includes(undefined)) return undefined;
+  return names.map((name) => (name.length === 1 ? `-${name}` : `--${name}`));
+}
+
+/**
  * Runs one ipamctl invocation.
- * @returns the exit code (io.ts EXIT): help → 0; usage error → 2 with the message on stderr
+ * @returns the exit code (io.ts EXIT): help and `--version` (the only argument: `ipamctl
+ *   <version>`, as every role answers it, cmd/version.ts) → 0; usage error → 2 with the message
+ *   on stderr (an unknown flag: one line naming it, with the help hint)
  */
 export async function run(io: Io): Promise<ExitCode> {
+  if (io.argv.length === 1 && io.argv[0] === '--version') {
+    io.stdout.write(versionLine('ipamctl'));
+    return EXIT.OK;
+  }
   let action: (() => Promise<ExitCode>) | undefined;
   const ctx: CommandContext = { io, defer: (a) => (action = a) };
   let failure: Error | undefined;
@@ -101,8 +125,14 @@ export async function run(io: Io): Promise<ExitCode> {
   });
   if (failure) {
     const command = knownCommand(io.argv, commandTree(ctx));
+    const hint = `Run "ipamctl ${command ? `${command} ` : ''}--help" for usage.`;
+    const flags = unknownFlags(failure.message, io.argv);
+    if (flags) {
+      println(io.stderr, `ipamctl: unknown flag${flags.length > 1 ? 's' : ''} ${flags.join(', ')}. ${hint}`);
+      return EXIT.ERROR;
+    }
     println(io.stderr, `ipamctl: ${failure.message}`);
-    println(io.stderr, `Run "ipamctl ${command ? `${command} ` : ''}--help" for usage.`);
+    println(io.stderr, hint);
     return EXIT.ERROR;
   }
   if (output) {

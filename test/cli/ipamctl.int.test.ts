@@ -15,7 +15,7 @@ describe('ipamctl dispatcher: usage, help, the executable (real API server)', ()
   adminHooks((d) => (ds = d));
 
   const badFlags: [string[], RegExp][] = [
-    [['check', '--bogus'], /Unknown argument: bogus\nRun "ipamctl check --help" for usage\./],
+    [['check', '--bogus'], /^ipamctl: unknown flag --bogus\. Run "ipamctl check --help" for usage\.\n$/],
     [
       ['check', '--limit', '-1'],
       /--limit must be an integer ≥ 0 \(0 = all\), not "-1"\nRun "ipamctl check --help"/,
