@@ -165,7 +165,8 @@ async function main(): Promise<void> {
       );
       continue;
     }
-    if (i > 0) log(`waiting for the load to settle: ${(await settle()).toFixed(1)}`);
+    // the first too: a run started right after another (or the cluster's start) would inherit its load
+    log(`run ${i + 1}: the load settled at ${(await settle()).toFixed(1)}`);
     // blockipam's daemons run only during its own run: none of their CPU is in host-local's
     const installed =
       ipam === 'blockipam'
