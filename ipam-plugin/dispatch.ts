@@ -75,6 +75,8 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
   }
   /** ms since process start when dispatch began (Node's performance.now origin). */
   const startMs = performance.now();
+  /** CPU this process used before dispatch (runtime start-up, module load), µs. */
+  const startCpu = process.cpuUsage();
   let stdin: string | undefined;
   const readStdin = (): string => (stdin ??= io.readStdin());
   let log: Logger | undefined;
@@ -104,6 +106,8 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       ...backend?.stats?.(),
       startMs: Math.round(startMs),
       totalMs: Math.round(performance.now()),
+      cpuStartMs: cpuMs(startCpu),
+      cpuMs: cpuMs(process.cpuUsage()),
     });
     return out === undefined ? 0 : emit(io, out);
   } catch (e) {
@@ -117,6 +121,9 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
     log?.close();
   }
 }
+
+/** User + system CPU time of a {@link process.cpuUsage} reading, ms with one decimal. */
+export const cpuMs = (u: NodeJS.CpuUsage): number => Math.round((u.user + u.system) / 100) / 10;
 
 function emit(io: Io, doc: Record<string, unknown>): number {
   io.stdout.write(`${JSON.stringify(doc)}\n`);

@@ -10,6 +10,7 @@
  */
 import type { KubeClientConfig } from './config.ts';
 import { tlsMaterialProblem } from './tls-material.ts';
+import { runnableDeadline } from './deadline.ts';
 import type { Exchange, HttpClient, Outgoing } from './node-client.ts';
 
 /** The part of Bun's RequestInit that standard typings lack. */
@@ -107,7 +108,7 @@ export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
   preconnect(origin);
   return {
     async send({ method, path, headers, body, timeoutMs, signal }: Outgoing): Promise<Exchange> {
-      const deadline = AbortSignal.timeout(timeoutMs);
+      const deadline = runnableDeadline(timeoutMs);
       const init: BunRequestInit = {
         method,
         headers,

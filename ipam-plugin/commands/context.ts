@@ -51,6 +51,7 @@ export async function underLock<T>(
   options: { withoutLock?: boolean; beforeWait?: () => void } = {},
 ): Promise<T> {
   const waitStart = performance.now();
+  const waitCpu = process.cpuUsage();
   let lock: HostLock;
   let locked = true;
   try {
@@ -70,14 +71,22 @@ export async function underLock<T>(
     locked = false;
   }
   const heldAt = performance.now();
+  const heldCpu = process.cpuUsage();
   try {
     return await step(AbortSignal.timeout(ctx.conf.timeoutMs), lock.waited ?? false, locked);
   } finally {
     await lock.release();
-    // On every later line (the `done` line): how long this call waited for and held the lock, ms.
+    // On every later line (the `done` line): how long this call waited for and held the lock,
+    // ms, and the CPU it used meanwhile (user + system, ms).
     ctx.log.bind({
       lockWaitMs: Math.round(heldAt - waitStart),
       lockHeldMs: Math.round(performance.now() - heldAt),
+      cpuLockWaitMs: cpuDeltaMs(waitCpu, heldCpu),
+      cpuLockHeldMs: cpuDeltaMs(heldCpu, process.cpuUsage()),
     });
   }
 }
+
+/** CPU used between two {@link process.cpuUsage} readings (user + system), ms with one decimal. */
+const cpuDeltaMs = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage): number =>
+  Math.round((b.user - a.user + b.system - a.system) / 100) / 10;

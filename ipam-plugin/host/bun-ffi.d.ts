@@ -3,7 +3,12 @@
  * rather than pulling in bun-types, whose globals would clash with @types/node's.
  */
 declare module 'bun:ffi' {
-  export const FFIType: { readonly i32: number; readonly ptr: number };
+  export const FFIType: {
+    readonly i32: number;
+    readonly u64: number;
+    readonly ptr: number;
+    readonly cstring: number;
+  };
   export type Pointer = number & { readonly __pointer: unique symbol };
   interface Signature {
     readonly args: readonly number[];
@@ -12,6 +17,15 @@ declare module 'bun:ffi' {
   export function dlopen<S extends Record<string, Signature>>(
     path: string,
     symbols: S,
-  ): { readonly symbols: { readonly [K in keyof S]: (...args: number[]) => number & (Pointer | null) } };
-  export const read: { i32(ptr: Pointer, byteOffset?: number): number };
+  ): {
+    readonly symbols: {
+      readonly [K in keyof S]: (...args: (number | bigint | Pointer | null)[]) => number & (Pointer | null);
+    };
+  };
+  export const read: {
+    i32(ptr: Pointer, byteOffset?: number): number;
+    ptr(ptr: Pointer, byteOffset?: number): number;
+  };
+  /** The address of a typed array's memory (valid while the array is alive and not moved). */
+  export function ptr(view: ArrayBufferView): Pointer;
 }

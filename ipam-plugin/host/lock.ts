@@ -19,6 +19,7 @@
  * Runtime: Bun only (the plugin ships as a Bun executable; Node has no flock). Under Node
  * {@link acquireHostLock} throws; the in-process tests inject a lock (dispatch.ts `Deps.lock`).
  */
+import type * as BunFfi from 'bun:ffi';
 import { closeSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ensureDir } from './ensure-dir.ts';
@@ -35,13 +36,24 @@ const EINTR = 4;
 export interface HostLock {
   /** True when another process held the lock when this one first asked (it had to wait). */
   readonly waited?: boolean;
+  /** How it waited, when it did: see {@link WaitedWith}. */
+  readonly waitedWith?: WaitedWith;
   /** Releases the lock; idempotent. */
   release(): Promise<void>;
 }
 
+/**
+ * How a waiter blocked in flock(2) with a timeout: `timer`, on its own thread, interrupted by a
+ * POSIX timer's signal (timedFlock); `worker`, in a worker thread while the main thread keeps its
+ * timer (where the timer cannot be set up).
+ */
+export type WaitedWith = 'timer' | 'worker';
+
 /** The lock was not obtained within the timeout (reported as CNI code 11, try again later). */
 export class LockTimeoutError extends Error {
   override readonly name = 'LockTimeoutError';
+  /** How it waited (undefined: a timeout of 0, no wait). */
+  readonly waitedWith?: WaitedWith;
 }
 
 export function isLockTimeoutError(e: unknown): e is LockTimeoutError {
@@ -60,6 +72,11 @@ export function isLockFileError(e: unknown): e is LockFileError {
 interface Libc {
   flock(fd: number, op: number): number;
   errno(): number;
+  /**
+   * A blocking `flock(fd, LOCK_EX)` on this thread that a timer interrupts after `timeoutMs`
+   * ({@link timedFlock}); undefined where the timer cannot be set up (then a worker waits).
+   */
+  readonly timed?: (fd: number, timeoutMs: number) => number | 'timeout';
 }
 
 let libc: Promise<Libc> | undefined;
@@ -73,18 +90,97 @@ function loadLibc(): Promise<Libc> {
       );
     }
     const ffi = await import('bun:ffi');
+    const { i32, ptr, u64 } = ffi.FFIType;
     const { symbols } = ffi.dlopen('libc.so.6', {
-      flock: { args: [ffi.FFIType.i32, ffi.FFIType.i32], returns: ffi.FFIType.i32 },
-      __errno_location: { args: [], returns: ffi.FFIType.ptr },
+      flock: { args: [i32, i32], returns: i32 },
+      __errno_location: { args: [], returns: ptr },
+      dlsym: { args: [ptr, ptr], returns: ptr },
+      gettid: { args: [], returns: i32 },
+      sigaction: { args: [i32, ptr, ptr], returns: i32 },
+      timer_create: { args: [i32, ptr, ptr], returns: i32 },
+      timer_settime: { args: [u64, i32, ptr, ptr], returns: i32 },
+      timer_gettime: { args: [u64, ptr], returns: i32 },
+      timer_delete: { args: [u64], returns: i32 },
     });
-    return {
-      flock: (fd, op) => symbols.flock(fd, op),
-      errno: () => {
-        const p = symbols.__errno_location();
-        return p === null ? 0 : ffi.read.i32(p, 0);
-      },
+    const errno = (): number => {
+      const p = symbols.__errno_location();
+      return p === null ? 0 : ffi.read.i32(p, 0);
     };
+    const flock = (fd: number, op: number): number => symbols.flock(fd, op);
+    return { flock, errno, timed: timedFlock(ffi, symbols, flock, errno) };
   })());
+}
+
+type Symbols = {
+  readonly [
+    K in
+      'dlsym' | 'gettid' | 'sigaction' | 'timer_create' | 'timer_settime' | 'timer_gettime' | 'timer_delete'
+  ]: (...args: (number | bigint | null)[]) => number;
+};
+
+/** From <signal.h> and <time.h> (Linux, LP64: x86-64 and arm64 lay these structs out alike). */
+const SIGALRM = 14;
+const CLOCK_MONOTONIC = 1;
+const SIGEV_THREAD_ID = 4;
+
+/**
+ * The waiter's blocking flock without a second thread: a POSIX timer (timer_create, clock
+ * CLOCK_MONOTONIC) sends SIGALRM to this thread only (SIGEV_THREAD_ID) after the timeout, and
+ * SIGALRM's handler is installed without SA_RESTART, so the blocked flock returns EINTR
+ * (signal(7): "Interruption of system calls ... by signal handlers"). The handler must be a
+ * native function: libc's `abs`, which takes the signal number as an int and does nothing
+ * else. It stays installed (the plugin never uses SIGALRM otherwise; the default action would
+ * end the process on a stray one). A worker thread — what waited before — costs a JavaScript
+ * VM per waiting call: 7–11 ms of CPU, most of a served waiter's own work
+ * (docs/benchmarks.md §IPAM churn).
+ * @returns the timed flock, or undefined when any step of the set-up failed
+ */
+function timedFlock(
+  ffi: typeof BunFfi,
+  c: Symbols,
+  flock: (fd: number, op: number) => number,
+  errno: () => number,
+): Libc['timed'] {
+  const handler = c.dlsym(null, ffi.ptr(Buffer.from('abs\0')));
+  if (!handler) return undefined;
+  // struct sigaction: sa_handler (8 bytes), sa_mask (128), sa_flags (int, 0: no SA_RESTART),
+  // sa_restorer (glibc's own) — 152 bytes.
+  const action = new BigUint64Array(19);
+  action[0] = BigInt(handler);
+  if (c.sigaction(SIGALRM, ffi.ptr(action), null) !== 0) return undefined;
+  return (fd, timeoutMs) => {
+    // struct sigevent: sigev_value (8), sigev_signo (int), sigev_notify (int), then the
+    // union whose first member is the thread id — 64 bytes.
+    const event = new Int32Array(16);
+    event[2] = SIGALRM;
+    event[3] = SIGEV_THREAD_ID;
+    event[4] = c.gettid();
+    const id = new BigUint64Array(1);
+    if (c.timer_create(CLOCK_MONOTONIC, ffi.ptr(event), ffi.ptr(id)) !== 0) return -1;
+    const timer = id[0]!;
+    try {
+      // struct itimerspec: it_interval {0, 0} (one shot), it_value {s, ns}.
+      const spec = new BigInt64Array([
+        0n,
+        0n,
+        BigInt(Math.floor(timeoutMs / 1000)),
+        BigInt(Math.round((timeoutMs % 1000) * 1e6)),
+      ]);
+      if (spec[2] === 0n && spec[3] === 0n) return 'timeout';
+      if (c.timer_settime(timer, 0, ffi.ptr(spec), null) !== 0) return -1;
+      for (;;) {
+        if (flock(fd, LOCK_EX) === 0) return 0;
+        const e = errno();
+        if (e !== EINTR) return e;
+        // Interrupted: by the timer once it has expired (it_value reads 0), else by another signal.
+        const left = new BigInt64Array(4);
+        if (c.timer_gettime(timer, ffi.ptr(left)) !== 0 || (left[2] === 0n && left[3] === 0n))
+          return 'timeout';
+      }
+    } finally {
+      c.timer_delete(timer);
+    }
+  };
 }
 
 /** `flock(fd, op)`, retried on EINTR. @returns 0, or the errno */
@@ -162,6 +258,8 @@ function openLockFile(path: string): number {
  * @param beforeWait called once, synchronously, when another process holds the lock and this
  *   one is about to wait for it (an ADD or DEL queues its request for the holder: lock-queue.ts);
  *   an exception from it propagates and nothing is waited for
+ * @param waitWith 'worker' waits in a worker thread even where the timer works (tests of that
+ *   path); default 'timer', with the worker as the fallback
  * @throws LockTimeoutError when not acquired in time; LockFileError when the file cannot be
  *   opened or locked, or not under Bun
  */
@@ -170,6 +268,7 @@ export async function acquireHostLock(
   timeoutMs = 60_000,
   holderNice = HOLDER_NICE,
   beforeWait?: () => void,
+  waitWith: WaitedWith = 'timer',
 ): Promise<HostLock> {
   const c = await loadLibc();
   const fd = openLockFile(path);
@@ -183,10 +282,19 @@ export async function acquireHostLock(
       throw e;
     }
   }
-  if (r === EWOULDBLOCK) r = timeoutMs > 0 ? await flockBlocking(fd, timeoutMs) : 'timeout';
-  if (r === 0) return holding(fd, true, holderNice);
+  let waitedWith: WaitedWith | undefined;
+  if (r === EWOULDBLOCK && timeoutMs <= 0) r = 'timeout';
+  else if (r === EWOULDBLOCK) {
+    const timed = (waitWith === 'timer' ? c.timed?.(fd, timeoutMs) : undefined) ?? -1;
+    waitedWith = timed === -1 ? 'worker' : 'timer';
+    r = timed === -1 ? await flockBlocking(fd, timeoutMs) : timed;
+  }
+  if (r === 0) return holding(fd, true, holderNice, waitedWith);
   closeSync(fd);
-  if (r === 'timeout') throw new LockTimeoutError(`host lock ${path} not acquired within ${timeoutMs} ms`);
+  if (r === 'timeout')
+    throw Object.assign(new LockTimeoutError(`host lock ${path} not acquired within ${timeoutMs} ms`), {
+      waitedWith,
+    });
   throw new LockFileError(`host lock ${path}: flock failed (errno ${r})`);
 }
 
@@ -205,11 +313,12 @@ export async function isHostLockFree(path: string): Promise<boolean> {
   }
 }
 
-function holding(fd: number, waited: boolean, holderNice: number): HostLock {
+function holding(fd: number, waited: boolean, holderNice: number, waitedWith?: WaitedWith): HostLock {
   let released = false;
   const restorePriority = raiseThreadPriority(holderNice);
   return {
     waited,
+    ...(waitedWith ? { waitedWith } : {}),
     release() {
       if (!released) {
         released = true;

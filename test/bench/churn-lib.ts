@@ -143,6 +143,17 @@ export interface BlockipamCall {
   /** Process start to the end of the command, ms (startMs: start to dispatch: runtime start-up). */
   readonly totalMs?: number;
   readonly startMs?: number;
+  /**
+   * CPU (user + system) of the process, ms: before dispatch (runtime start-up), while waiting
+   * for the lock, while holding it, and in all (the done line's cpuStartMs, cpuLockWaitMs,
+   * cpuLockHeldMs, cpuMs).
+   */
+  readonly cpu?: {
+    readonly start: number;
+    readonly wait?: number;
+    readonly held?: number;
+    readonly total: number;
+  };
   readonly apiRequests?: number;
   readonly nodeCache?: string;
   readonly podFromCache?: boolean;
@@ -165,6 +176,16 @@ export function readBlockipamLogs(files: readonly string[]): BlockipamCall[] {
           ...(typeof l.lockHeldMs === 'number' ? { heldMs: l.lockHeldMs } : {}),
           totalMs: Number(l.totalMs),
           startMs: Number(l.startMs),
+          ...(typeof l.cpuMs === 'number'
+            ? {
+                cpu: {
+                  start: Number(l.cpuStartMs),
+                  total: l.cpuMs,
+                  ...(typeof l.cpuLockWaitMs === 'number' ? { wait: l.cpuLockWaitMs } : {}),
+                  ...(typeof l.cpuLockHeldMs === 'number' ? { held: l.cpuLockHeldMs } : {}),
+                },
+              }
+            : {}),
           apiRequests: Number(l.apiRequests),
           ...(typeof l.nodeCache === 'string' ? { nodeCache: l.nodeCache } : {}),
           ...(typeof l.podFromCache === 'boolean' ? { podFromCache: l.podFromCache } : {}),

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { barSpec, histogramSpec, lineSpec, machineLine, writeChart } from './charts/index.ts';
 import { fmt, pct, writeDocsSection } from './plugin-bench-lib.ts';
-import { readBlockipamLogs, readCalicoLockWaits } from './churn-lib.ts';
+import { readBlockipamLogs, type BlockipamCall, readCalicoLockWaits } from './churn-lib.ts';
 
 /** One phase of one IPAM: every node's calls issued at once. */
 export interface ChurnPhase {
@@ -94,7 +94,41 @@ function breakdown(run: ChurnRun): string[] {
       );
     }
   }
+  out.push(...cpuBreakdown(run, byId));
   return out;
+}
+
+/**
+ * blockipam's process CPU per call by stage, from the done lines: start-up (before dispatch),
+ * lock wait, lock held, the rest of the command (reading netconf, node cache and kubeconfig,
+ * the log, exit), as mean ms per call; and their sum over the phase's calls.
+ */
+function cpuBreakdown(run: ChurnRun, byId: ReadonlyMap<string, BlockipamCall>): string[] {
+  const rows: string[] = [];
+  for (const p of run.phases) {
+    if (p.ipam !== 'blockipam') continue;
+    const cpu = p.ids.flatMap((id) => byId.get(id)?.cpu ?? []);
+    if (cpu.length === 0) continue;
+    const mean = (f: (c: NonNullable<BlockipamCall['cpu']>) => number): string =>
+      (cpu.reduce((a, c) => a + f(c), 0) / cpu.length).toFixed(1);
+    const rest = (c: NonNullable<BlockipamCall['cpu']>): number =>
+      c.total - c.start - (c.wait ?? 0) - (c.held ?? 0);
+    rows.push(
+      `| ${p.name} | ${p.phase} | ${cpu.length} | ${mean((c) => c.start)} | ${mean((c) => c.wait ?? 0)} | ${mean((c) => c.held ?? 0)} | ${mean(rest)} | ${mean((c) => c.total)} | ${pct(
+        cpu.map((c) => c.total),
+        99,
+      ).toFixed(1)} | ${s1(cpu.reduce((a, c) => a + c.total, 0))} |`,
+    );
+  }
+  if (rows.length === 0) return [];
+  return [
+    '',
+    "blockipam's CPU per call by stage (user + system, from each call's `done` line; calls that failed have none): mean ms.",
+    '',
+    '| IPAM | phase | calls | start-up | lock wait | lock held | rest of the command | total | total p99 | sum, s |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ];
 }
 
 /** The charts of the section (SVG beside docs/benchmarks.md); returns their markdown. */

@@ -1,7 +1,7 @@
 /**
  * Test helper process (run with Bun: the host lock is flock(2) through bun:ffi):
  *   bun lock-holder.ts PATH [--hold MS] [--timeout MS] [--stay] [--log FILE] [--free]
- *     [--nice N] [--start-nice N] [--threads]
+ *     [--nice N] [--start-nice N] [--threads] [--worker]
  * Takes the host lock on PATH (waiting at most --timeout, default 10 000 ms) and prints
  * "held waited=<true|false>"; holds it until killed or, with --hold, for MS ms, then releases it,
  * prints "released" and exits. On a timeout it prints "timeout" (and with --stay keeps running
@@ -9,7 +9,9 @@
  * "exit <pid>" lines around the hold (one write each, O_APPEND). --free prints "free <bool>"
  * (isHostLockFree) and exits. --nice is the holder's nice value (acquireHostLock's holderNice);
  * --start-nice sets every thread's nice value first; --threads prints "threads <nice values of
- * this process's threads, sorted>" after "held" and again after "released".
+ * this process's threads, sorted>" after "held" and again after "released". A waiter's "held" and
+ * "timeout" lines end in "with=timer" or "with=worker" (how it waited); --worker makes it wait in
+ * a worker thread.
  */
 import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
@@ -27,6 +29,7 @@ const { positionals, values } = parseArgs({
     nice: { type: 'string' },
     'start-nice': { type: 'string' },
     threads: { type: 'boolean', default: false },
+    worker: { type: 'boolean', default: false },
   },
 });
 const tids = (): string[] => readdirSync('/proc/self/task');
@@ -55,10 +58,12 @@ try {
   const lock = await acquireHostLock(
     path,
     Number(values.timeout),
-    ...(values.nice === undefined ? [] : [Number(values.nice)]),
+    values.nice === undefined ? undefined : Number(values.nice),
+    undefined,
+    values.worker ? 'worker' : 'timer',
   );
   if (values.log) appendFileSync(values.log, `enter ${process.pid}\n`);
-  out(`held waited=${String(lock.waited ?? false)}`);
+  out(`held waited=${String(lock.waited ?? false)}${lock.waitedWith ? ` with=${lock.waitedWith}` : ''}`);
   threads();
   if (values.hold === undefined) setInterval(() => undefined, 60_000);
   else {
@@ -72,7 +77,7 @@ try {
   }
 } catch (e) {
   if (isLockTimeoutError(e)) {
-    out('timeout');
+    out(`timeout${e.waitedWith ? ` with=${e.waitedWith}` : ''}`);
     if (values.stay) setInterval(() => undefined, 60_000);
   } else {
     out(`error ${(e as Error).name}: ${(e as Error).message}`);

@@ -44,7 +44,7 @@ void describe('host lock (flock)', () => {
     assert.equal(statSync(path).mode & 0o777, 0o600);
     assert.equal(freeToFlock1(path), false, 'flock(1) sees the lock held');
     const b = track(lockProcess([path, '--timeout', '300']));
-    assert.equal(await b.next(/./), 'timeout');
+    assert.equal(await b.next(/./), 'timeout with=timer');
   });
 
   void it('a waiter gets the lock when the holder releases, and knows it waited', async () => {
@@ -52,7 +52,7 @@ void describe('host lock (flock)', () => {
     const a = track(lockProcess([path, '--hold', '400']));
     assert.equal(await a.next(/^held/), 'held waited=false');
     const b = track(lockProcess([path, '--timeout', '10000']));
-    assert.equal(await b.next(/^held|timeout|error/), 'held waited=true');
+    assert.equal(await b.next(/^held|timeout|error/), 'held waited=true with=timer');
     await a.next(/^released/);
   });
 
@@ -63,17 +63,44 @@ void describe('host lock (flock)', () => {
     await waiterOn(path);
     assert.deepEqual(b.lines, []);
     await a.kill();
-    assert.equal(await b.next(/./), 'held waited=true');
+    assert.equal(await b.next(/./), 'held waited=true with=timer');
   });
 
   void it('a waiter that timed out never takes the lock afterwards', async () => {
     const path = lockFile();
     const a = track(await holdLock(path));
     const b = track(lockProcess([path, '--timeout', '200', '--stay']));
-    assert.equal(await b.next(/./), 'timeout');
+    assert.equal(await b.next(/./), 'timeout with=timer');
     await a.kill();
     assert.equal(b.child.exitCode, null, 'the timed-out process is still running');
     assert.equal(freeToFlock1(path), true, 'nobody holds the lock');
+  });
+
+  void it('a stray SIGALRM while it waits neither ends the process nor the wait (the timer is its own)', async () => {
+    const path = lockFile();
+    const a = track(await holdLock(path));
+    const b = track(lockProcess([path, '--timeout', '20000']));
+    await waiterOn(path);
+    for (let i = 0; i < 3; i++) {
+      b.child.kill('SIGALRM');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(b.child.exitCode, null, 'still running');
+    assert.deepEqual(b.lines, [], 'still waiting');
+    await a.kill();
+    assert.equal(await b.next(/./), 'held waited=true with=timer');
+  });
+
+  void it('the worker-thread wait (the fallback where no timer can be set up) hands over and times out alike', async () => {
+    const path = lockFile();
+    const a = track(lockProcess([path, '--hold', '400']));
+    assert.equal(await a.next(/^held/), 'held waited=false');
+    const b = track(lockProcess([path, '--timeout', '10000', '--worker']));
+    assert.equal(await b.next(/^held|timeout|error/), 'held waited=true with=worker');
+    const c = track(lockProcess([path, '--timeout', '200', '--worker', '--stay']));
+    assert.equal(await c.next(/./), 'timeout with=worker');
+    await b.kill();
+    assert.equal(freeToFlock1(path), true, 'the timed-out worker never took it');
   });
 
   void it('is the lock flock(1) takes: an operator can pause a node with `flock <lockFile> …`', async () => {
@@ -83,11 +110,11 @@ void describe('host lock (flock)', () => {
     const op = spawn('flock', ['--no-fork', path, 'sleep', '600'], { stdio: 'ignore' });
     children.push(op);
     while (freeToFlock1(path)) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(await track(lockProcess([path, '--timeout', '300'])).next(/./), 'timeout');
+    assert.equal(await track(lockProcess([path, '--timeout', '300'])).next(/./), 'timeout with=timer');
     const b = track(lockProcess([path, '--timeout', '20000']));
     await waiterOn(path);
     op.kill('SIGKILL');
-    assert.equal(await b.next(/./), 'held waited=true');
+    assert.equal(await b.next(/./), 'held waited=true with=timer');
   });
 
   void it('12 processes contending: every one gets it, never two at once', async () => {
