@@ -91,8 +91,16 @@ function preconnect(origin: string): void {
   }
 }
 
-/** A client over fetch. Errors keep fetch's `code` (ECONNREFUSED, ECONNRESET, TLS codes). */
-export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
+/**
+ * A client over fetch. Errors keep fetch's `code` (ECONNREFUSED, ECONNRESET, TLS codes).
+ * @param options.preconnect start the connection now ({@link preconnect}; default true); false:
+ *   the first request opens it
+ */
+export function fetchClient(
+  config: KubeClientConfig,
+  url: URL,
+  options: { preconnect?: boolean } = {},
+): HttpClient {
   proxyLikeClientGo(url);
   const proxyNote = proxyNoteFor(url);
   const tls =
@@ -105,7 +113,7 @@ export function fetchClient(config: KubeClientConfig, url: URL): HttpClient {
         }
       : undefined;
   const origin = url.origin;
-  preconnect(origin);
+  if (options.preconnect ?? true) preconnect(origin);
   return {
     async send({ method, path, headers, body, timeoutMs, signal }: Outgoing): Promise<Exchange> {
       const deadline = runnableDeadline(timeoutMs);

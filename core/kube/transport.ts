@@ -99,14 +99,21 @@ export class KubeTransport {
    * @param options.timeoutMs per request, default 30 000 ms; on expiry → UnavailableError
    * @param options.client default `auto`: Bun's native fetch when running under Bun (the plugin
    *   executable: fetch-client.ts), node:https otherwise (node-client.ts)
+   * @param options.preconnect fetch only: open the connection now, before the first request
+   *   (default true; fetch-client.ts); node:https always connects on the first request
    */
-  constructor(config: KubeClientConfig, options: { timeoutMs?: number; client?: HttpClientKind } = {}) {
+  constructor(
+    config: KubeClientConfig,
+    options: { timeoutMs?: number; client?: HttpClientKind; preconnect?: boolean } = {},
+  ) {
     this.#config = config;
     this.#url = new URL(config.server);
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     const kind = options.client ?? 'auto';
     const useFetch = kind === 'fetch' || (kind === 'auto' && process.versions.bun !== undefined);
-    this.#client = (useFetch ? fetchClient : nodeClient)(config, this.#url);
+    this.#client = useFetch
+      ? fetchClient(config, this.#url, { preconnect: options.preconnect ?? true })
+      : nodeClient(config, this.#url);
   }
 
   /**
