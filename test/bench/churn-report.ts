@@ -58,6 +58,8 @@ export interface ChurnRun {
   readonly phases: readonly ChurnPhase[];
   /** CPU ms per call of each IPAM in the warm-up (one ADD and one DEL per node, no contention on a node). */
   readonly warmCpuMs: Readonly<Record<string, number>>;
+  /** The nice value kube-apiserver's and etcd's threads ran at (0: as started). */
+  readonly controlPlaneNice?: number;
 }
 
 const s1 = (ms: number): string => (ms / 1000).toFixed(1);
@@ -190,7 +192,11 @@ export function renderChurn(run: ChurnRun): {
   const lines: string[] = [
     '## IPAM churn',
     '',
-    `Measured by \`node test/bench/churn-bench.ts\` on ${run.when.slice(0, 16).replace('T', ' ')} UTC: 2 cores (load average at the phases' starts ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}), kube-apiserver ${run.serverVersion} + etcd on loopback, Node ${run.node}.`,
+    `Measured by \`node test/bench/churn-bench.ts\` on ${run.when.slice(0, 16).replace('T', ' ')} UTC: 2 cores (load average at the phases' starts ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}), kube-apiserver ${run.serverVersion} + etcd on loopback, Node ${run.node}.${
+      run.controlPlaneNice
+        ? ` kube-apiserver and etcd run at nice ${run.controlPlaneNice} (every thread, set before each phase): on a cluster they have their own machines, and here a burst of 1,000 IPAM processes at nice 0 would otherwise starve them — for every IPAM alike (\`--control-plane-nice 0\` turns it off).`
+        : ''
+    }`,
     `${run.nodes} simulated nodes (a network namespace each, so each has its own host lock) × ${run.pods} ADDs issued at once per node; the IPAM alone, exec'd as ptp would exec it, by a process inside the node's namespace that also relays the API server. Phases: add → mass DEL → re-add (new pods) → DEL, interleaved across IPAMs. Wall time: first call issued → last call exited; latencies spawn to exit; requests and 409s from kube-apiserver's \`apiserver_request_total\` (blockipam's include its ${run.nodes} agents' requests during the phase); CPU from /proc/<pid>/stat.`,
     '',
     '| IPAM | phase | wall s | call p50 ms | call p99 ms | failures | distinct addresses | API requests / call | 409s / call | IPAM processes CPU s | agents CPU s | kube-apiserver CPU s | etcd CPU s | load at start |',
