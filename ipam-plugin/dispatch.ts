@@ -96,7 +96,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       env,
       conf,
       log,
-      backend: async () => (backend ??= await deps.backend(conf)),
+      backend: async () => (backend ??= await deps.backend(conf, env.command)),
       lock: (beforeWait) =>
         (deps.lock ?? acquireHostLock)(conf.lockFile, conf.lockTimeoutMs, conf.lockHolderNice, beforeWait),
       lockFree: () => (deps.lockFree ?? isHostLockFree)(conf.lockFile),

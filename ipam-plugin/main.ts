@@ -66,7 +66,10 @@ async function main(): Promise<void> {
         },
       },
     },
-    { backend: async (conf) => (await import('./backend/kube-backend.ts')).createKubeBackend(conf) },
+    {
+      backend: async (conf, command) =>
+        (await import('./backend/kube-backend.ts')).createKubeBackend(conf, command),
+    },
   );
   process.exit(stdoutFailure === undefined ? code : 1);
 }

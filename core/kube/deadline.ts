@@ -13,22 +13,38 @@
 /** Lateness (ms) past which a timer's delay is taken for time the process did not run. */
 export const LATE_MS = 100;
 
+/** The longest delay setTimeout takes (a 32-bit signed ms count; longer fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export interface Deadline {
+  /** Aborted with a DOMException named TimeoutError, like AbortSignal.timeout's. */
+  readonly signal: AbortSignal;
+  /** Stops the timer (the request ended); idempotent. */
+  clear(): void;
+}
+
 /**
- * @param timeoutMs the deadline, ms (> 0)
- * @returns a signal aborted with a DOMException named TimeoutError, like AbortSignal.timeout's;
- *   its timer never keeps the process alive
+ * @param timeoutMs the deadline, ms (> 0; at most 2^31 − 1, longer is cut to that)
+ * @returns the deadline; its timer never keeps the process alive
  */
-export function runnableDeadline(timeoutMs: number): AbortSignal {
+export function runnableDeadline(timeoutMs: number): Deadline {
   const controller = new AbortController();
+  const limitMs = Math.min(timeoutMs, MAX_TIMER_MS);
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const arm = (ms: number, graceLeft: boolean): void => {
     const due = performance.now() + ms;
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       const late = performance.now() - due;
-      if (graceLeft && late > LATE_MS) arm(Math.min(late, timeoutMs), false);
+      if (graceLeft && late > LATE_MS) arm(Math.min(late, limitMs), false);
       else controller.abort(new DOMException(`signal timed out after ${timeoutMs} ms`, 'TimeoutError'));
     }, ms);
     (timer as { unref?: () => void }).unref?.();
   };
-  arm(timeoutMs, true);
-  return controller.signal;
+  arm(limitMs, true);
+  return {
+    signal: controller.signal,
+    clear() {
+      clearTimeout(timer);
+    },
+  };
 }

@@ -120,7 +120,7 @@ export function fetchClient(
       const init: BunRequestInit = {
         method,
         headers,
-        signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
+        signal: signal ? AbortSignal.any([deadline.signal, signal]) : deadline.signal,
         redirect: 'manual',
         verbose: false,
         ...(body === undefined ? {} : { body }),
@@ -161,6 +161,8 @@ export function fetchClient(
         if (proxyNote && typeof error.code === 'string')
           throw Object.assign(new Error(`${error.message} (${proxyNote})`), { code: error.code, cause: e });
         throw e;
+      } finally {
+        deadline.clear();
       }
       return { status: res.status, text, retryAfter: res.headers.get('retry-after') ?? undefined };
     },

@@ -13,6 +13,7 @@ import { readNodeCache } from '../host/node-cache-file.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
 import { loadKubeconfigCached } from '../host/kubeconfig-cache.ts';
 import type { NetConf } from '../cni/netconf.ts';
+import type { CniCommand } from '../cni/env.ts';
 import { SerialTransport } from './serial-transport.ts';
 import { isHostLockFree } from '../host/lock.ts';
 
@@ -28,7 +29,22 @@ async function lockLooksFree(lockFile: string): Promise<boolean> {
   }
 }
 
-export async function createKubeBackend(conf: NetConf): Promise<Backend> {
+/**
+ * Whether to open the API connection ahead (Bun's fetch.preconnect), overlapping the TLS
+ * handshake with the rest of start-up (docs/benchmarks.md, issue 10's warm ADD). Not for an ADD
+ * or DEL while another call holds the node's lock and hands requests on (`ipam.lockQueue`): in
+ * a burst nearly every call waits, the holder serves most of them (combine.ts), and a served
+ * waiter never sends a request — a connection opened ahead would cost it a TLS handshake (~2–4
+ * ms of CPU, and the API server its share) for nothing. Every other call (CHECK, GC, STATUS, or
+ * with `lockQueue: false`) sends its own requests, so it always opens ahead and never probes
+ * the lock. The probe is a hint: a waiter that ends up not served connects when it sends.
+ */
+async function shouldPreconnect(conf: NetConf, command: CniCommand): Promise<boolean> {
+  if (!conf.lockQueue || (command !== 'ADD' && command !== 'DEL')) return true;
+  return lockLooksFree(conf.lockFile);
+}
+
+export async function createKubeBackend(conf: NetConf, command: CniCommand): Promise<Backend> {
   let cfg: KubeClientConfig;
   try {
     cfg = await loadKubeconfigCached(conf.kubeconfig, conf.cacheDir);
@@ -36,13 +52,10 @@ export async function createKubeBackend(conf: NetConf): Promise<Backend> {
     if (isKubeconfigError(e)) throw new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', e.message);
     throw e;
   }
-  // One connection, requests in sequence (serial-transport.ts): one TLS handshake per call, and
-  // none before it is needed while another call holds the node's lock. In a burst nearly every
-  // call waits, and the holder serves most of them (combine.ts): a connection opened ahead would
-  // cost each of them a TLS handshake (~4 ms of CPU, and the API server's share) for nothing.
+  // One connection, requests in sequence (serial-transport.ts): one TLS handshake per call.
   const transport = new SerialTransport(cfg, {
     timeoutMs: Math.min(requestTimeoutMs, conf.timeoutMs),
-    preconnect: await lockLooksFree(conf.lockFile),
+    preconnect: await shouldPreconnect(conf, command),
   });
   const ds = new KubeDatastore(transport);
   return createCoreBackend({

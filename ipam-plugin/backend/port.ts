@@ -6,6 +6,7 @@
  */
 import type { Attachment, IPFamily, PodRef } from 'blockipam/core';
 import type { NetConf } from '../cni/netconf.ts';
+import type { CniCommand } from '../cni/env.ts';
 import type { IpConfig } from '../cni/result.ts';
 
 /** One attachment of one network: its handle is `<network>.<containerID>.<ifname>`. */
@@ -144,8 +145,12 @@ export interface Backend {
   stats?(): Readonly<Record<string, unknown>>;
 }
 
-/** Creates a backend for one invocation's config (lazily: VERSION never calls it). */
-export type BackendFactory = (conf: NetConf) => Promise<Backend>;
+/**
+ * Creates a backend for one invocation's config (lazily: VERSION never calls it).
+ * @param command the CNI command it serves (ADD and DEL may be served by the lock's holder:
+ *   kube-backend.ts opens no connection ahead for them while the lock is held)
+ */
+export type BackendFactory = (conf: NetConf, command: CniCommand) => Promise<Backend>;
 
 /** The datastore could not be reached or answered with a server error: the runtime should retry. */
 export class BackendUnavailableError extends Error {

@@ -5,6 +5,7 @@
 declare module 'bun:ffi' {
   export const FFIType: {
     readonly i32: number;
+    readonly i64: number;
     readonly u64: number;
     readonly ptr: number;
     readonly cstring: number;

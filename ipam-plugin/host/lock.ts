@@ -11,10 +11,12 @@
  * Correctness never depends on the lock: compare-and-swap does.
  *
  * Waiting: the first attempt is non-blocking (`LOCK_EX | LOCK_NB`, one system call). Only when
- * another process holds the lock does a worker thread make the blocking call, so the main thread
- * keeps its timer: on timeout the file is closed, which also drops a lock the worker gets later
- * (the kernel releases a flock when the last reference to the open file goes). The worker is
- * unreferenced: it never keeps the process alive.
+ * another process holds the lock does the call block in flock, on its own thread, until a POSIX
+ * timer's signal interrupts it at the timeout ({@link timedFlock}). Where that timer cannot be
+ * set up, a worker thread makes the blocking call while the main thread keeps its timer: on
+ * timeout the file is closed, which also drops a lock the worker gets later (the kernel releases
+ * a flock when the last reference to the open file goes); the worker is unreferenced, so it
+ * never keeps the process alive.
  *
  * Runtime: Bun only (the plugin ships as a Bun executable; Node has no flock). Under Node
  * {@link acquireHostLock} throws; the in-process tests inject a lock (dispatch.ts `Deps.lock`).
@@ -81,7 +83,11 @@ interface Libc {
 
 let libc: Promise<Libc> | undefined;
 
-/** libc's flock and errno through bun:ffi, loaded once per process (about 0.3 ms). */
+/**
+ * libc's flock and errno through bun:ffi, loaded once per process (about 0.3 ms), and the timed
+ * wait's symbols where they can be found ({@link loadTimerSymbols}).
+ * @throws LockFileError under Node, or when libc.so.6 or its flock cannot be loaded
+ */
 function loadLibc(): Promise<Libc> {
   return (libc ??= (async () => {
     if (!process.versions.bun) {
@@ -89,25 +95,33 @@ function loadLibc(): Promise<Libc> {
         'the host lock needs the Bun runtime (flock(2) through bun:ffi); Node has none',
       );
     }
-    const ffi = await import('bun:ffi');
-    const { i32, ptr, u64 } = ffi.FFIType;
-    const { symbols } = ffi.dlopen('libc.so.6', {
-      flock: { args: [i32, i32], returns: i32 },
-      __errno_location: { args: [], returns: ptr },
-      dlsym: { args: [ptr, ptr], returns: ptr },
-      gettid: { args: [], returns: i32 },
-      sigaction: { args: [i32, ptr, ptr], returns: i32 },
-      timer_create: { args: [i32, ptr, ptr], returns: i32 },
-      timer_settime: { args: [u64, i32, ptr, ptr], returns: i32 },
-      timer_gettime: { args: [u64, ptr], returns: i32 },
-      timer_delete: { args: [u64], returns: i32 },
-    });
+    let ffi: typeof BunFfi;
+    let core: { flock(fd: number, op: number): number; __errno_location(): BunFfi.Pointer | null };
+    try {
+      ffi = await import('bun:ffi');
+      const { i32, ptr } = ffi.FFIType;
+      core = ffi.dlopen('libc.so.6', {
+        flock: { args: [i32, i32], returns: i32 },
+        __errno_location: { args: [], returns: ptr },
+      }).symbols;
+    } catch (e) {
+      throw new LockFileError(`the host lock cannot load flock(2) from libc.so.6: ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
     const errno = (): number => {
-      const p = symbols.__errno_location();
+      const p = core.__errno_location();
       return p === null ? 0 : ffi.read.i32(p, 0);
     };
-    const flock = (fd: number, op: number): number => symbols.flock(fd, op);
-    return { flock, errno, timed: timedFlock(ffi, symbols, flock, errno) };
+    const flock = (fd: number, op: number): number => core.flock(fd, op);
+    let timed: Libc['timed'];
+    try {
+      const symbols = loadTimerSymbols(ffi);
+      timed = symbols && timedFlock(ffi, symbols, flock, errno);
+    } catch {
+      timed = undefined; // a worker waits instead
+    }
+    return { flock, errno, ...(timed ? { timed } : {}) };
   })());
 }
 
@@ -118,22 +132,77 @@ type Symbols = {
   ]: (...args: (number | bigint | null)[]) => number;
 };
 
+/** SYS_gettid by architecture (asm/unistd.h), for a libc without gettid(3) (glibc < 2.30). */
+const SYS_GETTID: Readonly<Record<string, number>> = { x64: 186, arm64: 178 };
+
+/**
+ * The timed wait's symbols. glibc 2.34 moved timer_* (from librt) and dlsym (from libdl) into
+ * libc.so.6, and gettid(3) came in 2.30; on an older libc each is looked up where it lived, and
+ * gettid is the raw system call.
+ * @returns the symbols, or undefined when one cannot be found (then a worker waits)
+ */
+function loadTimerSymbols(ffi: typeof BunFfi): Symbols | undefined {
+  const { i32, i64, ptr, u64 } = ffi.FFIType;
+  type Defs = Parameters<typeof BunFfi.dlopen>[1];
+  const open = (libraries: readonly string[], defs: Defs): Record<string, Symbols['dlsym']> | undefined => {
+    for (const library of libraries) {
+      try {
+        return ffi.dlopen(library, defs).symbols;
+      } catch {
+        // not in this one
+      }
+    }
+    return undefined;
+  };
+  const timers = open(['libc.so.6', 'librt.so.1'], {
+    timer_create: { args: [i32, ptr, ptr], returns: i32 },
+    timer_settime: { args: [u64, i32, ptr, ptr], returns: i32 },
+    timer_gettime: { args: [u64, ptr], returns: i32 },
+    timer_delete: { args: [u64], returns: i32 },
+  });
+  const signals = open(['libc.so.6'], { sigaction: { args: [i32, ptr, ptr], returns: i32 } });
+  const dl = open(['libc.so.6', 'libdl.so.2'], { dlsym: { args: [ptr, ptr], returns: ptr } });
+  let gettid = open(['libc.so.6'], { gettid: { args: [], returns: i32 } })?.gettid;
+  const sysGettid = SYS_GETTID[process.arch];
+  if (!gettid && sysGettid !== undefined) {
+    const raw = open(['libc.so.6'], { syscall: { args: [i64], returns: i64 } })?.syscall;
+    if (raw) gettid = () => Number(raw(BigInt(sysGettid)));
+  }
+  if (!timers || !signals || !dl || !gettid) return undefined;
+  return {
+    timer_create: timers.timer_create!,
+    timer_settime: timers.timer_settime!,
+    timer_gettime: timers.timer_gettime!,
+    timer_delete: timers.timer_delete!,
+    sigaction: signals.sigaction!,
+    dlsym: dl.dlsym!,
+    gettid,
+  };
+}
+
 /** From <signal.h> and <time.h> (Linux, LP64: x86-64 and arm64 lay these structs out alike). */
 const SIGALRM = 14;
 const CLOCK_MONOTONIC = 1;
 const SIGEV_THREAD_ID = 4;
+/**
+ * After its first expiry at the timeout, the timer repeats every REPEAT_MS (ms): a signal that
+ * came while the thread was not yet (or no longer) blocked in flock — between timer_settime and
+ * flock, or between an EINTR and the next flock — interrupted nothing, so the next one does.
+ */
+const REPEAT_MS = 10;
 
 /**
  * The waiter's blocking flock without a second thread: a POSIX timer (timer_create, clock
- * CLOCK_MONOTONIC) sends SIGALRM to this thread only (SIGEV_THREAD_ID) after the timeout, and
- * SIGALRM's handler is installed without SA_RESTART, so the blocked flock returns EINTR
- * (signal(7): "Interruption of system calls ... by signal handlers"). The handler must be a
- * native function: libc's `abs`, which takes the signal number as an int and does nothing
- * else. It stays installed (the plugin never uses SIGALRM otherwise; the default action would
- * end the process on a stray one). A worker thread — what waited before — costs a JavaScript
- * VM per waiting call: 7–11 ms of CPU, most of a served waiter's own work
- * (docs/benchmarks.md §IPAM churn).
- * @returns the timed flock, or undefined when any step of the set-up failed
+ * CLOCK_MONOTONIC) sends SIGALRM to this thread only (SIGEV_THREAD_ID) at the timeout and
+ * every {@link REPEAT_MS} after it, and SIGALRM's handler is installed without SA_RESTART, so
+ * the blocked flock returns EINTR (signal(7): "Interruption of system calls ... by signal
+ * handlers"). Whether the time is up is read from the monotonic clock after each EINTR, so a
+ * SIGALRM from anyone else only makes it block again. The handler must be a native function:
+ * libc's `abs`, which takes the signal number as an int and does nothing else. It stays
+ * installed (the plugin never uses SIGALRM otherwise; the default action would end the process
+ * on a stray one). A worker thread — what waited before — costs a JavaScript VM per waiting
+ * call: 7–11 ms of CPU, most of a served waiter's own work (docs/benchmarks.md §IPAM churn).
+ * @returns the timed flock, or undefined when the handler could not be installed
  */
 function timedFlock(
   ffi: typeof BunFfi,
@@ -149,6 +218,7 @@ function timedFlock(
   action[0] = BigInt(handler);
   if (c.sigaction(SIGALRM, ffi.ptr(action), null) !== 0) return undefined;
   return (fd, timeoutMs) => {
+    if (timeoutMs <= 0) return 'timeout';
     // struct sigevent: sigev_value (8), sigev_signo (int), sigev_notify (int), then the
     // union whose first member is the thread id — 64 bytes.
     const event = new Int32Array(16);
@@ -159,23 +229,20 @@ function timedFlock(
     if (c.timer_create(CLOCK_MONOTONIC, ffi.ptr(event), ffi.ptr(id)) !== 0) return -1;
     const timer = id[0]!;
     try {
-      // struct itimerspec: it_interval {0, 0} (one shot), it_value {s, ns}.
-      const spec = new BigInt64Array([
-        0n,
-        0n,
-        BigInt(Math.floor(timeoutMs / 1000)),
-        BigInt(Math.round((timeoutMs % 1000) * 1e6)),
-      ]);
-      if (spec[2] === 0n && spec[3] === 0n) return 'timeout';
+      const ns = (ms: number): [bigint, bigint] => [
+        BigInt(Math.floor(ms / 1000)),
+        BigInt(Math.round((ms % 1000) * 1e6)),
+      ];
+      // struct itimerspec: it_interval {s, ns}, it_value {s, ns}.
+      const spec = new BigInt64Array([...ns(REPEAT_MS), ...ns(timeoutMs)]);
+      if (spec[2] === 0n && spec[3] === 0n) spec[3] = 1n; // a sub-nanosecond timeout: at once
+      const start = performance.now();
       if (c.timer_settime(timer, 0, ffi.ptr(spec), null) !== 0) return -1;
       for (;;) {
         if (flock(fd, LOCK_EX) === 0) return 0;
         const e = errno();
         if (e !== EINTR) return e;
-        // Interrupted: by the timer once it has expired (it_value reads 0), else by another signal.
-        const left = new BigInt64Array(4);
-        if (c.timer_gettime(timer, ffi.ptr(left)) !== 0 || (left[2] === 0n && left[3] === 0n))
-          return 'timeout';
+        if (performance.now() - start >= timeoutMs) return 'timeout';
       }
     } finally {
       c.timer_delete(timer);

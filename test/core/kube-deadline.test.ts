@@ -14,7 +14,7 @@ const block = (ms: number): void => void Atomics.wait(new Int32Array(new SharedA
 
 void describe('runnableDeadline', () => {
   void it('aborts with a TimeoutError after timeoutMs while the process runs, not before', async () => {
-    const signal = runnableDeadline(200);
+    const { signal } = runnableDeadline(200);
     await sleep(100);
     assert.equal(signal.aborted, false);
     await sleep(400);
@@ -27,7 +27,7 @@ void describe('runnableDeadline', () => {
     // deadline. Node runs due timers before it polls I/O, so a plain timeout aborts first.
     const child = spawn('sh', ['-c', 'sleep 0.05; echo answer'], { stdio: ['ignore', 'pipe', 'ignore'] });
     await once(child, 'spawn');
-    const signal = runnableDeadline(100);
+    const { signal } = runnableDeadline(100);
     let answered: boolean | undefined;
     child.stdout.once('data', () => (answered = !signal.aborted));
     block(400);
@@ -39,8 +39,22 @@ void describe('runnableDeadline', () => {
     assert.equal(signal.aborted, true);
   });
 
+  void it('clear() stops it: the signal is never aborted', async () => {
+    const deadline = runnableDeadline(50);
+    deadline.clear();
+    await sleep(150);
+    assert.equal(deadline.signal.aborted, false);
+  });
+
+  void it("a timeout past setTimeout's 2^31 ms limit does not fire at once", async () => {
+    const deadline = runnableDeadline(2 ** 33);
+    await sleep(50);
+    assert.equal(deadline.signal.aborted, false);
+    deadline.clear();
+  });
+
   void it('is late only once: a second blocked stretch aborts when its timer runs', async () => {
-    const signal = runnableDeadline(100);
+    const { signal } = runnableDeadline(100);
     block(300);
     await sleep(10);
     assert.equal(signal.aborted, false);

@@ -91,6 +91,16 @@ void describe('host lock (flock)', () => {
     assert.equal(await b.next(/./), 'held waited=true with=timer');
   });
 
+  void it('a timer that fires before flock blocks still ends the wait (it repeats after the timeout)', async () => {
+    // A 1 µs timeout expires between timer_settime and the blocking flock: a one-shot timer's
+    // signal interrupts nothing there, and the wait would never end.
+    const path = lockFile();
+    const a = track(await holdLock(path));
+    const waiters = [1, 2, 3, 4, 5].map(() => track(lockProcess([path, '--timeout', '0.001', '--stay'])));
+    for (const w of waiters) assert.equal(await w.next(/./), 'timeout with=timer');
+    await a.kill();
+  });
+
   void it('the worker-thread wait (the fallback where no timer can be set up) hands over and times out alike', async () => {
     const path = lockFile();
     const a = track(lockProcess([path, '--hold', '400']));
