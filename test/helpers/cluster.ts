@@ -137,6 +137,28 @@ export function cluster(): Cluster {
   return (cached = fromEnv(started.env) ?? raise('up.sh wrote no usable env file'));
 }
 
+/**
+ * Starts a new cluster that {@link cluster} (and so every helper here) returns until it is
+ * stopped: for a benchmark that gives each run a cluster of its own (pod-churn/main.ts). A
+ * cluster given by the environment is replaced for that time.
+ * @throws Error when up.sh fails
+ */
+export function startOwnCluster(nodes?: number): { cluster: Cluster; stop(): boolean } {
+  requireIntegrationTier('the test cluster');
+  const started = startCluster(nodes);
+  if (!started) throw new Error('test/cluster/up.sh failed');
+  const own = fromEnv(started.env) ?? raise('up.sh wrote no usable env file');
+  const before = cached;
+  cached = own;
+  return {
+    cluster: own,
+    stop() {
+      if (cached === own) cached = before;
+      return started.stop();
+    },
+  };
+}
+
 function raise(message: string): never {
   throw new Error(message);
 }

@@ -1,7 +1,8 @@
 /**
  * Pod churn on the real test cluster (issue 13 item 3; a script, not a test): the Spiderpool
  * method at this machine's scale. On the harness's 3 nodes (test/cluster/up.sh: kubelet +
- * containerd + runc each), for each IPAM in turn in the same cluster — host-local with a range
+ * containerd + runc each), for each run of `--order` in turn, each on a cluster of its own (up.sh
+ * before it, down.sh after it; `--shared-cluster`: all in one) — host-local with a range
  * per node (the floor: no API at all), blockipam, and Calico's own CNI plugin with calico-ipam
  * (without calico-node; calico.ts says what it needs) — Deployments totalling --pods pause pods are
  * created at once (time until all Running), every pod is deleted at once and re-created by its
@@ -10,6 +11,11 @@
  *
  *   node_modules/.bin/node test/bench/pod-churn/main.ts [--pods 300]
  *     [--order host-local,blockipam,calico] [--install chart|script] [--calico-api PATH] [--no-docs]
+ *     [--shared-cluster]
+ *
+ * An IPAM may appear more than once in `--order` (`host-local,blockipam,blockipam,host-local`
+ * alternates which goes first): the ratios are then of each IPAM's median, and each blockipam
+ * run is also set against the host-local run beside it.
  *
  * calico is skipped, saying so, when it is not built and the projectcalico/api source
  * (`--calico-api`, default peer-ipams.ts DEFAULT_CALICO_API) is absent.
@@ -26,7 +32,7 @@ import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { barSpec, lineSpec, machineLine, writeChart } from '../charts/index.ts';
 import { writeDocSection } from '../doc-section.ts';
-import { cluster, kubectl } from '../../helpers/cluster.ts';
+import { cluster, kubectl, startOwnCluster, type Cluster } from '../../helpers/cluster.ts';
 import { installBlockipam } from '../../cluster/blockipam.ts';
 import { repoRoot } from '../../plugin/helpers/plugin-exe.ts';
 import { installBlockipamFor, pluginLogFigures, type InstallMode, type Installed } from './install.ts';
@@ -44,6 +50,7 @@ const { values } = parseArgs({
     'calico-api': { type: 'string', default: DEFAULT_CALICO_API },
     install: { type: 'string', default: 'chart' },
     'no-docs': { type: 'boolean', default: false },
+    'shared-cluster': { type: 'boolean', default: false },
   },
 });
 const INSTALL: InstallMode = ((mode: string): InstallMode => {
@@ -52,6 +59,8 @@ const INSTALL: InstallMode = ((mode: string): InstallMode => {
   return mode;
 })(values.install ?? 'chart');
 const PODS = Number(values.pods);
+/** Each run on a cluster of its own (default), or all in one (`--shared-cluster`). */
+const FRESH = !values['shared-cluster'];
 const ORDER = (values.order ?? '').split(',').map((name): Ipam => {
   if (name !== 'blockipam' && name !== 'host-local' && name !== 'calico')
     throw new RangeError(`--order: unknown IPAM "${name}"`);
@@ -146,38 +155,54 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
   }
 }
 
-async function main(): Promise<void> {
-  const loadAtStart = loadavg()[0] ?? 0;
-  const c = cluster();
+/** Readies a cluster for the runs: blockipam's script install, the CNI recorder bypassed. */
+function prepareCluster(c: Cluster): void {
   log(`cluster ${c.runDir} up (${c.startupSeconds} s); blockipam is installed by ${INSTALL}`);
   if (INSTALL === 'script') installBlockipam();
   bypassRecorder(c, { blockipam: INSTALL === 'script' });
-  const maxPods = kubectl(['get', 'node', c.nodes[0] ?? '', '-o', 'jsonpath={.status.capacity.pods}']).stdout;
+}
+
+async function main(): Promise<void> {
+  const loadAtStart = loadavg()[0] ?? 0;
+  if (!FRESH) prepareCluster(cluster());
+  let maxPods: string | undefined;
+  let nodes = 0;
   const runs: Run[] = [];
   const skipped: string[] = [];
   for (const [i, ipam] of ORDER.entries()) {
-    // built before the load settles: the build is ~6 min of CPU when not cached
-    const calico =
-      ipam === 'calico' ? prepareCalico(c, values['calico-api'] ?? DEFAULT_CALICO_API) : undefined;
-    if (ipam === 'calico' && calico === undefined) {
-      skipped.push(
-        `calico skipped: not built here and the projectcalico/api source ${values['calico-api']} is absent`,
-      );
-      continue;
-    }
-    // the first too: a run started right after another (or the cluster's start) would inherit its load
-    log(`run ${i + 1}: the load settled at ${(await settle()).toFixed(1)}`);
-    // blockipam's daemons run only during its own run: none of their CPU is in host-local's
-    const installed =
-      ipam === 'blockipam'
-        ? await installBlockipamFor(INSTALL, c, repoRoot, log)
-        : calico !== undefined
-          ? { describe: calico, stop: (): Promise<void> => Promise.resolve(cleanCalico(c)) }
-          : undefined;
+    // A cluster per run (the default): nothing a run leaves behind — sandboxes still being torn
+    // down, a kubelet's back-offs, blocks or files of the IPAM before — reaches the next one.
+    const own = FRESH ? startOwnCluster() : undefined;
     try {
-      runs.push(await runOne(ipam, i, installed));
+      const c = own?.cluster ?? cluster();
+      if (own) prepareCluster(c);
+      maxPods ??= kubectl(['get', 'node', c.nodes[0] ?? '', '-o', 'jsonpath={.status.capacity.pods}']).stdout;
+      nodes = c.nodes.length;
+      // built before the load settles: the build is ~6 min of CPU when not cached
+      const calico =
+        ipam === 'calico' ? prepareCalico(c, values['calico-api'] ?? DEFAULT_CALICO_API) : undefined;
+      if (ipam === 'calico' && calico === undefined) {
+        skipped.push(
+          `calico skipped: not built here and the projectcalico/api source ${values['calico-api']} is absent`,
+        );
+        continue;
+      }
+      // the first too: a run started right after another (or the cluster's start) would inherit its load
+      log(`run ${i + 1}: the load settled at ${(await settle()).toFixed(1)}`);
+      // blockipam's daemons run only during its own run: none of their CPU is in host-local's
+      const installed =
+        ipam === 'blockipam'
+          ? await installBlockipamFor(INSTALL, c, repoRoot, log)
+          : calico !== undefined
+            ? { describe: calico, stop: (): Promise<void> => Promise.resolve(cleanCalico(c)) }
+            : undefined;
+      try {
+        runs.push(await runOne(ipam, i, installed));
+      } finally {
+        await installed?.stop();
+      }
     } finally {
-      await installed?.stop();
+      if (own && !own.stop()) log(`run ${i + 1}: the cluster's teardown reported a failed host check`);
     }
   }
   const summary = runs.map((r) => ({
@@ -190,7 +215,7 @@ async function main(): Promise<void> {
   }));
   console.log(JSON.stringify(summary));
   for (const line of skipped) log(line);
-  if (!values['no-docs']) await publish(runs, { loadAtStart, maxPods, nodes: c.nodes.length, skipped });
+  if (!values['no-docs']) await publish(runs, { loadAtStart, maxPods: maxPods ?? '?', nodes, skipped });
 }
 
 async function publish(
@@ -254,27 +279,57 @@ async function publish(
     const [create, recreate, del] = [r.phases[0], r.phases[1], r.phases[2]];
     return `| ${r.label} | ${s(create)} | ${s(recreate)} | ${s(del)} | ${del?.releasedSeconds?.toFixed(1) ?? 'not within 10 min'} | ${JSON.stringify(create?.perNode ?? {}).replace(/"/g, '')} | ${r.uptimeBefore.replace(/^.*load average: /, '')} → ${r.uptimeAfter.replace(/^.*load average: /, '')} |`;
   });
-  const first = (ipam: Ipam, phase: string): number | undefined =>
-    runs.find((r) => r.ipam === ipam)?.phases.find((p) => p.phase === phase)?.seconds;
+  /** The median of an IPAM's runs for a phase (of finished phases only). */
+  const median = (ipam: Ipam, phase: string): number | undefined => {
+    const xs = runs
+      .filter((r) => r.ipam === ipam)
+      .map((r) => r.phases.find((p) => p.phase === phase))
+      .filter((p) => p?.done)
+      .map((p) => p?.seconds ?? 0)
+      .sort((a, b) => a - b);
+    if (xs.length === 0) return undefined;
+    const mid = Math.floor(xs.length / 2);
+    return xs.length % 2 ? xs[mid] : ((xs[mid - 1] ?? 0) + (xs[mid] ?? 0)) / 2;
+  };
+  const count = (ipam: Ipam): number => runs.filter((r) => r.ipam === ipam).length;
   const ratios = (over: Ipam, under: Ipam): string =>
     (['create', 're-create', 'delete'] as const)
       .map((phase) => {
-        const a = first(over, phase);
-        const b = first(under, phase);
+        const a = median(over, phase);
+        const b = median(under, phase);
         return a && b ? `${phase} ${(a / b).toFixed(2)}` : `${phase} n/a`;
       })
-      .join(', ');
+      .join(', ') +
+    (count(over) > 1 || count(under) > 1 ? ` (medians of ${count(over)} and ${count(under)} runs)` : '');
+  /** Each blockipam run against the host-local run next to it in the order (before or after). */
+  const pairs = runs
+    .map((r, i) => {
+      if (r.ipam !== 'blockipam') return undefined;
+      const peer = [runs[i - 1], runs[i + 1]].find((p) => p?.ipam === 'host-local');
+      if (!peer) return undefined;
+      const at = (run: Run, phase: string): number | undefined =>
+        run.phases.find((p) => p.phase === phase && p.done)?.seconds;
+      const text = (['create', 're-create', 'delete'] as const)
+        .map((phase) => {
+          const a = at(r, phase);
+          const b = at(peer, phase);
+          return a && b ? `${phase} ${(a / b).toFixed(2)}` : `${phase} n/a`;
+        })
+        .join(', ');
+      return `${r.label} / ${peer.label}: ${text}`;
+    })
+    .filter((x): x is string => x !== undefined);
   await writeDocSection(
     '## Pod churn on the real cluster',
     [
-      `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')} --install ${INSTALL}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
-      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each IPAM in turn, in the same cluster, once the 1-minute load average is below ${SETTLED_LOAD} (at most 10 min of waiting): 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for host-local and blockipam; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\` and \`plugin.logFile\` (the lock figures below): pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node cache, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info`}. ${ORDER.includes('calico') && !ctx.skipped.length ? `calico: Calico's own CNI plugin (in place of ptp) + calico-ipam, the v3.28 line, + portmap, *without calico-node* (no Felix, BIRD or Typha: the pods get veth, address and host route from the CNI plugin, which is all "Running" needs); what that needed, set by the bench (test/bench/pod-churn/calico.ts): Calico's CRDs, an IPPool 10.246.0.0/16 of /26 blocks, a ClusterInformation \`default\` with \`datastoreReady: true\` (without it every ADD fails "Calico is currently not ready to process requests"), \`nodename\` with \`nodename_file_optional: true\` (else every call fails on the absent /var/lib/calico/nodename), \`policy: {type: k8s}\` as Calico's manifests (else every ADD fails "Invalid name k8s-pod-network" looking up a Profile) and a per-node \`ipam_lock_file\` in the netconf, the harness's admin kubeconfig. ` : ''}${ctx.skipped.join('; ')}${ctx.skipped.length ? '. ' : ''}The harness's CNI call recorder is bypassed (plugins linked directly).`,
+      `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')} --install ${INSTALL}${FRESH ? '' : ' --shared-cluster'}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
+      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each run in turn (the order above), ${FRESH ? 'on a cluster of its own, started for it and torn down after it (so nothing one run leaves behind reaches the next),' : 'in the same cluster,'} once the 1-minute load average is below ${SETTLED_LOAD} (at most 10 min of waiting): 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for host-local and blockipam; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\` and \`plugin.logFile\` (the lock figures below): pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node cache, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, node cache file read by the plugin, no routes), plugin log level info`}. ${ORDER.includes('calico') && !ctx.skipped.length ? `calico: Calico's own CNI plugin (in place of ptp) + calico-ipam, the v3.28 line, + portmap, *without calico-node* (no Felix, BIRD or Typha: the pods get veth, address and host route from the CNI plugin, which is all "Running" needs); what that needed, set by the bench (test/bench/pod-churn/calico.ts): Calico's CRDs, an IPPool 10.246.0.0/16 of /26 blocks, a ClusterInformation \`default\` with \`datastoreReady: true\` (without it every ADD fails "Calico is currently not ready to process requests"), \`nodename\` with \`nodename_file_optional: true\` (else every call fails on the absent /var/lib/calico/nodename), \`policy: {type: k8s}\` as Calico's manifests (else every ADD fails "Invalid name k8s-pod-network" looking up a Profile) and a per-node \`ipam_lock_file\` in the netconf, the harness's admin kubeconfig. ` : ''}${ctx.skipped.join('; ')}${ctx.skipped.length ? '. ' : ''}The harness's CNI call recorder is bypassed (plugins linked directly).`,
       [
         '| run | create → all Running (s) | delete all → all re-created Running (s) | delete Deployments → no pod (s) | → no address held (s) | pods per node after create | load average (before → after) |',
         '| --- | --- | --- | --- | --- | --- | --- |',
         ...rows,
       ].join('\n'),
-      `Ratios blockipam / host-local, same run: ${ratios('blockipam', 'host-local')} (goal: create within 1.2×).${runs.some((r) => r.ipam === 'calico') ? ` Ratios calico / blockipam: ${ratios('calico', 'blockipam')}; calico / host-local: ${ratios('calico', 'host-local')}.` : ''}`,
+      `Ratios blockipam / host-local, same run: ${ratios('blockipam', 'host-local')} (goal: create within 1.2×).${pairs.length > 1 ? ` Pair by pair (each blockipam run against the host-local run beside it): ${pairs.join('; ')}.` : ''}${runs.some((r) => r.ipam === 'calico') ? ` Ratios calico / blockipam: ${ratios('calico', 'blockipam')}; calico / host-local: ${ratios('calico', 'host-local')}.` : ''}`,
       ...runs.filter((r) => r.extra).map((r) => `${r.label}: ${r.extra}.`),
       ...charts.map(
         (link, i) =>
