@@ -40,12 +40,19 @@ interface PluginLine {
   code?: number;
   lockWaitMs?: number;
   lockHeldMs?: number;
+  /** ms from the process's start to the line (the `done` line: the call's whole time). */
+  totalMs?: number;
+  /** CPU of the whole call, user + system, ms. */
+  cpuMs?: number;
+  /** 'served': the lock's holder did the work; 'notServed': it queued and then did its own. */
+  lockQueue?: string;
 }
 
 /**
  * The plugin's own account of the run, from its log files on the nodes (the chart's
  * plugin.logFile; script mode's per-node blockipam.log): calls per command, failures per
- * command, CNI code and message, and lock wait / hold p50 and p99 of the ADDs (nearest rank),
+ * command, CNI code and message, and of the ADDs and the DELs the whole call's time, lock wait
+ * and hold p50 and p99 (nearest rank), mean CPU and how many the lock's holder served,
  * ms. One line; "" when there is no log.
  */
 export function pluginLogFigures(c: Cluster): string {
@@ -65,11 +72,17 @@ export function pluginLogFigures(c: Cluster): string {
   for (const l of lines)
     if (l.msg === 'done') count(done, l.cmd ?? '?');
     else if (l.level === 'error') count(failed, `${l.cmd ?? '?'} ${l.code ?? '?'} ${l.msg ?? ''}`);
-  const adds = lines.filter((l) => l.msg === 'done' && l.cmd === 'ADD');
-  const ms = (key: 'lockWaitMs' | 'lockHeldMs'): number[] =>
-    adds.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : []));
-  const [wait, held] = [ms('lockWaitMs'), ms('lockHeldMs')];
-  return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ADD lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms`;
+  const figures = (cmd: string): string => {
+    const calls = lines.filter((l) => l.msg === 'done' && l.cmd === cmd);
+    if (calls.length === 0) return '';
+    const ms = (key: 'lockWaitMs' | 'lockHeldMs' | 'totalMs' | 'cpuMs'): number[] =>
+      calls.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : []));
+    const [wait, held, total, cpu] = [ms('lockWaitMs'), ms('lockHeldMs'), ms('totalMs'), ms('cpuMs')];
+    const served = calls.filter((l) => l.lockQueue === 'served').length;
+    const cpuMean = cpu.length ? (cpu.reduce((a, b) => a + b, 0) / cpu.length).toFixed(1) : 'n/a';
+    return `${cmd} whole call p50 ${percentile(total, 50)} / p99 ${percentile(total, 99)} ms, lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms, CPU ${cpuMean} ms mean, ${served} of ${calls.length} served by the holder`;
+  };
+  return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ${[figures('ADD'), figures('DEL')].filter(Boolean).join('; ')}`;
 }
 
 /** blockipam installed for one run. */
