@@ -39,6 +39,11 @@ export interface WatchOptions<T> {
   metrics?: DaemonMetrics;
   /** Called after the cache changed (the object is the new one; for delete the last one seen). */
   onEvent?: (event: WatchEvent, object: T) => void;
+  /**
+   * ms a watch stream may carry nothing before it is ended and resumed from the last
+   * resourceVersion (watch.ts; Bun only, Node's client-node keeps its own 30 s). Default 30 000.
+   */
+  watchInactivityMs?: number;
 }
 
 export interface WatchedKind<T> {
@@ -77,7 +82,10 @@ export async function watchKind<T extends WatchableObject>(
   };
   const informer = new ListWatch<Raw>(
     options.path,
-    new KubeconfigTlsWatch(options.kubeConfig),
+    new KubeconfigTlsWatch(
+      options.kubeConfig,
+      options.watchInactivityMs === undefined ? {} : { inactivityMs: options.watchInactivityMs },
+    ),
     listFn,
     false,
     options.labelSelector,

@@ -10,8 +10,13 @@
  * `ca`, `cert`, `key`, `rejectUnauthorized`. Under Node it is client-node's `Watch` unchanged.
  *
  * Contract (as client-node's `Watch.watch`): `callback(type, object, event)` per event line;
- * `done(err | null)` exactly once when the stream ends, fails or is aborted; a 30 s inactivity
- * timeout (the API server sends bookmarks / events well within it for the watches used here).
+ * `done(err | null)` exactly once when the stream ends, fails or is aborted. A stream that
+ * carries nothing for `inactivityMs` (30 s, client-node's own) ends with a DOMException named
+ * TimeoutError, as client-node's does: its ListWatch then watches again from the last
+ * resourceVersion at once — no LIST, no error, no restart. (A plain Error there went to the
+ * informer's error path: every idle watch re-LISTed its kind every 30 s, logging a warning.)
+ * Both runtimes ask for bookmarks (`allowWatchBookmarks`), so the resourceVersion it resumes
+ * from keeps up with the kind even while nothing this watch selects changes.
  */
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
@@ -22,7 +27,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 export const runningUnderBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
 
 /** 30 s: client-node's own watch inactivity timeout, kept so both runtimes behave alike. */
-const inactivityMs = 30_000;
+const DEFAULT_INACTIVITY_MS = 30_000;
 
 /** Bun's fetch TLS option (bun.sh/docs/api/fetch). */
 interface BunTls {
@@ -55,19 +60,24 @@ type EventCallback = (phase: string, apiObj: unknown, watchObj?: unknown) => voi
 
 export class KubeconfigTlsWatch extends Watch {
   private readonly kc: KubeConfig;
+  private readonly inactivityMs: number;
 
-  constructor(kc: KubeConfig) {
+  /** @param options.inactivityMs Bun only: ms without data before the stream ends (default 30 000) */
+  constructor(kc: KubeConfig, options: { inactivityMs?: number } = {}) {
     super(kc);
     this.kc = kc;
+    this.inactivityMs = options.inactivityMs ?? DEFAULT_INACTIVITY_MS;
   }
 
   override async watch(
     path: string,
-    queryParams: Record<string, string | number | boolean | undefined>,
+    params: Record<string, string | number | boolean | undefined>,
     callback: EventCallback,
     done: DoneCallback,
   ): Promise<AbortController> {
+    const queryParams = { allowWatchBookmarks: true, ...params };
     if (!runningUnderBun) return super.watch(path, queryParams, callback, done);
+    const inactivityMs = this.inactivityMs;
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new Error('No currently active cluster');
     const url = new URL(cluster.server + path);
@@ -87,7 +97,7 @@ export class KubeconfigTlsWatch extends Watch {
     const resetTimer = (): void => {
       clearTimeout(timer);
       timer = setTimeout(
-        () => finish(new Error(`watch ${path}: no data for ${inactivityMs} ms`)),
+        () => finish(new DOMException(`watch ${path}: no data for ${inactivityMs} ms`, 'TimeoutError')),
         inactivityMs,
       );
       timer.unref();

@@ -3,6 +3,7 @@
  * server override, and a watch that follows changes and restarts after errors.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import type { IPAMBlock } from 'blockipam/core';
 import { connectKube, createLogger, createMetrics, watchKind } from '../../block-controller/shared/index.ts';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { installCrds } from '../helpers/crds.ts';
+import { repoRoot } from '../plugin/helpers/plugin-exe.ts';
 
 const BLOCKS = '/apis/ipam.blockipam.io/v1alpha1/ipamblocks';
 const log = createLogger({ component: 'test', level: 'error' });
@@ -85,6 +87,29 @@ describe('shared kube connection', () => {
       await blocks.stop();
       conn.close();
     }
+  });
+
+  test('under Bun, an idle watch resumes from its resourceVersion: no LIST, no restart', () => {
+    // As the agent and controller executables run. A watch that carries nothing for its
+    // inactivity time (here 700 ms) ends as client-node's own does, with a TimeoutError, and
+    // client-node's ListWatch watches again from the last resourceVersion.
+    const r = spawnSync(
+      join(repoRoot, 'node_modules', '.bin', 'bun'),
+      [
+        join(import.meta.dirname, 'bun', 'idle-watch.ts'),
+        controlPlane().adminKubeconfig,
+        '700',
+        '3000',
+        '10.201.0.0/26',
+      ],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { lists: number; watches: number; restarts: number; seen: boolean };
+    assert.equal(out.lists, 1, 'one LIST, at the start');
+    assert.equal(out.restarts, 0, 'no error, so no restart');
+    assert.ok(out.watches >= 3, `it watched again after each idle stretch (${out.watches} watches)`);
+    assert.equal(out.seen, true, 'the resumed watch still delivers');
   });
 
   test('a watch refused by RBAC keeps restarting and syncs once it is allowed', async () => {
