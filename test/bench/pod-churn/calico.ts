@@ -32,6 +32,9 @@ import { buildCalico, CALICO_VERSION, calicoPool } from '../peer-ipams.ts';
 /** Calico's pool on the test cluster (apart from host-local's 10.245/16 and blockipam's 10.244/16). */
 export const CALICO_CIDR = '10.246.0.0/16';
 
+/** What the calico run needed, for the report's method text (the list above, in one sentence). */
+export const CALICO_SETUP = `Calico's own CNI plugin (in place of ptp) + calico-ipam, the v3.28 line, + portmap, *without calico-node* (no Felix, BIRD or Typha: the pods get veth, address and host route from the CNI plugin, which is all "Running" needs); what that needed, set by the bench (test/bench/pod-churn/calico.ts): Calico's CRDs, an IPPool ${CALICO_CIDR} of /26 blocks, a ClusterInformation \`default\` with \`datastoreReady: true\` (without it every ADD fails "Calico is currently not ready to process requests"), \`nodename\` with \`nodename_file_optional: true\` (else every call fails on the absent /var/lib/calico/nodename), \`policy: {type: k8s}\` as Calico's manifests (else every ADD fails "Invalid name k8s-pod-network" looking up a Profile) and a per-node \`ipam_lock_file\` in the netconf, the harness's admin kubeconfig`;
+
 /** Calico's log and lock files of `node` (per node, under the harness's run directory). */
 export const calicoFiles = (c: Cluster, node: string): { log: string; lock: string } => ({
   log: join(c.runDir, node, 'log', 'calico-cni.log'),
