@@ -3,7 +3,7 @@
  * LIST, then WATCH from its resourceVersion, re-LIST on 410 Gone) with what a daemon needs
  * around it:
  * - the LIST goes through core's transport (plain JSON, the same shape the watch events have;
- *   counted in `blockipam_api_requests_total`);
+ *   counted in `blockipam_api_requests_total`), in pages of 500 (core's listAll);
  * - an error stops client-node's informer; this one restarts it with exponential backoff
  *   (1 s doubling to 30 s) until {@link WatchedKind.stop}, counting `blockipam_watch_restarts_total`;
  * - `synced` says the first LIST has landed (readiness); `connected` that the last (re)start
@@ -11,6 +11,7 @@
  */
 import { ListWatch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import { listAll } from 'blockipam/core';
 import type { KubeTransport } from 'blockipam/core/kube';
 import { errorFields, F } from './log.ts';
 import { KubeconfigTlsWatch } from './watch.ts';
@@ -44,6 +45,8 @@ export interface WatchOptions<T> {
    * resourceVersion (watch.ts; Bun only, Node's client-node keeps its own 30 s). Default 30 000.
    */
   watchInactivityMs?: number;
+  /** Objects per LIST page (core's listAll). Default 500 (DEFAULT_PAGE_SIZE). */
+  listPageSize?: number;
 }
 
 export interface WatchedKind<T> {
@@ -74,11 +77,30 @@ export async function watchKind<T extends WatchableObject>(
   let timer: NodeJS.Timeout | undefined;
   // client-node types its objects with Date timestamps; the JSON (LIST and watch alike) has strings.
   type Raw = KubernetesObject;
+  // Paged (core's listAll: 500 per page, one page ahead, started over once on 410 Expired), as
+  // client-go's reflector lists: a kind of 20,000 objects is not one answer of tens of MB.
+  type RawList = { items: Raw[]; metadata?: { resourceVersion?: string; continue?: string } };
   const listFn = async (): Promise<KubernetesListObject<Raw>> => {
-    const query = { labelSelector: options.labelSelector, fieldSelector: options.fieldSelector };
-    const list = await options.transport.request<KubernetesListObject<Raw>>('GET', options.path, { query });
+    const { items, resourceVersion } = await listAll<Raw>(
+      async ({ limit, continue: token }) => {
+        const query = {
+          labelSelector: options.labelSelector,
+          fieldSelector: options.fieldSelector,
+          limit: String(limit),
+          continue: token,
+        };
+        const page = await options.transport.request<RawList>('GET', options.path, { query });
+        const next = page.metadata?.continue;
+        return {
+          items: page.items,
+          resourceVersion: page.metadata?.resourceVersion ?? '',
+          ...(next ? { continue: next } : {}),
+        };
+      },
+      options.listPageSize === undefined ? {} : { limit: options.listPageSize },
+    );
     synced = true;
-    return list;
+    return { items, metadata: { resourceVersion } };
   };
   const informer = new ListWatch<Raw>(
     options.path,

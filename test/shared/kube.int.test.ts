@@ -89,6 +89,38 @@ describe('shared kube connection', () => {
     }
   });
 
+  test('the LIST is paged: every object arrives, one request per page', async () => {
+    const conn = connectKube({ kubeconfig: controlPlane().adminKubeconfig });
+    const cidrs = [0, 1, 2, 3, 4].map((i) => mustParseCidr(`10.202.${i}.0/26`));
+    for (const cidr of cidrs)
+      await conn.datastore.blocks.create(newBlock({ cidr, pool: 'p', node: 'paged', nowMs: 0 }));
+    let lists = 0;
+    const transport = conn.transport;
+    const request = transport.request.bind(transport);
+    transport.request = ((method: string, path: string, options?: unknown) => {
+      if (method === 'GET' && path === BLOCKS) lists += 1;
+      return request(method as never, path, options as never);
+    });
+    const blocks = await watchKind<IPAMBlock>({
+      resource: 'ipamblocks',
+      path: BLOCKS,
+      labelSelector: undefined,
+      kubeConfig: conn.kubeConfig,
+      transport,
+      log,
+      listPageSize: 2,
+    });
+    try {
+      const names = new Set(blocks.list().map((b) => b.metadata.name));
+      for (const cidr of cidrs) assert.ok(names.has(blockNameOf(cidr)), `${blockNameOf(cidr)} listed`);
+      assert.equal(lists, Math.ceil(names.size / 2), `${names.size} objects in pages of 2`);
+    } finally {
+      await blocks.stop();
+      for (const cidr of cidrs) await conn.datastore.blocks.delete(blockNameOf(cidr));
+      conn.close();
+    }
+  });
+
   test('under Bun, an idle watch resumes from its resourceVersion: no LIST, no restart', () => {
     // As the agent and controller executables run. A watch that carries nothing for its
     // inactivity time (here 700 ms) ends as client-node's own does, with a TimeoutError, and

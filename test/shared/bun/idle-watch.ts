@@ -33,10 +33,10 @@ const conn = connectKube({ kubeconfig });
 let lists = 0;
 const transport = conn.transport;
 const request = transport.request.bind(transport);
-transport.request = ((method: string, path: string, options?: unknown) => {
+transport.request = (method: string, path: string, options?: unknown) => {
   if (method === 'GET' && path === BLOCKS) lists += 1;
   return request(method as never, path, options as never);
-});
+};
 const metrics = createMetrics('test');
 const blocks = await watchKind<IPAMBlock>({
   resource: 'ipamblocks',
