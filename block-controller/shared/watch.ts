@@ -11,12 +11,15 @@
  *
  * Contract (as client-node's `Watch.watch`): `callback(type, object, event)` per event line;
  * `done(err | null)` exactly once when the stream ends, fails or is aborted. A stream that
- * carries nothing for `inactivityMs` (30 s, client-node's own) ends with a DOMException named
- * TimeoutError, as client-node's does: its ListWatch then watches again from the last
- * resourceVersion at once — no LIST, no error, no restart. (A plain Error there went to the
- * informer's error path: every idle watch re-LISTed its kind every 30 s, logging a warning.)
- * Both runtimes ask for bookmarks (`allowWatchBookmarks`), so the resourceVersion it resumes
- * from keeps up with the kind even while nothing this watch selects changes.
+ * was answered (200) and then carries nothing for `inactivityMs` (30 s, client-node's own)
+ * ends with a DOMException named TimeoutError, as client-node's does: its ListWatch then
+ * watches again from the last resourceVersion at once — no error, no restart. (A plain Error
+ * there went to the informer's error path: every idle watch was restarted every 30 s after a
+ * 1 s back-off, with a warning and a restart counted, and `connected` flapped.) No answer at all
+ * within `inactivityMs` is a plain Error (code ETIMEDOUT): the error path, so `connected` goes
+ * false while the API server does not answer. Both runtimes ask for bookmarks and a server-side
+ * timeout ({@link serverTimeoutSeconds}). Under Node client-node's Watch runs the stream (its
+ * own timer, set to `inactivityMs`; a connect that times out is a TimeoutError there).
  */
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
@@ -28,6 +31,18 @@ export const runningUnderBun = typeof (globalThis as { Bun?: unknown }).Bun !== 
 
 /** 30 s: client-node's own watch inactivity timeout, kept so both runtimes behave alike. */
 const DEFAULT_INACTIVITY_MS = 30_000;
+
+/**
+ * The watch's `timeoutSeconds`: the API server ends the stream itself 5 s before the client's
+ * inactivity timeout would (at least 1 s), and its watch cache sends a bookmark 2 s before that
+ * end (allowWatchBookmarks), so an idle watch resumes from a resourceVersion that kept up with
+ * its kind — not one the watch cache's history has left behind (410, a LIST). Without it the
+ * server's own timeout is 30–60 min and an idle stream, ended by the client at 30 s, never
+ * gets a bookmark.
+ */
+function serverTimeoutSeconds(inactivityMs: number): number {
+  return Math.max(1, Math.floor(inactivityMs / 1000) - 5);
+}
 
 /** Bun's fetch TLS option (bun.sh/docs/api/fetch). */
 interface BunTls {
@@ -62,11 +77,13 @@ export class KubeconfigTlsWatch extends Watch {
   private readonly kc: KubeConfig;
   private readonly inactivityMs: number;
 
-  /** @param options.inactivityMs Bun only: ms without data before the stream ends (default 30 000) */
+  /** @param options.inactivityMs ms without data before the stream ends (default 30 000) */
   constructor(kc: KubeConfig, options: { inactivityMs?: number } = {}) {
     super(kc);
     this.kc = kc;
     this.inactivityMs = options.inactivityMs ?? DEFAULT_INACTIVITY_MS;
+    // client-node's own timer (Node), private in its types: the same time under both runtimes.
+    (this as unknown as { requestTimeoutMs: number }).requestTimeoutMs = this.inactivityMs;
   }
 
   override async watch(
@@ -75,9 +92,13 @@ export class KubeconfigTlsWatch extends Watch {
     callback: EventCallback,
     done: DoneCallback,
   ): Promise<AbortController> {
-    const queryParams = { allowWatchBookmarks: true, ...params };
-    if (!runningUnderBun) return super.watch(path, queryParams, callback, done);
     const inactivityMs = this.inactivityMs;
+    const queryParams = {
+      allowWatchBookmarks: true,
+      timeoutSeconds: serverTimeoutSeconds(inactivityMs),
+      ...params,
+    };
+    if (!runningUnderBun) return super.watch(path, queryParams, callback, done);
     const cluster = this.kc.getCurrentCluster();
     if (!cluster) throw new Error('No currently active cluster');
     const url = new URL(cluster.server + path);
@@ -87,6 +108,8 @@ export class KubeconfigTlsWatch extends Watch {
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     let finished = false;
+    /** Whether the API server answered (200): silence after that is an idle stream. */
+    let answered = false;
     const finish = (err: unknown): void => {
       if (finished) return;
       finished = true;
@@ -97,7 +120,14 @@ export class KubeconfigTlsWatch extends Watch {
     const resetTimer = (): void => {
       clearTimeout(timer);
       timer = setTimeout(
-        () => finish(new DOMException(`watch ${path}: no data for ${inactivityMs} ms`, 'TimeoutError')),
+        () =>
+          finish(
+            answered
+              ? new DOMException(`watch ${path}: no data for ${inactivityMs} ms`, 'TimeoutError')
+              : Object.assign(new Error(`watch ${path}: no answer within ${inactivityMs} ms`), {
+                  code: 'ETIMEDOUT',
+                }),
+          ),
         inactivityMs,
       );
       timer.unref();
@@ -112,6 +142,8 @@ export class KubeconfigTlsWatch extends Watch {
         (error as Error & { statusCode?: number }).statusCode = response.status;
         throw error;
       }
+      answered = true;
+      resetTimer(); // the answer's wait is over: from here on it times inactivity
       void pump(response.body, callback, resetTimer).then(
         () => finish(null),
         (err: unknown) => finish(controller.signal.aborted ? null : err),

@@ -35,11 +35,13 @@ async function lockLooksFree(lockFile: string): Promise<boolean> {
  * or DEL while another call holds the node's lock and hands requests on (`ipam.lockQueue`): in
  * a burst nearly every call waits, the holder serves most of them (combine.ts), and a served
  * waiter never sends a request — a connection opened ahead would cost it a TLS handshake (~2–4
- * ms of CPU, and the API server its share) for nothing. Every other call (CHECK, GC, STATUS, or
- * with `lockQueue: false`) sends its own requests, so it always opens ahead and never probes
- * the lock. The probe is a hint: a waiter that ends up not served connects when it sends.
+ * ms of CPU, and the API server its share) for nothing. Nor for STATUS: the runtime polls it,
+ * and a warm one is answered from the node cache without a request. CHECK, GC and calls with
+ * `lockQueue: false` send their own requests, so they always open ahead and never probe the
+ * lock. The probe is a hint: a call that ends up sending connects when it sends.
  */
-async function shouldPreconnect(conf: NetConf, command: CniCommand): Promise<boolean> {
+export async function shouldPreconnect(conf: NetConf, command: CniCommand): Promise<boolean> {
+  if (command === 'STATUS') return false;
   if (!conf.lockQueue || (command !== 'ADD' && command !== 'DEL')) return true;
   return lockLooksFree(conf.lockFile);
 }

@@ -97,10 +97,10 @@ describe('shared kube connection', () => {
     let lists = 0;
     const transport = conn.transport;
     const request = transport.request.bind(transport);
-    transport.request = ((method: string, path: string, options?: unknown) => {
+    transport.request = (method: string, path: string, options?: unknown) => {
       if (method === 'GET' && path === BLOCKS) lists += 1;
       return request(method as never, path, options as never);
-    });
+    };
     const blocks = await watchKind<IPAMBlock>({
       resource: 'ipamblocks',
       path: BLOCKS,

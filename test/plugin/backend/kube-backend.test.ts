@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { createKubeBackend } from '../../../ipam-plugin/backend/kube-backend.ts';
+import { createKubeBackend, shouldPreconnect } from '../../../ipam-plugin/backend/kube-backend.ts';
+import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
 import { processLock } from '../helpers/host-lock.ts';
 
@@ -55,5 +56,28 @@ contexts:
     assert.equal(doc.msg, 'kubeconfig unavailable');
     assert.match(doc.details, /current-context is not set/);
     assert.match(doc.details, /two-contexts\.kubeconfig/);
+  });
+});
+
+void describe('kube backend: connection opened ahead', () => {
+  const conf = (lockQueue: boolean) =>
+    parseNetConf(
+      JSON.stringify({
+        cniVersion: '1.1.0',
+        name: 'n',
+        ipam: { type: 'blockipam', nodeName: 'n1', cacheDir: join(tmp, 'pc'), lockQueue },
+      }),
+    );
+  void it('never for STATUS (a warm one sends nothing); always for CHECK, GC and without lockQueue', async () => {
+    assert.equal(await shouldPreconnect(conf(true), 'STATUS'), false);
+    assert.equal(await shouldPreconnect(conf(false), 'STATUS'), false);
+    assert.equal(await shouldPreconnect(conf(true), 'CHECK'), true);
+    assert.equal(await shouldPreconnect(conf(true), 'GC'), true);
+    assert.equal(await shouldPreconnect(conf(false), 'ADD'), true);
+    assert.equal(await shouldPreconnect(conf(false), 'DEL'), true);
+  });
+  void it('for ADD and DEL with lockQueue, as the lock probe says (here under Node it cannot tell: true)', async () => {
+    assert.equal(await shouldPreconnect(conf(true), 'ADD'), true);
+    assert.equal(await shouldPreconnect(conf(true), 'DEL'), true);
   });
 });
