@@ -3,8 +3,9 @@
  * server, side by side: blockipam (its node agent running per node, writing the node cache),
  * calico-ipam (Kubernetes datastore, the v3.28 line) and whereabouts v0.9.2.
  *
- * Each node is a network namespace this bench creates, with a churn-node.ts process in it that
- * relays the API server and spawns the IPAM as a runtime would (ptp's environment and stdin; the
+ * Each node is a network namespace this bench creates, with a churn-relay.ts process in it that
+ * relays the API server (through a second one on the host) and a churn-node.ts process that
+ * spawns the IPAM as a runtime would (ptp's environment and stdin; the
  * IPAM alone, no interfaces): each node has its own host lock (blockipam's lock file is in the
  * node's cacheDir; calico-ipam gets a lock file per node; whereabouts takes one cluster-wide Lease).
  * Phases, per IPAM, interleaved across IPAMs (ADD all of each, then DEL of each, ...):
@@ -19,14 +20,15 @@
  *
  * Usage: node test/bench/churn-bench.ts [--nodes N] [--pods N] [--ipams blockipam,calico,whereabouts]
  *          [--calico-api PATH] [--json FILE] [--write-docs] [--control-plane-nice N]
- *   --control-plane-nice: the nice value of kube-apiserver's and etcd's threads, set before each
- *     phase (default -10; 0 leaves them as started). On a cluster the control plane has its own
- *     machines; here it shares 2 cores with the burst, which at nice 0 starves it (a lock
+ *   --control-plane-nice: the nice value of kube-apiserver's, etcd's and the relays' threads (the
+ *     relays stand for the network), set before each phase (default -10; 0 leaves them as
+ *     started). On a cluster the control plane has its own machines and the network is no
+ *     process; here they share 2 cores with the burst, which at nice 0 starves them (a lock
  *     holder's block UPDATE then goes unanswered for 10 s). It applies to every IPAM alike.
  *   Starts its own control plane (unless run under scripts/run-tests.ts' environment). Root.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, setPriority, tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
@@ -42,7 +44,7 @@ import {
   setupWhereabouts,
   type PeerIpam,
 } from './peer-ipams.ts';
-import { cpuSeconds, serveApiSocket, startNode, type SimNode } from './churn-lib.ts';
+import { cpuSeconds, reniceProcess, serveApiSocket, startNode, type SimNode } from './churn-lib.ts';
 import { renderChurn, type ChurnPhase, type ChurnRun } from './churn-report.ts';
 import type { NodeCall, NodeResult } from './churn-node.ts';
 
@@ -82,6 +84,8 @@ const nodeNames = (prefix: string): string[] => Array.from({ length: NODES }, (_
 const subjects: Subject[] = [];
 const agents: AgentProcess[] = [];
 const sims: SimNode[] = [];
+/** churn-relay.ts processes: the host side, then one per node (reniceControlPlane). */
+const relayPids: number[] = [];
 const netconf = (top: Record<string, unknown>, ipam: Record<string, unknown>): string =>
   JSON.stringify({ cniVersion: '1.0.0', name: 'churnnet', type: 'ptp', ...top, ipam });
 const peer = (label: 'calico' | 'whereabouts', name: string, p: PeerIpam, prefix: string): Subject => ({
@@ -202,17 +206,13 @@ const callOf = (s: Subject, cmd: 'ADD' | 'DEL', node: string, sim: SimNode, pod:
   },
 });
 
-/** Every thread of kube-apiserver and etcd at CONTROL_PLANE_NICE (threads started later inherit it). */
+/**
+ * Every thread of kube-apiserver, etcd and the relays that stand for the network (the nodes'
+ * and the host's churn-relay.ts) at CONTROL_PLANE_NICE (threads started later inherit it).
+ */
 function reniceControlPlane(): void {
   if (CONTROL_PLANE_NICE === 0) return;
-  for (const pid of [apiserverPid, etcdPid])
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        setPriority(Number(tid), CONTROL_PLANE_NICE);
-      } catch {
-        // the thread ended
-      }
-    }
+  for (const pid of [apiserverPid, etcdPid, ...relayPids]) reniceProcess(pid, CONTROL_PLANE_NICE);
 }
 
 async function runPhase(s: Subject, phase: (typeof PHASES)[number], pods: string[][]): Promise<ChurnPhase> {
@@ -278,8 +278,10 @@ async function main(): Promise<ChurnRun> {
   setup();
   const socket = join(tmp, 'api.sock');
   const relay = await serveApiSocket(socket, '127.0.0.1', apiPort);
+  relayPids.push(relay.pid);
   try {
     for (let i = 1; i <= NODES; i++) sims.push(await startNode(`n${i}`, apiPort, socket));
+    relayPids.push(...sims.map((n) => n.relay.pid));
     if (subjects.some((s) => s.label === 'blockipam'))
       for (const node of nodeNames('bipam-n')) {
         mkdirSync(join(tmp, `${node}-cache`), { recursive: true });
@@ -351,7 +353,7 @@ async function main(): Promise<ChurnRun> {
   } finally {
     await Promise.all(agents.map((a) => a.kill()));
     await Promise.all(sims.map((s) => s.stop()));
-    relay.close();
+    await relay.stop();
   }
 }
 

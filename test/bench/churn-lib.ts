@@ -1,16 +1,18 @@
 /**
  * Pieces of test/bench/churn-bench.ts (not a test): the simulated nodes (network namespaces, each
- * with a churn-node.ts process), the host side of their API route, process CPU from /proc, and
+ * with a churn-node.ts process and a churn-relay.ts), the host side of their API route, process
+ * priorities and CPU from /proc, and
  * the per-call breakdowns read from the IPAMs' own logs.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { NodeCall, NodeResult } from './churn-node.ts';
 
 const NODE_MAIN = fileURLToPath(new URL('./churn-node.ts', import.meta.url));
+const RELAY_MAIN = fileURLToPath(new URL('./churn-relay.ts', import.meta.url));
 /** /proc/<pid>/stat times are in clock ticks; Linux's USER_HZ is 100 on every platform it runs on here. */
 const TICKS_PER_S = 100;
 
@@ -26,18 +28,59 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
-/** Host side of the nodes' API route: a Unix socket piped to host:port, TCP_NODELAY set. */
-export async function serveApiSocket(path: string, host: string, port: number): Promise<Server> {
-  rmSync(path, { force: true });
-  const server = createServer((s: Socket) => {
-    const t = connect({ host, port, noDelay: true });
-    s.pipe(t);
-    t.pipe(s);
-    s.on('error', () => t.destroy());
-    t.on('error', () => s.destroy());
+/** A churn-relay.ts process (a leg of the nodes' route to the API server). */
+export interface Relay {
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts churn-relay.ts with `args` (under `prefix`, e.g. `ip netns exec NS`) and waits for
+ * its "ready".
+ */
+async function startRelay(prefix: readonly string[], args: readonly string[]): Promise<Relay> {
+  const [cmd = process.execPath, ...rest] = [...prefix, process.execPath, RELAY_MAIN, ...args];
+  const child = spawn(cmd, rest, { stdio: ['pipe', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (line) => line === 'ready' && resolve());
+    child.once('exit', (code) => reject(new Error(`churn-relay.ts ${args.join(' ')} exited (${code})`)));
   });
-  await new Promise<void>((resolve) => server.listen({ path, backlog: 4096 }, resolve));
-  return server;
+  return {
+    pid: child.pid ?? 0,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.stdin.end();
+      await new Promise((resolve) => {
+        const t = setTimeout(() => child.kill('SIGKILL'), 5000);
+        child.once('exit', () => resolve(clearTimeout(t)));
+      });
+    },
+  };
+}
+
+/** Host side of the nodes' API route: a relay process from the Unix socket `path` to host:port. */
+export function serveApiSocket(path: string, host: string, port: number): Promise<Relay> {
+  return startRelay([], ['unix-to-tcp', path, host, String(port)]);
+}
+
+/**
+ * Sets every thread of process `pid` to nice `nice` (threads it starts later inherit it);
+ * threads that end meanwhile, or a process gone, are skipped.
+ */
+export function reniceProcess(pid: number, nice: number): void {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return;
+  }
+  for (const tid of tids) {
+    try {
+      setPriority(Number(tid), nice);
+    } catch {
+      // the thread ended
+    }
+  }
 }
 
 /** A simulated node: its network namespace and the churn-node.ts process running in it. */
@@ -53,6 +96,8 @@ export interface SimNode {
   run(calls: readonly NodeCall[]): Promise<NodeResult[]>;
   /** CPU seconds of every IPAM process of this node that has exited so far. */
   cpu(): Promise<number>;
+  /** The node's leg of the route to the API server (churn-relay.ts in its namespace). */
+  readonly relay: Relay;
   stop(): Promise<void>;
 }
 
@@ -67,7 +112,7 @@ function sweep(tag: string): void {
 
 /**
  * Creates network namespace `bipamch<pid>-<name>` (loopback up) and starts churn-node.ts in it,
- * relaying 127.0.0.1:`apiPort` inside to the host socket `apiSocket`.
+ * and beside it a churn-relay.ts from 127.0.0.1:`apiPort` inside to the host socket `apiSocket`.
  */
 export async function startNode(name: string, apiPort: number, apiSocket: string): Promise<SimNode> {
   sweep('bipamch');
@@ -81,11 +126,10 @@ export async function startNode(name: string, apiPort: number, apiSocket: string
     const r = spawnSync('ip', args, { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${r.stderr}`);
   }
-  const child: ChildProcess = spawn(
-    'ip',
-    ['netns', 'exec', netns, process.execPath, NODE_MAIN, String(apiPort), apiSocket],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
+  const relay = await startRelay(['ip', 'netns', 'exec', netns], ['tcp-to-unix', String(apiPort), apiSocket]);
+  const child: ChildProcess = spawn('ip', ['netns', 'exec', netns, process.execPath, NODE_MAIN], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const waiting = new Map<string, (r: NodeResult) => void>();
   let ready: () => void = () => undefined;
   const started = new Promise<void>((resolve) => (ready = resolve));
@@ -103,6 +147,7 @@ export async function startNode(name: string, apiPort: number, apiSocket: string
     name,
     netns,
     podNetns,
+    relay,
     run: (calls) =>
       Promise.all(
         calls.map(
@@ -126,6 +171,7 @@ export async function startNode(name: string, apiPort: number, apiSocket: string
           child.once('exit', () => resolve(clearTimeout(t)));
         });
       }
+      await relay.stop();
       spawnSync('ip', ['netns', 'del', netns]);
       spawnSync('ip', ['netns', 'del', podNetns]);
     },

@@ -1,11 +1,7 @@
 /**
  * One simulated node of test/bench/churn-bench.ts (not a test), run inside the node's network
- * namespace (`ip netns exec NS node churn-node.ts PORT SOCKET`), where it plays two parts:
- *  - the node's route to the API server: it listens on 127.0.0.1:PORT of its namespace and pipes
- *    each connection to the bench's Unix socket SOCKET (which pipes to the API server), so the
- *    IPAMs' kubeconfig works unchanged. TCP_NODELAY is set on the TCP side: without it, delayed
- *    ACKs stall small TLS writes by ~40 ms;
- *  - the node's runtime: each stdin line is a JSON call {id, bin, env, stdin}; it spawns `bin`
+ * namespace (`ip netns exec NS node churn-node.ts`); its route to the API server is a
+ * churn-relay.ts process of its own beside it. It is the node's runtime: each stdin line is a JSON call {id, bin, env, stdin}; it spawns `bin`
  *    (so the IPAM runs in this namespace; blockipam's host lock is a file in the node's own
  *    cacheDir, i.e. per node) and writes one JSON line {id, ms, status, stdout, stderr} when it
  *    exits; ms is spawn-to-exit wall clock, stderr its last 400 characters. A spawn is held back
@@ -13,11 +9,10 @@
  *    thousand IPAM processes at once must not exhaust it); `delayedMs` says how long;
  *  - a line {"id": "cpu"} answers {id: "cpu", cpuS}: the CPU seconds (user + system) of every
  *    IPAM process that has exited so far (this process's cutime + cstime).
- * Prints "ready" once listening.
+ * Prints "ready" once it reads calls.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 
 /** Kept of a failed call's stderr, to say why in the report. */
@@ -58,17 +53,6 @@ function childrenCpuSeconds(): number {
   return (Number(f[13]) + Number(f[14])) / TICKS_PER_S;
 }
 
-function relay(port: number, socketPath: string): Promise<void> {
-  const pipe = (a: Socket, b: Socket): void => {
-    a.pipe(b);
-    b.pipe(a);
-    a.on('error', () => b.destroy());
-    b.on('error', () => a.destroy());
-  };
-  const server = createServer({ noDelay: true }, (s) => pipe(s, connect({ path: socketPath })));
-  return new Promise((resolve) => server.listen({ host: '127.0.0.1', port, backlog: 4096 }, resolve));
-}
-
 async function run(call: NodeCall): Promise<void> {
   const asked = Date.now();
   while (memAvailable() < MEMORY_FLOOR_BYTES) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -97,9 +81,6 @@ async function run(call: NodeCall): Promise<void> {
   child.stdin.end(call.stdin);
 }
 
-const [port, socketPath] = process.argv.slice(2);
-if (!port || !socketPath) throw new Error('usage: churn-node.ts PORT SOCKET');
-await relay(Number(port), socketPath);
 createInterface({ input: process.stdin }).on('line', (line) => {
   const call = JSON.parse(line) as NodeCall;
   if (call.id === 'cpu')
