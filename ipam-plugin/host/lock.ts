@@ -97,13 +97,24 @@ function loadLibc(): Promise<Libc> {
     }
     let ffi: typeof BunFfi;
     let core: { flock(fd: number, op: number): number; __errno_location(): BunFfi.Pointer | null };
+    /** The timed wait's symbols when one dlopen of libc.so.6 found them all (glibc ≥ 2.34). */
+    let together: Symbols | undefined;
     try {
       ffi = await import('bun:ffi');
       const { i32, ptr } = ffi.FFIType;
-      core = ffi.dlopen('libc.so.6', {
+      const coreDefs = {
         flock: { args: [i32, i32], returns: i32 },
         __errno_location: { args: [], returns: ptr },
-      }).symbols;
+      };
+      // One dlopen where it can be: each one compiles its own call stubs (start-up CPU, paid by
+      // every call).
+      try {
+        const all = ffi.dlopen('libc.so.6', { ...coreDefs, ...timerDefs(ffi) }).symbols;
+        core = all;
+        together = all;
+      } catch {
+        core = ffi.dlopen('libc.so.6', coreDefs).symbols;
+      }
     } catch (e) {
       throw new LockFileError(`the host lock cannot load flock(2) from libc.so.6: ${(e as Error).message}`, {
         cause: e,
@@ -116,7 +127,7 @@ function loadLibc(): Promise<Libc> {
     const flock = (fd: number, op: number): number => core.flock(fd, op);
     let timed: Libc['timed'];
     try {
-      const symbols = loadTimerSymbols(ffi);
+      const symbols = together ?? loadTimerSymbols(ffi);
       timed = symbols && timedFlock(ffi, symbols, flock, errno);
     } catch {
       timed = undefined; // a worker waits instead
@@ -126,28 +137,41 @@ function loadLibc(): Promise<Libc> {
 }
 
 type Symbols = {
-  readonly [
-    K in
-      'dlsym' | 'gettid' | 'sigaction' | 'timer_create' | 'timer_settime' | 'timer_gettime' | 'timer_delete'
-  ]: (...args: (number | bigint | null)[]) => number;
+  readonly [K in 'dlsym' | 'gettid' | 'sigaction' | 'timer_create' | 'timer_settime' | 'timer_delete']: (
+    ...args: (number | bigint | null)[]
+  ) => number;
 };
+
+/** The timed wait's symbols as bun:ffi declares them (all in libc.so.6 from glibc 2.34). */
+function timerDefs(ffi: typeof BunFfi) {
+  const { i32, ptr, u64 } = ffi.FFIType;
+  return {
+    dlsym: { args: [ptr, ptr], returns: ptr },
+    gettid: { args: [], returns: i32 },
+    sigaction: { args: [i32, ptr, ptr], returns: i32 },
+    timer_create: { args: [i32, ptr, ptr], returns: i32 },
+    timer_settime: { args: [u64, i32, ptr, ptr], returns: i32 },
+    timer_delete: { args: [u64], returns: i32 },
+  };
+}
 
 /** SYS_gettid by architecture (asm/unistd.h), for a libc without gettid(3) (glibc < 2.30). */
 const SYS_GETTID: Readonly<Record<string, number>> = { x64: 186, arm64: 178 };
 
 /**
- * The timed wait's symbols. glibc 2.34 moved timer_* (from librt) and dlsym (from libdl) into
- * libc.so.6, and gettid(3) came in 2.30; on an older libc each is looked up where it lived, and
- * gettid is the raw system call.
+ * The timed wait's symbols, one by one, where libc.so.6 does not hold them all: glibc 2.34
+ * moved timer_* (from librt) and dlsym (from libdl) into libc.so.6, and gettid(3) came in 2.30;
+ * on an older libc each is looked up where it lived, and gettid is the raw system call.
  * @returns the symbols, or undefined when one cannot be found (then a worker waits)
  */
 function loadTimerSymbols(ffi: typeof BunFfi): Symbols | undefined {
-  const { i32, i64, ptr, u64 } = ffi.FFIType;
+  const { i64 } = ffi.FFIType;
+  const defs = timerDefs(ffi);
   type Defs = Parameters<typeof BunFfi.dlopen>[1];
-  const open = (libraries: readonly string[], defs: Defs): Record<string, Symbols['dlsym']> | undefined => {
+  const open = (libraries: readonly string[], wanted: Defs): Record<string, Symbols['dlsym']> | undefined => {
     for (const library of libraries) {
       try {
-        return ffi.dlopen(library, defs).symbols;
+        return ffi.dlopen(library, wanted).symbols;
       } catch {
         // not in this one
       }
@@ -155,14 +179,13 @@ function loadTimerSymbols(ffi: typeof BunFfi): Symbols | undefined {
     return undefined;
   };
   const timers = open(['libc.so.6', 'librt.so.1'], {
-    timer_create: { args: [i32, ptr, ptr], returns: i32 },
-    timer_settime: { args: [u64, i32, ptr, ptr], returns: i32 },
-    timer_gettime: { args: [u64, ptr], returns: i32 },
-    timer_delete: { args: [u64], returns: i32 },
+    timer_create: defs.timer_create,
+    timer_settime: defs.timer_settime,
+    timer_delete: defs.timer_delete,
   });
-  const signals = open(['libc.so.6'], { sigaction: { args: [i32, ptr, ptr], returns: i32 } });
-  const dl = open(['libc.so.6', 'libdl.so.2'], { dlsym: { args: [ptr, ptr], returns: ptr } });
-  let gettid = open(['libc.so.6'], { gettid: { args: [], returns: i32 } })?.gettid;
+  const signals = open(['libc.so.6'], { sigaction: defs.sigaction });
+  const dl = open(['libc.so.6', 'libdl.so.2'], { dlsym: defs.dlsym });
+  let gettid = open(['libc.so.6'], { gettid: defs.gettid })?.gettid;
   const sysGettid = SYS_GETTID[process.arch];
   if (!gettid && sysGettid !== undefined) {
     const raw = open(['libc.so.6'], { syscall: { args: [i64], returns: i64 } })?.syscall;
@@ -172,7 +195,6 @@ function loadTimerSymbols(ffi: typeof BunFfi): Symbols | undefined {
   return {
     timer_create: timers.timer_create!,
     timer_settime: timers.timer_settime!,
-    timer_gettime: timers.timer_gettime!,
     timer_delete: timers.timer_delete!,
     sigaction: signals.sigaction!,
     dlsym: dl.dlsym!,
