@@ -15,7 +15,7 @@ node=node_modules/.bin/node
 all=(core plugin node-cache node-cache-plugin check release controller churn cost-curves pod-churn)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for name in "$@"; do
-  printf '%s\n' "${all[@]}" | grep -qx -- "$name" || { echo "bench.sh: unknown benchmark $name (known: ${all[*]})" >&2; exit 2; }
+  printf '%s\n' "${all[@]}" | grep -qxF -- "$name" || { echo "bench.sh: unknown benchmark $name (known: ${all[*]})" >&2; exit 2; }
 done
 source scripts/setup.sh
 log=$(mktemp -d /tmp/blockipam-bench.XXXXXX)
@@ -32,7 +32,7 @@ for name in "$@"; do
     controller) cmd=("$node" test/bench/controller-bench.ts) ;;
     churn) cmd=("$node" test/bench/churn-bench.ts --write-docs) ;;
     cost-curves) cmd=("$node" test/bench/cost-curves/main.ts) ;;
-    pod-churn) cmd=("$node" test/bench/pod-churn/main.ts) ;;
+    pod-churn) cmd=("$node" test/bench/pod-churn/main.ts --order host-local,blockipam,blockipam,host-local,calico) ;;
   esac
   echo "== $name: ${cmd[*]} — $(uptime)" >&2
   start=$(date +%s)

@@ -55,6 +55,26 @@ const WANT = (option('--ipams') ?? 'blockipam,calico,whereabouts').split(',');
 const NS = 'churn';
 const CONTROL_PLANE_NICE = Number(option('--control-plane-nice') ?? -10);
 const PHASES = ['add', 'del', 're-add', 'del again'] as const;
+// Refused before anything starts (a control plane, a build): a typo must not become a run.
+for (const [flag, value, min] of [
+  ['--nodes', NODES, 1],
+  ['--pods', PODS, 1],
+] as const)
+  if (!Number.isInteger(value) || value < min) {
+    console.error(`churn-bench: ${flag} must be an integer ≥ ${min} (got ${option(flag)})`);
+    process.exit(2);
+  }
+if (!Number.isInteger(CONTROL_PLANE_NICE) || CONTROL_PLANE_NICE < -20 || CONTROL_PLANE_NICE > 19) {
+  console.error(
+    `churn-bench: --control-plane-nice must be an integer from -20 to 19 (got ${option('--control-plane-nice')})`,
+  );
+  process.exit(2);
+}
+for (const name of WANT)
+  if (!['blockipam', 'calico', 'whereabouts'].includes(name)) {
+    console.error(`churn-bench: --ipams: unknown IPAM "${name}" (known: blockipam, calico, whereabouts)`);
+    process.exit(2);
+  }
 
 const cp = controlPlane();
 const apiPort = Number(new URL(cp.apiUrl).port);

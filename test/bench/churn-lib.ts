@@ -48,7 +48,7 @@ async function startRelay(prefix: readonly string[], args: readonly string[]): P
   return {
     pid: child.pid ?? 0,
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       child.stdin.end();
       await new Promise((resolve) => {
         const t = setTimeout(() => child.kill('SIGKILL'), 5000);
@@ -164,7 +164,7 @@ export async function startNode(name: string, apiPort: number, apiSocket: string
         child.stdin!.write(`${JSON.stringify({ id: 'cpu' })}\n`);
       }),
     async stop() {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         child.stdin!.end();
         await new Promise((resolve) => {
           const t = setTimeout(() => child.kill('SIGKILL'), 5000);

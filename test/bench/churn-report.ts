@@ -137,7 +137,7 @@ function cpuBreakdown(run: ChurnRun, byId: ReadonlyMap<string, BlockipamCall>): 
 async function charts(run: ChurnRun): Promise<string[]> {
   const loads = run.phases.map((p) => p.loadAtStart);
   const subtitle = [
-    machineLine(Math.max(...loads)),
+    machineLine(loads[0] ?? 0),
     `${run.nodes} simulated nodes × ${run.pods} calls at once · kube-apiserver ${run.serverVersion} · test/bench/churn-bench.ts, ${run.when.slice(0, 16).replace('T', ' ')} UTC`,
   ];
   const adds = run.phases.filter((p) => p.phase === 'add' && p.doneAtMs.length > 0);

@@ -66,6 +66,8 @@ const INSTALL: InstallMode = ((mode: string): InstallMode => {
   return mode;
 })(values.install ?? 'chart');
 const PODS = Number(values.pods);
+if (!Number.isInteger(PODS) || PODS < 1)
+  throw new RangeError(`--pods: "${values.pods}" is not an integer ≥ 1`);
 /** Each run on a cluster of its own (default), or all in one (`--shared-cluster`). */
 const FRESH = !values['shared-cluster'];
 const ORDER = (values.order ?? '').split(',').map((name): Ipam => {
@@ -152,6 +154,7 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
         ? [`IPAMBlocks after create: ${blocksAfterCreate.all ?? 0}; ${installed?.describe ?? ''}`]
         : []),
       ...stuck,
+      ...phases.flatMap((p) => (p.note ? [`${p.phase}: ${p.note}`] : [])),
       ...(ipam === 'blockipam' ? [pluginLogFigures(c)].filter(Boolean) : []),
       ...(ipam === 'calico' ? [calicoLogFigures(c)].filter(Boolean) : []),
       `at the end of the run: ${await churn.diagnose().catch((error: unknown) => `diagnosis failed: ${String(error)}`)}`,
@@ -234,6 +237,11 @@ async function main(): Promise<void> {
   }));
   console.log(JSON.stringify(summary));
   for (const line of skipped) log(line);
+  if (runs.length === 0) {
+    log('no run finished: nothing is published');
+    process.exitCode = 1;
+    return;
+  }
   if (!values['no-docs']) await publish(runs, { loadAtStart, maxPods: maxPods ?? '?', nodes, skipped });
 }
 

@@ -40,6 +40,8 @@ export interface PhaseResult {
   readonly perNode: Readonly<Record<string, number>>;
   /** Seconds until the IPAM held no address (delete), if it got there. */
   readonly releasedSeconds?: number;
+  /** What the bench had to do differently in this phase (said in the report). */
+  readonly note?: string;
 }
 
 export class Churn {
@@ -131,7 +133,11 @@ export class Churn {
 
   /** Deletes every pod at once (default grace); follows until N replacements are Running. */
   async recreate(): Promise<PhaseResult> {
+    // The pods to replace, named before the DELETE: a fallback below must not delete the
+    // replacements the ReplicaSets have already made (that would lengthen the phase).
+    const before = new Set((await this.#list()).map((p) => p.metadata.name));
     const t0 = performance.now();
+    let fallback: string | undefined;
     try {
       await this.#api.request('DELETE', `/api/v1/namespaces/${this.#ns}/pods`);
     } catch (error) {
@@ -142,7 +148,10 @@ export class Churn {
       process.stderr.write(
         `pod-churn: the DELETE collection failed (${String(error)}); deleting the rest one by one\n`,
       );
-      const rest = (await this.#list()).filter((p) => !p.metadata.deletionTimestamp);
+      const rest = (await this.#list()).filter(
+        (p) => !p.metadata.deletionTimestamp && before.has(p.metadata.name),
+      );
+      fallback = `the DELETE collection failed (${String(error).slice(0, 120)}); the bench deleted the ${rest.length} old pods not yet being deleted one by one, 16 at a time, inside the phase's time`;
       for (let i = 0; i < rest.length; i += 16)
         await Promise.all(
           rest.slice(i, i + 16).map((p) =>
@@ -155,7 +164,12 @@ export class Churn {
         );
     }
     const f = await this.#follow(t0, this.#running, (n) => n >= this.#pods);
-    return { phase: 're-create', ...f, perNode: this.#perNode(f.last) };
+    return {
+      phase: 're-create',
+      ...f,
+      perNode: this.#perNode(f.last),
+      ...(fallback ? { note: fallback } : {}),
+    };
   }
 
   /**
