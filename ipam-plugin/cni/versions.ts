@@ -32,8 +32,18 @@ export function requireSupported(version: unknown): CniVersion {
   throw new CniError(
     CniCode.incompatibleVersion,
     'incompatible CNI versions',
-    `config is ${JSON.stringify(version)}, plugin supports ${JSON.stringify(supportedVersions)}`,
+    `cniVersion: config is ${shown(version)}, plugin supports ${JSON.stringify(supportedVersions)}`,
   );
+}
+
+/**
+ * A cniVersion that is not a string, by its type: JSON.stringify of a 100,000-deep array blew
+ * the stack (an uncaught RangeError, code 999).
+ */
+function shown(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return `a JSON ${v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v}`;
 }
 
 /** Minimum config version per command (Go skel: CHECK ≥ 0.4.0; GC, STATUS ≥ 1.1.0). */
