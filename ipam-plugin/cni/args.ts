@@ -41,7 +41,8 @@ const checks: readonly [string, (v: string) => string | undefined][] = [
   ['K8S_POD_NAMESPACE', (v) => nameProblem(v, 63, dnsLabel, 'DNS label')],
   ['K8S_POD_NAME', (v) => nameProblem(v, 253, dnsSubdomain, 'DNS subdomain')],
   ['K8S_POD_INFRA_CONTAINER_ID', (v) => nameProblem(v, 256, idChars, 'container ID')],
-  ['K8S_POD_UID', (v) => nameProblem(v, 128, idChars, 'UID')],
+  // 64: an allocation's podUID (crds/ipamblocks.yaml); a longer one was the API server's 422
+  ['K8S_POD_UID', (v) => nameProblem(v, 64, idChars, 'UID')],
 ];
 
 /**

@@ -83,6 +83,8 @@ export interface NetConf {
   readonly nodeCacheMaxAgeMs: number;
   /** Static IPs from the config: `runtimeConfig.ips`, else `args.cni.ips` (plain addresses). */
   readonly configIPs: readonly string[];
+  /** The field `configIPs` came from, when it is not empty (for a message refusing one). */
+  readonly configIPsFrom?: 'runtimeConfig.ips' | 'args.cni.ips';
   /**
    * The pod's annotations from the runtime: `runtimeConfig["io.kubernetes.cri.pod-annotations"]`
    * (containerd offers it to plugins declaring the capability; ptp forwards it to the IPAM).
@@ -169,17 +171,35 @@ interface RawNetConf {
   'cni.dev/attachments'?: Attachment[] | null;
 }
 
+/**
+ * Lengths the schema's patterns do not bound, at what crds/ipamblocks.yaml allows in an
+ * allocation (`network` 256, `node` 253) and Kubernetes in a name (a pool: 253): longer ones
+ * were sent and came back as the API server's 422 (code 106) naming the block, not the field.
+ */
+const maxLengths: readonly [string, (c: RawNetConf) => readonly (string | undefined)[], number][] = [
+  ['name', (c) => [c.name], 256],
+  ['ipam.nodeName', (c) => [c.ipam.nodeName], 253],
+  ['ipam.ipv4Pools', (c) => c.ipam.ipv4Pools ?? [], 253],
+  ['ipam.ipv6Pools', (c) => c.ipam.ipv6Pools ?? [], 253],
+];
+
 function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
+  for (const [field, values, max] of maxLengths) {
+    const long = values(c).findIndex((v) => v !== undefined && v.length > max);
+    if (long >= 0) {
+      const at = field.endsWith('Pools') ? `${field}[${long}]` : field;
+      throw invalid(`${at}: ${values(c)[long]?.length} characters, at most ${max}`);
+    }
+  }
   const i = c.ipam;
   const families: IPFamily[] = [];
   if (i.assignIPv4 ?? true) families.push(4);
   if (i.assignIPv6 ?? false) families.push(6);
   if (families.length === 0)
     throw invalid('ipam: assignIPv4 and assignIPv6 are both false: nothing to assign');
-  const configIPs =
-    staticList(c.runtimeConfig?.ips, 'runtimeConfig.ips') ??
-    staticList(c.args?.cni?.ips, 'args.cni.ips') ??
-    [];
+  const runtimeIPs = staticList(c.runtimeConfig?.ips, 'runtimeConfig.ips');
+  const argsIPs = runtimeIPs ? undefined : staticList(c.args?.cni?.ips, 'args.cni.ips');
+  const configIPs = runtimeIPs ?? argsIPs ?? [];
   const valid =
     c['cni.dev/valid-attachments'] !== undefined ? c['cni.dev/valid-attachments'] : c['cni.dev/attachments'];
   return {
@@ -203,6 +223,8 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     nodeCacheFile: i.nodeCacheFile ?? DEFAULT_NODE_CACHE_FILE,
     nodeCacheMaxAgeMs: i.nodeCacheMaxAgeMs ?? DEFAULT_NODE_CACHE_MAX_AGE_MS,
     configIPs,
+    ...(runtimeIPs ? { configIPsFrom: 'runtimeConfig.ips' as const } : {}),
+    ...(argsIPs ? { configIPsFrom: 'args.cni.ips' as const } : {}),
     ...(c.runtimeConfig?.[POD_ANNOTATIONS] !== undefined
       ? { podAnnotations: c.runtimeConfig[POD_ANNOTATIONS] }
       : {}),

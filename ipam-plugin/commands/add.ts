@@ -4,7 +4,7 @@
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
 import { parseCidr } from 'blockipam/core/address';
-import type { PodRef } from 'blockipam/core';
+import { handleOf, type PodRef } from 'blockipam/core';
 import type { AddOutcome } from '../backend/port.ts';
 import { parseCniArgs, type CniArgs } from '../cni/args.ts';
 import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
@@ -22,7 +22,21 @@ export function podOf(args: CniArgs): PodRef | undefined {
   };
 }
 
+/**
+ * An allocation's `handle` is at most 512 characters (crds/ipamblocks.yaml). With the network
+ * name at most 256 and CNI_IFNAME 15, only CNI_CONTAINERID can make it longer: refused here
+ * (code 4) instead of coming back as the API server's 422 naming the block.
+ */
+export const MAX_HANDLE = 512;
+
 export async function add(ctx: CommandContext): Promise<CommandResult> {
+  const handle = handleOf(ctx.conf.name, ctx.env.containerID, ctx.env.ifname);
+  if (handle.length > MAX_HANDLE)
+    throw new CniError(
+      CniCode.invalidEnv,
+      'CNI_CONTAINERID too long',
+      `CNI_CONTAINERID is ${ctx.env.containerID.length} characters: the allocation handle <network>.<containerID>.<ifname> would be ${handle.length}, at most ${MAX_HANDLE}`,
+    );
   const args = parseCniArgs(ctx.env.args);
   const staticIPs =
     ctx.conf.configIPs.length > 0 ? ctx.conf.configIPs : (staticList(args.ips, 'CNI_ARGS IP') ?? []);
@@ -38,7 +52,13 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
     critical: (step, beforeWait) => underLock(ctx, step, beforeWait ? { beforeWait } : {}),
     lockFree: () => ctx.lockFree(),
   });
-  const ips = allocatedOrThrow(outcome);
+  // A refused static address: say which field asked for it (the pod annotation: core-backend.ts).
+  const from = ctx.conf.configIPsFrom ?? 'CNI_ARGS IP';
+  const ips = allocatedOrThrow(
+    outcome.kind === 'addressRefused' && staticIPs.length > 0
+      ? { ...outcome, message: `${from}: ${outcome.message}` }
+      : outcome,
+  );
   if (outcome.kind === 'allocated' && outcome.podNotFound && pod)
     ctx.log.log('warn', 'pod not found: allocation recorded without a pod reference', {
       pod: `${pod.namespace}/${pod.name}`,
