@@ -17,6 +17,11 @@ export const IP_ADDRS_ANNOTATION = 'ipam.blockipam.io/ip-addrs';
 export interface AnnotationChoice {
   /** Requested pools (pod's, else namespace's); empty = automatic. */
   readonly pools: readonly string[];
+  /**
+   * Where `pools` came from (`pod annotation ipam.blockipam.io/ippools` or the namespace's), for
+   * a message refusing one of them; absent when `pools` is empty.
+   */
+  readonly poolsFrom?: string;
   /** Static addresses from the pod; empty = none. */
   readonly ips: readonly string[];
 }
@@ -48,7 +53,12 @@ export function readAnnotations(
   const families = ips.map((t) => parseIP(t)?.family);
   if (new Set(families).size !== families.length)
     return { problem: `pod annotation ${IP_ADDRS_ANNOTATION} names two addresses of one family` };
-  return { pools: podPools.length > 0 ? podPools : nsPools, ips };
+  const on = podPools.length > 0 ? 'pod' : nsPools.length > 0 ? 'namespace' : undefined;
+  return {
+    pools: on === 'pod' ? podPools : nsPools,
+    ...(on ? { poolsFrom: `${on} annotation ${POOLS_ANNOTATION}` } : {}),
+    ips,
+  };
 }
 
 function stringList(text: string | undefined): string[] | 'bad' {

@@ -20,7 +20,7 @@ import {
   isUnavailable,
   withSignal,
 } from 'blockipam/core';
-import { readAnnotations } from './annotations.ts';
+import { IP_ADDRS_ANNOTATION, readAnnotations } from './annotations.ts';
 import type {
   AddOutcome,
   AddRequest,
@@ -130,6 +130,8 @@ type PodContext =
       podNotFound?: boolean;
       namespaceLabels: Record<string, string>;
       pools: string[];
+      /** Where `pools` came from (annotations.ts). */
+      poolsFrom?: string;
       ips: string[];
     }
   /** `wrongNode`: the pod runs on another node than the plugin's (ipam.nodeName). */
@@ -196,6 +198,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         podNotFound: true,
         namespaceLabels: ns?.metadata.labels ?? {},
         pools: [...choice.pools],
+        ...(choice.poolsFrom ? { poolsFrom: choice.poolsFrom } : {}),
         ips: [...choice.ips],
       };
     // A pod scheduled on another node than ours (calico #12257): recording this node would let
@@ -216,6 +219,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       },
       namespaceLabels: ns?.metadata.labels ?? {},
       pools: [...choice.pools],
+      ...(choice.poolsFrom ? { poolsFrom: choice.poolsFrom } : {}),
       ips: [...choice.ips],
     };
   }
@@ -275,6 +279,11 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
       (p.cachedBlocks || (p.inputs.cached && first.reason !== 'HandleInUse' && first.reason !== 'Taken'));
     const inputs = confirm ? await loadInputs(withSignal(ds, signal), cache(req.node), true) : undefined;
     const out = toAddOutcome(inputs ? await assign(inputs, fresh) : first);
+    // A refused pool: say who asked for it (an annotation, else the netconf's pool lists).
+    if (out.kind === 'rejected')
+      return { ...out, message: `${p.pc.poolsFrom ?? 'ipam.ipv4Pools / ipam.ipv6Pools'}: ${out.message}` };
+    if (out.kind === 'addressRefused' && req.staticIPs.length === 0 && p.pc.ips.length > 0)
+      return { ...out, message: `pod annotation ${IP_ADDRS_ANNOTATION}: ${out.message}` };
     return out.kind === 'allocated' && p.pc.podNotFound ? { ...out, podNotFound: true } : out;
   }
 

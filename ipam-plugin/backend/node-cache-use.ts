@@ -35,6 +35,8 @@ export interface CachedPodContext {
   readonly pod: { readonly namespace: string; readonly name: string; readonly uid?: string };
   readonly namespaceLabels: Record<string, string>;
   readonly pools: string[];
+  /** Where `pools` came from (annotations.ts `poolsFrom`). */
+  readonly poolsFrom?: string;
   readonly ips: string[];
 }
 
@@ -62,6 +64,7 @@ export function podContextFromCache(
     pod: { namespace: pod.namespace, name: pod.name, ...(pod.uid !== undefined ? { uid: pod.uid } : {}) },
     namespaceLabels: { ...ns.labels },
     pools: [...choice.pools],
+    ...(choice.poolsFrom ? { poolsFrom: choice.poolsFrom } : {}),
     ips: [...choice.ips],
   };
 }
