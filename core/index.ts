@@ -5,6 +5,8 @@
  *               findByHandle, listNodeAllocations, releaseEmptyBlocks, releaseNodeBlocks,
  *               loadSnapshot
  * Validation:   validatePool, checkBlockInvariants, configProblems
+ * Trust:        classifyBlocks, trustedAffine (which blocks routes, allocation and
+ *               maxBlocksPerNode act on; docs/design-core.md §Trusted blocks)
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
  *               seed blocks exactly as the allocator writes them)
  * Datastores:   Datastore (port), MemoryDatastore
@@ -48,6 +50,8 @@ export {
   usablePools,
 } from './allocator/pools.ts';
 export type { PoolRequest, PoolSnapshot, ShadowedPool, SnapshotObjects } from './allocator/pools.ts';
+export { classifyBlocks, DISTRUST_REASONS, trustedAffine } from './allocator/block-trust.ts';
+export type { BlockTrust, DistrustReason, IgnoredBlock } from './allocator/block-trust.ts';
 export { poolUtilization } from './allocator/utilization.ts';
 export type { PoolUtilization } from './allocator/utilization.ts';
 export { newStats } from './allocator/context.ts';

@@ -6,7 +6,7 @@
  * this node (field selector spec.nodeName). Nothing acts before `synced`: an empty cache means
  * "not read yet", never "nothing there".
  */
-import { API_VERSION, IPAM_CONFIG_NAME, nodeLabel } from 'blockipam/core';
+import { API_VERSION, IPAM_CONFIG_NAME, nodeLabel, trustedAffine } from 'blockipam/core';
 import type {
   IPAMBlock,
   IPAMConfigObject,
@@ -123,9 +123,12 @@ export class AgentState {
     return this.#list<IPAMBlock>('blocks');
   }
 
-  /** Blocks affine to this node. */
+  /**
+   * Blocks affine to this node by their spec and trusted (core's trustedAffine, judged over every
+   * watched block): a block merely labelled affine to this node is not its own.
+   */
   affineBlocks(): IPAMBlock[] {
-    return this.blocks().filter((b) => b.spec.affinity === this.node);
+    return trustedAffine(this.blocks(), this.pools(), this.node);
   }
 
   /** Blocks carrying this node's label: affine, or holding addresses it borrowed. */

@@ -15,6 +15,7 @@ import { affineSelector, familySelector, nodeBlocksSelector } from '../block/lab
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { allocateFromBlocks, holdsHandle, inPools } from './block-choice.ts';
+import { classifyBlocks, trustedAffine } from './block-trust.ts';
 import type { TryOptions } from './block-choice.ts';
 import { claimBlock } from './claim.ts';
 import type { BlockLimit } from './claim.ts';
@@ -93,7 +94,9 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
   const eligible = inPools(choice.pools);
   const ofFamily = job.mine.filter((b) => cidrOf(b).family === family);
   if (ofFamily.some((b) => holdsHandle(b, request.handle))) return found('handle', request.handle, family);
-  let held = ofFamily.filter((b) => b.spec.affinity === request.node);
+  // Only trusted blocks affine by their spec are the node's (block-trust.ts): a block labelled
+  // affine to this node by someone else neither serves it nor counts against maxBlocksPerNode.
+  let held = trustedAffine(ofFamily, snapshot.pools, request.node);
   let affine = held.filter(eligible);
   let limitHit = false;
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
@@ -101,7 +104,7 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
     if (got !== undefined) return found(got, request.handle, family);
     limitHit ||= held.length >= snapshot.settings.maxBlocksPerNode;
     if (!snapshot.settings.autoAllocateBlocks || held.length >= snapshot.settings.maxBlocksPerNode) break;
-    const limit = { held: held.length, max: snapshot.settings.maxBlocksPerNode };
+    const limit = { held: held.length, max: snapshot.settings.maxBlocksPerNode, pools: snapshot.pools };
     const claimed = await claimFirst(ctx, choice.pools, request.node, snapshot, limit);
     if (!claimed) break;
     // 'limit': a concurrent ADD of this node claimed meanwhile — use its block (next round).
@@ -109,14 +112,15 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
     const fresh =
       claimed === 'limit' ? undefined : await allocateFromBlocks(ctx, [claimed], { ...own, mode: 'fresh' });
     if (fresh !== undefined) return found(fresh, request.handle, family);
-    held = await ctx.ds.blocks.list({ labelSelector: affineSelector(request.node, family) });
+    const listed = await ctx.ds.blocks.list({ labelSelector: affineSelector(request.node, family) });
+    held = trustedAffine(listed, snapshot.pools, request.node);
     affine = held.filter(eligible);
   }
   const cooling = await allocateFromBlocks(ctx, affine, { ...own, mode: 'any' });
   if (cooling !== undefined) return found(cooling, request.handle, family);
   const borrowed = snapshot.settings.strictAffinity
     ? undefined
-    : await borrow(ctx, { ...base, mode: 'fresh' }, request.node, family, eligible);
+    : await borrow(ctx, { ...base, mode: 'fresh' }, { node: request.node, family, eligible, snapshot });
   if (borrowed !== undefined) return found(borrowed, request.handle, family);
   return failure(job, choice.pools, limitHit, held.length);
 }
@@ -143,18 +147,23 @@ async function claimFirst(
 }
 
 /**
- * Borrows from another node's (or an unowned) block of the allowed pools: one LIST of the
- * family's blocks, tried from a random start so borrowers spread out.
+ * Borrows from another node's (or an unowned) trusted block of the allowed pools: one LIST of
+ * the family's blocks, classified (block-trust.ts: a block overlapping an older one, or of the
+ * wrong size, is never borrowed from), tried from a random start so borrowers spread out.
  */
 async function borrow(
   ctx: Context,
   options: TryOptions,
-  node: string,
-  family: IPFamily,
-  eligible: (b: IPAMBlock) => boolean,
+  where: {
+    node: string;
+    family: IPFamily;
+    eligible: (b: IPAMBlock) => boolean;
+    snapshot: PoolSnapshot;
+  },
 ): Promise<AllocatedAddress | 'handle' | undefined> {
-  const blocks = (await ctx.ds.blocks.list({ labelSelector: familySelector(family) })).filter(
-    (b) => eligible(b) && b.spec.affinity !== node,
+  const listed = await ctx.ds.blocks.list({ labelSelector: familySelector(where.family) });
+  const blocks = classifyBlocks(listed, where.snapshot.pools).trusted.filter(
+    (b) => where.eligible(b) && b.spec.affinity !== where.node,
   );
   const start = Math.floor(ctx.random() * blocks.length);
   const order = [...blocks.slice(start), ...blocks.slice(0, start)];

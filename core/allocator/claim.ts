@@ -14,6 +14,7 @@ import { newBlock } from '../block/block.ts';
 import { nodeLabel, REGION_PREFIX, regionOf, regionSelector } from '../block/labels.ts';
 import { isAlreadyExists } from '../errors/already-exists.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
+import { trustedAffine } from './block-trust.ts';
 import type { Context } from './context.ts';
 import { poolBlockSize, poolCidr } from './pools.ts';
 
@@ -73,13 +74,18 @@ export async function claimBlock(
 }
 
 /**
- * maxBlocksPerNode as the caller saw it: `held` blocks when it listed the node's blocks. The
- * region LIST right before the CREATE is a fresher view; when it shows the node at the limit
- * already (a concurrent ADD of the node claimed meanwhile), the claim stops with 'limit'.
+ * maxBlocksPerNode as the caller saw it: `held` trusted blocks affine to the node by their spec
+ * (block-trust.ts trustedAffine) when it listed the node's blocks. The region LIST right before
+ * the CREATE is a fresher view; when its labels show the node at the limit already (a concurrent
+ * ADD of the node claimed meanwhile), the node's blocks of the region are read in full and only
+ * the trusted ones affine by their spec count — labels alone never count against a node (anyone
+ * who may create a block may label it "affine to B"). At the limit the claim stops with 'limit'.
  */
 export interface BlockLimit {
   held: number;
   max: number;
+  /** Every IPPool (what trust is judged against). */
+  pools: readonly IPPool[];
 }
 
 interface AreaClaim {
@@ -98,7 +104,7 @@ interface AreaClaim {
 async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'limit' | undefined> {
   const { area, blockSize, node, pool } = job;
   const { taken, affineHere } = await listTakenSpans(ctx, area, blockSize, job.reservations, node);
-  if (job.limit && Math.max(job.limit.held, affineHere) >= job.limit.max) return 'limit';
+  if (job.limit && (await atLimit(ctx, job.limit, area, node, affineHere))) return 'limit';
   const count = 1n << BigInt(blockSize - area.prefixLength);
   let start = job.start;
   for (let attempt = 0; attempt < MAX_CREATE_ATTEMPTS; attempt++) {
@@ -121,6 +127,28 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
     }
   }
   return undefined;
+}
+
+/**
+ * True when the node holds `limit.max` blocks: by the caller's count, or by the region's labels
+ * (`labelled`) confirmed by a LIST of the node's labelled blocks in the region, counting only
+ * trusted blocks affine by their spec. The extra LIST runs only when the labels alone would stop
+ * the claim.
+ */
+async function atLimit(
+  ctx: Context,
+  limit: BlockLimit,
+  area: Cidr,
+  node: string,
+  labelled: number,
+): Promise<boolean> {
+  if (limit.held >= limit.max) return true;
+  if (labelled < limit.max) return false;
+  const selector = regionSelector(regionOf(area));
+  const listed = await ctx.ds.blocks.list({
+    labelSelector: { matchLabels: { ...selector.matchLabels, [nodeLabel(node)]: 'affine' } },
+  });
+  return trustedAffine(listed, limit.pools, node).length >= limit.max;
 }
 
 /** Index spans of `area` covered by existing blocks of any size, or by whole reservations. */

@@ -18,8 +18,10 @@ export interface NodeBlockClaim {
   readonly node: string;
   /** CIDRs of every IPReservation (wholly reserved blocks are never claimed). */
   readonly reservations: readonly Cidr[];
-  /** Blocks of the pool's family affine to `node` as the caller saw them. */
+  /** Trusted blocks of the pool's family affine to `node` by spec (trustedAffine), as the caller saw them. */
   readonly held: number;
+  /** Every IPPool (trust is judged against them). */
+  readonly pools: readonly IPPool[];
   /** IPAMConfig maxBlocksPerNode. */
   readonly maxBlocksPerNode: number;
 }
@@ -41,6 +43,7 @@ export async function claimNodeBlock(
   const got = await claimBlock(contextOf(ds, options), claim.pool, claim.node, claim.reservations, {
     held: claim.held,
     max: claim.maxBlocksPerNode,
+    pools: claim.pools,
   });
   return got ?? 'full';
 }

@@ -5,8 +5,9 @@
  */
 import { blockNameOf, blockOrdinals, isAllowedBlockSize, reservedOrdinals } from '../address/block-cidr.ts';
 import { parseCidr } from '../address/ip.ts';
+import type { Cidr } from '../address/ip.ts';
 import type { IPAMBlock } from '../resources.ts';
-import { blockLabels, isNodeLabel, nodeLabel, POOL_LABEL } from './labels.ts';
+import { isNodeLabel, labelsOf, nodeLabel, POOL_LABEL } from './labels.ts';
 
 /**
  * Checks one block. Problems are sentences naming the block and the ordinal, e.g.
@@ -50,7 +51,7 @@ export function checkBlockInvariants(block: IPAMBlock, options: { nowMs?: number
     checkTime(allocation.allocatedAt, `ordinal ${key} allocatedAt`, options.nowMs, say);
   }
   checkFreed(block, size, reserved, options.nowMs, say);
-  checkLabels(block, cidr.family, say);
+  for (const text of labelProblems(block, cidr)) say(text);
   checkTime(block.spec.affinityClaimTime, 'affinityClaimTime', options.nowMs, say);
   return problems;
 }
@@ -79,14 +80,22 @@ function checkFreed(
   }
 }
 
-function checkLabels(block: IPAMBlock, family: 4 | 6, say: (text: string) => void): void {
+/**
+ * How the block's core-derived labels (pool, family, region, node: labels.ts) differ from what
+ * {@link blockLabels} computes from its spec and pool label; empty = they match. Labels others
+ * set are not looked at. Also one of the trust rules (allocator/block-trust.ts): a label that
+ * says "affine to B" while the spec says otherwise must count for nothing.
+ * @param cidr the block's parsed `spec.cidr`
+ */
+export function labelProblems(block: IPAMBlock, cidr: Cidr): string[] {
+  const problems: string[] = [];
+  const say = (text: string): void => {
+    problems.push(text);
+  };
   // I8: labels match the spec (pool, family, region) — lookups by label would otherwise miss blocks.
   const pool = block.metadata.labels?.[POOL_LABEL];
-  if (!pool) {
-    say(`lacks the ${POOL_LABEL} label`);
-    return;
-  }
-  const want = blockLabels(block.spec, pool, family);
+  if (!pool) return [`lacks the ${POOL_LABEL} label`];
+  const want = labelsOf(block.spec, pool, cidr);
   const have = block.metadata.labels ?? {};
   // I9: a node's label is set iff the node is the block's affinity ("affine") or holds an
   // allocation in it ("borrowed"): one LIST on the label's existence finds all of a node's
@@ -109,6 +118,7 @@ function checkLabels(block: IPAMBlock, family: 4 | 6, say: (text: string) => voi
   for (const key of Object.keys(have))
     if (isNodeLabel(key) && want[key] === undefined)
       say(`stale label ${key}: no allocation of that node here and not its affinity`);
+  return problems;
 }
 
 function checkTime(text: string, what: string, nowMs: number | undefined, say: (text: string) => void): void {

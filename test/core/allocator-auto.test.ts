@@ -281,11 +281,11 @@ describe('claimBlock: fresh view of the limit', () => {
     const w = world({ pools: [pool('p', { cidr: '10.14.0.0/24', blockSize: 28 })] });
     const p = (await loadSnapshot(w.ds)).usable[0]!;
     const ctx = contextOf(w.ds, w.options);
-    const first = await claimBlock(ctx, p, 'n1', [], { held: 0, max: 1 });
+    const first = await claimBlock(ctx, p, 'n1', [], { held: 0, max: 1, pools: [p] });
     assert.ok(first && first !== 'limit');
     // The caller listed 0 blocks before a concurrent ADD claimed `first`: the region LIST sees it.
-    assert.equal(await claimBlock(ctx, p, 'n1', [], { held: 0, max: 1 }), 'limit');
-    const second = await claimBlock(ctx, p, 'n1', [], { held: 0, max: 2 });
+    assert.equal(await claimBlock(ctx, p, 'n1', [], { held: 0, max: 1, pools: [p] }), 'limit');
+    const second = await claimBlock(ctx, p, 'n1', [], { held: 0, max: 2, pools: [p] });
     assert.ok(second && second !== 'limit' && second.metadata.name !== first.metadata.name);
   });
 });

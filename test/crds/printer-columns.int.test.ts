@@ -82,6 +82,7 @@ describe('printer columns resolve on the objects blockipam writes', () => {
       reservations: [],
       held: 0,
       maxBlocksPerNode: 20,
+      pools: [pool],
     });
     assert.equal(typeof got, 'object', `claimed: ${JSON.stringify(got)}`);
     // An unowned block (its node deleted).

@@ -164,6 +164,7 @@ export class Upkeep {
         reservations: snapshot.reservations,
         held,
         maxBlocksPerNode: snapshot.settings.maxBlocksPerNode,
+        pools: snapshot.pools,
       }),
     );
     const fields = { [F.node]: state.node, [F.pool]: pool.metadata.name, [F.family]: family };
