@@ -20,7 +20,7 @@ import { createAgentMetrics } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { NodeCacheWriter } from './node-cache-writer.ts';
 import type { AgentOptions } from './options.ts';
-import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
+import { IgnoredBlocks, IpRouteTable, RouteProgrammer } from './routes/index.ts';
 import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
 import { Upkeep } from './upkeep/runner.ts';
@@ -75,12 +75,14 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     writer.kick();
   }
   if (options.routes) {
+    const ignored = new IgnoredBlocks({ node: options.nodeName, log, gauge: metrics.ignoredBlocks });
     const routes = new RouteProgrammer({
       nodeName: options.nodeName,
       table: new IpRouteTable({ command: options.ipCommand }),
       log,
       onPass: (outcome) => {
         metrics.routePasses.inc({ node: options.nodeName, status: outcome.status });
+        if (outcome.status === 'done') ignored.report(outcome.skipped);
         log.debug('route pass', { [F.node]: options.nodeName, ...routeFields(outcome) });
       },
     });

@@ -10,9 +10,13 @@
  *   ptp's /32 (/128) routes to their veths, which are more specific; an unallocated address of
  *   B is dropped here instead of following N's default route out.
  * - B unowned (affinity null): no block route.
- * - B in no IPPool's CIDR, or holding a node's address: no route at all, skipped and reported
- *   (an IPAMBlock is accepted by the API server whatever its CIDR; a route for 10.99.0.0/26 over
- *   the nodes' own network cut every node off its API server in a fresh-user test).
+ * - B not trusted (core's classifyBlocks: outside every pool, not in the pool its label names,
+ *   not of that pool's blockSize, labels that differ from its spec, or overlapping an older
+ *   trusted block), or holding a node's address: no route at all, neither for the block nor for
+ *   its borrowed addresses; skipped with the reason (an IPAMBlock is accepted by the API server
+ *   whatever its CIDR; a route for 10.99.0.0/26 over the nodes' own network cut every node off
+ *   its API server in a fresh-user test, and a /28 created inside another node's /26 would
+ *   route that node's pods to its author: issue 23, D1).
  * - Every allocation of B whose `node` P differs from B's affinity (a borrowed address) and
  *   from N: `address/32 (/128) via InternalIP(P)` — every node except the borrower needs it,
  *   B's owner included (its own block route would send the address nowhere, or the blackhole).
@@ -22,10 +26,10 @@ import {
   addressTextAt,
   bitsOf,
   cidrContains,
-  cidrCovers,
+  classifyBlocks,
   formatCidr,
   formatIP,
-  parseCidr,
+  mustParseCidr,
   parseIP,
 } from 'blockipam/core';
 import type { Cidr, IPFamily } from 'blockipam/core';
@@ -77,25 +81,25 @@ export function planRoutes(view: RouteView, options: PlanOptions): Plan {
     if (gateway) want({ dst, family, type: 'unicast', gateway, reason, block, node });
     else skipped.push({ block, dst, node, why: found ? 'no-internal-ip' : 'node-unknown' });
   };
-  const pools = view.pools
-    .map((p) => parseCidr(p.spec.cidr, { strict: false }))
-    .filter((c) => c !== undefined);
   const nodeAddresses = view.nodes.flatMap((n) =>
     (n.status?.addresses ?? []).map((a) => parseIP(a.address)).filter((ip) => ip !== undefined),
   );
-  for (const block of view.blocks) {
-    const cidr = parseCidr(block.spec.cidr);
-    if (!cidr) continue; // the CRD schema admits only masked CIDRs; nothing to route otherwise
+  const { trusted, ignored } = classifyBlocks(view.blocks, view.pools);
+  for (const { block, reason, message } of ignored)
+    skipped.push({
+      block: block.metadata.name,
+      dst: block.spec.cidr,
+      node: block.spec.affinity ?? '',
+      why: reason,
+      message,
+    });
+  for (const block of trusted) {
+    const cidr = mustParseCidr(block.spec.cidr); // trusted: a masked CIDR
     const name = block.metadata.name;
     const dst = formatCidr(cidr);
     const affinity = block.spec.affinity;
-    const refusal = !pools.some((p) => cidrCovers(p, cidr))
-      ? ('outside-pools' as const)
-      : nodeAddresses.some((ip) => cidrContains(cidr, ip))
-        ? ('covers-node-address' as const)
-        : undefined;
-    if (refusal) {
-      skipped.push({ block: name, dst, node: affinity ?? '', why: refusal });
+    if (nodeAddresses.some((ip) => cidrContains(cidr, ip))) {
+      skipped.push({ block: name, dst, node: affinity ?? '', why: 'covers-node-address' });
       continue;
     }
     if (affinity === me) {

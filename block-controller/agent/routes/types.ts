@@ -4,7 +4,7 @@
  * prefix ("10.244.3.64/26", "10.244.3.70/32", "fd00::40/122", "fd00::41/128"), so desired and
  * installed routes compare as strings.
  */
-import type { IPAMBlock, IPFamily, ObjectMeta } from 'blockipam/core';
+import type { DistrustReason, IPAMBlock, IPFamily, IPPool, ObjectMeta } from 'blockipam/core';
 
 /**
  * The routing protocol id (rtm_protocol) stamped on every route the agent installs, and the
@@ -60,12 +60,15 @@ export interface SkippedRoute {
   readonly dst: string;
   readonly node: string;
   /**
-   * `outside-pools`: the block lies in no IPPool's CIDR (any pool, disabled ones included); a
-   * block no pool holds is no pod network — routing it could take any range, the API server's or
-   * the nodes' own, off the cluster's network (ipamctl check reports it as block-outside-pools).
+   * A {@link DistrustReason} (core's classifyBlocks): the block is not trusted, so neither it
+   * nor its borrowed addresses are routed — e.g. `outside-pools`: no pool holds it, so it is no
+   * pod network and routing it could take any range, the API server's or the nodes' own, off the
+   * cluster's network; `overlap`: it overlaps an older trusted block, whose routes stand.
    * `covers-node-address`: the block holds a node's address (any type in `status.addresses`).
    */
-  readonly why: 'node-unknown' | 'no-internal-ip' | 'duplicate-dst' | 'outside-pools' | 'covers-node-address';
+  readonly why: 'node-unknown' | 'no-internal-ip' | 'duplicate-dst' | 'covers-node-address' | DistrustReason;
+  /** For a distrusted block: core's sentence naming the evidence. */
+  readonly message?: string;
 }
 
 /** The fields of a Kubernetes Node the planner reads (structurally a client-node V1Node). */
@@ -83,8 +86,8 @@ export interface RouteView {
   readonly synced: boolean;
   readonly blocks: readonly IPAMBlock[];
   readonly nodes: readonly RouteNode[];
-  /** The IPPools' CIDRs: only blocks inside one are routed. */
-  readonly pools: readonly { readonly spec: { readonly cidr: string } }[];
+  /** Every IPPool (disabled and shadowed ones too): what decides which blocks are trusted. */
+  readonly pools: readonly IPPool[];
 }
 
 /** The kernel side, as the reconciler needs it (iproute2.ts implements it). */

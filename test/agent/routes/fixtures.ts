@@ -1,17 +1,23 @@
 // Seeds for the route tests: blocks as the allocator writes them, Nodes as the API server holds them.
-import { mustParseCidr, newBlock } from 'blockipam/core';
-import type { IPAMBlock } from 'blockipam/core';
+import { blockLabels, mustParseCidr, newBlock } from 'blockipam/core';
+import type { IPAMBlock, IPPool } from 'blockipam/core';
 import type { RouteNode } from '../../../block-controller/agent/routes/index.ts';
 
 const T0 = Date.parse('2026-12-01T08:00:00Z');
 
-/** A block affine to `affinity`, with `allocations` ordinal → node. */
+/**
+ * A block affine to `affinity`, with `allocations` ordinal → node, labelled as core labels it,
+ * in pool `pool` (default: {@link pools}' name for the family, "p" or "p6").
+ */
 export function block(
   cidr: string,
   affinity: string | null,
   allocations: Record<number, string> = {},
+  pool?: string,
 ): IPAMBlock {
-  const b = newBlock({ cidr: mustParseCidr(cidr), pool: 'p', node: affinity, nowMs: T0 });
+  const range = mustParseCidr(cidr);
+  const name = pool ?? (range.family === 4 ? 'p' : 'p6');
+  const b = newBlock({ cidr: range, pool: name, node: affinity, nowMs: T0 });
   for (const [ordinal, node] of Object.entries(allocations))
     b.spec.allocations[ordinal] = {
       handle: `net.c${ordinal}.eth0`,
@@ -19,7 +25,22 @@ export function block(
       allocatedAt: '2026-12-01T08:00:00Z',
       sequence: Number(ordinal),
     };
+  b.metadata.labels = blockLabels(b.spec, name, range.family);
   return b;
+}
+
+/**
+ * IPPools over `cidrs` (default block sizes, /26 and /122): the first of each family is named as
+ * {@link block}'s default ("p", "p6"), the others `p-<index>`.
+ */
+export function pools(...cidrs: string[]): IPPool[] {
+  const first = new Set<number>();
+  return cidrs.map((cidr, index) => {
+    const family = mustParseCidr(cidr).family;
+    const name = first.has(family) ? `p-${index}` : family === 4 ? 'p' : 'p6';
+    first.add(family);
+    return { metadata: { name, creationTimestamp: '2026-11-01T00:00:00Z' }, spec: { cidr } };
+  });
 }
 
 /** A Node with InternalIPs (and an ExternalIP that must never be used). */

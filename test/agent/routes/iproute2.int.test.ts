@@ -12,7 +12,7 @@ import {
   type RouteView,
 } from '../../../block-controller/agent/routes/index.ts';
 import { createTopology, sh, type Topology } from '../../e2e/harness/netns.ts';
-import { block, node } from './fixtures.ts';
+import { block, node, pools } from './fixtures.ts';
 
 void describe('reconcileRoutes in a network namespace', () => {
   let topo: Topology;
@@ -48,7 +48,7 @@ void describe('reconcileRoutes in a network namespace', () => {
       block('fd20::40/122', 'n2'),
     ],
     nodes,
-    pools: [{ spec: { cidr: '10.0.0.0/8' } }, { spec: { cidr: 'fd20::/48' } }],
+    pools: pools('10.0.0.0/8', 'fd20::/48'),
     ...over,
   });
   const pass = (v: RouteView): Promise<PassOutcome> => reconcileRoutes(v, { nodeName: 'n1', table });

@@ -4,12 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { IPAMBlock } from 'blockipam/core';
-import { block, node } from './fixtures.ts';
+import { block, node, pools } from './fixtures.ts';
 import { planRoutes } from '../../../block-controller/agent/routes/index.ts';
 import type { RouteNode, RouteView } from '../../../block-controller/agent/routes/index.ts';
 
 /** The pools every case's blocks lie in. */
-const POOLS = [{ spec: { cidr: '10.0.0.0/16' } }, { spec: { cidr: 'fd00::/48' } }];
+const POOLS = pools('10.0.0.0/16', 'fd00::/48');
 const view = (blocks: IPAMBlock[], nodes: RouteNode[], synced = true): RouteView => ({
   synced,
   blocks,
@@ -153,11 +153,11 @@ void describe('planRoutes', () => {
           block('10.0.0.64/26', 'b'),
           block('10.99.0.0/26', 'b'), // in no pool: the nodes' own network in the fresh-user test
           block('10.0.1.0/26', 'a'), // in no pool either (a own block: no blackhole)
-          block('10.0.2.0/26', 'c'), // in the pool, but node c's address is in it
+          block('10.0.2.0/26', 'c', {}, 'p-1'), // in its pool, but node c's address is in it
         ],
         [node('a', '192.0.2.11'), node('b', '192.0.2.12'), node('c', '10.0.2.5')],
       ),
-      pools: [{ spec: { cidr: '10.0.0.0/24' } }, { spec: { cidr: '10.0.2.0/24' } }],
+      pools: pools('10.0.0.0/24', '10.0.2.0/24'),
     };
     const plan = planRoutes(v, { nodeName: 'a' });
     assert.equal(plan.ready, true);
@@ -173,4 +173,74 @@ void describe('planRoutes', () => {
     const none = planRoutes({ ...v, pools: [] }, { nodeName: 'a' });
     assert.deepEqual(none.ready ? none.routes : ['not ready'], [], 'no pools: no routes');
   });
+
+  // Issue 23 (D1): objects a node credential could create that would route another node's
+  // pods to their author. Seen from a third node (a) and from the victim (b).
+  const created = (b: IPAMBlock, at: string): IPAMBlock => ({
+    ...b,
+    metadata: { ...b.metadata, creationTimestamp: at },
+  });
+  const labelled = (b: IPAMBlock, labels: Record<string, string>): IPAMBlock => ({
+    ...b,
+    metadata: { ...b.metadata, labels },
+  });
+  const victim = created(block('10.0.0.192/26', 'b', { 6: 'b' }), '2026-12-01T00:00:00Z');
+  const attacks: { name: string; hostile: IPAMBlock; extraPools?: string[]; why: string }[] = [
+    {
+      // an unowned /28 inside b's /26 holding b's pod's address for c
+      name: "unowned /28 inside another node's /26, allocation for the author",
+      hostile: block('10.0.0.192/28', null, { 6: 'c' }),
+      why: 'size-mismatch',
+    },
+    {
+      // a /27 affine to the author over b's pods
+      name: '/27 affine to the author',
+      hostile: block('10.0.0.192/27', 'c'),
+      why: 'size-mismatch',
+    },
+    {
+      // a /28 of a later, overlapping /28-block pool: of the right size alone, but younger
+      name: '/28 of an overlapping pool',
+      hostile: created(block('10.0.0.192/28', null, { 6: 'c' }, 'p-2'), '2026-12-02T00:00:00Z'),
+      extraPools: ['10.0.0.192/27'],
+      why: 'overlap',
+    },
+    {
+      // labels claiming b's affinity on c's block
+      name: 'labels forged to another node',
+      hostile: labelled(block('10.0.1.0/26', 'c'), block('10.0.1.0/26', 'b').metadata.labels ?? {}),
+      why: 'labels-mismatch',
+    },
+  ];
+  for (const attack of attacks)
+    void it(`ignores a hostile block: ${attack.name}`, () => {
+      const v: RouteView = {
+        ...view([victim, attack.hostile], threeNodes),
+        pools: [
+          ...pools('10.0.0.0/16', 'fd00::/48'),
+          ...(attack.extraPools ?? []).map((cidr) => ({
+            metadata: { name: 'p-2', creationTimestamp: '2026-11-20T00:00:00Z' },
+            spec: { cidr, blockSize: 28 },
+          })),
+        ],
+      };
+      for (const me of ['a', 'b']) {
+        const plan = planRoutes(v, { nodeName: me });
+        assert.ok(plan.ready);
+        // no route from the hostile block, b's block routed as before
+        assert.deepEqual(
+          plan.routes.filter((r) => r.block === attack.hostile.metadata.name),
+          [],
+          `no route of the hostile block on ${me}`,
+        );
+        assert.deepEqual(
+          plan.routes.filter((r) => r.block === victim.metadata.name).map((r) => r.type),
+          [me === 'b' ? 'blackhole' : 'unicast'],
+        );
+        assert.deepEqual(
+          plan.skipped.filter((s) => s.block === attack.hostile.metadata.name).map((s) => s.why),
+          [attack.why],
+        );
+      }
+    });
 });

@@ -9,7 +9,7 @@ import type {
   RouteTable,
   RouteView,
 } from '../../../block-controller/agent/routes/index.ts';
-import { block, node } from './fixtures.ts';
+import { block, node, pools } from './fixtures.ts';
 
 /** An in-memory table counting its calls; `failNext` makes the next list() throw. */
 class FakeTable implements RouteTable {
@@ -32,7 +32,7 @@ const synced: RouteView = {
   synced: true,
   blocks: [block('10.0.0.64/26', 'b')],
   nodes: [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
-  pools: [{ spec: { cidr: '10.0.0.0/16' } }],
+  pools: pools('10.0.0.0/16'),
 };
 
 void describe('RouteProgrammer', () => {
