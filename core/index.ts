@@ -105,6 +105,7 @@ export { matchesSelector, selectorToQuery } from './selector.ts';
 export * from './resources.ts';
 
 export type {
+  BlockStatusDatastore,
   CallOptions,
   Datastore,
   DeletePreconditions,

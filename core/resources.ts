@@ -55,12 +55,15 @@ export interface IPPoolSpec {
   disabled?: boolean;
 }
 
+/** A Kubernetes-shaped condition (metav1.Condition's fields). */
 export interface Condition {
   type: string;
   status: 'True' | 'False' | 'Unknown';
   reason?: string;
   message?: string;
   lastTransitionTime?: string;
+  /** metadata.generation of the object when the condition was set. */
+  observedGeneration?: number;
 }
 
 /** Written by the cluster controller through the status subresource. */
@@ -123,9 +126,19 @@ export interface IPAMBlockSpec {
   freed: FreedOrdinal[];
 }
 
+/**
+ * Written only by the cluster controller through the status subresource (an UPDATE of the block
+ * leaves it as stored, so the allocator's compare-and-swap writes never touch it).
+ */
+export interface IPAMBlockStatus {
+  /** `Trusted` (docs/design-core.md §Trusted blocks): False with the reason when ignored. */
+  conditions?: Condition[];
+}
+
 export interface IPAMBlock extends KubeObject {
   metadata: ObjectMeta;
   spec: IPAMBlockSpec;
+  status?: IPAMBlockStatus;
 }
 
 /** IPAMConfig `default`; every field optional on the wire, see config.ts for defaults. */

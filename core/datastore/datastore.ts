@@ -117,10 +117,22 @@ export interface ResourceStore<T extends KubeObject> {
   delete(name: string, preconditions?: DeletePreconditions, options?: CallOptions): Promise<void>;
 }
 
-/** A kind with a status subresource (IPPool). */
+/**
+ * A kind with a status subresource (IPPool; IPAMBlock too, whose status only the controller
+ * writes: KubeDatastore and MemoryDatastore give `blocks.updateStatus`, the port does not).
+ */
 export interface StatusResourceStore<T extends KubeObject> extends ResourceStore<T> {
   /** Replaces only `status` (compare-and-swap on resourceVersion when set). Same errors as update. */
   updateStatus(object: T, options?: CallOptions): Promise<T>;
+}
+
+/**
+ * A Datastore whose blocks expose the status subresource (KubeDatastore, MemoryDatastore): what
+ * the cluster controller needs for the blocks' Trusted condition. The port itself leaves it out,
+ * so wrappers of the allocator's view of blocks need not implement it.
+ */
+export interface BlockStatusDatastore extends Datastore {
+  readonly blocks: StatusResourceStore<IPAMBlock>;
 }
 
 /** Options of a pod LIST: the field selectors callers use, typed. */

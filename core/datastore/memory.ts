@@ -1,7 +1,7 @@
 /**
  * In-memory Datastore with the API server's semantics (proved by the contract suite in
  * test/core/datastore-contract.ts): resourceVersion compare-and-swap, delete preconditions,
- * NotFound / AlreadyExists / Conflict, status subresource on pools, no-op updates keep the
+ * NotFound / AlreadyExists / Conflict, status subresource on pools and blocks, no-op updates keep the
  * resourceVersion, LIST sorted by name. Built-in objects (pods, namespaces, nodes) are seeded from
  * plain objects and read-only. Labels are indexed, so a LIST by label does not scan every object
  * (a pool with blocks for 10,000 nodes stays cheap to query).
@@ -69,7 +69,7 @@ export class MemoryDatastore implements Datastore {
       pager: this.#pager,
     };
     this.pools = new MemoryResourceStore<IPPool>('ippools', { ...shared, hasStatus: true });
-    this.blocks = new MemoryResourceStore<IPAMBlock>('ipamblocks', { ...shared, hasStatus: false });
+    this.blocks = new MemoryResourceStore<IPAMBlock>('ipamblocks', { ...shared, hasStatus: true });
     this.configs = new MemoryResourceStore<IPAMConfigObject>('ipamconfigs', { ...shared, hasStatus: false });
     this.reservations = new MemoryResourceStore<IPReservation>('ipreservations', {
       ...shared,

@@ -20,11 +20,21 @@ import {
   mustParseCidr,
   newBlock,
 } from 'blockipam/core';
-import type { Datastore, IPAMBlock, IPPool, Namespace, Node, Page, PageOptions, Pod } from 'blockipam/core';
+import type {
+  BlockStatusDatastore,
+  Datastore,
+  IPAMBlock,
+  IPPool,
+  Namespace,
+  Node,
+  Page,
+  PageOptions,
+  Pod,
+} from 'blockipam/core';
 
 /** What a factory gives the suite. `cleanup` removes what the suite created. */
 export interface ContractSubject {
-  ds: Datastore;
+  ds: BlockStatusDatastore;
   /**
    * Expires the continue tokens handed out so far, as etcd compaction does (the memory store:
    * `compact()`; the API server: an etcd compaction past the tokens' revision). The API server
@@ -115,7 +125,7 @@ export function datastoreContract(
 ): void {
   describe(`Datastore contract: ${title}`, () => {
     let subject: ContractSubject;
-    let ds: Datastore;
+    let ds: BlockStatusDatastore;
     const world = contractWorld();
     const worldId = world.nodes[0]?.metadata.labels?.[WORLD_LABEL] ?? '';
     const inWorld = { matchLabels: { [WORLD_LABEL]: worldId } };
@@ -341,6 +351,44 @@ export function datastoreContract(
       assert.equal(updated.spec.disabled, true);
       assert.equal(updated.status?.allocated, 7);
       await assert.rejects(ds.pools.updateStatus({ ...created, status: { allocated: 9 } }), isConflict);
+    });
+
+    it("blocks: status is dropped on create, kept by the allocator's update, written only by updateStatus", async () => {
+      // the controller's Trusted condition must survive every compare-and-swap UPDATE of the block
+      const created = await ds.blocks.create({
+        ...block('10.202.0.0/26'),
+        status: { conditions: [{ type: 'Trusted', status: 'False', reason: 'Forged' }] },
+      });
+      assert.equal(created.status, undefined);
+      const trusted = {
+        type: 'Trusted',
+        status: 'False' as const,
+        reason: 'SizeMismatch',
+        message: 'a test',
+        lastTransitionTime: '2026-12-03T08:00:00Z',
+        observedGeneration: created.metadata.generation ?? 1,
+      };
+      const flagged = await ds.blocks.updateStatus({
+        ...created,
+        spec: { ...created.spec, affinity: 'node-z' },
+        status: { conditions: [trusted] },
+      });
+      assert.deepEqual(flagged.status?.conditions, [trusted]);
+      assert.equal(flagged.spec.affinity, 'node-a', 'updateStatus leaves the spec as stored');
+      const updated = await ds.blocks.update({
+        ...flagged,
+        spec: { ...flagged.spec, affinity: 'node-b' },
+        status: {},
+      });
+      assert.equal(updated.spec.affinity, 'node-b');
+      assert.deepEqual(updated.status?.conditions, [trusted], 'an UPDATE leaves the status as stored');
+      const { status: _dropped, ...withoutStatus } = updated;
+      const again = await ds.blocks.update({
+        ...withoutStatus,
+        spec: { ...updated.spec, affinity: 'node-c' },
+      });
+      assert.deepEqual(again.status?.conditions, [trusted], 'also when the object carries no status');
+      await assert.rejects(ds.blocks.updateStatus({ ...created, status: {} }), isConflict);
     });
 
     it('a paged LIST: pages of at most `limit`, one resourceVersion, together the whole LIST in name order', async () => {
