@@ -29,6 +29,7 @@ export interface ControllerMetrics {
   gcReclamations: Counter<'ippool' | 'node'>;
   poolSize: Gauge<'ippool'>;
   poolReserved: Gauge<'ippool'>;
+  blocksIgnored: Gauge<'reason'>;
   leader: Gauge;
   passes: Counter<'outcome'>;
 }
@@ -59,6 +60,11 @@ export function controllerMetrics(registry: Registry): ControllerMetrics {
     ),
     poolSize: gauge('ipam_ippool_size', 'Assignable addresses of the pool', ['ippool']),
     poolReserved: gauge('ipam_ippool_reserved', 'Addresses of the pool inside IPReservations', ['ippool']),
+    blocksIgnored: gauge(
+      'ipam_blocks_ignored',
+      'IPAM blocks routes and allocation ignore (status condition Trusted=False), by reason',
+      ['reason'],
+    ),
     leader: gauge('controller_leader', '1 while this replica holds the leader lease', []),
     passes: counter('controller_passes_total', 'Reconcile passes, by outcome (done, skipped, failed)', [
       'outcome',

@@ -3,7 +3,7 @@
  * watched view, an injected clock, logs, metrics, a bounded Event budget, and the leadership
  * check made right before each write step.
  */
-import type { AllocatorOptions, Datastore } from 'blockipam/core';
+import type { AllocatorOptions, Datastore, IPAMBlock } from 'blockipam/core';
 import type { ControllerEvent, EventSink } from './events.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { ClusterView } from './view.ts';
@@ -18,6 +18,8 @@ export interface PassLog {
 export interface PassContext {
   /** Bound to the pass's signal (core's withSignal): no request once leadership is lost. */
   ds: Datastore;
+  /** Writes an IPAMBlock's status subresource (compare-and-swap), bound to the pass's signal; absent: no write. */
+  blockStatus?: (block: IPAMBlock) => Promise<IPAMBlock>;
   view: ClusterView;
   /** ms since epoch. */
   clock: () => number;

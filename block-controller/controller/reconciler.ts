@@ -1,12 +1,12 @@
 /**
  * The leader's work: one pass = leaked addresses → deleted nodes → unowned empty blocks → pool
- * status → usage metrics, all from the watch caches. A pass starts when a watched object
+ * status → blocks' Trusted condition → usage metrics, all from the watch caches. A pass starts when a watched object
  * changes (debounced by `debounceMs`, so a burst of pod deletions makes one pass) and at least
  * every `resyncMs` (grace periods expire without any event). No pass runs while a watch has not
  * synced or is failing: missing data means keep.
  */
 import { newStats, withSignal } from 'blockipam/core';
-import type { AllocatorStats, Datastore } from 'blockipam/core';
+import type { AllocatorStats, Datastore, IPAMBlock, StatusResourceStore } from 'blockipam/core';
 import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
 import type { EventSink } from './events.ts';
 import { leakStep } from './gc/leak-pass.ts';
@@ -17,6 +17,8 @@ import { LeakCandidates } from './gc/scan.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { EventBudget } from './pass.ts';
 import type { PassContext, PassLog } from './pass.ts';
+import { blockTrustStep } from './status/block-trust.ts';
+import type { BlockTrustStep } from './status/block-trust.ts';
 import { poolStatusStep } from './status/status-pass.ts';
 import type { StatusStep } from './status/status-pass.ts';
 import type { ClusterView } from './view.ts';
@@ -28,6 +30,11 @@ export const DEFAULT_RESYNC_MS = 60_000;
 
 export interface ReconcilerOptions {
   ds: Datastore;
+  /**
+   * Writes a block's status subresource (KubeDatastore's / MemoryDatastore's
+   * `blocks.updateStatus`); absent: the Trusted condition is computed and counted, not written.
+   */
+  blockStatus?: StatusResourceStore<IPAMBlock>['updateStatus'];
   view: ClusterView;
   log: PassLog;
   clock?: () => number;
@@ -46,6 +53,7 @@ export interface PassResult {
   nodes?: NodeStep;
   unownedBlocks?: string[];
   status?: StatusStep;
+  trust?: BlockTrustStep;
 }
 
 export class Reconciler {
@@ -88,6 +96,7 @@ export class Reconciler {
     );
     const ctx: PassContext = {
       ds: withSignal(this.#o.ds, signal),
+      ...(this.#o.blockStatus ? { blockStatus: bindStatus(this.#o.blockStatus, signal) } : {}),
       view,
       clock: this.#clock,
       log: this.#o.log,
@@ -101,10 +110,11 @@ export class Reconciler {
     const nodes = await deletedNodeStep(ctx, leaks);
     const unownedBlocks = await unownedBlockStep(ctx);
     const status = await poolStatusStep(ctx);
+    const trust = await blockTrustStep(ctx);
     this.#usageMetrics(leaks, view);
     await events.flush();
     this.#o.metrics?.passes.inc({ outcome: 'done' });
-    return { leaks, nodes, unownedBlocks, status };
+    return { leaks, nodes, unownedBlocks, status, trust };
   }
 
   /** Sets the usage gauges from the pass's scan and the watched blocks. */
@@ -194,4 +204,12 @@ export class PassScheduler {
       if (wakeOnTrigger) this.#wake = done;
     });
   }
+}
+
+/** A status writer bound to the pass's signal. */
+function bindStatus(
+  write: StatusResourceStore<IPAMBlock>['updateStatus'],
+  signal: AbortSignal | undefined,
+): (block: IPAMBlock) => Promise<IPAMBlock> {
+  return (block) => write(block, signal ? { signal } : {});
 }

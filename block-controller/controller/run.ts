@@ -109,6 +109,7 @@ export async function runController(options: ControllerOptions): Promise<void> {
     view = await watchCluster({ connection, log, metrics: shared, onChange: () => scheduler.trigger() });
     const reconciler = new Reconciler({
       ds: connection.datastore,
+      blockStatus: (block, callOptions) => connection.datastore.blocks.updateStatus(block, callOptions),
       view,
       log,
       metrics,
