@@ -52,6 +52,8 @@ export {
 export type { PoolRequest, PoolSnapshot, ShadowedPool, SnapshotObjects } from './allocator/pools.ts';
 export { classifyBlocks, DISTRUST_REASONS, trustedAffine } from './allocator/block-trust.ts';
 export type { BlockTrust, DistrustReason, IgnoredBlock } from './allocator/block-trust.ts';
+export { claimPoolsData, parseClaimPool, sameClaimPoolsData } from './allocator/claim-admission.ts';
+export type { ClaimPool, ClaimPoolState } from './allocator/claim-admission.ts';
 export { poolUtilization } from './allocator/utilization.ts';
 export type { PoolUtilization } from './allocator/utilization.ts';
 export { newStats } from './allocator/context.ts';

@@ -6,6 +6,7 @@
  *   --lease-name (blockipam-controller) --lease-duration-seconds (15) --renew-deadline-seconds (10)
  *   --retry-period-seconds (2) --metrics-port (9094, Calico kube-controllers' port) --metrics-host (0.0.0.0)
  *   --resync-seconds (60) --debounce-ms (1000) --events-namespace (default) --log-level (info)
+ *   --claim-pools-configmap (none; <namespace>/<name>: the admission policy's claimable pools)
  * `--help` prints them, `--version` prints `blockipam-controller <version>`; both exit 0.
  *
  * A bad start is one line on stderr and exit 2 (a bad command line, unusable credentials) or 1,
@@ -21,6 +22,8 @@ import { runController } from './run.ts';
 const NAME = 'blockipam-controller';
 /** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
 const MAX_PORT = 65_535;
+/** <namespace>/<name>: a DNS label, then a DNS subdomain (Kubernetes' object name rules). */
+const CONFIGMAP_REF = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/;
 
 let argv;
 try {
@@ -55,6 +58,10 @@ try {
         type: 'string',
         default: 'default',
         describe: 'namespace of the Events (only "default" is valid: see the check)',
+      },
+      'claim-pools-configmap': {
+        type: 'string',
+        describe: '<namespace>/<name> of the ConfigMap the admission policy reads the claimable pools from',
       },
       'log-level': { choices: LOG_LEVELS, default: 'info' as const },
     })
@@ -94,6 +101,11 @@ try {
         throw new Error(
           `--events-namespace must be "default" (got "${a['events-namespace']}"): the API server accepts Events about cluster-scoped objects (IPPool, IPAMBlock, Node) only there`,
         );
+      const target = a['claim-pools-configmap'];
+      if (target !== undefined && !CONFIGMAP_REF.test(target))
+        throw new Error(
+          `--claim-pools-configmap must be <namespace>/<name> (DNS labels / subdomain names), not ${JSON.stringify(target)}`,
+        );
       return true;
     })
     .parseAsync();
@@ -122,8 +134,16 @@ try {
     resyncSeconds: argv['resync-seconds'],
     debounceMs: argv['debounce-ms'],
     eventsNamespace: argv['events-namespace'],
+    ...(argv['claim-pools-configmap'] === undefined
+      ? {}
+      : { claimPoolsConfigMap: configMapRef(argv['claim-pools-configmap']) }),
     logLevel: argv['log-level'],
   });
 } catch (error) {
   exitStartFailure(NAME, error, argv.kubeconfig !== undefined);
+}
+
+function configMapRef(text: string): { namespace: string; name: string } {
+  const [namespace = '', name = ''] = text.split('/');
+  return { namespace, name };
 }

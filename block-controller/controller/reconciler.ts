@@ -1,12 +1,15 @@
 /**
- * The leader's work: one pass = leaked addresses → deleted nodes → unowned empty blocks → pool
- * status → blocks' Trusted condition → usage metrics, all from the watch caches. A pass starts when a watched object
+ * The leader's work: one pass = claimable pools for the admission policy → leaked addresses →
+ * deleted nodes → unowned empty blocks → pool status → blocks' Trusted condition → usage
+ * metrics, all from the watch caches. A pass starts when a watched object
  * changes (debounced by `debounceMs`, so a burst of pod deletions makes one pass) and at least
  * every `resyncMs` (grace periods expire without any event). No pass runs while a watch has not
  * synced or is failing: missing data means keep.
  */
 import { newStats, withSignal } from 'blockipam/core';
 import type { AllocatorStats, Datastore, IPAMBlock, StatusResourceStore } from 'blockipam/core';
+import { claimPoolsStep } from './admission/claim-pools.ts';
+import type { ClaimPoolsSink, ClaimPoolsStep } from './admission/claim-pools.ts';
 import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
 import type { EventSink } from './events.ts';
 import { leakStep } from './gc/leak-pass.ts';
@@ -44,11 +47,14 @@ export interface ReconcilerOptions {
   onApiError?: (operation: string, error: unknown) => void;
   /** Counters core adds to (conflicts feed blockipam_api_conflicts_total). */
   stats?: AllocatorStats;
+  /** Where the claimable pools go (the admission policy's ConfigMap); absent = not published. */
+  claimPools?: ClaimPoolsSink;
 }
 
 /** What one pass did (undefined fields: the step did not run). */
 export interface PassResult {
   skipped?: string;
+  claimPools?: ClaimPoolsStep;
   leaks?: LeakStep;
   nodes?: NodeStep;
   unownedBlocks?: string[];
@@ -106,6 +112,7 @@ export class Reconciler {
       mayWrite,
       ...(this.#o.onApiError ? { onApiError: this.#o.onApiError } : {}),
     };
+    const claimPools = this.#o.claimPools ? await claimPoolsStep(ctx, this.#o.claimPools) : undefined;
     const leaks = await leakStep(ctx, this.candidates);
     const nodes = await deletedNodeStep(ctx, leaks);
     const unownedBlocks = await unownedBlockStep(ctx);
@@ -114,7 +121,7 @@ export class Reconciler {
     this.#usageMetrics(leaks, view);
     await events.flush();
     this.#o.metrics?.passes.inc({ outcome: 'done' });
-    return { leaks, nodes, unownedBlocks, status, trust };
+    return { ...(claimPools ? { claimPools } : {}), leaks, nodes, unownedBlocks, status, trust };
   }
 
   /** Sets the usage gauges from the pass's scan and the watched blocks. */

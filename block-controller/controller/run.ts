@@ -15,6 +15,7 @@ import {
   startHttpServer,
 } from '../shared/index.ts';
 import type { KubeConnectionOptions, LogLevel } from '../shared/index.ts';
+import { kubeClaimPoolsSink } from './admission/claim-pools.ts';
 import { kubeEventSink } from './events.ts';
 import { LeaderElector } from './leader/elector.ts';
 import type { ElectorEvent } from './leader/elector.ts';
@@ -37,6 +38,8 @@ export interface ControllerOptions extends KubeConnectionOptions {
   resyncSeconds: number;
   debounceMs: number;
   eventsNamespace: string;
+  /** The admission policy's ConfigMap of claimable pools; absent = not published. */
+  claimPoolsConfigMap?: { namespace: string; name: string };
   logLevel: LogLevel;
 }
 
@@ -114,6 +117,9 @@ export async function runController(options: ControllerOptions): Promise<void> {
       log,
       metrics,
       events: kubeEventSink(connection.transport, { namespace: options.eventsNamespace, instance: identity }),
+      ...(options.claimPoolsConfigMap
+        ? { claimPools: kubeClaimPoolsSink(connection.transport, options.claimPoolsConfigMap) }
+        : {}),
       onApiError,
     });
     let conflicts = 0;

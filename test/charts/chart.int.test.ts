@@ -333,15 +333,62 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       assert.equal(ok.filter((o) => o.kind === 'IPPool').length, 6);
     });
 
-    test('the admission policy is rendered where the API server serves it, unless disabled', () => {
+    test('the admission policies are rendered unless disabled on purpose — by plain helm template too', () => {
       const kinds = (objects: Rendered[]): string[] =>
-        objects.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy')).map((o) => o.kind);
-      assert.equal(kinds(render(major)).length, 4, 'two policies and their bindings');
-      assert.deepEqual(kinds(render(major, ['blockipam', '--set', 'admissionPolicy.enabled=false'])), []);
-      // without --api-versions naming it (an old API server), nothing — and NOTES warns
-      const old = helm(major, ['template', 'blockipam', CHART, '--kube-version', 'v1.30.0']);
-      assert.equal(old.status, 0, old.stderr);
-      assert.deepEqual(kinds(parseObjects(old.stdout)), []);
+        objects
+          .filter(
+            (o) =>
+              o.kind.startsWith('ValidatingAdmissionPolicy') ||
+              (o.kind === 'ConfigMap' && o.metadata.name === 'blockipam-claim-pools'),
+          )
+          .map((o) => `${o.kind}/${o.metadata.name}`)
+          .sort();
+      const all = [
+        'ConfigMap/blockipam-claim-pools',
+        ...['node-blocks', 'node-claims', 'node-tokens'].flatMap((p) => [
+          `ValidatingAdmissionPolicy/blockipam-${p}`,
+          `ValidatingAdmissionPolicyBinding/blockipam-${p}`,
+        ]),
+      ];
+      assert.deepEqual(kinds(render(major)), all);
+      // `helm template` without --api-versions (GitOps: helm template | kubectl apply): the same
+      const plain = helm(major, ['template', 'blockipam', CHART]);
+      assert.equal(plain.status, 0, plain.stderr);
+      const objects = parseObjects(plain.stdout);
+      assert.deepEqual(kinds(objects), all);
+      const controller = find(objects, 'Deployment', 'blockipam-controller') as unknown as {
+        spec: { template: { spec: { containers: { args: string[] }[] } } };
+      };
+      assert.ok(
+        controller.spec.template.spec.containers[0]?.args.includes(
+          '--claim-pools-configmap=default/blockipam-claim-pools',
+        ),
+        'the controller publishes the pool list the claims policy reads',
+      );
+      const off = render(major, ['blockipam', '--set', 'admissionPolicy.enabled=false']);
+      assert.deepEqual(kinds(off), []);
+      assert.equal(
+        off.some((o) => o.kind === 'Role' && o.metadata.name === 'blockipam-controller-claim-pools'),
+        false,
+        'no ConfigMap rights without the policy',
+      );
+    });
+
+    test('both workloads run with the runtime’s default seccomp profile', () => {
+      const objects = render(major);
+      for (const [kind, name] of [
+        ['DaemonSet', 'blockipam-agent'],
+        ['Deployment', 'blockipam-controller'],
+      ] as const) {
+        const workload = find(objects, kind, name) as unknown as {
+          spec: { template: { spec: { securityContext?: { seccompProfile?: { type: string } } } } };
+        };
+        assert.deepEqual(
+          workload.spec.template.spec.securityContext?.seccompProfile,
+          { type: 'RuntimeDefault' },
+          name,
+        );
+      }
     });
 
     test('values.schema.json refuses bad values, naming each', () => {

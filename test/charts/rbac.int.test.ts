@@ -7,71 +7,23 @@
  * name (asserted with `kubectl auth whoami`). No kubelet is needed: the pods never run.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { controlPlane, kubectl } from '../helpers/control-plane.ts';
-import type { KubectlResult } from '../helpers/control-plane.ts';
-import { nodeLabel } from 'blockipam/core';
-import { installCrds } from '../helpers/crds.ts';
-import { render } from './helm.ts';
+import { claimPoolsData, newBlock, nodeLabel, parseCidr } from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
+import { admin, adminOk, allowed, as, ChartIdentities, eventually, refused } from './identities.ts';
+import type { KubectlResult } from './identities.ts';
 
 const NS = 'chart-rbac';
 const RELEASE = 'rbac'; // objects: rbac-blockipam-*
-const NODE_SA = 'rbac-blockipam-node';
-const CONTROLLER_SA = 'rbac-blockipam-controller';
+const chart = new ChartIdentities(NS, RELEASE);
+const NODE_SA = chart.nodeSA;
+const CONTROLLER_SA = chart.controllerSA;
 const NODES = ['rbac-n1', 'rbac-n2'] as const;
 const POOL = 'rbac-pool';
-const dir = mkdtempSync(join(tmpdir(), 'chart-rbac-'));
-const uids: Record<string, string> = {};
+const uids = chart.uids;
 let seq = 0;
-
-const admin = (args: string[], input?: unknown): KubectlResult =>
-  kubectl(args, input === undefined ? {} : { input: JSON.stringify(input) });
-function adminOk(args: string[], input?: unknown): string {
-  const r = admin(args, input);
-  assert.equal(r.status, 0, `kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** A kubeconfig holding `token` (the API server's own CA). */
-function kubeconfigFor(name: string, token: string): string {
-  const cp = controlPlane();
-  const file = join(dir, `${name}.kubeconfig`);
-  writeFileSync(
-    file,
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'cp', cluster: { server: cp.apiUrl, 'certificate-authority': cp.caFile } }],
-      users: [{ name, user: { token } }],
-      contexts: [{ name, context: { cluster: 'cp', user: name } }],
-      'current-context': name,
-    }),
-  );
-  return file;
-}
-
-/** A token of `sa` (bound to `pod` when given) in a kubeconfig. */
-function credential(sa: string, pod?: string): string {
-  const bound = pod
-    ? ['--bound-object-kind', 'Pod', '--bound-object-name', pod, '--bound-object-uid', uids[pod] ?? '']
-    : [];
-  const token = adminOk(['create', 'token', sa, '-n', NS, '--duration', '1h', ...bound]).trim();
-  return kubeconfigFor(`${sa}-${pod ?? 'unbound'}`, token);
-}
-
-const as = (kubeconfig: string, args: string[], input?: unknown): KubectlResult =>
-  kubectl(args, { kubeconfig, ...(input === undefined ? {} : { input: JSON.stringify(input) }) });
-
-function refused(r: KubectlResult, message: RegExp, what: string): void {
-  assert.notEqual(r.status, 0, `${what} was allowed: ${r.stdout}`);
-  assert.match(r.stderr, message, what);
-}
-function allowed(r: KubectlResult, what: string): void {
-  assert.equal(r.status, 0, `${what}: ${r.stderr}`);
-}
+const kubeconfigFor = (name: string, token: string): string => chart.kubeconfigFor(name, token);
+const credential = (sa: string, pod?: string): string => chart.credential(sa, pod);
 
 const forbidden = (sa: string, verb: string, resource: string): RegExp =>
   new RegExp(`User "system:serviceaccount:${NS}:${sa}" cannot ${verb} resource "${resource}"`);
@@ -110,28 +62,14 @@ function block(
   };
 }
 
-async function eventually(check: () => void, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw new Error(`${what}: ${(error as Error).message}`, { cause: error });
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-}
-
 describe('the chart’s RBAC and admission policy', () => {
   let node1: string; // the node ServiceAccount, token bound to the agent pod on rbac-n1
   before(() => {
-    installCrds();
-    const objects = render(4, [RELEASE, '--namespace', NS, '--set-json', 'pools=[]']).filter(
-      (o) => !['DaemonSet', 'Deployment', 'IPAMConfig', 'PodDisruptionBudget'].includes(o.kind),
-    );
-    adminOk(['create', 'namespace', NS]);
-    adminOk(['apply', '-f', '-'], { apiVersion: 'v1', kind: 'List', items: objects });
+    chart.install(NODES, [
+      ['agent-1', NODE_SA, NODES[0]],
+      ['agent-2', NODE_SA, NODES[1]],
+      ['controller', CONTROLLER_SA, NODES[0]],
+    ]);
     adminOk(['create', 'serviceaccount', 'reader', '-n', NS]);
     adminOk([
       'create',
@@ -141,43 +79,31 @@ describe('the chart’s RBAC and admission policy', () => {
       'rbac-blockipam-reader',
       `--serviceaccount=${NS}:reader`,
     ]);
-    for (const node of NODES)
-      adminOk(['apply', '-f', '-'], { apiVersion: 'v1', kind: 'Node', metadata: { name: node } });
-    const pods: [string, string, string][] = [
-      ['agent-1', NODE_SA, NODES[0]],
-      ['agent-2', NODE_SA, NODES[1]],
-      ['controller', CONTROLLER_SA, NODES[0]],
-    ];
-    for (const [name, sa, node] of pods) {
-      adminOk(['apply', '-f', '-'], {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name, namespace: NS },
-        spec: { nodeName: node, serviceAccountName: sa, containers: [{ name: 'c', image: 'none' }] },
-      });
-      uids[name] = adminOk(['get', 'pod', name, '-n', NS, '-o', 'jsonpath={.metadata.uid}']);
-    }
     adminOk(['apply', '-f', '-'], {
       apiVersion: 'ipam.blockipam.io/v1alpha1',
       kind: 'IPPool',
       metadata: { name: POOL },
       spec: { cidr: '10.77.0.0/16' },
     });
+    // what the controller publishes for the claims policy (test/charts/claims.int.test.ts runs the controller's own step)
+    const pool = JSON.parse(adminOk(['get', 'ippool', POOL, '-o', 'json'])) as IPPool;
+    adminOk([
+      'patch',
+      'configmap',
+      `${RELEASE}-blockipam-claim-pools`,
+      '-n',
+      NS,
+      '--type=merge',
+      '-p',
+      JSON.stringify({ data: claimPoolsData([pool]) }),
+    ]);
     node1 = credential(NODE_SA, 'agent-1');
   });
   after(() => {
     admin(['delete', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`]);
     admin(['delete', 'ippool', POOL]);
-    admin(['delete', 'pods', '--all', '-n', NS, '--grace-period=0', '--force']);
-    admin(['delete', 'namespace', NS, '--wait=false']);
     admin(['delete', 'clusterrolebinding', 'rbac-reader']);
-    admin([
-      'delete',
-      'clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings',
-      '-l',
-      `app.kubernetes.io/instance=${RELEASE}`,
-    ]);
-    for (const node of NODES) admin(['delete', 'node', node]);
+    chart.uninstall(NODES);
   });
 
   test('a token bound to a pod with spec.nodeName carries the node name; kubectl create token’s does not', () => {
@@ -246,13 +172,20 @@ describe('the chart’s RBAC and admission policy', () => {
       if (r.status === 0) admin(['delete', 'ipamblock', '10-77-1-0-26']);
       refused(
         r,
-        /blockipam: node rbac-n1 may change a block's affinity only between itself and none; IPAMBlock 10-77-1-0-26 would go from none to rbac-n2/,
+        // either policy may answer first: the claims policy or the per-node blocks policy
+        /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only between itself and none; IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
         'claim for another node',
       );
     }, 'the policy takes effect');
 
-    const own = block('10.77.0.0/26', NODES[0], { 0: NODES[0] });
-    allowed(as(node1, ['create', '-f', '-'], own), 'claim its own block');
+    // a claim is what core creates: empty, affine to the node, core's labels
+    const claim = newBlock({
+      cidr: parseCidr('10.77.0.0/26')!,
+      pool: POOL,
+      node: NODES[0],
+      nowMs: Date.now(),
+    });
+    allowed(as(node1, ['create', '-f', '-'], claim), 'claim its own block');
     allowed(
       as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0], 1: NODES[1] })),
       'anything in its own block',

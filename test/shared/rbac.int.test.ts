@@ -182,6 +182,8 @@ describe('RBAC: the documented rules are enough', () => {
     );
     await ds.blocks.create(blockObject({ cidr: '10.78.1.0/26', pool: 'rb-p', affinity: 'rb-deleted' }));
     await ds.blocks.create(blockObject({ cidr: '10.78.2.0/26', pool: 'rb-p', affinity: null }));
+    // the chart creates it without data; the controller fills it
+    await send('POST', `/api/v1/namespaces/${NS}/configmaps`, { metadata: { name: 'claim-pools' } });
     const child = spawn(
       process.execPath,
       [
@@ -206,6 +208,7 @@ describe('RBAC: the documented rules are enough', () => {
           '0.5',
         ],
         ...['--resync-seconds', '1', '--debounce-ms', '100'],
+        ...['--claim-pools-configmap', `${NS}/claim-pools`],
       ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
@@ -222,6 +225,13 @@ describe('RBAC: the documented rules are enough', () => {
         },
         60_000,
       );
+      await eventually('the claimable pools published', async () => {
+        const map = await ds.transport.request<{ data?: Record<string, string> }>(
+          'GET',
+          `/api/v1/namespaces/${NS}/configmaps/claim-pools`,
+        );
+        return map.data?.['rb-p'] === '10.78.0.0/16 26 usable' ? true : undefined;
+      });
       await eventually('pool status written', async () =>
         (await ds.pools.get('rb-p'))?.status?.blockSize === 26 ? true : undefined,
       );

@@ -52,6 +52,3 @@ nothing; callers write `with include … | nindent`, so an unset host leaves no 
 {{- range .Values.pools }}{{ if not (contains ":" .cidr) }}true{{ end }}{{ end -}}
 {{- end -}}
 
-{{- define "blockipam.vapSupported" -}}
-{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}true{{- end -}}
-{{- end -}}
