@@ -349,7 +349,7 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
           `ValidatingAdmissionPolicy/blockipam-${p}`,
           `ValidatingAdmissionPolicyBinding/blockipam-${p}`,
         ]),
-      ];
+      ].sort();
       assert.deepEqual(kinds(render(major)), all);
       // `helm template` without --api-versions (GitOps: helm template | kubectl apply): the same
       const plain = helm(major, ['template', 'blockipam', CHART]);

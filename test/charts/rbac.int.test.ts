@@ -183,7 +183,7 @@ describe('the chart’s RBAC and admission policy', () => {
       cidr: parseCidr('10.77.0.0/26')!,
       pool: POOL,
       node: NODES[0],
-      nowMs: Date.now(),
+      nowMs: 100, // sequence 100: below the test blocks' (sequence never decreases)
     });
     allowed(as(node1, ['create', '-f', '-'], claim), 'claim its own block');
     allowed(
