@@ -260,3 +260,15 @@ void describe('trustedAffine', () => {
     );
   });
 });
+
+void describe('classifyBlocks remembers verdicts per block object and pool set', () => {
+  void it('a changed pool set judges the same block object afresh', () => {
+    const one = block({ cidr: '10.244.5.0/26', node: 'node-1' });
+    assert.deepEqual(verdicts([one], [MAIN]), ['10-244-5-0-26']);
+    // the same object, the pool now of /28 blocks (re-created): size-mismatch, not the remembered verdict
+    const main28 = pool('main', { cidr: '10.244.0.0/16', blockSize: 28 }, '2026-11-01T00:00:00Z');
+    assert.equal(classifyBlocks([one], [main28]).ignored[0]?.reason, 'size-mismatch');
+    assert.equal(classifyBlocks([one], []).ignored[0]?.reason, 'outside-pools');
+    assert.deepEqual(verdicts([one], [MAIN]), ['10-244-5-0-26']);
+  });
+});
