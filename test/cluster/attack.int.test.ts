@@ -1,0 +1,671 @@
+/**
+ * The attacker's probes (issue 23) on the real 3-node cluster, with the credentials the chart
+ * really hands out: `helm install`, victim pods pinned to node 2 and a pod on node 3; then, as
+ * root on node 1, the plugin's kubeconfig the agent wrote there, the agent's own projected token
+ * (read from the kubelet's pod directory on node 1), the controller's pod token and a read-only
+ * `ipamctl` user (ClusterRole `<release>-reader`) each try to take node 2's traffic or addresses.
+ * Every probe must be refused, and the refusal's message is asserted. Afterwards nothing moved:
+ * node 2's block holds the same allocations, no block appeared, and every agent's routes
+ * (protocol 210) are the ones recorded before the probes plus those of a sentinel block the
+ * admin creates for node 1 after them — the sentinel's route on every node is the event that
+ * proves each agent has processed everything written before it (one ordered watch). The victims
+ * still answer a ping from node 3, node 2's agent still pre-claims a block and releases it when
+ * idle, and `ipamctl check` is clean.
+ *
+ * Probes (the node credential's are run with the plugin kubeconfig and with the agent token):
+ *  1. CREATE an unowned /28 inside node 2's /26 holding a live node-2 pod's ordinal for node 1;
+ *  2. CREATE a /27 affine to node 1 overlapping node 2's /26;
+ *  3. CREATE 20 unowned blocks labelled affine to node 2 (core's `nodeLabel`);
+ *  4. CREATE a block outside every pool (10.250.0.0/26), and a claim for node 2;
+ *  5. UPDATE node 2's block: add another node's allocation, take over or remove node 2's pod's
+ *     allocation, change its affinity (to node 1, to none), change its labels; DELETE it; mint a
+ *     token bound to node 2's agent pod, or an unbound one; delete the pool;
+ *  6. the controller's token creates a block and mints a node token;
+ *  7. the reader creates, replaces and deletes a block, mints a token, edits the pool and the
+ *     IPAMConfig.
+ * Whenever the API gains a writable field (a new spec field, label or annotation that a reader
+ * trusts), a probe writing it from another node's credential is added here.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { addressTextAt, newBlock, nodeLabel, parseCidr, rfc3339 } from 'blockipam/core';
+import type { IPAMBlock } from 'blockipam/core';
+import { cluster, importImage, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
+import { CHART } from '../charts/helm.ts';
+import { allocations, busybox, ipamctl, nodeReady, pods, waitFor } from './blockipam.ts';
+import type { PodObject } from './blockipam.ts';
+import {
+  blockipamImage,
+  cleanNodes,
+  harnessValues,
+  helm,
+  NAMESPACE,
+  PREFIX,
+  prepareNodes,
+  RELEASE,
+} from './chart.ts';
+import {
+  allAgentRoutes,
+  as,
+  dropLoot,
+  hasBlockRoute,
+  pluginCredential,
+  podCredential,
+  tokenCredential,
+  whoami,
+} from './attacker.ts';
+import type { Credential } from './attacker.ts';
+
+const ns = 'bipam-attack';
+const POOL = 'default-ipv4'; // the chart's default pool: 10.244.0.0/16, /26 blocks
+const POOL_RE = 'IPPool default-ipv4 \\(10\\.244\\.0\\.0/16\\)';
+const READER = 'attack-reader';
+const NODE_SA = `${PREFIX}-node`;
+const CONTROLLER_SA = `${PREFIX}-controller`;
+
+let n1 = '';
+let n2 = '';
+let n3 = '';
+let victims: PodObject[] = [];
+/** node 2's block holding the victims, as it was before the probes. */
+let victimBlock: IPAMBlock;
+/** The ordinal of the first victim's address in it. */
+let victimOrdinal = 0;
+let routesBefore: Record<string, string[]> = {};
+let blocksBefore: string[] = [];
+let node: Credential[] = [];
+let controller: Credential;
+let reader: Credential;
+let image: { archive: string; ref: string };
+
+function helmOk(args: readonly string[]): string {
+  const r = helm(4, args);
+  assert.equal(r.status, 0, `helm ${args.join(' ')}:\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** A Deployment of busybox `sleep` pods on one node. */
+function pinned(name: string, on: string, replicas: number): Record<string, unknown> {
+  const labels = { app: name };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: {
+      replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          nodeSelector: { 'kubernetes.io/hostname': on },
+          containers: [busybox('sleep', ['sleep', '3600'])],
+        },
+      },
+    },
+  };
+}
+
+function running(app: string, count: number): Promise<PodObject[]> {
+  return waitFor(
+    `${count} Running pods of ${app}`,
+    () => {
+      const all = pods(ns, `app=${app}`);
+      const ready = all.filter(
+        (p) => p.status.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp,
+      );
+      return ready.length === count && all.length === count ? ready : undefined;
+    },
+    300_000,
+  );
+}
+
+function blocks(): IPAMBlock[] {
+  return (JSON.parse(kubectlOk(['get', 'ipamblocks', '-o', 'json'])) as { items: IPAMBlock[] }).items;
+}
+
+function block(name: string): IPAMBlock {
+  return JSON.parse(kubectlOk(['get', 'ipamblock', name, '-o', 'json'])) as IPAMBlock;
+}
+
+/** `count` /26 CIDRs of the pool that no block holds, from the top of the pool down. */
+function freeCidrs(count: number): string[] {
+  const taken = new Set(blocks().map((b) => b.spec.cidr));
+  const out: string[] = [];
+  for (let i = 1023; i >= 0 && out.length < count; i--) {
+    const cidr = `10.244.${i >> 2}.${(i & 3) * 64}/26`;
+    if (!taken.has(cidr)) out.push(cidr);
+  }
+  return out;
+}
+
+/** Core's claim of `cidr` for `owner` (null: unowned), as the agent and the plugin create it. */
+function claim(cidr: string, owner: string | null): IPAMBlock {
+  const parsed = parseCidr(cidr);
+  assert.ok(parsed, cidr);
+  return newBlock({ cidr: parsed, pool: POOL, node: owner, nowMs: Date.now() });
+}
+
+/**
+ * The quiet state the probes start from: no node holds an empty block besides its only one
+ * (concurrent first ADDs may claim a second; released at once while emptyBlockReleaseSeconds is
+ * 0), and every node's routes are exactly one per node-affine block (no borrowing here): a
+ * blackhole for its own, a route via the owner elsewhere.
+ */
+function settled(): Record<string, string[]> | undefined {
+  const nodes = cluster().nodes;
+  const owned = blocks().filter((b) => b.spec.affinity !== null && nodes.includes(b.spec.affinity));
+  for (const n of nodes) {
+    const mine = owned.filter((b) => b.spec.affinity === n);
+    if (mine.length > 1 && mine.some((b) => Object.keys(b.spec.allocations).length === 0)) return undefined;
+  }
+  const routes = allAgentRoutes();
+  for (const [at, rs] of Object.entries(routes)) {
+    if (rs.length !== owned.length) return undefined;
+    for (const b of owned) if (!hasBlockRoute(at, rs, b.spec.cidr, b.spec.affinity ?? '')) return undefined;
+  }
+  return routes;
+}
+
+/** Merge-patches IPAMConfig `default`'s spec (null removes a field: the CRD's default). */
+function setConfig(spec: Record<string, number | null>): void {
+  kubectlOk(['patch', 'ipamconfig', 'default', '--type=merge', '-p', JSON.stringify({ spec })]);
+}
+
+function ping(from: PodObject, to: string): RunResult {
+  return kubectl(['-n', ns, 'exec', from.metadata.name, '--', 'ping', '-c', '1', '-W', '5', to]);
+}
+
+function pingVictims(): void {
+  const [pinger] = pods(ns, 'app=pinger');
+  assert.ok(pinger);
+  for (const v of victims) {
+    const r = ping(pinger, v.status.podIP ?? '');
+    assert.equal(r.status, 0, `${n3} → ${v.metadata.name} (${v.status.podIP}): ${r.stdout}${r.stderr}`);
+  }
+}
+
+function agentPod(on: string): { name: string; uid: string } {
+  const list = JSON.parse(
+    kubectlOk(['-n', NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=agent', '-o', 'json']),
+  ) as { items: { metadata: { name: string; uid: string }; spec: { nodeName: string } }[] };
+  const pod = list.items.find((p) => p.spec.nodeName === on);
+  assert.ok(pod, `an agent pod on ${on}`);
+  return pod.metadata;
+}
+
+before(() => {
+  image = blockipamImage();
+  importImage(image.archive);
+  prepareNodes();
+  kubectlOk(['create', 'namespace', ns]);
+  [n1, n2, n3] = cluster().nodes as [string, string, string];
+});
+after(() => {
+  kubectl(['delete', 'namespace', ns, '--wait=false']);
+  kubectl(['delete', 'clusterrolebinding', READER]);
+  helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
+  kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
+  if (n1) dropLoot(n1);
+  cleanNodes();
+});
+
+test('helm install; victims on node 2, a pod on node 3 pinging them; every agent routes every block', async () => {
+  helmOk([
+    'install',
+    RELEASE,
+    CHART,
+    '--namespace',
+    NAMESPACE,
+    ...harnessValues(),
+    '--set',
+    // 0 until the start is quiet: a spare block from concurrent first ADDs goes at once
+    `image.tag=${image.ref.split(':')[1]},ipamConfig.emptyBlockReleaseSeconds=0`,
+  ]);
+  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `daemonset/${PREFIX}-agent`, '--timeout=300s']);
+  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `deployment/${PREFIX}-controller`, '--timeout=300s']);
+  for (const n of cluster().nodes)
+    await waitFor(`${n} Ready`, () => (nodeReady(n) === 'True' ? true : undefined), 120_000);
+
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinned('victim', n2, 3)));
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinned('pinger', n3, 1)));
+  victims = await running('victim', 3);
+  await running('pinger', 1);
+  const [first] = victims;
+  assert.ok(first);
+  const held = allocations().find((a) => a.pod === first.metadata.name);
+  assert.ok(held, `${first.metadata.name} (${first.status.podIP}) has an allocation`);
+  assert.equal(held.affinity, n2, `${first.metadata.name}'s block ${held.cidr} is node 2's`);
+  victimBlock = block(held.block);
+  victimOrdinal = held.ordinal;
+  console.log(`victims on ${n2}: ${victims.map((v) => v.status.podIP).join(', ')} in block ${held.cidr}`);
+
+  await waitFor('no spare empty block, every agent routing every node’s blocks', settled, 120_000);
+  // from here the default (300 s): the sentinel block, empty, outlives the comparison
+  setConfig({ emptyBlockReleaseSeconds: null });
+  routesBefore = await waitFor('the routes after the config change', settled, 60_000);
+  blocksBefore = blocks()
+    .map((b) => b.metadata.name)
+    .sort();
+  console.log(`routes before the probes: ${JSON.stringify(routesBefore)}`);
+  pingVictims();
+});
+
+test('the credentials on node 1: the plugin kubeconfig, the agent token, the controller token, a reader', () => {
+  const plugin = pluginCredential(n1, '10-blockipam.conflist');
+  const agent1 = agentPod(n1);
+  const agent = podCredential(n1, NAMESPACE, agent1.name, 'the agent token');
+  node = [plugin, agent];
+  for (const cred of node)
+    assert.deepEqual(
+      whoami(cred),
+      { username: `system:serviceaccount:${NAMESPACE}:${NODE_SA}`, node: n1 },
+      cred.what,
+    );
+
+  const controllers = pods(NAMESPACE, 'app.kubernetes.io/component=controller').filter(
+    (p) => p.status.phase === 'Running',
+  );
+  const [ctl] = controllers;
+  assert.ok(ctl, 'a running controller pod');
+  controller = podCredential(n1, NAMESPACE, ctl.metadata.name, 'the controller token');
+  assert.equal(whoami(controller).username, `system:serviceaccount:${NAMESPACE}:${CONTROLLER_SA}`);
+
+  kubectlOk(['-n', ns, 'create', 'serviceaccount', READER]);
+  kubectlOk([
+    'create',
+    'clusterrolebinding',
+    READER,
+    '--clusterrole',
+    `${PREFIX}-reader`,
+    `--serviceaccount=${ns}:${READER}`,
+  ]);
+  reader = tokenCredential(n1, READER, kubectlOk(['-n', ns, 'create', 'token', READER]).trim(), 'the reader');
+  assert.equal(whoami(reader).username, `system:serviceaccount:${ns}:${READER}`);
+  assert.equal(as(reader, ['get', 'ipamblocks']).status, 0, 'the reader reads the blocks');
+});
+
+/** One probe: who, what, the call, the refusal expected. */
+interface Probe {
+  readonly who: Credential;
+  readonly what: string;
+  readonly run: () => RunResult;
+  readonly refusal: RegExp;
+  /** For a CREATE: the object to delete (as admin) if it was admitted. */
+  readonly created?: string;
+}
+
+/** PUT of node 2's block changed by `change`, on its current version (a conflict is retried). */
+function replaceVictim(cred: Credential, change: (b: IPAMBlock) => IPAMBlock): RunResult {
+  for (let attempt = 1; ; attempt++) {
+    const r = as(cred, ['replace', '-f', '-'], change(structuredClone(block(victimBlock.metadata.name))));
+    if (r.status === 0 || !/the object has been modified/.test(r.stderr) || attempt === 5) return r;
+  }
+}
+
+const allocation = (owner: string): IPAMBlock['spec']['allocations'][string] => ({
+  handle: 'k8s-pod-network.attacker.eth0',
+  node: owner,
+  allocatedAt: rfc3339(Date.now()),
+  sequence: 1,
+});
+
+/** The node credential's probes (as node 1). */
+function nodeProbes(cred: Credential): Probe[] {
+  const vb = victimBlock;
+  const name = vb.metadata.name;
+  const base = parseCidr(vb.spec.cidr);
+  assert.ok(base);
+  const slice = Math.floor(victimOrdinal / 16) * 16;
+  const hijack = claim(`${addressTextAt(base, slice)}/28`, null);
+  hijack.spec.allocations = { [String(victimOrdinal - slice)]: allocation(n1) };
+  const overlap = claim(`${addressTextAt(base, 0)}/27`, n1);
+  const outside = claim('10.250.0.0/26', n1);
+  const [forN2, ...rest] = freeCidrs(21);
+  assert.equal(rest.length, 20);
+  const forNode2 = claim(forN2 ?? '', n2);
+  const squatters = rest.map((cidr) => {
+    const b = claim(cidr, null);
+    b.metadata.labels = { ...b.metadata.labels, [nodeLabel(n2)]: 'affine' };
+    return b;
+  });
+  const free = [...Array(64).keys()].find((o) => !(String(o) in vb.spec.allocations)) ?? 63;
+  const create = (what: string, o: IPAMBlock, refusal: RegExp): Probe => ({
+    who: cred,
+    what,
+    run: () => as(cred, ['create', '-f', '-'], o),
+    refusal,
+    created: o.metadata.name,
+  });
+  const update = (what: string, change: (b: IPAMBlock) => IPAMBlock, refusal: RegExp): Probe => ({
+    who: cred,
+    what,
+    run: () => replaceVictim(cred, change),
+    refusal,
+  });
+  const others = (ordinal: number): RegExp =>
+    new RegExp(
+      `node ${n1} may add or remove only its own allocations in IPAMBlock ${name} \\(affine to ${n2}\\); ordinal\\(s\\) ${ordinal} belong to other nodes`,
+    );
+  const labels = new RegExp(
+    `node ${n1} may not change the labels of IPAMBlock ${name} \\(affine to ${n2}\\)`,
+  );
+  const victimPod = agentPod(n2);
+  const own = agentPod(n1).name;
+  const mint = (bound: string[]): RunResult =>
+    as(cred, ['create', 'token', NODE_SA, '-n', NAMESPACE, ...bound]);
+  return [
+    // 1. traffic hijack: an unowned /28 inside node 2's /26 holding node 2's pod's ordinal for node 1
+    create(
+      `an unowned ${hijack.spec.cidr} inside ${vb.spec.cidr} holding ordinal ${victimOrdinal} for ${n1}`,
+      hijack,
+      new RegExp(
+        `node ${n1} may claim IPAMBlock ${hijack.metadata.name} only with spec\\.affinity = itself \\(got none\\)`,
+      ),
+    ),
+    // 2. traffic hijack: a longer prefix affine to node 1 over node 2's block
+    create(
+      `${overlap.spec.cidr} affine to ${n1} overlapping ${vb.spec.cidr}`,
+      overlap,
+      new RegExp(
+        `may claim IPAMBlock ${overlap.metadata.name} only as a /26 inside ${POOL_RE}; spec\\.cidr is ${overlap.spec.cidr}`,
+      ),
+    ),
+    // 3. maxBlocksPerNode denial of service: 20 unowned blocks labelled affine to node 2
+    ...squatters.map((b) =>
+      create(
+        `unowned ${b.spec.cidr} labelled affine to ${n2}`,
+        b,
+        new RegExp(
+          `node ${n1} may claim IPAMBlock ${b.metadata.name} only with spec\\.affinity = itself \\(got none\\)`,
+        ),
+      ),
+    ),
+    // 4. a block outside every pool; a claim for another node
+    create(
+      `${outside.spec.cidr} outside every pool`,
+      outside,
+      new RegExp(
+        `may claim IPAMBlock 10-250-0-0-26 only as a /26 inside ${POOL_RE}; spec\\.cidr is 10\\.250\\.0\\.0/26`,
+      ),
+    ),
+    create(
+      `${forNode2.spec.cidr} claimed for ${n2}`,
+      forNode2,
+      new RegExp(`only with spec\\.affinity = itself \\(got ${n2}\\)|would go from none to ${n2}`),
+    ),
+    // 5. the update and delete paths on node 2's block, and tokens
+    update(
+      `add an allocation for ${n3} at ordinal ${free}`,
+      (b) => ({
+        ...b,
+        spec: { ...b.spec, allocations: { ...b.spec.allocations, [String(free)]: allocation(n3) } },
+      }),
+      others(free),
+    ),
+    update(
+      `take over ${n2}'s pod's ordinal ${victimOrdinal} for ${n1}`,
+      (b) => ({
+        ...b,
+        spec: { ...b.spec, allocations: { ...b.spec.allocations, [String(victimOrdinal)]: allocation(n1) } },
+      }),
+      others(victimOrdinal),
+    ),
+    update(
+      `remove ${n2}'s pod's allocation at ordinal ${victimOrdinal}`,
+      (b) => {
+        const { [String(victimOrdinal)]: _gone, ...kept } = b.spec.allocations;
+        return { ...b, spec: { ...b.spec, allocations: kept } };
+      },
+      others(victimOrdinal),
+    ),
+    update(
+      `affinity ${n2} → ${n1}`,
+      (b) => ({ ...b, spec: { ...b.spec, affinity: n1 } }),
+      new RegExp(`IPAMBlock ${name} would go from ${n2} to ${n1}`),
+    ),
+    update(
+      `affinity ${n2} → none`,
+      (b) => ({ ...b, spec: { ...b.spec, affinity: null } }),
+      new RegExp(`IPAMBlock ${name} would go from ${n2} to none`),
+    ),
+    update(
+      `labels: ${n2}'s node label → ${n1}'s`,
+      (b) => {
+        const { [nodeLabel(n2)]: _n2, ...kept } = b.metadata.labels ?? {};
+        return { ...b, metadata: { ...b.metadata, labels: { ...kept, [nodeLabel(n1)]: 'affine' } } };
+      },
+      labels,
+    ),
+    update(
+      'labels: another pool',
+      (b) => ({
+        ...b,
+        metadata: { ...b.metadata, labels: { ...b.metadata.labels, 'ipam.blockipam.io/pool': 'elsewhere' } },
+      }),
+      labels,
+    ),
+    {
+      who: cred,
+      what: `delete ${name}`,
+      run: () => as(cred, ['delete', 'ipamblock', name]),
+      refusal: new RegExp(`IPAMBlock ${name} would go from ${n2} to none`),
+    },
+    {
+      who: cred,
+      what: `mint a token bound to ${n2}'s agent pod ${victimPod.name}`,
+      run: () =>
+        mint([
+          '--bound-object-kind',
+          'Pod',
+          '--bound-object-name',
+          victimPod.name,
+          '--bound-object-uid',
+          victimPod.uid,
+        ]),
+      refusal: new RegExp(`may request tokens only bound to its own pod ${own}`),
+    },
+    {
+      who: cred,
+      what: 'mint an unbound token',
+      run: () => mint([]),
+      refusal: new RegExp(`may request tokens only bound to its own pod ${own}`),
+    },
+    {
+      who: cred,
+      what: `delete IPPool ${POOL}`,
+      run: () => as(cred, ['delete', 'ippool', POOL]),
+      refusal: forbidden(`${NAMESPACE}:${NODE_SA}`, 'delete', 'ippools'),
+    },
+  ];
+}
+
+function forbidden(user: string, verb: string, resource: string): RegExp {
+  return new RegExp(`User "system:serviceaccount:${user}" cannot ${verb} resource "${resource}"`);
+}
+
+/** The controller's and the reader's probes: RBAC refuses them. */
+function otherProbes(): Probe[] {
+  const victimPod = agentPod(n2);
+  const [cidr] = freeCidrs(1);
+  const stray = claim(cidr ?? '', n2);
+  const tokenArgs = [
+    'create',
+    'token',
+    NODE_SA,
+    '-n',
+    NAMESPACE,
+    '--bound-object-kind',
+    'Pod',
+    '--bound-object-name',
+    victimPod.name,
+    '--bound-object-uid',
+    victimPod.uid,
+  ];
+  const c = `${NAMESPACE}:${CONTROLLER_SA}`;
+  const r = `${ns}:${READER}`;
+  const name = victimBlock.metadata.name;
+  return [
+    {
+      who: controller,
+      what: `create ${stray.spec.cidr} for ${n2}`,
+      run: () => as(controller, ['create', '-f', '-'], stray),
+      refusal: forbidden(c, 'create', 'ipamblocks'),
+      created: stray.metadata.name,
+    },
+    {
+      who: controller,
+      what: `mint a token bound to ${victimPod.name}`,
+      run: () => as(controller, tokenArgs),
+      refusal: forbidden(c, 'create', 'serviceaccounts/token'),
+    },
+    {
+      who: reader,
+      what: `create ${stray.spec.cidr} for ${n2}`,
+      run: () => as(reader, ['create', '-f', '-'], stray),
+      refusal: forbidden(r, 'create', 'ipamblocks'),
+      created: stray.metadata.name,
+    },
+    {
+      who: reader,
+      what: `affinity of ${name} → ${n1}`,
+      run: () => replaceVictim(reader, (b) => ({ ...b, spec: { ...b.spec, affinity: n1 } })),
+      refusal: forbidden(r, 'update', 'ipamblocks'),
+    },
+    {
+      who: reader,
+      what: `delete ${name}`,
+      run: () => as(reader, ['delete', 'ipamblock', name]),
+      refusal: forbidden(r, 'delete', 'ipamblocks'),
+    },
+    {
+      who: reader,
+      what: `mint a token bound to ${victimPod.name}`,
+      run: () => as(reader, tokenArgs),
+      refusal: forbidden(r, 'create', 'serviceaccounts/token'),
+    },
+    {
+      who: reader,
+      what: `disable IPPool ${POOL}`,
+      run: () => as(reader, ['patch', 'ippool', POOL, '--type=merge', '-p', '{"spec":{"disabled":true}}']),
+      refusal: forbidden(r, 'patch', 'ippools'),
+    },
+    {
+      who: reader,
+      what: 'lower maxBlocksPerNode to 1',
+      run: () =>
+        as(reader, [
+          'patch',
+          'ipamconfig',
+          'default',
+          '--type=merge',
+          '-p',
+          '{"spec":{"maxBlocksPerNode":1}}',
+        ]),
+      refusal: forbidden(r, 'patch', 'ipamconfigs'),
+    },
+  ];
+}
+
+test('every probe is refused, naming what is wrong', () => {
+  const probes = [...node.flatMap(nodeProbes), ...otherProbes()];
+  const admitted: string[] = [];
+  const wrong: string[] = [];
+  for (const p of probes) {
+    const r = p.run();
+    const answer = (r.stderr.trim().split('\n').pop() ?? '').replace(/^Error from server \(\w+\): /, '');
+    console.log(`probe [${p.who.what}] ${p.what}: ${r.status === 0 ? 'ADMITTED' : answer}`);
+    if (r.status === 0) {
+      admitted.push(`${p.who.what}: ${p.what}`);
+      if (p.created) kubectl(['delete', 'ipamblock', p.created]);
+    } else if (!p.refusal.test(r.stderr)) wrong.push(`${p.who.what}: ${p.what}: ${r.stderr.trim()}`);
+  }
+  assert.deepEqual(admitted, [], 'admitted probes');
+  assert.deepEqual(wrong, [], 'probes refused with another message than expected');
+});
+
+test('nothing moved: node 2’s block, the blocks, every agent’s routes (before + a sentinel = after); the victims answer', async () => {
+  assert.deepEqual(
+    block(victimBlock.metadata.name).spec,
+    victimBlock.spec,
+    `${victimBlock.metadata.name} unchanged`,
+  );
+  assert.deepEqual(
+    blocks()
+      .map((b) => b.metadata.name)
+      .sort(),
+    blocksBefore,
+    'no block appeared or went',
+  );
+
+  // the event: a block created for node 1 after the probes, routed by every agent
+  const [cidr] = freeCidrs(1);
+  const sentinel = claim(cidr ?? '', n1);
+  kubectlOk(['create', '-f', '-'], JSON.stringify(sentinel));
+  const after = await waitFor(
+    `every agent routing the sentinel ${sentinel.spec.cidr}`,
+    () => {
+      const routes = allAgentRoutes();
+      return Object.entries(routes).every(([at, rs]) => hasBlockRoute(at, rs, sentinel.spec.cidr, n1))
+        ? routes
+        : undefined;
+    },
+    120_000,
+  );
+  console.log(`routes after the probes and the sentinel ${sentinel.spec.cidr}: ${JSON.stringify(after)}`);
+  for (const n of cluster().nodes) {
+    const added = (after[n] ?? []).filter((r) => !(routesBefore[n] ?? []).includes(r));
+    const gone = (routesBefore[n] ?? []).filter((r) => !(after[n] ?? []).includes(r));
+    assert.deepEqual(gone, [], `${n}: routes gone`);
+    assert.equal(added.length, 1, `${n}: only the sentinel's route added: ${added.join('; ')}`);
+    assert.ok(hasBlockRoute(n, added, sentinel.spec.cidr, n1), `${n}: ${added.join('; ')}`);
+  }
+  pingVictims();
+  kubectlOk(['delete', 'ipamblock', sentinel.metadata.name, '--ignore-not-found']);
+});
+
+test('node 2’s agent still pre-claims a block and releases it when idle; ipamctl check is clean', async () => {
+  const affine = (): IPAMBlock[] => blocks().filter((b) => b.spec.affinity === n2);
+  const held = affine();
+  const names = new Set(held.map((b) => b.metadata.name));
+  // a watermark above node 2's free addresses: its agent claims one block more
+  setConfig({ minFreeAddressesPerNode: 64 * held.length });
+  const claimed = await waitFor(
+    `${n2}'s agent claiming a block beyond ${held.length}`,
+    () => affine().find((b) => !names.has(b.metadata.name)),
+    120_000,
+  );
+  console.log(`${n2} pre-claimed ${claimed.spec.cidr} after the probes`);
+  await waitFor(
+    `${n1} and ${n3} routing ${claimed.spec.cidr} to ${n2}`,
+    () =>
+      [n1, n3].every((n) => hasBlockRoute(n, allAgentRoutes()[n] ?? [], claimed.spec.cidr, n2))
+        ? true
+        : undefined,
+    120_000,
+  );
+  setConfig({ minFreeAddressesPerNode: null, emptyBlockReleaseSeconds: 0 });
+  await waitFor(
+    `${n2}'s agent releasing the idle ${claimed.spec.cidr}`,
+    () => (kubectl(['get', 'ipamblock', claimed.metadata.name]).status !== 0 ? true : undefined),
+    120_000,
+  );
+  setConfig({ emptyBlockReleaseSeconds: null });
+  let last = '';
+  await waitFor(
+    'ipamctl check clean',
+    () => {
+      const r = ipamctl(['check']);
+      last = r.stdout + r.stderr;
+      return r.status === 0 ? true : undefined;
+    },
+    60_000,
+    2000,
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; last check:\n${last}`);
+  });
+  // pods before the uninstall: their DELs need the plugin's token, which dies with the agents
+  kubectlOk(['-n', ns, 'delete', 'deployments', '--all']);
+  await waitFor('the test pods gone', () => (pods(ns).length === 0 ? true : undefined), 120_000);
+  helmOk(['uninstall', RELEASE, '--namespace', NAMESPACE, '--wait']);
+});
