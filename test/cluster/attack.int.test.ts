@@ -295,10 +295,16 @@ interface Probe {
   readonly created?: string;
 }
 
-/** PUT of node 2's block changed by `change`, on its current version (a conflict is retried). */
+/**
+ * PUT of node 2's block changed by `change`, on its current version (a conflict is retried). A
+ * block already gone (an earlier probe's DELETE admitted) is the admin's failed GET, so the
+ * remaining probes still report.
+ */
 function replaceVictim(cred: Credential, change: (b: IPAMBlock) => IPAMBlock): RunResult {
   for (let attempt = 1; ; attempt++) {
-    const r = as(cred, ['replace', '-f', '-'], change(structuredClone(block(victimBlock.metadata.name))));
+    const current = kubectl(['get', 'ipamblock', victimBlock.metadata.name, '-o', 'json']);
+    if (current.status !== 0) return current;
+    const r = as(cred, ['replace', '-f', '-'], change(JSON.parse(current.stdout) as IPAMBlock));
     if (r.status === 0 || !/the object has been modified/.test(r.stderr) || attempt === 5) return r;
   }
 }
