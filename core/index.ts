@@ -125,6 +125,14 @@ export { DEFAULT_PAGE_SIZE, listAll } from './datastore/paging.ts';
 export type { ListAllOptions } from './datastore/paging.ts';
 export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
 
+export {
+  ALLOCATION_ANNOTATIONS,
+  allocationAnnotationsOf,
+  IP_ADDRS_ANNOTATION,
+  POOLS_ANNOTATION,
+} from './annotations.ts';
+export type { AllocationAnnotation, AllocationAnnotations } from './annotations.ts';
+
 export * from './node-cache/index.ts';
 
 export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts';

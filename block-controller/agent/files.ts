@@ -1,19 +1,44 @@
 /**
- * Atomic file replacement for everything the agent writes on its host (node cache, plugin
- * executable, conflist, kubeconfig): the content goes to a temporary file in the same directory
- * (same filesystem), is flushed (fsync), gets its mode, and is renamed over the target —
- * rename(2) is atomic, so a reader sees the old file or the new one, never a half-written one,
- * and a process still running the old executable keeps its inode.
+ * Atomic file replacement for everything the agent writes on its host (node cache 0600, plugin
+ * executable 0755, conflist 0644, kubeconfig 0600): the content goes to a temporary file in the
+ * same directory (same filesystem), created with the target's mode, is flushed (fsync), and is
+ * renamed over the target — rename(2) is atomic, so a reader sees the old file or the new one,
+ * never a half-written one, and a process still running the old executable keeps its inode. The
+ * target gets the new file's mode whatever the old one had (an older agent's 0644 node cache
+ * becomes 0600 at the first write).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, copyFile, mkdir, open, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, lstat, mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
-/** File modes. 0600 for anything holding a credential. */
+/**
+ * File modes. 0600 (root-only: the agent and the plugin run as root) for anything holding a
+ * credential or data private to the cluster's users (the node cache's pod annotations).
+ */
 export const MODE_SECRET = 0o600;
 export const MODE_PUBLIC = 0o644;
 export const MODE_EXECUTABLE = 0o755;
+/** A directory created for root-only files. */
+export const MODE_PRIVATE_DIR = 0o700;
+
+/**
+ * Makes sure `dir` may hold a root-only file: creates it (and missing parents) 0700 when absent;
+ * an existing one must be a directory (not a symlink), owned by this process's user, and not
+ * writable by group or others — else another user could swap the file the plugin trusts, or
+ * plant one before the first write. An existing directory's mode is left as it is (a hostPath
+ * the kubelet created 0755 is fine: the file's own 0600 keeps it private).
+ * @throws an Error naming the directory and what is wrong with it, or the fs error
+ */
+export async function ensurePrivateDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: MODE_PRIVATE_DIR });
+  const st = await lstat(dir);
+  const uid = process.getuid?.();
+  const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
+  if (!st.isDirectory()) throw new Error(`${dir}: not a directory (a symlink?)`);
+  if (uid !== undefined && st.uid !== uid) throw new Error(`${dir}: owned by uid ${st.uid}, not ${uid}`);
+  if ((st.mode & 0o022) !== 0) throw new Error(`${dir}: writable by group or others (mode ${mode})`);
+}
 
 /**
  * Replaces `path` with `data` atomically; creates the directory (0755) when missing.

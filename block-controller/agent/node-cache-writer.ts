@@ -1,14 +1,16 @@
 /**
  * Writes the node cache (docs/design-node-cache.md; format: core/node-cache/) from the watched
  * state: once every watch has synced, then after every change (debounced) and at least every
- * heartbeat (5 s), always atomically (files.ts). `heartbeatAtMs` advances only while every
- * watch is connected: with a broken watch the document ages out and the plugin falls back to the
- * API server.
+ * heartbeat (5 s), always atomically and root-only (files.ts: mode 0600, in a directory only
+ * its owner may write; the plugin runs as root). `heartbeatAtMs` advances only while every watch
+ * is connected: with a broken watch the document ages out and the plugin falls back to the API
+ * server.
  */
+import { dirname } from 'node:path';
 import { buildNodeCache, encodeNodeCache, NODE_CACHE_HEARTBEAT_MS } from 'blockipam/core';
 import { errorFields, F } from '../shared/index.ts';
 import type { Logger } from '../shared/index.ts';
-import { MODE_PUBLIC, writeFileAtomic } from './files.ts';
+import { ensurePrivateDir, MODE_SECRET, writeFileAtomic } from './files.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentState } from './state.ts';
 
@@ -101,7 +103,8 @@ export class NodeCacheWriter {
       namespaces: state.namespaces(),
     });
     try {
-      await writeFileAtomic(path, encodeNodeCache(document), MODE_PUBLIC);
+      await ensurePrivateDir(dirname(path));
+      await writeFileAtomic(path, encodeNodeCache(document), MODE_SECRET);
       this.#generation += 1;
       metrics.cacheWrites.inc({ node: state.node, result: 'ok' });
     } catch (error) {

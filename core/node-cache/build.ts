@@ -1,8 +1,11 @@
 /**
  * Building a node cache document from the objects a writer holds (the node agent's informers;
- * tests seed it from a real API server the same way). Pure: it keeps only what readers use and
- * drops what only costs bytes (managedFields).
+ * tests seed it from a real API server the same way). Pure: it keeps only what readers use. Of
+ * pods and namespaces it keeps only the allocation annotations (../annotations.ts): the others
+ * (kubectl's last-applied-configuration holds a whole pod spec) are none of the node's business.
+ * Of the IPAM objects it drops only what costs bytes (managedFields).
  */
+import { allocationAnnotationsOf } from '../annotations.ts';
 import { nodeLabel } from '../block/labels.ts';
 import type {
   IPAMBlock,
@@ -31,9 +34,9 @@ export interface NodeCacheInput {
   readonly config: IPAMConfigObject | null | undefined;
   readonly pools: readonly IPPool[];
   readonly reservations: readonly IPReservation[];
-  /** Pods; those not bound to this node (spec.nodeName) are dropped. */
+  /** Pods; those not bound to this node (spec.nodeName) are dropped, and all but the allocation annotations. */
   readonly pods: readonly Pod[];
-  /** Namespaces; only those of kept pods are kept. */
+  /** Namespaces; only those of kept pods are kept, with their labels and allocation annotations. */
   readonly namespaces: readonly Namespace[];
 }
 
@@ -55,7 +58,7 @@ export function buildNodeCache(input: NodeCacheInput): NodeCacheDocument {
     pods[podKey(pod.metadata.namespace, pod.metadata.name)] = {
       uid: pod.metadata.uid,
       nodeName: name,
-      annotations: pod.metadata.annotations ?? {},
+      annotations: allocationAnnotationsOf(pod.metadata.annotations),
     };
   }
   const wanted = new Set(Object.keys(pods).map((key) => key.slice(0, key.indexOf('/'))));
@@ -65,7 +68,7 @@ export function buildNodeCache(input: NodeCacheInput): NodeCacheDocument {
     namespaces[ns.metadata.name] = {
       uid: ns.metadata.uid ?? '',
       labels: ns.metadata.labels ?? {},
-      annotations: ns.metadata.annotations ?? {},
+      annotations: allocationAnnotationsOf(ns.metadata.annotations),
     };
   }
   return {

@@ -7,6 +7,7 @@
  * plugin's compare-and-swap writes stay exact: a block that changed since costs one 409 and a
  * re-read, never a wrong allocation.
  */
+import type { AllocationAnnotations } from '../annotations.ts';
 import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation } from '../resources.ts';
 
 /** `kind` of every node cache document. */
@@ -14,7 +15,8 @@ export const NODE_CACHE_KIND = 'BlockipamNodeCache';
 
 /**
  * Format version. Bump it on any change a reader of the previous version would misread (a
- * field renamed, a meaning changed); readers accept exactly their own version.
+ * field renamed, a meaning changed); readers accept exactly their own version. Dropping entries
+ * a reader never looks up (the pods' and namespaces' other annotations) is not such a change.
  */
 export const NODE_CACHE_VERSION = 1;
 
@@ -48,7 +50,7 @@ export const NODE_CACHE_CLOCK_SKEW_MS = 5_000;
 /**
  * Largest document a reader accepts, bytes (UTF-16 code units of the text). 16 MiB: a node holds
  * at most `maxBlocksPerNode` (default 20) affine blocks of < 32 KiB plus a few borrowed ones,
- * and ~110 pods of a few KiB of annotations each — well under 2 MiB; anything near 16 MiB is not
+ * and ~110 pods with two short annotations at most — well under 2 MiB; anything near 16 MiB is not
  * a node cache, and parsing it would cost the plugin more than the reads it saves.
  */
 export const NODE_CACHE_MAX_BYTES = 16 * 1024 * 1024;
@@ -59,15 +61,20 @@ export interface CachedPod {
   readonly uid: string;
   /** spec.nodeName (the writer keeps only pods bound to this node). */
   readonly nodeName: string;
-  /** metadata.annotations ({} when none). */
-  readonly annotations: Readonly<Record<string, string>>;
+  /**
+   * The allocation annotations of metadata.annotations (core/annotations.ts), no other ({} when
+   * none). An older agent's document (same version) holds the whole map; readers look up only
+   * the allocation annotations, so both read alike.
+   */
+  readonly annotations: AllocationAnnotations;
 }
 
 /** A namespace of a cached pod: its selector labels and pool annotation. */
 export interface CachedNamespace {
   readonly uid: string;
   readonly labels: Readonly<Record<string, string>>;
-  readonly annotations: Readonly<Record<string, string>>;
+  /** The allocation annotations of metadata.annotations, as {@link CachedPod.annotations}. */
+  readonly annotations: AllocationAnnotations;
 }
 
 /** The document, version {@link NODE_CACHE_VERSION}. */

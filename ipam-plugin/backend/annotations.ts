@@ -1,5 +1,6 @@
 /**
- * Pod and namespace annotations that steer an allocation (docs/design-core.md §2):
+ * Parsing the pod and namespace annotations that steer an allocation (docs/design-core.md §2;
+ * their names, and the set the node cache keeps, are core's: blockipam/core annotations.ts):
  * - `ipam.blockipam.io/ippools`: JSON list of pool names or CIDRs. On the namespace it is the
  *   default for its pods; on the pod it overrides the namespace's. The pools must still admit
  *   the namespace (namespaceSelector) and node (nodeSelector) — core enforces it.
@@ -9,10 +10,9 @@
  *   invocation itself names none (runtimeConfig.ips, args.cni.ips, CNI_ARGS IP= come first; those
  *   follow the CNI `ips` convention, CIDR notation, and their prefix lengths are ignored).
  */
+import { IP_ADDRS_ANNOTATION, POOLS_ANNOTATION } from 'blockipam/core';
+import type { AllocationAnnotations } from 'blockipam/core';
 import { parseIP } from 'blockipam/core/address';
-
-export const POOLS_ANNOTATION = 'ipam.blockipam.io/ippools';
-export const IP_ADDRS_ANNOTATION = 'ipam.blockipam.io/ip-addrs';
 
 export interface AnnotationChoice {
   /** Requested pools (pod's, else namespace's); empty = automatic. */
@@ -26,7 +26,8 @@ export interface AnnotationChoice {
   readonly ips: readonly string[];
 }
 
-type Annotations = Readonly<Record<string, string>> | undefined;
+/** Typed on core's set: reading a name outside it does not compile. */
+type Annotations = AllocationAnnotations | undefined;
 
 /**
  * Reads the two annotations.

@@ -16,11 +16,12 @@ import {
   handleOf,
   releaseByHandle,
   releaseForGC,
+  IP_ADDRS_ANNOTATION,
   isRetriesExhausted,
   isUnavailable,
   withSignal,
 } from 'blockipam/core';
-import { IP_ADDRS_ANNOTATION, readAnnotations } from './annotations.ts';
+import { readAnnotations } from './annotations.ts';
 import type {
   AddOutcome,
   AddRequest,

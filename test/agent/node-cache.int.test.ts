@@ -1,8 +1,9 @@
 /**
  * The agent's node cache file on the real API server: written once the watches synced, valid
  * for this cluster and node (core's decodeNodeCache), its content equal to the API's (the node's
- * blocks with their resourceVersions, the pool snapshot, this node's pods with UID and
- * annotations, their namespaces, the node's labels), rewritten on every change, mode 0644.
+ * blocks with their resourceVersions, the pool snapshot, this node's pods with UID and their
+ * allocation annotations only, their namespaces, the node's labels), rewritten on every change,
+ * mode 0600.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -53,13 +54,17 @@ describe('agent node cache', () => {
       metadata: {
         name: 'agent-nc-ns',
         labels: { team: 'a' },
-        annotations: { 'ipam.blockipam.io/pools': '["v4"]' },
+        annotations: { 'ipam.blockipam.io/ippools': '["v4"]' },
       },
     });
     apply({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: { name: 'p1', namespace: 'agent-nc-ns', annotations: { note: 'one' } },
+      metadata: {
+        name: 'p1',
+        namespace: 'agent-nc-ns',
+        annotations: { note: 'one', 'ipam.blockipam.io/ip-addrs': '["10.60.0.9"]' },
+      },
       spec: { nodeName: NODE, containers: [{ name: 'c', image: 'busybox' }] },
     });
     apply({
@@ -105,29 +110,28 @@ describe('agent node cache', () => {
     assert.equal(cache.config?.spec.minFreeAddressesPerNode, 4);
     const pod = await ds.getPod('agent-nc-ns', 'p1');
     assert.deepEqual(Object.keys(cache.pods), ['agent-nc-ns/p1'], 'only pods bound to this node');
+    // kubectl apply stored its last-applied-configuration on both: the cache keeps neither.
+    assert.ok(pod?.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']);
     assert.deepEqual(cache.pods['agent-nc-ns/p1'], {
       uid: pod?.metadata.uid,
       nodeName: NODE,
-      annotations: pod?.metadata.annotations,
+      annotations: { 'ipam.blockipam.io/ip-addrs': '["10.60.0.9"]' },
     });
-    assert.equal(cache.pods['agent-nc-ns/p1']?.annotations.note, 'one');
-    assert.deepEqual(
-      cache.namespaces['agent-nc-ns']?.annotations,
-      (await ds.getNamespace('agent-nc-ns'))?.metadata.annotations,
-    );
-    assert.equal(cache.namespaces['agent-nc-ns']?.annotations['ipam.blockipam.io/pools'], '["v4"]');
+    assert.deepEqual(cache.namespaces['agent-nc-ns']?.annotations, { 'ipam.blockipam.io/ippools': '["v4"]' });
     assert.equal(cache.namespaces['agent-nc-ns']?.labels.team, 'a');
     assert.equal(cache.node.labels.zone, 'z1');
     assert.equal(cache.cluster.uid, clusterUID);
-    assert.equal(statSync(file).mode & 0o777, 0o644);
+    assert.equal(statSync(file).mode & 0o777, 0o600);
   });
 
   test('rewritten on change: a pod annotation, an allocation (new resourceVersion), node labels', async () => {
     const before = readCache();
     assert.ok(before);
-    kubectl(['annotate', 'pod', 'p1', '-n', 'agent-nc-ns', 'note=two', '--overwrite']);
+    kubectl(['annotate', 'pod', 'p1', '-n', 'agent-nc-ns', 'ipam.blockipam.io/ippools=["v4"]']);
     await eventually('the new annotation', () =>
-      readCache()?.pods['agent-nc-ns/p1']?.annotations.note === 'two' ? true : undefined,
+      readCache()?.pods['agent-nc-ns/p1']?.annotations['ipam.blockipam.io/ippools'] === '["v4"]'
+        ? true
+        : undefined,
     );
     const got = await autoAssign(ds, { handle: 'nc.c1.eth0', node: NODE, nodeLabels: { zone: 'z1' } });
     assert.equal(got.ok, true);

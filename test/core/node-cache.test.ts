@@ -104,6 +104,44 @@ describe('node cache: build', () => {
     assert.deepEqual(doc.node, { name: NODE, uid: 'node-uid', labels: { zone: 'a' } });
     assert.equal(doc.version, NODE_CACHE_VERSION);
   });
+
+  it('keeps only the allocation annotations of pods and namespaces (no last-applied-configuration)', () => {
+    const lastApplied = JSON.stringify({
+      spec: { containers: [{ env: [{ name: 'PASSWORD', value: 's3cret' }] }] },
+    });
+    const doc = buildNodeCache(
+      input({
+        pods: [
+          pod('ns1', 'p0', NODE, {
+            'kubectl.kubernetes.io/last-applied-configuration': lastApplied,
+            'example.com/owner': 'team-x',
+            'ipam.blockipam.io/ippools': '["default-v4"]',
+            'ipam.blockipam.io/ip-addrs': '["10.244.0.7"]',
+            'ipam.blockipam.io/other': 'not read by any allocation',
+          }),
+        ],
+        namespaces: [
+          {
+            metadata: {
+              name: 'ns1',
+              uid: 'ns1-uid',
+              labels: { team: 'x' },
+              annotations: {
+                'kubectl.kubernetes.io/last-applied-configuration': '{"kind":"Namespace"}',
+                'ipam.blockipam.io/ippools': '["default-v4"]',
+              },
+            },
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(doc.pods['ns1/p0']?.annotations, {
+      'ipam.blockipam.io/ippools': '["default-v4"]',
+      'ipam.blockipam.io/ip-addrs': '["10.244.0.7"]',
+    });
+    assert.deepEqual(doc.namespaces.ns1?.annotations, { 'ipam.blockipam.io/ippools': '["default-v4"]' });
+    assert.equal(encodeNodeCache(doc).includes('s3cret'), false);
+  });
 });
 
 describe('node cache: decode', () => {
@@ -114,6 +152,19 @@ describe('node cache: decode', () => {
     assert.ok(out.ok);
     assert.deepEqual(out.cache, JSON.parse(JSON.stringify(doc)) as NodeCacheDocument);
     assert.equal(out.ageMs, 1000);
+  });
+
+  // Version 1 both before and after the cache kept only the allocation annotations: an older
+  // agent's document, with every annotation, still decodes (and readers look up only those).
+  it('accepts an older agent’s document with full annotation maps (same version)', () => {
+    const text = mutated((d) => {
+      d.version = 1;
+      const pods = d.pods as Record<string, { annotations: Record<string, string> }>;
+      pods['ns1/p0']!.annotations['kubectl.kubernetes.io/last-applied-configuration'] = '{"kind":"Pod"}';
+    });
+    const out = decodeNodeCache(text, expect());
+    assert.ok(out.ok);
+    assert.equal(out.cache.pods['ns1/p0']?.annotations['ipam.blockipam.io/ippools'], '["default-v4"]');
   });
 
   it('refuses every truncation as Malformed (never throws)', () => {

@@ -142,6 +142,92 @@ describe('podContextFromCache', () => {
     it(name, () => assert.deepEqual(podContextFromCache(doc(), pod, node, annotations), want));
 });
 
+describe('podContextFromCache: the allocation annotations through the cache', () => {
+  const noisy = { 'kubectl.kubernetes.io/last-applied-configuration': '{"kind":"Pod"}', note: 'x' };
+  const cache = buildNodeCache({
+    clusterUID: 'c',
+    node: { metadata: { name: NODE } },
+    heartbeatAtMs: T0,
+    generation: 1,
+    writer: { name: 't', pid: 1 },
+    blocks: [],
+    config: null,
+    pools: [pool('v4', '10.0.0.0/16'), pool('v4b', '10.1.0.0/16')],
+    reservations: [],
+    pods: [
+      {
+        metadata: {
+          namespace: 'ns',
+          name: 'static',
+          uid: 'u1',
+          annotations: {
+            ...noisy,
+            'ipam.blockipam.io/ippools': '["v4b"]',
+            'ipam.blockipam.io/ip-addrs': '["10.1.0.9"]',
+          },
+        },
+        spec: { nodeName: NODE },
+      },
+      {
+        metadata: { namespace: 'ns', name: 'plain', uid: 'u2', annotations: noisy },
+        spec: { nodeName: NODE },
+      },
+    ],
+    namespaces: [
+      {
+        metadata: {
+          name: 'ns',
+          uid: 'ns-u',
+          annotations: { ...noisy, 'ipam.blockipam.io/ippools': '["v4"]' },
+        },
+      },
+    ],
+  });
+  // The same document as an older agent wrote it (same version): every annotation kept.
+  const older: NodeCacheDocument = {
+    ...cache,
+    pods: Object.fromEntries(
+      Object.entries(cache.pods).map(([k, p]) => [k, { ...p, annotations: { ...noisy, ...p.annotations } }]),
+    ),
+    namespaces: {
+      ns: { ...cache.namespaces.ns!, annotations: { ...noisy, ...cache.namespaces.ns!.annotations } },
+    },
+  };
+  const cases: [string, { namespace: string; name: string; uid: string }, unknown][] = [
+    // the pod's pools override the namespace's; its static address is read
+    [
+      'pod ippools and ip-addrs',
+      { namespace: 'ns', name: 'static', uid: 'u1' },
+      {
+        pod: { namespace: 'ns', name: 'static', uid: 'u1' },
+        namespaceLabels: {},
+        pools: ['v4b'],
+        poolsFrom: 'pod annotation ipam.blockipam.io/ippools',
+        ips: ['10.1.0.9'],
+      },
+    ],
+    // no pod annotation of its own: the namespace's ippools
+    [
+      'namespace ippools',
+      { namespace: 'ns', name: 'plain', uid: 'u2' },
+      {
+        pod: { namespace: 'ns', name: 'plain', uid: 'u2' },
+        namespaceLabels: {},
+        pools: ['v4'],
+        poolsFrom: 'namespace annotation ipam.blockipam.io/ippools',
+        ips: [],
+      },
+    ],
+  ];
+  for (const [name, pod, want] of cases) {
+    it(name, () => assert.deepEqual(podContextFromCache(cache, pod, NODE, undefined), want));
+    it(`${name}, from an older agent's full annotation maps`, () =>
+      assert.deepEqual(podContextFromCache(older, pod, NODE, undefined), want));
+  }
+  it('the other annotations are not in the cache', () =>
+    assert.deepEqual(Object.keys(cache.pods['ns/plain']!.annotations), []));
+});
+
 describe('cacheHoldsHandle', () => {
   const d = doc({ blocks: [block('10.0.0.0/30', NODE, ['h4']), block('fd00::/126', NODE, ['h6'], 'v6')] });
   it('true when every assigned family holds the handle', () => {

@@ -1,0 +1,39 @@
+/**
+ * Pod and namespace annotations that steer an allocation (docs/design-core.md §2). The names are
+ * defined here once: the plugin reads them (its annotations.ts parses the values), and the node
+ * agent's node cache keeps exactly these and nothing else of an object's annotations
+ * (node-cache/build.ts) — other annotations, such as kubectl's last-applied-configuration (a whole
+ * pod spec with literal env values), are private to the pod and never reach the node's disk.
+ *
+ * - `ipam.blockipam.io/ippools` (pod or namespace): JSON list of pool names or CIDRs;
+ * - `ipam.blockipam.io/ip-addrs` (pod): JSON list of static addresses, at most one per family.
+ */
+
+export const POOLS_ANNOTATION = 'ipam.blockipam.io/ippools';
+export const IP_ADDRS_ANNOTATION = 'ipam.blockipam.io/ip-addrs';
+
+/** Every annotation an allocation reads. Adding one to the reader means adding it here. */
+export const ALLOCATION_ANNOTATIONS = [POOLS_ANNOTATION, IP_ADDRS_ANNOTATION] as const;
+
+/** The name of an annotation an allocation reads. */
+export type AllocationAnnotation = (typeof ALLOCATION_ANNOTATIONS)[number];
+
+/**
+ * The annotations an allocation reads, by name (an object's full annotation map fits this type,
+ * so a reader typed on it can take either, and cannot read a name outside the set).
+ */
+export type AllocationAnnotations = Readonly<Partial<Record<AllocationAnnotation, string>>>;
+
+/**
+ * Only the allocation annotations of `annotations` (a new object; {} for none or undefined).
+ * Own properties only: a name inherited from Object.prototype is not an annotation.
+ */
+export function allocationAnnotationsOf(
+  annotations: Readonly<Record<string, string>> | undefined,
+): Record<string, string> {
+  const kept: Record<string, string> = {};
+  if (!annotations) return kept;
+  for (const name of ALLOCATION_ANNOTATIONS)
+    if (Object.hasOwn(annotations, name)) kept[name] = annotations[name]!;
+  return kept;
+}
