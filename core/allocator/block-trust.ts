@@ -43,6 +43,8 @@ export interface IgnoredBlock {
   readonly reason: DistrustReason;
   /** One sentence naming the rule's evidence (pool, sizes, label, the older block). */
   readonly message: string;
+  /** For `overlap`: the older trusted block the data path keeps in this one's place. */
+  readonly keptBlock?: IPAMBlock;
 }
 
 export interface BlockTrust {
@@ -66,7 +68,7 @@ export function classifyBlocks(blocks: readonly IPAMBlock[], pools: readonly IPP
   });
   const byName = new Map(poolCidrs.map((p) => [p.pool.metadata.name, p]));
   const signature = poolsSignature(poolCidrs);
-  const verdicts = new Map<IPAMBlock, { reason: DistrustReason; message: string }>();
+  const verdicts = new Map<IPAMBlock, Verdict>();
   const candidates: { block: IPAMBlock; cidr: Cidr }[] = [];
   for (const block of blocks) {
     const judged = judgedAlone(block, signature, () => judgeAlone(block, poolCidrs, byName));
@@ -101,7 +103,10 @@ interface PoolRange {
   cidr: Cidr;
 }
 
-type AloneVerdict = { cidr: Cidr } | { reason: DistrustReason; message: string };
+/** Why one block is ignored (an {@link IgnoredBlock} without the block). */
+type Verdict = Omit<IgnoredBlock, 'block'>;
+
+type AloneVerdict = { cidr: Cidr } | Verdict;
 
 /**
  * Rules 1–5 remembered per block object and pool set: a watch cache hands the same (frozen in
@@ -129,7 +134,7 @@ function judgeAlone(
   block: IPAMBlock,
   pools: readonly PoolRange[],
   byName: ReadonlyMap<string, PoolRange>,
-): { cidr: Cidr } | { reason: DistrustReason; message: string } {
+): AloneVerdict {
   const cidr = parseCidr(block.spec.cidr);
   const text = block.spec.cidr;
   if (!cidr)
@@ -161,9 +166,7 @@ function judgeAlone(
  * keeping one marks its ancestors. Older first: an attacker cannot make an older block lose by
  * creating a newer one over it (creationTimestamp is set by the API server).
  */
-function overlapLosers(
-  candidates: readonly { block: IPAMBlock; cidr: Cidr }[],
-): Map<IPAMBlock, { reason: DistrustReason; message: string }> {
+function overlapLosers(candidates: readonly { block: IPAMBlock; cidr: Cidr }[]): Map<IPAMBlock, Verdict> {
   const n = candidates.length;
   const byRange = [...candidates.keys()].sort((a, b) => rangeOrder(candidates[a]!, candidates[b]!));
   const parent = new Array<number>(n).fill(-1);
@@ -176,7 +179,7 @@ function overlapLosers(
   }
   const kept = new Array<boolean>(n).fill(false);
   const keptBelow = new Array<number>(n).fill(-1);
-  const losers = new Map<IPAMBlock, { reason: DistrustReason; message: string }>();
+  const losers = new Map<IPAMBlock, Verdict>();
   const byAge = [...candidates.keys()].sort((a, b) => ageOrder(candidates[a]!.block, candidates[b]!.block));
   for (const i of byAge) {
     let winner = keptBelow[i]!;
@@ -186,6 +189,7 @@ function overlapLosers(
       losers.set(candidates[i]!.block, {
         reason: 'overlap',
         message: `${candidates[i]!.block.spec.cidr} overlaps the older IPAMBlock ${older.metadata.name} (${older.spec.cidr})`,
+        keptBlock: older,
       });
       continue;
     }

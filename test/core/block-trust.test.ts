@@ -224,6 +224,7 @@ void describe('classifyBlocks', () => {
       [MAIN, LATE],
     );
     assert.match(ignored[0]?.message ?? '', /overlaps the older IPAMBlock 10-244-88-192-26/);
+    assert.equal(ignored[0]?.keptBlock?.metadata.name, '10-244-88-192-26');
   });
 
   void it('is O(n log n): 20,000 blocks with 10,000 overlapping attackers', () => {
