@@ -15,11 +15,10 @@ import type { IPAMBlock } from 'blockipam/core';
 import type { Datastore } from 'blockipam/core';
 import {
   affinityProblems,
-  blockSizeProblems,
-  blocksOutsidePools,
   duplicateAddresses,
+  ignoredBlockProblems,
   invariantProblems,
-  overlapProblems,
+  poolOverlapProblems,
 } from './block-checks.ts';
 import {
   allocatedAddresses,
@@ -106,10 +105,9 @@ export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promi
   }
   const problems = [
     ...duplicateAddresses(snapshot.blocks),
-    ...overlapProblems(snapshot),
-    ...blocksOutsidePools(snapshot),
+    ...ignoredBlockProblems(snapshot),
+    ...poolOverlapProblems(snapshot),
     ...invariantProblems(snapshot),
-    ...blockSizeProblems(snapshot),
     ...affinityProblems(snapshot),
     ...owners.map((f) => f.problem),
     ...ipChecks.problems,

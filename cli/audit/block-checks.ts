@@ -1,18 +1,17 @@
 /**
- * Checks of blocks against blocks and pools (docs/design-cli.md §What it reports): one address in two blocks, overlapping
- * blocks, overlapping pools, blocks outside every pool, broken block invariants (core's
- * checkBlockInvariants), blocks whose size is not their pool's blockSize, blocks affine to deleted
- * nodes, empty blocks. Pure functions of the snapshot.
+ * Checks of blocks against blocks and pools (docs/design-cli.md §What it reports): one address in
+ * two blocks, blocks the data path ignores (core's classifyBlocks: outside every pool, wrong pool
+ * or size, forged labels, overlapping an older block), overlapping pools, broken block invariants
+ * (core's checkBlockInvariants), blocks affine to deleted nodes, empty blocks. Pure functions of
+ * the snapshot; the trust rules live in core only.
  */
 import {
   addressTextAt,
   checkBlockInvariants,
-  cidrCovers,
   cidrLast,
+  classifyBlocks,
   formatCidr,
   parseCidr,
-  POOL_LABEL,
-  poolBlockSize,
 } from 'blockipam/core';
 import type { Cidr, IPAMBlock, IPPool } from 'blockipam/core';
 import { problem } from './problems.ts';
@@ -90,37 +89,33 @@ export function duplicateAddresses(blocks: readonly IPAMBlock[]): Problem[] {
     );
 }
 
-/** Overlapping blocks and overlapping pools. */
-export function overlapProblems(snapshot: Snapshot): Problem[] {
-  const blocks = overlaps(rangedBlocks(snapshot.blocks)).map(([a, b]) =>
-    problem(
-      'overlapping-blocks',
-      `IPAMBlock ${a.name} (${formatCidr(a.cidr)}) overlaps IPAMBlock ${b.name} (${formatCidr(b.cidr)})`,
-      [`IPAMBlock/${a.name}`, `IPAMBlock/${b.name}`],
-    ),
+/**
+ * One finding per block core's classifyBlocks does not trust — what every agent (routes), the
+ * allocator and maxBlocksPerNode skip — with core's reason and message; for `overlap`, the older
+ * block the data path keeps in its place is named (and listed in `objects`).
+ */
+export function ignoredBlockProblems(snapshot: Snapshot): Problem[] {
+  return classifyBlocks(snapshot.blocks, snapshot.pools).ignored.map(
+    ({ block, reason, message, keptBlock }) => {
+      const kept = keptBlock ? `; the data path keeps IPAMBlock ${keptBlock.metadata.name}` : '';
+      return problem(
+        'ignored-block',
+        `IPAMBlock ${block.metadata.name} is ignored by every agent and the allocator: ${reason}: ${message}${kept}`,
+        [`IPAMBlock/${block.metadata.name}`, ...(keptBlock ? [`IPAMBlock/${keptBlock.metadata.name}`] : [])],
+      );
+    },
   );
-  const pools = overlaps(rangedPools(snapshot.pools)).map(([a, b]) =>
+}
+
+/** Overlapping pools (core trusts both; the allocator shadows the later one). */
+export function poolOverlapProblems(snapshot: Snapshot): Problem[] {
+  return overlaps(rangedPools(snapshot.pools)).map(([a, b]) =>
     problem(
       'overlapping-pools',
       `IPPool ${a.name} (${formatCidr(a.cidr)}) overlaps IPPool ${b.name} (${formatCidr(b.cidr)})`,
       [`IPPool/${a.name}`, `IPPool/${b.name}`],
     ),
   );
-  return [...blocks, ...pools];
-}
-
-/** Blocks no pool covers wholly. */
-export function blocksOutsidePools(snapshot: Snapshot): Problem[] {
-  const pools = rangedPools(snapshot.pools);
-  return rangedBlocks(snapshot.blocks)
-    .filter((block) => !pools.some((pool) => cidrCovers(pool.cidr, block.cidr)))
-    .map((block) =>
-      problem(
-        'block-outside-pools',
-        `IPAMBlock ${block.name} (${formatCidr(block.cidr)}) lies outside every IPPool`,
-        [`IPAMBlock/${block.name}`],
-      ),
-    );
 }
 
 /** Core's block invariants, one problem per broken rule. */
@@ -130,39 +125,6 @@ export function invariantProblems(snapshot: Snapshot): Problem[] {
       problem('invalid-block', text, [`IPAMBlock/${block.metadata.name}`]),
     ),
   );
-}
-
-/**
- * Blocks whose prefix length differs from their pool's blockSize (Calico #10778: a pool recreated
- * with another blockSize over old blocks; the allocator's region arithmetic assumes one size per
- * pool). The pool is the one named by the block's pool label; a block without a live labelled
- * pool is judged against the pools covering it (none covering: block-outside-pools says so).
- */
-export function blockSizeProblems(snapshot: Snapshot): Problem[] {
-  const pools = snapshot.pools.flatMap((p) => {
-    const cidr = parseCidr(p.spec.cidr);
-    return cidr ? [{ pool: p, cidr }] : [];
-  });
-  const out: Problem[] = [];
-  for (const block of snapshot.blocks) {
-    const cidr = parseCidr(block.spec.cidr);
-    if (!cidr) continue;
-    const label = block.metadata.labels?.[POOL_LABEL];
-    const named = pools.filter((p) => p.pool.metadata.name === label);
-    const judges = named.length > 0 ? named : pools.filter((p) => cidrCovers(p.cidr, cidr));
-    for (const { pool } of judges) {
-      const size = poolBlockSize(pool);
-      if (size === cidr.prefixLength) continue;
-      out.push(
-        problem(
-          'block-size-mismatch',
-          `IPAMBlock ${block.metadata.name} (${formatCidr(cidr)}) is a /${cidr.prefixLength} block but its IPPool ${pool.metadata.name} has blockSize ${size}`,
-          [`IPAMBlock/${block.metadata.name}`, `IPPool/${pool.metadata.name}`],
-        ),
-      );
-    }
-  }
-  return out;
 }
 
 /** Blocks affine to a node that no longer exists, and empty blocks (information). */

@@ -8,11 +8,9 @@
 /** Kinds, in the order the summary prints them, with their one-line titles. */
 export const PROBLEM_KINDS = {
   'duplicate-address': 'One address allocated in more than one block',
-  'overlapping-blocks': 'Blocks whose CIDRs overlap',
+  'ignored-block': 'Blocks every agent and the allocator ignore (not trusted by core)',
   'overlapping-pools': 'Pools whose CIDRs overlap',
-  'block-outside-pools': 'Blocks outside every pool',
   'invalid-block': 'Blocks breaking a block invariant',
-  'block-size-mismatch': "Blocks whose size is not their pool's blockSize",
   'leaked-pod-deleted': 'Leaked: allocations of deleted pods',
   'leaked-pod-uid': 'Leaked: allocations of an earlier pod with the same name (another UID)',
   'leaked-node-deleted': 'Leaked: allocations of deleted nodes',
@@ -42,8 +40,10 @@ export interface Problem {
   objects: string[];
 }
 
-/** The problem kinds that make an allocation leaked. */
-export type LeakReason = 'leaked-pod-deleted' | 'leaked-pod-uid' | 'leaked-node-deleted';
+/** The problem kinds that make an allocation leaked (the only reasons a report's `leaked` holds). */
+export const LEAK_REASONS = ['leaked-pod-deleted', 'leaked-pod-uid', 'leaked-node-deleted'] as const;
+
+export type LeakReason = (typeof LEAK_REASONS)[number];
 
 /** An allocation `check` calls leaked: enough to release exactly it, and nothing else. */
 export interface LeakedAllocation {

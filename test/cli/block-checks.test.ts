@@ -1,4 +1,4 @@
-// The audit's overlap sweep (cli/audit/block-checks.ts), against brute force with fast-check.
+// The audit's overlap sweep (cli/audit/block-checks.ts, over pools), against brute force with fast-check.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';

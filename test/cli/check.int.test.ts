@@ -95,8 +95,8 @@ describe('ipamctl check (real API server)', () => {
     });
     const { code, stdout, report } = await check('duplicate');
     assert.equal(code, 1);
-    // Two blocks over one range necessarily overlap as well; the /27 is not the pool's block size.
-    assert.deepEqual(kinds(report), ['block-size-mismatch', 'duplicate-address', 'overlapping-blocks']);
+    // The /27 is not the pool's block size: the data path ignores it (one finding, not an overlap too).
+    assert.deepEqual(kinds(report), ['duplicate-address', 'ignored-block']);
     const dup = report.problems.find((p) => p.kind === 'duplicate-address');
     assert.match(
       dup?.message ?? '',
@@ -158,34 +158,38 @@ describe('ipamctl check (real API server)', () => {
     assert.equal(report.leaked[0]?.reason, 'leaked-node-deleted');
   });
 
-  test('block outside every pool: block-outside-pools', async () => {
+  test('block outside every pool: ignored-block, outside-pools', async () => {
     await seedPool();
     await seedBlock({ cidr: '10.99.0.0/26', allocations: [own(4, 'net.y.eth0')] });
     const { code, report } = await check('outside');
     assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['block-outside-pools']);
-    assert.match(
-      report.problems[0]?.message ?? '',
-      /IPAMBlock 10-99-0-0-26 \(10\.99\.0\.0\/26\) lies outside every IPPool/,
+    assert.deepEqual(kinds(report), ['ignored-block']);
+    assert.equal(
+      report.problems[0]?.message,
+      'IPAMBlock 10-99-0-0-26 is ignored by every agent and the allocator: outside-pools: 10.99.0.0/26 lies outside every IPPool',
     );
   });
 
-  test('overlapping blocks: overlapping-blocks names both', async () => {
+  test('a block overlapping an older one through an overlapping pool: ignored-block names the one kept', async () => {
     await seedPool();
-    await seedBlock({ cidr: '10.244.0.0/25', allocations: [own(3, 'net.a.eth0')] });
+    await seedBlock({ cidr: '10.244.0.0/26', allocations: [own(3, 'net.a.eth0')] });
+    // Created after p4 and its block (creationTimestamp is the API server's): /28 blocks over p4.
+    await ds.pools.create(poolObject('p4-late', '10.244.0.0/24', 28));
     await seedBlock({
-      cidr: '10.244.0.64/26',
+      cidr: '10.244.0.0/28',
+      pool: 'p4-late',
       affinity: 'n2',
-      allocations: [own(3, 'net.b.eth0', { node: 'n2' })],
+      allocations: [own(4, 'net.b.eth0', { node: 'n2' })],
     });
     const { code, report } = await check('overlap');
     assert.equal(code, 1);
-    // The /25 is not the pool's block size either.
-    assert.deepEqual(kinds(report), ['block-size-mismatch', 'overlapping-blocks']);
-    assert.match(
-      report.problems.find((p) => p.kind === 'overlapping-blocks')?.message ?? '',
-      /IPAMBlock 10-244-0-0-25 \(10\.244\.0\.0\/25\) overlaps IPAMBlock 10-244-0-64-26/,
+    assert.deepEqual(kinds(report), ['ignored-block', 'overlapping-pools']);
+    const ignored = report.problems.find((p) => p.kind === 'ignored-block');
+    assert.equal(
+      ignored?.message,
+      'IPAMBlock 10-244-0-0-28 is ignored by every agent and the allocator: overlap: 10.244.0.0/28 overlaps the older IPAMBlock 10-244-0-0-26 (10.244.0.0/26); the data path keeps IPAMBlock 10-244-0-0-26',
     );
+    assert.deepEqual(ignored?.objects, ['IPAMBlock/10-244-0-0-28', 'IPAMBlock/10-244-0-0-26']);
   });
 
   test('overlapping pools (created past validation, as kubectl could): overlapping-pools', async () => {
@@ -264,7 +268,7 @@ describe('ipamctl check (real API server)', () => {
       /Information \(1\):\n {2}Empty blocks \[empty-block\] \(1\):\n {4}- IPAMBlock 10-244-0-64-26/,
     );
   });
-  test('a block whose size differs from its pool’s blockSize: block-size-mismatch', async () => {
+  test('a block whose size differs from its pool’s blockSize: ignored-block, size-mismatch', async () => {
     await ds.pools.create(poolObject('p4', '10.244.0.0/16', 26));
     await seedBlock({
       cidr: '10.244.0.64/28',
@@ -272,12 +276,12 @@ describe('ipamctl check (real API server)', () => {
     });
     const { code, stdout, report } = await check('size');
     assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['block-size-mismatch']);
+    assert.deepEqual(kinds(report), ['ignored-block']);
     assert.equal(
       report.problems[0]?.message,
-      'IPAMBlock 10-244-0-64-28 (10.244.0.64/28) is a /28 block but its IPPool p4 has blockSize 26',
+      'IPAMBlock 10-244-0-64-28 is ignored by every agent and the allocator: size-mismatch: 10.244.0.64/28 is a /28 but IPPool p4 has blockSize 26',
     );
-    assert.match(stdout, /\[block-size-mismatch\] \(1\)/);
+    assert.match(stdout, /\[ignored-block\] \(1\)/);
   });
 
   test('pod object still there but its node deleted: pod-on-deleted-node, never offered for release', async () => {
