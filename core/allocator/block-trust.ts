@@ -11,7 +11,10 @@
  * 2. some IPPool's CIDR covers it (`outside-pools`);
  * 3. the pool named by its `ipam.blockipam.io/pool` label covers it (`pool-mismatch`);
  * 4. its prefix length is that pool's blockSize (`size-mismatch`);
- * 5. its core-derived labels are what core computes from its spec (`labels-mismatch`);
+ * 5. its core-derived labels are what core computes from its spec (`labels-mismatch`), but for
+ *    node labels "borrowed": any node may add or remove one on any block (a borrow adds the
+ *    borrower's own; the policy cannot compute whose key it is), so they are not part of trust;
+ *    the affine label is (only the owner can change it);
  * 6. it overlaps no trusted block, where of two overlapping blocks passing 1–5 the older
  *    (creationTimestamp, then name) wins (`overlap`).
  * Every pool counts, disabled, being deleted or shadowed ones included: their blocks were
@@ -154,7 +157,7 @@ function judgeAlone(
       reason: 'size-mismatch',
       message: `${text} is a /${cidr.prefixLength} but IPPool ${label} has blockSize ${size}`,
     };
-  const labels = labelProblems(block, cidr);
+  const labels = labelProblems(block, cidr, { borrowed: false });
   if (labels.length > 0) return { reason: 'labels-mismatch', message: labels.join('; ') };
   return { cidr };
 }

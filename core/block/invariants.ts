@@ -86,8 +86,18 @@ function checkFreed(
  * set are not looked at. Also one of the trust rules (allocator/block-trust.ts): a label that
  * says "affine to B" while the spec says otherwise must count for nothing.
  * @param cidr the block's parsed `spec.cidr`
+ * @param options.borrowed also check the node labels "borrowed" (default true). The trust rule
+ *   passes false: any node may add or remove a label "borrowed" on any block (the admission
+ *   policy cannot tell whose label key it is), so a block that trusted only with exact
+ *   "borrowed" labels could be cut off by one foreign label (found by a reviewer's probe). They
+ *   are a lookup index; `ipamctl check` still reports them.
  */
-export function labelProblems(block: IPAMBlock, cidr: Cidr): string[] {
+export function labelProblems(
+  block: IPAMBlock,
+  cidr: Cidr,
+  options: { readonly borrowed?: boolean } = {},
+): string[] {
+  const checkBorrowed = options.borrowed ?? true;
   const problems: string[] = [];
   const say = (text: string): void => {
     problems.push(text);
@@ -110,13 +120,15 @@ export function labelProblems(block: IPAMBlock, cidr: Cidr): string[] {
       holders.set(nodeLabel(allocation.node), `node ${JSON.stringify(allocation.node)} holds ordinal ${key}`);
   for (const [key, value] of Object.entries(want)) {
     if (have[key] === value) continue;
+    if (!checkBorrowed && value === 'borrowed' && (have[key] === undefined || have[key] === 'borrowed'))
+      continue;
     const holder = holders.get(key);
     if (holder !== undefined && have[key] === undefined)
       say(`${holder} but the label ${key}=${value} is missing: lookups by node would miss it`);
     else say(`label ${key} is ${JSON.stringify(have[key])}, want ${JSON.stringify(value)}`);
   }
   for (const key of Object.keys(have))
-    if (isNodeLabel(key) && want[key] === undefined)
+    if (isNodeLabel(key) && want[key] === undefined && (checkBorrowed || have[key] !== 'borrowed'))
       say(`stale label ${key}: no allocation of that node here and not its affinity`);
   return problems;
 }

@@ -193,6 +193,13 @@ void describe('classifyBlocks', () => {
       want: ['10-244-7-0-26: labels-mismatch'],
     },
     {
+      // any node may add a label "borrowed" to any block (the policy cannot tell whose key it is):
+      // a foreign one must not cut the owner's block off (a reviewer's probe did, before)
+      name: 'attack: a foreign borrowed label on another node’s block',
+      blocks: [{ cidr: '10.244.7.0/26', node: 'node-2', labels: { [nodeLabel('node-1')]: 'borrowed' } }],
+      want: ['10-244-7-0-26'],
+    },
+    {
       // a wrong family or region label
       name: 'family label forged',
       blocks: [{ cidr: '10.244.7.0/26', labels: { 'ipam.blockipam.io/ip-family': '6' } }],
@@ -271,5 +278,15 @@ void describe('classifyBlocks remembers verdicts per block object and pool set',
     assert.equal(classifyBlocks([one], [main28]).ignored[0]?.reason, 'size-mismatch');
     assert.equal(classifyBlocks([one], []).ignored[0]?.reason, 'outside-pools');
     assert.deepEqual(verdicts([one], [MAIN]), ['10-244-5-0-26']);
+  });
+});
+
+void describe('classifyBlocks and the borrowed labels any node may change', () => {
+  void it('a borrower’s label removed leaves the block trusted (ipamctl check reports the index)', () => {
+    const b = block({ cidr: '10.244.7.0/26', node: 'node-2', allocations: { 5: 'node-3' } });
+    const labels = { ...b.metadata.labels };
+    delete labels[nodeLabel('node-3')];
+    const stripped = { ...b, metadata: { ...b.metadata, labels } };
+    assert.deepEqual(verdicts([stripped], [MAIN]), ['10-244-7-0-26']);
   });
 });
