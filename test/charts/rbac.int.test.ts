@@ -187,16 +187,35 @@ describe('the chart’s RBAC and admission policy', () => {
     });
     allowed(as(node1, ['create', '-f', '-'], claim), 'claim its own block');
     allowed(
-      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0], 1: NODES[1] })),
-      'anything in its own block',
+      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
+      'allocate in its own block',
+    );
+    // node 2 borrows an address in node 1's block (as admin: the test's node 2 identity is not needed)
+    adminOk(['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0], 1: NODES[1] }));
+    // a reviewer's probe: the owner freed a borrower's address in its own block (handed out twice
+    // later), or took an unowned block holding one to wipe it; owners are bound like anyone else
+    refused(
+      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
+      /may add or remove only its own allocations in IPAMBlock 10-77-0-0-26 \(affine to rbac-n1\); ordinal\(s\) 1 belong to other nodes/,
+      'free a borrower’s address in its own block',
+    );
+    refused(
+      as(node1, ['delete', 'ipamblock', '10-77-0-0-26']),
+      /ordinal\(s\) 1 belong to other nodes/,
+      'delete its own block holding a borrower’s address',
     );
     allowed(
       as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', null, { 1: NODES[1] })),
-      'release its own block (affinity → none)',
+      'release its own block (affinity → none), the borrower’s address kept',
     );
     allowed(
       as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 1: NODES[1] })),
       'claim an unowned block, leaving others’ allocations alone',
+    );
+    refused(
+      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], {})),
+      /ordinal\(s\) 1 belong to other nodes/,
+      'wipe the unowned block it just took',
     );
 
     // another node's block: borrowing
