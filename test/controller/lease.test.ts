@@ -59,23 +59,19 @@ describe('lease decisions', () => {
   });
 });
 
-/** A Lease with resourceVersion compare-and-swap; `down` makes every call fail. */
+/** A Lease with resourceVersion compare-and-swap. */
 class MemoryLease implements LeaseStore {
   current: Lease | undefined;
   rv = 0;
-  down = false;
   writes: string[] = [];
   get(): Promise<Lease | undefined> {
-    if (this.down) return Promise.reject(new Error('unreachable'));
     return Promise.resolve(this.current && structuredClone(this.current));
   }
   create(spec: LeaseSpec): Promise<Lease> {
-    if (this.down) return Promise.reject(new Error('unreachable'));
     if (this.current) return Promise.reject(new AlreadyExistsError('exists'));
     return Promise.resolve(this.#write(spec));
   }
   update(resourceVersion: string, spec: LeaseSpec): Promise<Lease> {
-    if (this.down) return Promise.reject(new Error('unreachable'));
     if (this.current?.metadata.resourceVersion !== resourceVersion)
       return Promise.reject(new ConflictError('stale'));
     return Promise.resolve(this.#write(spec));
@@ -87,7 +83,32 @@ class MemoryLease implements LeaseStore {
   }
 }
 
+/** `store` as one replica sees it: every call fails while `cut()` (a network partition). */
+function partitioned(store: LeaseStore, cut: () => boolean): LeaseStore {
+  const unreachable = (): Promise<never> => Promise.reject(new Error('unreachable'));
+  return {
+    get: () => (cut() ? unreachable() : store.get()),
+    create: (spec) => (cut() ? unreachable() : store.create(spec)),
+    update: (rv, spec) => (cut() ? unreachable() : store.update(rv, spec)),
+  };
+}
+
+/** Resolves when `signal` aborts. */
+const aborted = (signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+
+/** `event`, or a rejection naming `what` after `ms` (a bound on a wait, not a pause). */
+async function within<T>(event: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
+  });
+  return Promise.race([event, late]).finally(() => clearTimeout(timer));
+}
+
 const periods = { leaseDurationMs: 2_000, renewDeadlineMs: 1_000, retryPeriodMs: 100 };
+// 30 s: a bound on waits for events that take ~2 s (one lease duration), generous for a loaded box.
+const BOUND_MS = 30_000;
 
 describe('leader elector', () => {
   test('one of two leads; on shutdown it releases and the other takes over at once', async () => {
@@ -120,27 +141,56 @@ describe('leader elector', () => {
     assert.equal(store.current?.spec?.holderIdentity, '');
   });
 
-  test('a leader that cannot renew stops leading within the renew deadline', async () => {
+  test('a leader cut off from the Lease stops leading before another replica can take it', async () => {
+    // a leads, then loses the API server (b still reaches it). a must stop within the renew
+    // deadline, i.e. before the lease expires for b: never two leaders. Everything is recorded
+    // here and asserted after the run (an assertion inside `lead` would be swallowed).
     const store = new MemoryLease();
+    let cut = false;
     const stop = new AbortController();
-    const elector = new LeaderElector({ store, identity: 'a', ...periods });
-    let lostAfterMs = -1;
-    const done = elector.run(stop.signal, async (signal) => {
-      await sleep(150);
-      store.down = true;
-      const downAt = Date.now();
-      await new Promise((resolve) => signal.addEventListener('abort', resolve));
-      lostAfterMs = Date.now() - downAt;
-      assert.equal(elector.isLeader, false);
+    const lost: string[] = [];
+    const a = new LeaderElector({
+      store: partitioned(store, () => cut),
+      identity: 'a',
+      ...periods,
+      onEvent: (e) => void (e.type === 'lost' && lost.push(e.reason)),
     });
-    await sleep(1000);
-    stop.abort();
-    await done;
-    assert.ok(lostAfterMs >= 0, 'leadership was lost');
-    assert.ok(
-      lostAfterMs < periods.leaseDurationMs,
-      `stopped before the lease could expire for others (${lostAfterMs} ms)`,
+    let aSignals: { leading: AbortSignal; deposed: AbortSignal } | undefined;
+    const aLeads = Promise.withResolvers<void>();
+    const runA = a.run(stop.signal, async (leading, deposed) => {
+      aSignals = { leading, deposed };
+      cut = true;
+      aLeads.resolve();
+      await aborted(leading);
+    });
+    await within(aLeads.promise, BOUND_MS, 'leadership for a');
+    let atTakeover: { leading: boolean; deposed: boolean; isLeader: boolean } | undefined;
+    const bLeads = Promise.withResolvers<void>();
+    const runB = new LeaderElector({ store, identity: 'b', ...periods }).run(stop.signal, async (leading) => {
+      atTakeover = {
+        leading: aSignals?.leading.aborted === true,
+        deposed: aSignals?.deposed.aborted === true,
+        isLeader: a.isLeader,
+      };
+      bLeads.resolve();
+      await aborted(leading);
+    });
+    // Only once b holds the lease (a's lease expired for b) does the test shut both down.
+    const took = await within(bLeads.promise, BOUND_MS, 'takeover by b').then(
+      () => true,
+      (error: unknown) => error,
     );
+    stop.abort();
+    await Promise.all([runA, runB]);
+    if (took !== true) throw took;
+    assert.deepEqual(
+      atTakeover,
+      { leading: true, deposed: true, isLeader: false },
+      'a had stopped leading (both signals aborted) when b took the lease',
+    );
+    const reason = `lease not renewed within ${periods.renewDeadlineMs} ms`;
+    assert.equal((aSignals?.deposed.reason as Error | undefined)?.message, reason);
+    assert.deepEqual(lost, [reason]);
   });
 
   test('client-go validation of the periods', () => {
