@@ -1,22 +1,32 @@
 /**
  * The node agent's pre-claim and idle-block release on the real API server, with the real agent
  * process (block-controller/agent/main.ts): claims under the watermark, never past
- * maxBlocksPerNode, nothing without autoAllocateBlocks, pools chosen by nodeSelector (and a
+ * maxBlocksPerNode (also when a concurrent claim gets there first: through test/agent/api-gate.ts,
+ * which holds the agent's region LIST), nothing without autoAllocateBlocks, pools chosen by nodeSelector (and a
  * relabelled node), release after emptyBlockReleaseSeconds but never the last per (node, family),
  * SIGKILL during a pre-claim and restart, SIGTERM.
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import { affineSelector, autoAssign, cidrOf, releaseByHandle } from 'blockipam/core';
+import {
+  affineSelector,
+  autoAssign,
+  cidrOf,
+  claimNodeBlock,
+  REGION_LABEL,
+  releaseByHandle,
+} from 'blockipam/core';
 import type { IPAMBlock, IPAMConfigSpec, IPPoolSpec } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubectl } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
+import { startApiGate, type ApiGate } from './api-gate.ts';
 import type { AgentProcess } from './agent-process.ts';
 
 let ds: KubeDatastore;
 const running: AgentProcess[] = [];
+let gate: ApiGate | undefined;
 const agent = (node: string, args: string[] = []): AgentProcess => {
   const a = startAgent(node, ['--node-cache-file', '', '--upkeep-seconds', '1', ...args]);
   running.push(a);
@@ -48,6 +58,8 @@ describe('agent pre-claim and release', () => {
   });
   afterEach(async () => {
     for (const a of running.splice(0)) await a.kill();
+    await gate?.close();
+    gate = undefined;
   });
   after(() => {
     for (const kind of ['ipamblocks', 'ippools', 'ipamconfigs']) kubectl(['delete', kind, '--all']);
@@ -86,22 +98,59 @@ describe('agent pre-claim and release', () => {
     console.log(`# watermark breach → second block visible: ${claimMs} ms`);
   });
 
-  test('never claims past maxBlocksPerNode, and reports the pool at the limit', async () => {
-    await reset({ minFreeAddressesPerNode: 500, maxBlocksPerNode: 3 }, { v4: { cidr: '10.51.0.0/16' } });
-    const a = agent('pc-1');
-    await eventually('three blocks', async () => ((await affine('pc-1')).length === 3 ? true : undefined));
-    await a
-      .waitFor((l) => l.message === 'at maxBlocksPerNode; not pre-claiming' || false, 'limit', 5000)
-      .catch(() => undefined);
-    await eventually('at_block_limit 1', async () =>
+  test('never claims past maxBlocksPerNode: reports the pool at the limit, and a claim that meets a concurrent one there stops', async () => {
+    await reset({ minFreeAddressesPerNode: 500, maxBlocksPerNode: 2 }, { v4: { cidr: '10.51.0.0/16' } });
+    gate = await startApiGate();
+    const a = agent('pc-1', ['--kubeconfig', gate.kubeconfig]);
+    const atLimit = async (): Promise<true | undefined> =>
       /blockipam_agent_at_block_limit\{node="pc-1",pool="v4",component="agent"\} 1/.test(
         (await scrape(a)).text,
       )
         ? true
-        : undefined,
+        : undefined;
+    // By its own count: two blocks, then the pool is reported at the limit.
+    await eventually('two blocks', async () => ((await affine('pc-1')).length === 2 ? true : undefined));
+    await eventually('at_block_limit 1 at two blocks', atLimit);
+    // The limit rises to 3 and the agent claims the third block; its region LIST (core's fresher
+    // view, right before the CREATE) is held while a concurrent claim of the node — as an ADD on
+    // it makes — takes the third. The agent's own count says 2, the LIST says 3: it must stop.
+    const regionList = gate.hold(
+      (method, url) =>
+        method === 'GET' &&
+        url.pathname.endsWith('/ipamblocks') &&
+        (url.searchParams.get('labelSelector') ?? '').includes(REGION_LABEL),
     );
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const patched = kubectl([
+      'patch',
+      'ipamconfigs',
+      'default',
+      '--type=merge',
+      '-p',
+      '{"spec":{"maxBlocksPerNode":3}}',
+    ]);
+    assert.equal(patched.status, 0, patched.stderr);
+    await regionList.held;
+    const pools = await ds.pools.list();
+    const pool = pools.find((p) => p.metadata.name === 'v4');
+    assert.ok(pool);
+    const third = await claimNodeBlock(ds, {
+      pool,
+      pools,
+      node: 'pc-1',
+      reservations: [],
+      held: 2,
+      maxBlocksPerNode: 3,
+    });
+    assert.notEqual(typeof third, 'string', `the concurrent claim got ${JSON.stringify(third)}`);
+    regionList.release();
+    await a.waitFor((l) => l.message === 'at maxBlocksPerNode; not pre-claiming', 'limit');
+    // The next pass sees the third block through the watch and reports the limit again.
+    await eventually('at_block_limit 1 at three blocks', atLimit);
     assert.equal((await affine('pc-1')).length, 3);
+    const creates = gate.requests.filter(
+      (r) => r.method === 'POST' && r.url.pathname.endsWith('/ipamblocks'),
+    );
+    assert.equal(creates.length, 2, 'the agent created its two blocks and never tried a third');
   });
 
   test('with autoAllocateBlocks false (strictAffinity) it claims nothing', async () => {
