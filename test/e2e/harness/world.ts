@@ -9,6 +9,7 @@ import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane } from '../../helpers/control-plane.ts';
+import { requirePrerequisite } from '../../helpers/tier.ts';
 import { ensurePlugin, pluginDir } from '../../plugin/helpers/plugin-exe.ts';
 import { serveUnix, startNodeForwarder, type NodeForwarder } from './api-forwarder.ts';
 import { Libcni, type NetworkList } from './libcni.ts';
@@ -17,13 +18,32 @@ import { createTopology, type Topology } from './netns.ts';
 /** A ptp build: Debian's 1.1.1 (CNI ≤ 1.0.0) or the current upstream one (1.1.0). */
 export interface PtpFlavour {
   readonly label: string;
+  /** Holds ptp and portmap (the conflist's two plugins). */
   readonly dir: string;
   readonly cniVersion: string;
+  /** How to get it when it is missing (scripts/setup.sh gets both). */
+  readonly howToGet: string;
 }
 
-export const debianPtp: PtpFlavour = { label: 'Debian ptp 1.1.1', dir: '/usr/lib/cni', cniVersion: '1.0.0' };
+export const debianPtp: PtpFlavour = {
+  label: 'Debian ptp 1.1.1',
+  dir: '/usr/lib/cni',
+  cniVersion: '1.0.0',
+  howToGet: 'scripts/setup.sh installs it (as root: apt-get install -y containernetworking-plugins)',
+};
 export function currentPtp(): PtpFlavour {
-  return { label: 'ptp v1.10.0', dir: controlPlane().cniBin, cniVersion: '1.1.0' };
+  return {
+    label: 'ptp v1.10.0',
+    dir: controlPlane().cniBin,
+    cniVersion: '1.1.0',
+    howToGet: 'scripts/setup.sh builds it (bash test/control-plane/build.sh cni)',
+  };
+}
+
+/** @throws Error naming the missing binary and how to get it (tests never skip: tier.ts) */
+export function requirePtp(ptp: PtpFlavour): void {
+  for (const plugin of ['ptp', 'portmap'])
+    requirePrerequisite(join(ptp.dir, plugin), `${ptp.label}'s ${plugin}`, ptp.howToGet);
 }
 
 export interface World {
@@ -42,7 +62,9 @@ export interface World {
   destroy(): Promise<void>;
 }
 
+/** @throws Error first of all when `ptp`'s binaries are missing ({@link requirePtp}) */
 export async function createWorld(nodeCount: number, ptp: PtpFlavour, tag: string): Promise<World> {
+  requirePtp(ptp);
   ensurePlugin();
   const cp = controlPlane();
   const api = new URL(cp.apiUrl);
