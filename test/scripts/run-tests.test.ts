@@ -1,7 +1,8 @@
 /**
  * scripts/run-tests.ts --unit (npm run test:unit): runs `*.test.ts` but not `*.int.test.ts`, with
  * no control plane, and a test that reaches for the control plane there fails with the naming
- * rule (test/helpers/tier.ts) instead of starting one.
+ * rule (test/helpers/tier.ts) instead of starting one. A skipped or todo test or suite fails the
+ * run, named (the same code serves the full tier).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -10,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
-import { requireIntegrationTier, TIER_ENV } from '../helpers/tier.ts';
+import { requireIntegrationTier, requirePrerequisite, TIER_ENV } from '../helpers/tier.ts';
 
 const runner = fileURLToPath(new URL('../../scripts/run-tests.ts', import.meta.url));
 const tierModule = fileURLToPath(new URL('../helpers/tier.ts', import.meta.url));
@@ -61,6 +62,33 @@ void describe('run-tests --unit', () => {
     const r = unitTier(join(dir, 'needs.int.test.ts'));
     assert.equal(r.status, 1);
     assert.match(r.out, /no unit test file matches/);
+  });
+
+  void it('fails a run that skips, naming each skipped or todo test and suite with its reason', () => {
+    writeFileSync(
+      join(dir, 'skips.test.ts'),
+      "import { describe, test } from 'node:test';\n" +
+        "test('ran', () => {});\n" +
+        "test('needs a tool', { skip: 'tool missing' }, () => {});\n" +
+        "test('later', { todo: true }, () => {});\n" +
+        "describe('a suite', { skip: 'no ptp' }, () => { test('inner', () => {}); });\n",
+    );
+    const r = unitTier(join(dir, 'skips.test.ts'));
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /run-tests: 3 skipped or todo, which fails the run/);
+    assert.match(r.out, /skips\.test\.ts:3 needs a tool: skipped \(tool missing\)/);
+    assert.match(r.out, /skips\.test\.ts:4 later: todo\n/);
+    assert.match(r.out, /skips\.test\.ts:5 a suite: skipped \(no ptp\)/);
+  });
+
+  void it('requirePrerequisite names what is missing and how to get it', () => {
+    assert.throws(
+      () => requirePrerequisite(join(dir, 'ptp'), 'Debian ptp 1.1.1', 'scripts/setup.sh installs it'),
+      {
+        message: `missing prerequisite: Debian ptp 1.1.1 (no executable ${join(dir, 'ptp')}); scripts/setup.sh installs it`,
+      },
+    );
+    assert.doesNotThrow(() => requirePrerequisite(process.execPath, 'node', ''));
   });
 
   void it('requireIntegrationTier passes outside the unit tier', () => {
