@@ -119,6 +119,9 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       node: options.nodeName,
     });
     lifecycle.onStop('install', () => installer.stop());
+    state.onChange((kind) => {
+      if (kind === 'nodes') installer.nodeSeen(state.nodeObject()?.metadata.uid);
+    });
     void installUntilDone(installer, lifecycle, log).then(() => (installed = true));
   }
   upkeep.kick();
@@ -190,9 +193,7 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
       serviceAccount: options.serviceAccount ?? '',
       audiences: options.tokenAudiences,
       expirationSeconds: options.tokenExpirationSeconds,
-      ...(options.podName && options.podUid
-        ? { boundPod: { name: options.podName, uid: options.podUid } }
-        : {}),
+      node: options.nodeName,
     },
     ...(options.tokenRefreshSeconds !== undefined
       ? { tokenRefreshMs: options.tokenRefreshSeconds * 1000 }

@@ -2,7 +2,8 @@
  * The agent's command line (yargs; every option also from `BLOCKIPAM_AGENT_<NAME>`, e.g.
  * BLOCKIPAM_AGENT_NODE_NAME). `run` (default): the agent; `install`: install the plugin, its
  * kubeconfig and the conflist once and exit (an init container). Kubernetes' downward-API
- * variables fill the pod fields: NODE_NAME, POD_NAME, POD_UID, POD_NAMESPACE.
+ * variables fill the pod fields: NODE_NAME, POD_NAMESPACE; the chart sets SERVICE_ACCOUNT_NAME (the
+ * plugin's ServiceAccount).
  */
 import yargs from 'yargs';
 import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
@@ -52,8 +53,6 @@ export interface AgentOptions {
   readonly pluginApiServer?: string;
   readonly serviceAccount?: string;
   readonly namespace?: string;
-  readonly podName?: string;
-  readonly podUid?: string;
   readonly tokenAudiences: readonly string[];
   readonly tokenExpirationSeconds: number;
   readonly tokenRefreshSeconds?: number;
@@ -161,19 +160,13 @@ export async function parseOptions(
       'service-account': {
         type: 'string',
         default: env.SERVICE_ACCOUNT_NAME,
-        describe: 'ServiceAccount of the plugin’s token',
+        describe: 'ServiceAccount of the plugin’s token (bound to this Node)',
       },
       namespace: {
         type: 'string',
         default: env.POD_NAMESPACE,
         describe: 'Its namespace (default $POD_NAMESPACE)',
       },
-      'pod-name': {
-        type: 'string',
-        default: env.POD_NAME,
-        describe: 'Bind the token to this pod (default $POD_NAME)',
-      },
-      'pod-uid': { type: 'string', default: env.POD_UID, describe: 'The pod’s UID (default $POD_UID)' },
       'token-audience': { type: 'string', array: true, default: [] as string[] },
       'token-expiration-seconds': { type: 'number', default: 3600 },
       'token-refresh-seconds': {
@@ -225,8 +218,6 @@ export async function parseOptions(
         throw new Error(
           '--plugin-binary self needs the multi-call blockipam executable (this process is not one: name a file)',
         );
-      if (Boolean(a['pod-name']) !== Boolean(a['pod-uid']))
-        throw new Error('--pod-name and --pod-uid go together');
       return true;
     })
     .strict()
@@ -280,8 +271,6 @@ export async function parseOptions(
     pluginApiServer: opt(parsed['plugin-api-server']),
     serviceAccount: opt(parsed['service-account']),
     namespace: opt(parsed.namespace),
-    podName: opt(parsed['pod-name']),
-    podUid: opt(parsed['pod-uid']),
     tokenAudiences: parsed['token-audience'],
     tokenExpirationSeconds: parsed['token-expiration-seconds'],
     tokenRefreshSeconds: parsed['token-refresh-seconds'],

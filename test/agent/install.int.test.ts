@@ -3,12 +3,13 @@
  * scripts/build-plugin.ts), the conflist and the plugin's kubeconfig land with their modes; the
  * installed executable runs (VERSION), and an ADD and a DEL through the written conflist and
  * kubeconfig allocate and release an address as the plugin's ServiceAccount; the kubeconfig's
- * token is a TokenRequest token bound to the agent's pod (a Pod object this test creates), is
- * refreshed on schedule, and dies with the pod.
+ * token is a TokenRequest token bound to the agent's Node, is refreshed on schedule, keeps working
+ * after the agent's pod object is deleted (where a pod-bound token is refused), and dies with the
+ * Node.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -147,7 +148,7 @@ describe('agent install mode', () => {
         '--no-portmap',
         ...installArgs(),
       ],
-      { encoding: 'utf8', env: { ...process.env, POD_NAME: 'agent-pod', POD_UID: podUID } },
+      { encoding: 'utf8' },
     );
     assert.equal(r.status, 0, r.stderr);
     const bin = join(dir, 'bin', 'blockipam');
@@ -223,16 +224,16 @@ describe('agent install mode', () => {
     assert.deepEqual(held(), []);
   });
 
-  test('the token is bound to the agent pod, refreshed on schedule, and refused once the pod is gone', async () => {
-    agent = startAgentWithPod();
+  test('the token is bound to the agent’s Node, refreshed on schedule, outlives the agent’s pod, dies with the Node', async () => {
+    agent = startInstallingAgent();
     const kubeconfig = join(dir, 'net.d', 'blockipam-kubeconfig');
     await agent.waitFor((l) => l.message === 'conflist written', 'conflist written');
     const first = tokenOf(kubeconfig);
     const who = await whoami(kubeconfig);
     assert.equal(who.username, `system:serviceaccount:${NS}:${SA}`);
-    assert.deepEqual(who.extra['authentication.kubernetes.io/pod-name'], ['agent-pod']);
-    assert.deepEqual(who.extra['authentication.kubernetes.io/pod-uid'], [podUID]);
     assert.deepEqual(who.extra['authentication.kubernetes.io/node-name'], [NODE]);
+    assert.deepEqual(who.extra['authentication.kubernetes.io/node-uid'], [nodeUID()]);
+    assert.equal(who.extra['authentication.kubernetes.io/pod-name'], undefined, 'not bound to a pod');
     const second = await eventually('a refreshed token', () => {
       const t = tokenOf(kubeconfig);
       return t !== first ? t : undefined;
@@ -242,16 +243,68 @@ describe('agent install mode', () => {
     assert.equal((await whoami(kubeconfig)).username, `system:serviceaccount:${NS}:${SA}`);
     await agent.kill();
     agent = undefined;
+    // the control: a token bound to the agent's pod, as the plugin's was before (issue 24)
+    const podBound = join(dir, 'pod-bound-kubeconfig');
+    const minted = kubectl([
+      ...['create', 'token', SA, '-n', NS, '--bound-object-kind', 'Pod'],
+      ...['--bound-object-name', 'agent-pod', '--bound-object-uid', podUID],
+    ]);
+    assert.equal(minted.status, 0, minted.stderr);
+    writeFileSync(
+      podBound,
+      readFileSync(kubeconfig, 'utf8').replace(tokenOf(kubeconfig), minted.stdout.trim()),
+      { mode: 0o600 },
+    );
+    await whoami(podBound);
+    const plugin = tokenOf(kubeconfig);
     kubectl(['delete', 'pod', 'agent-pod', '-n', NS, '--grace-period=0', '--force']);
-    await eventually('the token refused after the pod is deleted', async () => {
+    await eventually('the pod-bound token refused after the pod is deleted', () => refusal(podBound));
+    assert.equal(tokenOf(kubeconfig), plugin, 'no agent rewrote it');
+    assert.deepEqual(
+      (await whoami(kubeconfig)).extra['authentication.kubernetes.io/node-name'],
+      [NODE],
+      'the Node-bound token still works',
+    );
+    kubectl(['delete', 'node', NODE]);
+    await eventually('the Node-bound token refused after the Node is deleted', () => refusal(kubeconfig));
+  });
+
+  test('a Node deleted and registered again: the agent mints a new token at once, not at the next refresh', async () => {
+    applyNode(NODE);
+    agent = startAgent(NODE, ['--install-cni', '--node-cache-file', '', ...installArgs()]);
+    const kubeconfig = join(dir, 'net.d', 'blockipam-kubeconfig');
+    await agent.waitFor((l) => l.message === 'conflist written', 'conflist written');
+    const before = nodeUID();
+    assert.deepEqual((await whoami(kubeconfig)).extra['authentication.kubernetes.io/node-uid'], [before]);
+    kubectl(['delete', 'node', NODE]);
+    applyNode(NODE);
+    // the token expires in 600 s (refresh at 300 s): a working token within 30 s is the rebind
+    // (the old token may still pass for a few seconds: the API server caches token reviews)
+    const after = nodeUID();
+    assert.notEqual(after, before);
+    await eventually('a token bound to the new Node', async () => {
       try {
-        await whoami(kubeconfig);
+        const who = await whoami(kubeconfig);
+        return who.extra['authentication.kubernetes.io/node-uid']?.[0] === after ? true : undefined;
+      } catch {
         return undefined;
-      } catch (error) {
-        return /401|Unauthorized/i.test(String(error)) ? true : undefined;
       }
     });
+    await agent.kill();
+    agent = undefined;
   });
+
+  /** true once the token in `kubeconfig` is refused (401), else undefined. */
+  async function refusal(kubeconfig: string): Promise<true | undefined> {
+    try {
+      await whoami(kubeconfig);
+      return undefined;
+    } catch (error) {
+      return /401|Unauthorized/i.test(String(error)) ? true : undefined;
+    }
+  }
+
+  const nodeUID = (): string => kubectl(['get', 'node', NODE, '-o', 'jsonpath={.metadata.uid}']).stdout;
 
   function sha256(path: string): string {
     return createHash('sha256').update(readFileSync(path)).digest('hex');
@@ -261,11 +314,14 @@ describe('agent install mode', () => {
   const runInstalled = (bin: string, env: Record<string, string>, stdin: string): Promise<PluginRun> =>
     runPlugin({ CNI_PATH: join(dir, 'bin'), ...env }, stdin, bin);
 
-  function startAgentWithPod(): AgentProcess {
-    return startAgent(
-      NODE,
-      ['--install-cni', '--node-cache-file', '', '--token-refresh-seconds', '2', ...installArgs()],
-      { POD_NAME: 'agent-pod', POD_UID: podUID },
-    );
+  function startInstallingAgent(): AgentProcess {
+    return startAgent(NODE, [
+      '--install-cni',
+      '--node-cache-file',
+      '',
+      '--token-refresh-seconds',
+      '2',
+      ...installArgs(),
+    ]);
   }
 });

@@ -81,11 +81,13 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       const downward = agent.env.filter((e) => e.valueFrom);
       assert.deepEqual(Object.fromEntries(downward.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])), {
         NODE_NAME: 'spec.nodeName',
-        POD_NAME: 'metadata.name',
-        POD_UID: 'metadata.uid',
         POD_NAMESPACE: 'metadata.namespace',
-        SERVICE_ACCOUNT_NAME: 'spec.serviceAccountName',
       });
+      // the plugin's token is of its own ServiceAccount (bound to the Node), not the agent's
+      assert.deepEqual(
+        agent.env.find((e) => e.name === 'SERVICE_ACCOUNT_NAME'),
+        { name: 'SERVICE_ACCOUNT_NAME', value: 'blockipam-plugin' },
+      );
       assert.deepEqual(
         spec.volumes.filter((v) => v.hostPath).map((v) => v.hostPath?.path),
         ['/opt/cni/bin', '/etc/cni/net.d', '/var/run/blockipam'],

@@ -3,7 +3,8 @@
  * node's pods): a node credential may CREATE only what core's claim creates — an empty block
  * affine to itself, with core's labels, inside a pool the controller lists `usable`, of that
  * pool's block size, overlapping no other pool. Each attacker's probe is refused with a message
- * naming the field; core's own claims (IPv4 and IPv6) pass; the controller's step publishes the
+ * naming the field — with the agent's credential and with the plugin's (its Node-bound token):
+ * both claim; core's own claims (IPv4 and IPv6) pass; the controller's step publishes the
  * list with the controller's credential, which may write that ConfigMap and no other.
  */
 import assert from 'node:assert/strict';
@@ -54,7 +55,8 @@ function sinkAs(kubeconfig: string): ReturnType<typeof kubeClaimPoolsSink> {
 }
 
 describe('the claims policy: a node credential creates only core’s claims', () => {
-  let node1: string;
+  let node1: string; // the agent's: node ServiceAccount, bound to its pod on claims-n1
+  let plugin1: string; // the plugin's: plugin ServiceAccount, bound to Node claims-n1
   let controller: string;
   before(() => {
     chart.install(NODES, [
@@ -76,6 +78,7 @@ describe('the claims policy: a node credential creates only core’s claims', ()
     // the victim: node 2's block with its pod at ordinal 2 (10.78.1.2)
     adminOk(['create', '-f', '-'], claim('10.78.1.0/26', POOL, N2));
     node1 = chart.credential(chart.nodeSA, 'agent-1');
+    plugin1 = chart.nodeCredential(chart.pluginSA, N1);
     controller = chart.credential(chart.controllerSA, 'controller');
   });
   after(() => {
@@ -138,9 +141,10 @@ describe('the claims policy: a node credential creates only core’s claims', ()
       allowed(r, 'claim an IPv4 block');
     }, 'the published list takes effect');
     allowed(as(node1, ['create', '-f', '-'], claim('fd00:78::40/122', POOL6, N1)), 'claim an IPv6 block');
+    allowed(as(plugin1, ['create', '-f', '-'], claim('10.78.4.0/26', POOL, N1)), 'the plugin claims');
   });
 
-  test('every attacker’s probe on the create path is refused, naming what is wrong', () => {
+  test('every attacker’s probe on the create path is refused, naming what is wrong (agent’s and plugin’s credentials)', () => {
     const mine = claim('10.78.2.0/26', POOL, N1);
     const probes: [what: string, object: IPAMBlock, message: RegExp][] = [
       [
@@ -219,15 +223,19 @@ describe('the claims policy: a node credential creates only core’s claims', ()
       ],
     ];
     const admitted: string[] = [];
-    for (const [what, object, message] of probes) {
-      const r = as(node1, ['create', '-f', '-'], object);
-      if (r.status === 0) {
-        admitted.push(what);
-        admin(['delete', 'ipamblock', object.metadata.name]);
-        continue;
+    for (const [who, credential] of [
+      ['agent', node1],
+      ['plugin', plugin1],
+    ] as const)
+      for (const [what, object, message] of probes) {
+        const r = as(credential, ['create', '-f', '-'], object);
+        if (r.status === 0) {
+          admitted.push(`${who}: ${what}`);
+          admin(['delete', 'ipamblock', object.metadata.name]);
+          continue;
+        }
+        assert.match(r.stderr, message, `${who}: ${what}`);
       }
-      assert.match(r.stderr, message, what);
-    }
     assert.deepEqual(admitted, [], 'admitted probes');
     // node 2's block is untouched
     const victim = JSON.parse(adminOk(['get', 'ipamblock', '10-78-1-0-26', '-o', 'json'])) as IPAMBlock;

@@ -2,8 +2,8 @@
  * The chart's identities on the real API server, for the RBAC and admission-policy tests: the
  * chart rendered by Helm and applied as it is (workloads left out: no kubelet runs them), Pod
  * objects scheduled on fake nodes (spec.nodeName) that tokens are bound to — a token bound to
- * such a pod carries the node's name, as the agent's own and the plugin's do — and kubectl as
- * any of them.
+ * such a pod carries the node's name, as the agent's own does — Node-bound tokens of the plugin
+ * ServiceAccount, as the agent mints for the plugin, and kubectl as any of them.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -40,8 +40,10 @@ export function allowed(r: KubectlResult, what: string): void {
 /** One installed release: its namespace, and credentials of its ServiceAccounts. */
 export class ChartIdentities {
   readonly dir = mkdtempSync(join(tmpdir(), 'chart-identities-'));
+  /** metadata.uid of the pods and the nodes {@link install} made, by name. */
   readonly uids: Record<string, string> = {};
   readonly nodeSA: string;
+  readonly pluginSA: string;
   readonly controllerSA: string;
 
   readonly namespace: string;
@@ -51,6 +53,7 @@ export class ChartIdentities {
     this.namespace = namespace;
     this.release = release;
     this.nodeSA = `${release}-blockipam-node`;
+    this.pluginSA = `${release}-blockipam-plugin`;
     this.controllerSA = `${release}-blockipam-controller`;
   }
 
@@ -65,8 +68,10 @@ export class ChartIdentities {
     );
     adminOk(['create', 'namespace', this.namespace]);
     adminOk(['apply', '-f', '-'], { apiVersion: 'v1', kind: 'List', items: objects });
-    for (const node of nodes)
+    for (const node of nodes) {
       adminOk(['apply', '-f', '-'], { apiVersion: 'v1', kind: 'Node', metadata: { name: node } });
+      this.uids[node] = adminOk(['get', 'node', node, '-o', 'jsonpath={.metadata.uid}']);
+    }
     for (const [name, sa, node] of pods) {
       adminOk(['apply', '-f', '-'], {
         apiVersion: 'v1',
@@ -116,6 +121,22 @@ export class ChartIdentities {
       : [];
     const token = adminOk(['create', 'token', sa, '-n', this.namespace, '--duration', '1h', ...bound]).trim();
     return this.kubeconfigFor(`${sa}-${pod ?? 'unbound'}`, token);
+  }
+
+  /** A token of `sa` bound to Node `node` (as the agent mints the plugin's), in a kubeconfig file. */
+  nodeCredential(sa: string, node: string): string {
+    const token = adminOk([
+      ...['create', 'token', sa, '-n', this.namespace, '--duration', '1h'],
+      ...[
+        '--bound-object-kind',
+        'Node',
+        '--bound-object-name',
+        node,
+        '--bound-object-uid',
+        this.uids[node] ?? '',
+      ],
+    ]).trim();
+    return this.kubeconfigFor(`${sa}-node-${node}`, token);
   }
 }
 

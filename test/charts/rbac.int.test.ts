@@ -2,9 +2,11 @@
  * The chart's least privilege on the real API server: its ServiceAccounts, ClusterRoles,
  * bindings and ValidatingAdmissionPolicies (rendered by Helm, applied as they are), then each
  * identity tries what it must not do and the answer — RBAC's 403 or the policy's message — is
- * asserted. The node credential is a TokenRequest token bound to a Pod object scheduled on a
- * node (spec.nodeName), as the agent's own token and the plugin's are: it carries the node's
- * name (asserted with `kubectl auth whoami`). No kubelet is needed: the pods never run.
+ * asserted. The node credentials are the agent's — a TokenRequest token of the node
+ * ServiceAccount bound to a Pod object scheduled on a node (spec.nodeName) — and the plugin's —
+ * a token of the plugin ServiceAccount bound to the Node, as the agent mints it: both carry the
+ * node's name (asserted with `kubectl auth whoami`), both are held to the same per-node rules.
+ * No kubelet is needed: the pods never run.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -17,6 +19,7 @@ const NS = 'chart-rbac';
 const RELEASE = 'rbac'; // objects: rbac-blockipam-*
 const chart = new ChartIdentities(NS, RELEASE);
 const NODE_SA = chart.nodeSA;
+const PLUGIN_SA = chart.pluginSA;
 const CONTROLLER_SA = chart.controllerSA;
 const NODES = ['rbac-n1', 'rbac-n2'] as const;
 const POOL = 'rbac-pool';
@@ -64,6 +67,7 @@ function block(
 
 describe('the chart’s RBAC and admission policy', () => {
   let node1: string; // the node ServiceAccount, token bound to the agent pod on rbac-n1
+  let plugin1: string; // the plugin ServiceAccount, token bound to Node rbac-n1
   before(() => {
     chart.install(NODES, [
       ['agent-1', NODE_SA, NODES[0]],
@@ -98,6 +102,7 @@ describe('the chart’s RBAC and admission policy', () => {
       JSON.stringify({ data: claimPoolsData([pool]) }),
     ]);
     node1 = credential(NODE_SA, 'agent-1');
+    plugin1 = chart.nodeCredential(PLUGIN_SA, NODES[0]);
   });
   after(() => {
     admin(['delete', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`]);
@@ -118,11 +123,21 @@ describe('the chart’s RBAC and admission policy', () => {
     assert.equal(plain.status.userInfo.extra?.['authentication.kubernetes.io/node-name'], undefined);
   });
 
+  test('a token bound to a Node carries its name and uid', () => {
+    const who = JSON.parse(as(plugin1, ['auth', 'whoami', '-o', 'json']).stdout) as {
+      status: { userInfo: { username: string; extra?: Record<string, string[]> } };
+    };
+    assert.equal(who.status.userInfo.username, `system:serviceaccount:${NS}:${PLUGIN_SA}`);
+    assert.deepEqual(who.status.userInfo.extra?.['authentication.kubernetes.io/node-name'], [NODES[0]]);
+    assert.deepEqual(who.status.userInfo.extra?.['authentication.kubernetes.io/node-uid'], [uids[NODES[0]]]);
+  });
+
   test('RBAC: no identity reads Secrets or edits IPPools; the reader only reads', () => {
     const controller = credential(CONTROLLER_SA, 'controller');
     const reader = kubeconfigFor('reader', adminOk(['create', 'token', 'reader', '-n', NS]).trim());
     for (const [sa, kc] of [
       [NODE_SA, node1],
+      [PLUGIN_SA, plugin1],
       [CONTROLLER_SA, controller],
       ['reader', reader],
     ] as const) {
@@ -162,13 +177,27 @@ describe('the chart’s RBAC and admission policy', () => {
       forbidden(CONTROLLER_SA, 'create', 'serviceaccounts/token'),
       'the controller mints a node token',
     );
+    refused(
+      as(plugin1, ['create', 'token', PLUGIN_SA, '-n', NS]),
+      forbidden(PLUGIN_SA, 'create', 'serviceaccounts/token'),
+      'the plugin mints a token',
+    );
+    refused(
+      as(node1, ['create', 'token', NODE_SA, '-n', NS]),
+      forbidden(NODE_SA, 'create', 'serviceaccounts/token'),
+      'the node mints a token of its own ServiceAccount',
+    );
   });
 
-  test('the policy: a node writes its own blocks, borrows only its own allocations, never another node’s block', async () => {
+  // The plugin's credential writes blocks (allocate, borrow, release); the agent's only creates
+  // and deletes them (next test): the same per-node rules hold both.
+  test('the policy (the plugin’s credential): a node writes its own blocks, borrows only its own allocations, never another node’s block', async () => {
+    const cred = plugin1;
+    const sa = PLUGIN_SA;
     const other = '10.77.1.0/26';
     // effective ~1 s after the binding: until then the probe may pass — undo it and retry
     await eventually(() => {
-      const r = as(node1, ['create', '-f', '-'], block(other, NODES[1]));
+      const r = as(cred, ['create', '-f', '-'], block(other, NODES[1]));
       if (r.status === 0) admin(['delete', 'ipamblock', '10-77-1-0-26']);
       refused(
         r,
@@ -185,9 +214,9 @@ describe('the chart’s RBAC and admission policy', () => {
       node: NODES[0],
       nowMs: 100, // sequence 100: below the test blocks' (sequence never decreases)
     });
-    allowed(as(node1, ['create', '-f', '-'], claim), 'claim its own block');
+    allowed(as(cred, ['create', '-f', '-'], claim), 'claim its own block');
     allowed(
-      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
+      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
       'allocate in its own block',
     );
     // node 2 borrows an address in node 1's block (as admin: the test's node 2 identity is not needed)
@@ -195,25 +224,25 @@ describe('the chart’s RBAC and admission policy', () => {
     // a reviewer's probe: the owner freed a borrower's address in its own block (handed out twice
     // later), or took an unowned block holding one to wipe it; owners are bound like anyone else
     refused(
-      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
+      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
       /may add or remove only its own allocations in IPAMBlock 10-77-0-0-26 \(affine to rbac-n1\); ordinal\(s\) 1 belong to other nodes/,
       'free a borrower’s address in its own block',
     );
     refused(
-      as(node1, ['delete', 'ipamblock', '10-77-0-0-26']),
+      as(cred, ['delete', 'ipamblock', '10-77-0-0-26']),
       /ordinal\(s\) 1 belong to other nodes/,
       'delete its own block holding a borrower’s address',
     );
     allowed(
-      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', null, { 1: NODES[1] })),
+      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', null, { 1: NODES[1] })),
       'release its own block (affinity → none), the borrower’s address kept',
     );
     allowed(
-      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 1: NODES[1] })),
+      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 1: NODES[1] })),
       'claim an unowned block, leaving others’ allocations alone',
     );
     refused(
-      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], {})),
+      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], {})),
       /ordinal\(s\) 1 belong to other nodes/,
       'wipe the unowned block it just took',
     );
@@ -227,21 +256,17 @@ describe('the chart’s RBAC and admission policy', () => {
     const borrowerLabel = { [nodeLabel(NODES[0])]: 'borrowed' };
     adminOk(['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel));
     allowed(
-      as(
-        node1,
-        ['replace', '-f', '-'],
-        block(other, NODES[1], borrowed, { ...ownerLabel, ...borrowerLabel }),
-      ),
+      as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, { ...ownerLabel, ...borrowerLabel })),
       'borrow: add its own allocation and its node label "borrowed"',
     );
     refused(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[1], borrowed, borrowerLabel)),
+      as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, borrowerLabel)),
       /may not change the labels of IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\) other than a node label "borrowed".*changed: node\.ipam\.blockipam\.io\//,
       'drop the owner’s node label',
     );
     refused(
       as(
-        node1,
+        cred,
         ['replace', '-f', '-'],
         block(other, NODES[1], borrowed, {
           ...ownerLabel,
@@ -254,38 +279,38 @@ describe('the chart’s RBAC and admission policy', () => {
     );
 
     refused(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[1], { ...borrowed, 6: NODES[1] })),
+      as(cred, ['replace', '-f', '-'], block(other, NODES[1], { ...borrowed, 6: NODES[1] })),
       /may add or remove only its own allocations in IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\); ordinal\(s\) 6 belong to other nodes/,
       'add an allocation for another node',
     );
     refused(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[1], { 5: NODES[0] })),
+      as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 5: NODES[0] })),
       /ordinal\(s\) 0 belong to other nodes/,
       'remove the owner’s allocation',
     );
     refused(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[0], borrowed)),
+      as(cred, ['replace', '-f', '-'], block(other, NODES[0], borrowed)),
       /would go from rbac-n2 to rbac-n1/,
       'take another node’s block',
     );
     refused(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[1], borrowed, { x: 'y' })),
+      as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, { x: 'y' })),
       /may not change the labels of IPAMBlock 10-77-1-0-26/,
       'relabel another node’s block',
     );
     refused(
-      as(node1, ['delete', 'ipamblock', '10-77-1-0-26']),
+      as(cred, ['delete', 'ipamblock', '10-77-1-0-26']),
       /would go from rbac-n2 to none/,
       'delete another node’s block',
     );
     allowed(
-      as(node1, ['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel)),
+      as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel)),
       'release its borrowed address (and its node label "borrowed" goes)',
     );
 
     // the same ServiceAccount with a token that names no node writes nothing
     refused(
-      as(credential(NODE_SA), ['create', '-f', '-'], block('10.77.2.0/26', NODES[0])),
+      as(credential(sa), ['create', '-f', '-'], block('10.77.2.0/26', NODES[0])),
       /may write IPAMBlocks only with a token that names its node/,
       'a token without a node name',
     );
@@ -296,24 +321,96 @@ describe('the chart’s RBAC and admission policy', () => {
     );
   });
 
-  test('the policy: a node credential mints tokens bound to its own pod only', () => {
-    const mint = (pod?: string): KubectlResult =>
-      as(node1, [
-        'create',
-        'token',
-        NODE_SA,
-        '-n',
-        NS,
-        ...(pod
-          ? ['--bound-object-kind', 'Pod', '--bound-object-name', pod, '--bound-object-uid', uids[pod] ?? '']
-          : []),
-      ]);
-    allowed(mint('agent-1'), 'a token bound to its own pod (the plugin’s)');
+  test('the policy (the agent’s credential): it claims and deletes only its own blocks', async () => {
+    admin(['delete', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`]);
+    const other = '10.77.1.0/26';
+    await eventually(() => {
+      const r = as(node1, ['create', '-f', '-'], block(other, NODES[1]));
+      if (r.status === 0) admin(['delete', 'ipamblock', '10-77-1-0-26']);
+      refused(
+        r,
+        /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only between itself and none; IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
+        'claim for another node',
+      );
+    }, 'the policy takes effect');
+    const claim = newBlock({ cidr: parseCidr('10.77.0.0/26')!, pool: POOL, node: NODES[0], nowMs: 100 });
+    allowed(as(node1, ['create', '-f', '-'], claim), 'claim its own block');
     refused(
-      mint('agent-2'),
-      /may request tokens only bound to its own pod agent-1/,
+      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
+      forbidden(NODE_SA, 'update', 'ipamblocks'),
+      'the agent allocates (the plugin’s verb)',
+    );
+    adminOk(['create', '-f', '-'], block(other, NODES[1]));
+    refused(
+      as(node1, ['delete', 'ipamblock', '10-77-1-0-26']),
+      /would go from rbac-n2 to none/,
+      'delete another node’s block',
+    );
+    allowed(as(node1, ['delete', 'ipamblock', '10-77-0-0-26']), 'release its own idle block');
+    refused(
+      as(credential(NODE_SA), ['create', '-f', '-'], block('10.77.2.0/26', NODES[0])),
+      /may write IPAMBlocks only with a token that names its node/,
+      'a token without a node name',
+    );
+  });
+
+  test('the policy: a node credential mints plugin tokens bound to its own Node only', async () => {
+    const mint = (bound: string[]): KubectlResult =>
+      as(node1, ['create', 'token', PLUGIN_SA, '-n', NS, ...bound]);
+    const node = (name: string, uid?: string): string[] => [
+      ...['--bound-object-kind', 'Node', '--bound-object-name', name],
+      ...(uid === undefined ? [] : ['--bound-object-uid', uid]),
+    ];
+    // effective ~1 s after the binding: until then the probe may pass
+    await eventually(
+      () =>
+        refused(
+          mint([]),
+          /may request tokens only bound to its own Node rbac-n1; this one is unbound/,
+          'an unbound token',
+        ),
+      'the policy takes effect',
+    );
+    allowed(mint(node(NODES[0], uids[NODES[0]])), 'a token bound to its own Node (the plugin’s)');
+    allowed(mint(node(NODES[0])), 'a token bound to its own Node, uid left to the API server');
+    refused(
+      mint(node(NODES[1], uids[NODES[1]])),
+      /may request tokens only bound to its own Node rbac-n1; this one is bound to Node rbac-n2/,
+      'a token bound to another Node',
+    );
+    refused(
+      mint(node(NODES[1])),
+      /may request tokens only bound to its own Node rbac-n1; this one is bound to Node rbac-n2/,
+      'a token bound to another Node, no uid',
+    );
+    refused(
+      mint(node(NODES[0], uids[NODES[1]])),
+      /may request tokens only bound to its own Node rbac-n1; this one is bound to Node rbac-n1/,
+      'a token bound to its Node’s name with another Node’s uid',
+    );
+    refused(
+      mint([
+        '--bound-object-kind',
+        'Pod',
+        '--bound-object-name',
+        'agent-1',
+        '--bound-object-uid',
+        uids['agent-1'] ?? '',
+      ]),
+      /may request tokens only bound to its own Node rbac-n1; this one is bound to Pod agent-1/,
+      'a token bound to its own pod (dies with every agent restart)',
+    );
+    refused(
+      mint([
+        '--bound-object-kind',
+        'Pod',
+        '--bound-object-name',
+        'agent-2',
+        '--bound-object-uid',
+        uids['agent-2'] ?? '',
+      ]),
+      /may request tokens only bound to its own Node rbac-n1; this one is bound to Pod agent-2/,
       'a token bound to another node’s agent',
     );
-    refused(mint(), /may request tokens only bound to its own pod/, 'an unbound token');
   });
 });

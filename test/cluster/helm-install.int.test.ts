@@ -299,7 +299,7 @@ test('a node removed (kubelet stopped, Node deleted): the controller releases it
 });
 
 test('helm uninstall: agents, controller, RBAC and policy go; CRDs, pools, IPAMConfig and blocks stay', async () => {
-  scale(0); // before the uninstall: pods' DELs need the plugin's token, which dies with the agents
+  scale(0); // before the uninstall: pods' DELs need the plugin's token, which dies with its ServiceAccount
   await running(0);
   const blocksBefore = kubectlOk(['get', 'ipamblocks', '-o', 'name']).trim().split('\n').filter(Boolean);
   helmOk(4, ['uninstall', RELEASE, '--namespace', NAMESPACE, '--wait']);

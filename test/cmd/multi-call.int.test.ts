@@ -129,6 +129,10 @@ describe('the multi-call executable', () => {
     try {
       const created = kubectl(['-n', ns, 'create', 'serviceaccount', sa]);
       assert.equal(created.status, 0, created.stderr);
+      // the plugin's token is bound to the agent's Node
+      kubectl(['create', '-f', '-'], {
+        input: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'mc-1' } }),
+      });
       const r = run(exe, [
         'agent',
         'install',
@@ -155,6 +159,7 @@ describe('the multi-call executable', () => {
       assert.ok(readFileSync(installed).equals(readFileSync(exe)), 'the installed plugin is the executable');
       assertVersion(run(installed, [], { CNI_COMMAND: 'VERSION' }));
     } finally {
+      kubectl(['delete', 'node', 'mc-1']);
       kubectl(['delete', 'namespace', ns, '--wait=false']);
     }
   });

@@ -4,7 +4,7 @@
 // run with that ServiceAccount's token against the real API server. They must do their work —
 // the controller takes the lease, releases a leak, a deleted node's block and an unowned empty
 // block, writes pool status and an Event; the agent pre-claims, releases an idle block, writes
-// the node cache and installs the plugin (TokenRequest) — with no API error at all (a 403
+// the node cache and installs the plugin (TokenRequest bound to its Node) — with no API error at all (a 403
 // would be counted in blockipam_api_errors_total and logged).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -17,7 +17,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
+import { KubeTransport } from 'blockipam/core/kube';
 import type { KubeDatastore } from 'blockipam/core/kube';
+import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { applyNode, eventually, scrape, startAgent } from '../agent/agent-process.ts';
 import { blockObject, cleanCluster, createNamespace, poolObject } from '../cli/cluster.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
@@ -273,7 +275,7 @@ describe('RBAC: the documented rules are enough', () => {
   test('the agent under exactly docs/design-agent.md §RBAC (install mode included)', async () => {
     await cleanCluster(ds);
     const kubeconfig = await serviceAccount('agent', rbacTable('docs/design-agent.md', /^## RBAC/m));
-    // The ServiceAccount whose token the agent requests for the plugin.
+    // The plugin's own ServiceAccount, whose token the agent requests bound to its Node (rb-n2).
     await send('POST', `/api/v1/namespaces/${NS}/serviceaccounts`, {
       apiVersion: 'v1',
       kind: 'ServiceAccount',
@@ -324,6 +326,18 @@ describe('RBAC: the documented rules are enough', () => {
         users: { user: { token: string } }[];
       };
       assert.ok((pluginKubeconfig.users[0]?.user.token ?? '').length > 20, 'a TokenRequest token');
+      const plugin = new KubeTransport(loadKubeconfig(join(dir, 'net.d', 'blockipam.kubeconfig')));
+      try {
+        const review = await plugin.request<{
+          status: { userInfo: { username: string; extra?: Record<string, string[]> } };
+        }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+          body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        });
+        assert.equal(review.status.userInfo.username, `system:serviceaccount:${NS}:plugin`);
+        assert.deepEqual(review.status.userInfo.extra?.['authentication.kubernetes.io/node-name'], ['rb-n2']);
+      } finally {
+        plugin.close();
+      }
       await eventually('the node cache file', () => (existsSync(cache) ? true : undefined));
       assert.equal((await scrape(agent, '/readyz')).status, 200);
       assert.deepEqual(await apiErrors(await agent.port(), agent.lines), [], 'no request was refused');

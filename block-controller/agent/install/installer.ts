@@ -2,11 +2,14 @@
  * Install mode (as Calico's install-cni): puts the plugin on the agent's host and keeps its
  * credential fresh. In order, so the runtime never finds a conflist whose plugin cannot run:
  * 1. the plugin executable → `<cniBinDir>/blockipam` (0755; skipped when the content is equal);
- * 2. a bound token (token.ts) → the plugin's kubeconfig (0600: it holds the token);
+ * 2. a token of the plugin's ServiceAccount bound to this Node (token.ts) → the plugin's
+ *    kubeconfig (0600: it holds the token);
  * 3. the conflist (conflist.ts) → `<cniConfDir>/<conflistName>` (0644).
  * Every file is replaced atomically (files.ts). Then the token is re-requested at half its
  * lifetime (token.ts refreshAtMs) and the kubeconfig rewritten; a failed refresh is retried every
- * 10 s while the old token is still valid.
+ * 10 s while the old token is still valid. The Node's uid is looked up at every request; when the
+ * watched Node comes back with another uid (deleted and registered again: the API server revoked
+ * the token), {@link CniInstaller.nodeSeen} refreshes at once instead of at the next schedule.
  */
 import { join } from 'node:path';
 import type { KubeTransport } from 'blockipam/core/kube';
@@ -16,7 +19,7 @@ import { copyFileAtomic, MODE_EXECUTABLE, MODE_PUBLIC, MODE_SECRET, writeFileAto
 import type { AgentMetrics } from '../metrics.ts';
 import { conflistFor } from './conflist.ts';
 import type { ConflistOptions } from './conflist.ts';
-import { refreshAtMs, requestToken } from './token.ts';
+import { nodeUid, refreshAtMs, requestToken } from './token.ts';
 import type { IssuedToken, TokenSpec } from './token.ts';
 
 export interface InstallOptions {
@@ -56,6 +59,8 @@ export class CniInstaller {
   #timer: NodeJS.Timeout | undefined;
   #token: IssuedToken | undefined;
   #stopped = false;
+  /** The Node uid a refresh was last brought forward for ({@link nodeSeen}). */
+  #rebindFor: string | undefined;
 
   constructor(
     options: InstallOptions,
@@ -96,6 +101,19 @@ export class CniInstaller {
     this.#schedule(this.#token ? refreshAtMs(this.#token, this.#o.tokenRefreshMs) - Date.now() : 0);
   }
 
+  /**
+   * The watched Node object's uid (undefined: not seen). A uid other than the token's means the
+   * Node was deleted and registered again, which revoked the token: refresh now.
+   */
+  nodeSeen(uid: string | undefined): void {
+    if (this.#timer === undefined || uid === undefined || this.#token === undefined) return;
+    // once per new uid: Node status updates arrive every few seconds, a failed refresh retries
+    if (uid === this.#token.nodeUid || uid === this.#rebindFor) return;
+    this.#rebindFor = uid;
+    this.#log.info('node registered again; refreshing the plugin token', { [F.node]: this.#node });
+    this.#schedule(0);
+  }
+
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
@@ -124,7 +142,11 @@ export class CniInstaller {
   async #refresh(): Promise<void> {
     let token: IssuedToken;
     try {
-      token = await requestToken(this.#transport, this.#o.token);
+      token = await requestToken(
+        this.#transport,
+        this.#o.token,
+        await nodeUid(this.#transport, this.#o.token.node),
+      );
     } catch (error) {
       this.#metrics.tokenRefreshes.inc({ node: this.#node, result: 'error' });
       this.#metrics.apiErrors.inc({ operation: 'token', reason: (error as Error).name ?? 'Error' });

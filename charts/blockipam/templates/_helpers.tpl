@@ -23,9 +23,11 @@ app.kubernetes.io/instance: {{ $.Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 
-{{/* The node ServiceAccount: the agent's pods run as it, and the plugin's token is of it (a
-token bound to the agent's pod must be of the pod's own ServiceAccount). */}}
+{{/* The node ServiceAccount: the agent's pods run as it. */}}
 {{- define "blockipam.nodeServiceAccount" -}}{{ include "blockipam.fullname" . }}-node{{- end -}}
+{{/* The plugin's ServiceAccount: no pod runs as it; the agent mints its token bound to the agent's
+Node (docs/install.md "Security"). */}}
+{{- define "blockipam.pluginServiceAccount" -}}{{ include "blockipam.fullname" . }}-plugin{{- end -}}
 {{- define "blockipam.controllerServiceAccount" -}}{{ include "blockipam.fullname" . }}-controller{{- end -}}
 
 {{- define "blockipam.image" -}}
