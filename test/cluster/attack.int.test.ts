@@ -18,8 +18,10 @@
  *  3. CREATE 20 unowned blocks labelled affine to node 2 (core's `nodeLabel`);
  *  4. CREATE a block outside every pool (10.250.0.0/26), and a claim for node 2;
  *  5. UPDATE node 2's block: add another node's allocation, take over or remove node 2's pod's
- *     allocation, change its affinity (to node 1, to none), change its labels; DELETE it; mint a
- *     token bound to node 2's agent pod, or an unbound one; delete the pool;
+ *     allocation, change its affinity (to node 1, to none), change its labels (the agent's
+ *     account has no `update`: RBAC refuses it first); DELETE it; mint a plugin token bound to
+ *     node 2's Node, or an unbound one (the tokens policy; the plugin's account: RBAC), a node
+ *     token bound to node 2's agent pod (RBAC); delete the pool;
  *  6. the controller's token creates a block and mints a node token;
  *  7. the reader creates, replaces and deletes a block, mints a token, edits the pool and the
  *     IPAMConfig.
@@ -61,6 +63,7 @@ const POOL = 'default-ipv4'; // the chart's default pool: 10.244.0.0/16, /26 blo
 const POOL_RE = 'IPPool default-ipv4 \\(10\\.244\\.0\\.0/16\\)';
 const READER = 'attack-reader';
 const NODE_SA = `${PREFIX}-node`;
+const PLUGIN_SA = `${PREFIX}-plugin`;
 const CONTROLLER_SA = `${PREFIX}-controller`;
 
 let n1 = '';
@@ -256,10 +259,14 @@ test('the credentials on node 1: the plugin kubeconfig, the agent token, the con
   const agent1 = agentPod(n1);
   const agent = podCredential(n1, NAMESPACE, agent1.name, 'the agent token');
   node = [plugin, agent];
-  for (const cred of node)
+  // the plugin's own account, its token bound to node 1's Node; the agent's, bound to its pod
+  for (const [cred, sa] of [
+    [plugin, PLUGIN_SA],
+    [agent, NODE_SA],
+  ] as const)
     assert.deepEqual(
       whoami(cred),
-      { username: `system:serviceaccount:${NAMESPACE}:${NODE_SA}`, node: n1 },
+      { username: `system:serviceaccount:${NAMESPACE}:${sa}`, node: n1 },
       cred.what,
     );
 
@@ -347,7 +354,7 @@ function nodeProbes(cred: Credential): Probe[] {
     who: cred,
     what,
     run: () => replaceVictim(cred, change),
-    refusal,
+    refusal: orRbac(refusal, 'update'),
   });
   const others = (ordinal: number): RegExp =>
     new RegExp(
@@ -357,9 +364,18 @@ function nodeProbes(cred: Credential): Probe[] {
     `node ${n1} may not change the labels of IPAMBlock ${name} \\(affine to ${n2}\\)`,
   );
   const victimPod = agentPod(n2);
-  const own = agentPod(n1).name;
-  const mint = (bound: string[]): RunResult =>
-    as(cred, ['create', 'token', NODE_SA, '-n', NAMESPACE, ...bound]);
+  const isAgent = cred.what === 'the agent token';
+  const user = `${NAMESPACE}:${isAgent ? NODE_SA : PLUGIN_SA}`;
+  // the agent's account has no `update` on blocks (the plugin's verb): RBAC answers first
+  const orRbac = (policy: RegExp, verb: string): RegExp =>
+    isAgent ? new RegExp(`${policy.source}|${forbidden(user, verb, 'ipamblocks').source}`) : policy;
+  const node2Uid = kubectlOk(['get', 'node', n2, '-o', 'jsonpath={.metadata.uid}']).trim();
+  const mint = (sa: string, bound: string[]): RunResult =>
+    as(cred, ['create', 'token', sa, '-n', NAMESPACE, ...bound]);
+  // the agent may mint only the plugin's tokens bound to its own Node (RBAC + the tokens policy);
+  // the plugin's account may mint none
+  const tokenRefusal = (policy: RegExp): RegExp =>
+    isAgent ? policy : forbidden(user, 'create', 'serviceaccounts/token');
   return [
     // 1. traffic hijack: an unowned /28 inside node 2's /26 holding node 2's pod's ordinal for node 1
     create(
@@ -459,9 +475,33 @@ function nodeProbes(cred: Credential): Probe[] {
     },
     {
       who: cred,
-      what: `mint a token bound to ${n2}'s agent pod ${victimPod.name}`,
+      what: `mint a plugin token bound to ${n2}'s Node`,
       run: () =>
-        mint([
+        mint(PLUGIN_SA, [
+          '--bound-object-kind',
+          'Node',
+          '--bound-object-name',
+          n2,
+          '--bound-object-uid',
+          node2Uid,
+        ]),
+      refusal: tokenRefusal(
+        new RegExp(`may request tokens only bound to its own Node ${n1}; this one is bound to Node ${n2}`),
+      ),
+    },
+    {
+      who: cred,
+      what: 'mint an unbound plugin token',
+      run: () => mint(PLUGIN_SA, []),
+      refusal: tokenRefusal(
+        new RegExp(`may request tokens only bound to its own Node ${n1}; this one is unbound`),
+      ),
+    },
+    {
+      who: cred,
+      what: `mint a node token bound to ${n2}'s agent pod ${victimPod.name}`,
+      run: () =>
+        mint(NODE_SA, [
           '--bound-object-kind',
           'Pod',
           '--bound-object-name',
@@ -469,19 +509,13 @@ function nodeProbes(cred: Credential): Probe[] {
           '--bound-object-uid',
           victimPod.uid,
         ]),
-      refusal: new RegExp(`may request tokens only bound to its own pod ${own}`),
-    },
-    {
-      who: cred,
-      what: 'mint an unbound token',
-      run: () => mint([]),
-      refusal: new RegExp(`may request tokens only bound to its own pod ${own}`),
+      refusal: forbidden(user, 'create', 'serviceaccounts/token'),
     },
     {
       who: cred,
       what: `delete IPPool ${POOL}`,
       run: () => as(cred, ['delete', 'ippool', POOL]),
-      refusal: forbidden(`${NAMESPACE}:${NODE_SA}`, 'delete', 'ippools'),
+      refusal: forbidden(user, 'delete', 'ippools'),
     },
   ];
 }
