@@ -4,3 +4,4 @@
  * dependency-free: the plugin's start-up path imports it alone.
  */
 export * from './protocol.ts';
+export type { NodeIpam } from './types.ts';
