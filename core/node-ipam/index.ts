@@ -5,3 +5,4 @@
  */
 export * from './protocol.ts';
 export type { NodeIpam } from './types.ts';
+export { errorKindOf } from './errors.ts';
