@@ -82,10 +82,14 @@ export interface StatusCall {
   readonly pools: PoolLists;
 }
 
-/** An IP configuration as CNI results carry it: address with the block's prefix, and gateway. */
+/**
+ * An IP configuration as CNI results carry it: address in CIDR form with the block's prefix
+ * (e.g. "10.244.3.70/26"), and the block's gateway (ordinal 1, e.g. "10.244.3.65"). Always
+ * there: ptp needs the gateway (docs/design-plugin.md §Invariants, 3).
+ */
 export interface IpConfig {
   readonly address: string;
-  readonly gateway?: string;
+  readonly gateway: string;
 }
 
 export type AddOutcome =
@@ -271,7 +275,7 @@ function outcomeProblem(op: NodeIpamOp, o: unknown): string | undefined {
       if (o.kind === 'allocated')
         return Array.isArray(o.ips) &&
           o.ips.length > 0 &&
-          o.ips.every((i) => isObject(i) && isString(i.address) && optional(i.gateway, isString))
+          o.ips.every((i) => isObject(i) && isString(i.address) && isString(i.gateway))
           ? undefined
           : 'outcome.ips: not a non-empty list of {address, gateway}';
       return ['duplicate', 'exhausted', 'addressRefused', 'rejected', 'misconfigured'].includes(
