@@ -1,5 +1,5 @@
 /**
- * The node IPAM service's interface (docs/design-agent.md §IPAM server): the five operations of
+ * The node IPAM service's interface (docs/design-core.md §Node IPAM service): the five operations of
  * the protocol (protocol.ts), each bounded by the caller's signal. The agent serves it over its
  * socket; the plugin's direct path (fallback and standalone mode) calls it in-process. Expected
  * outcomes are values; failures are thrown as core's errors (UnavailableError, ApiError,

@@ -8,7 +8,7 @@
  * nothing more is sent — no write, retry or rollback) and is raced, so the command ends at once;
  * a write already sent may still land (the runtime's DEL after the failed ADD releases it).
  */
-import type { AssignOutcome, AssignedAddress, PodRef, Datastore, RollbackFailure } from 'blockipam/core';
+import type { AssignOutcome, PodRef, Datastore, RollbackFailure } from 'blockipam/core';
 import {
   autoAssign,
   assignIP,
@@ -21,7 +21,7 @@ import {
   isUnavailable,
   withSignal,
 } from 'blockipam/core';
-import { readAnnotations } from './annotations.ts';
+import { poolStatus, readAnnotations, toAddOutcome, toGcOutcome } from 'blockipam/core/node-ipam';
 import type {
   AddOutcome,
   AddRequest,
@@ -35,9 +35,7 @@ import type {
 import { BackendUnavailableError } from './port.ts';
 import type { GcCall } from './port.ts';
 import type { NetConf } from '../cni/netconf.ts';
-import type { IpConfig } from '../cni/result.ts';
 import { loadInputs, type Inputs, type SnapshotCacheOptions } from '../host/snapshot-cache.ts';
-import { poolStatus } from './pool-status.ts';
 import { isStaleNodeBlocksError, prefetchAffineBlocks } from './prefetch.ts';
 import { handoffView, recordNodeBlocks, type NodeBlocksRecord } from './handoff.ts';
 import { dropHandoff, handoffFileOf, type HandoffScope } from '../host/handoff-file.ts';
@@ -102,28 +100,6 @@ async function guard<T>(p: Promise<T>): Promise<T> {
 
 /** An attachment's handle: core's {@link handleOf}, `<network>.<containerID>.<ifname>`. */
 const attachmentHandle = (a: AttachmentRef): string => handleOf(a.network, a.containerID, a.ifname);
-
-function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[] {
-  return [o.ipv4, o.ipv6]
-    .filter((a): a is AssignedAddress => a !== undefined)
-    .map((a) => ({ address: `${a.address}/${a.prefixLength}`, gateway: a.gateway }));
-}
-
-function toAddOutcome(o: AssignOutcome): AddOutcome {
-  if (o.ok) return { kind: 'allocated', ips: toIpConfigs(o) };
-  switch (o.reason) {
-    case 'HandleInUse':
-      return { kind: 'duplicate', message: o.message };
-    case 'NoPool':
-    case 'Exhausted':
-    case 'BlockLimit':
-      return { kind: 'exhausted', message: o.message };
-    case 'PoolRefused':
-      return { kind: 'rejected', message: o.message };
-    default:
-      return { kind: 'addressRefused', message: `${o.reason}: ${o.message}` };
-  }
-}
 
 type PodContext =
   | {
@@ -516,16 +492,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
         ),
         req.signal,
       );
-      return {
-        released: [...new Set(r.released.map((a) => a.allocation.handle))],
-        // core went on past a block it could not write (its `failed`): report each item
-        errors: r.failed.map((f) => `${f.item.handle} (${f.item.address}): ${f.error.message}`),
-        // the pod of the allocation runs on another node with that address (core keeps it)
-        aliveElsewhere: r.aliveElsewhere.map(
-          (a) =>
-            `${a.allocation.handle} (${a.address}: pod ${a.allocation.namespace ?? ''}/${a.allocation.pod ?? ''})`,
-        ),
-      };
+      return toGcOutcome(r);
     },
     async status(node, families, confPools): Promise<StatusOutcome> {
       const nc = await nodeCache(node);

@@ -26,7 +26,7 @@ import {
   matchesSelector,
 } from 'blockipam/core';
 import type { Datastore, NodeCacheDocument, IPAMBlock, IPPool } from 'blockipam/core';
-import { readAnnotations } from './annotations.ts';
+import { readAnnotations } from 'blockipam/core/node-ipam';
 import type { PodRef } from 'blockipam/core';
 import { servingFirstNodeList } from './prefetch.ts';
 

@@ -7,14 +7,20 @@
 import type { Attachment, IPFamily, PodRef } from 'blockipam/core';
 import type { NetConf } from '../cni/netconf.ts';
 import type { CniCommand } from '../cni/env.ts';
-import type { IpConfig } from '../cni/result.ts';
+import type {
+  AddOutcome,
+  AttachmentRef,
+  CheckOutcome,
+  GcOutcome,
+  StatusOutcome,
+} from 'blockipam/core/node-ipam/protocol';
 
-/** One attachment of one network: its handle is `<network>.<containerID>.<ifname>`. */
-export interface AttachmentRef {
-  readonly network: string;
-  readonly containerID: string;
-  readonly ifname: string;
-}
+/**
+ * The outcome types are the node IPAM protocol's (docs/design-core.md §Node IPAM service): one
+ * shape whether core-backend or the node agent decided. STATUS's `notReady` is not
+ * "(un)available": that word is the datastore's (BackendUnavailableError, core's UnavailableError).
+ */
+export type { AddOutcome, AttachmentRef, CheckOutcome, GcOutcome, StatusOutcome };
 
 export interface AddRequest {
   readonly attachment: AttachmentRef;
@@ -43,24 +49,6 @@ export interface AddRequest {
   /** Whether the host lock is free right now (a racy hint: no other ADD is in its critical step). */
   readonly lockFree: () => Promise<boolean>;
 }
-
-export type AddOutcome =
-  | {
-      readonly kind: 'allocated';
-      readonly ips: readonly IpConfig[];
-      /** CNI_ARGS named a pod the API server does not know: recorded without a pod reference. */
-      readonly podNotFound?: boolean;
-    }
-  /** The attachment already holds addresses: nothing was changed (docs/design-plugin.md §Invariants, 4). */
-  | { readonly kind: 'duplicate'; readonly message: string }
-  /** No free address; nothing was left allocated. */
-  | { readonly kind: 'exhausted'; readonly message: string }
-  /** A static IP is outside every eligible pool, reserved or taken; nothing left allocated. */
-  | { readonly kind: 'addressRefused'; readonly message: string }
-  /** Pool choice or annotations are invalid (e.g. an unknown pool, a malformed annotation). */
-  | { readonly kind: 'rejected'; readonly message: string }
-  /** The netconf does not fit the cluster (the pod runs on another node than ipam.nodeName). */
-  | { readonly kind: 'misconfigured'; readonly message: string };
 
 export interface DelRequest {
   readonly attachment: AttachmentRef;
@@ -94,11 +82,6 @@ export interface QueuedDel {
   remove(): void;
 }
 
-export type CheckOutcome =
-  | { readonly kind: 'ok' }
-  | { readonly kind: 'missing'; readonly message: string }
-  | { readonly kind: 'mismatch'; readonly message: string };
-
 /** A GC call: core's request in the protocol's terms, and the time budget. */
 export interface GcCall {
   readonly network: string;
@@ -107,25 +90,6 @@ export interface GcCall {
   readonly validAttachments: readonly Attachment[];
   readonly signal: AbortSignal;
 }
-
-export interface GcOutcome {
-  /** Handles released. */
-  readonly released: readonly string[];
-  /** Per-handle failures; GC continues past them (SPEC GC). */
-  readonly errors: readonly string[];
-  /**
-   * Stale by the runtime's list but kept: the allocation's pod (same UID) is alive on another
-   * node with that address (e.g. an ADD recorded under a wrong ipam.nodeName). Logged, not an error.
-   */
-  readonly aliveElsewhere: readonly string[];
-}
-
-/**
- * STATUS's answer: `ready` (an ADD could be served now) or `notReady` (CNI code 50). Not
- * "(un)available": that word is the datastore's (BackendUnavailableError, core's UnavailableError).
- */
-export type StatusOutcome =
-  { readonly kind: 'ready' } | { readonly kind: 'notReady'; readonly message: string };
 
 /** The IPAM operations; each call is independent (no state kept between calls). */
 export interface Backend {

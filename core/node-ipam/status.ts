@@ -13,21 +13,15 @@
  * has room in its own blocks) is one LIST selected by the node's label — never a LIST of every
  * block of the cluster; steps 2 and 3 run only when the node's blocks are full.
  */
-import {
-  blockCapacity,
-  type IPFamily,
-  poolBlockSize,
-  poolCidr,
-  type PoolSnapshot,
-  capacityOf,
-  cidrOf,
-  familySelector,
-  nodeBlocksSelector,
-  POOL_LABEL,
-  matchesSelector,
-} from 'blockipam/core';
-import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
-import type { StatusOutcome } from './port.ts';
+import { blockCapacity } from '../address/block-cidr.ts';
+import { cidrOf, capacityOf } from '../block/block.ts';
+import { familySelector, nodeBlocksSelector, POOL_LABEL } from '../block/labels.ts';
+import type { IPFamily } from '../address/ip.ts';
+import { poolBlockSize, poolCidr, type PoolSnapshot } from '../allocator/pools.ts';
+import type { Datastore } from '../datastore/datastore.ts';
+import type { IPAMBlock, IPPool } from '../resources.ts';
+import { matchesSelector } from '../selector.ts';
+import type { StatusOutcome } from './protocol.ts';
 
 export interface StatusQuery {
   readonly node: string;
@@ -88,6 +82,11 @@ async function roomFor(
   return false;
 }
 
+/**
+ * STATUS over `ds` (the node's blocks; the pool LISTs of steps 2 and 3 only when they are full).
+ * @returns `ready`, or `notReady` naming the family and pools with no room (or no usable pool)
+ * @throws what `ds` throws (bind the caller's signal with withSignal)
+ */
 export async function poolStatus(ds: Datastore, q: StatusQuery): Promise<StatusOutcome> {
   const mine = await ds.blocks.list({ labelSelector: nodeBlocksSelector(q.node) });
   for (const family of q.families) {

@@ -1,6 +1,7 @@
 /**
  * Parsing the pod and namespace annotations that steer an allocation (docs/design-core.md §2;
- * their names, and the set the node cache keeps, are core's: blockipam/core annotations.ts):
+ * their names, and the set the node cache keeps, are in core/annotations.ts). The node IPAM
+ * service (service.ts) reads them for an ADD; the plugin's node-cache path reads them too:
  * - `ipam.blockipam.io/ippools`: JSON list of pool names or CIDRs. On the namespace it is the
  *   default for its pods; on the pod it overrides the namespace's. The pools must still admit
  *   the namespace (namespaceSelector) and node (nodeSelector) — core enforces it.
@@ -10,9 +11,9 @@
  *   invocation itself names none (runtimeConfig.ips, args.cni.ips, CNI_ARGS IP= come first; those
  *   follow the CNI `ips` convention, CIDR notation, and their prefix lengths are ignored).
  */
-import { IP_ADDRS_ANNOTATION, POOLS_ANNOTATION } from 'blockipam/core';
-import type { AllocationAnnotations } from 'blockipam/core';
-import { parseIP } from 'blockipam/core/address';
+import { parseIP } from '../address/ip.ts';
+import { IP_ADDRS_ANNOTATION, POOLS_ANNOTATION } from '../annotations.ts';
+import type { AllocationAnnotations } from '../annotations.ts';
 
 export interface AnnotationChoice {
   /** Requested pools (pod's, else namespace's); empty = automatic. */

@@ -1,0 +1,174 @@
+/**
+ * The node IPAM service (docs/design-core.md §Node IPAM service): ADD, DEL, CHECK, GC and STATUS
+ * of one node with the CNI plugin's semantics, on core's allocator. The node agent serves it over
+ * its socket, the plugin's direct path calls it in-process: each rule once, here.
+ *
+ * Every operation takes the caller's signal: it goes into core's calls (once it fires nothing more
+ * is sent — no read, write, retry or rollback) and the operation rejects with `signal.reason` at
+ * once; a write already sent may still land (the runtime's DEL after the failed ADD releases it).
+ * Expected outcomes are values; failures are thrown as core's errors and mapped by errorKindOf.
+ */
+import { autoAssign } from '../allocator/auto-assign.ts';
+import type { AllocatorOptions } from '../allocator/context.ts';
+import { releaseForGC } from '../allocator/gc.ts';
+import { findByHandle, releaseByHandle } from '../allocator/release.ts';
+import { assignIP } from '../allocator/static-assign.ts';
+import { handleOf } from '../allocator/types.ts';
+import type { AssignRequestBase } from '../allocator/types.ts';
+import { IP_ADDRS_ANNOTATION } from '../annotations.ts';
+import type { Datastore } from '../datastore/datastore.ts';
+import { withSignal } from '../datastore/with-signal.ts';
+import type { NodeInputs } from './inputs.ts';
+import { toAddOutcome, toGcOutcome } from './outcomes.ts';
+import { podContextOf, type PodContext } from './pod-context.ts';
+import type {
+  AddCall,
+  AddOutcome,
+  AttachmentRef,
+  CheckCall,
+  CheckOutcome,
+  StatusCall,
+  StatusOutcome,
+} from './protocol.ts';
+import { poolStatus } from './status.ts';
+import type { NodeIpam } from './types.ts';
+
+export interface NodeIpamOptions {
+  /** Where the blocks are read and written (compare-and-swap); also what GC reads pods from. */
+  readonly ds: Datastore;
+  /** Snapshot, node labels, pod and namespace (inputs.ts; `datastoreInputs(ds)` reads each time). */
+  readonly inputs: NodeInputs;
+  /**
+   * Core's allocator options for every operation (clock, random, sleep, maxRetries,
+   * onRollbackFailure — told when a dual-stack rollback left addresses allocated; the caller
+   * logs it). The signal is each call's own. Default: core's defaults.
+   */
+  readonly allocator?: Omit<AllocatorOptions, 'signal' | 'stats'>;
+}
+
+/**
+ * Runs `op` unless `signal` has fired (then it starts nothing), and rejects with the signal's
+ * reason as soon as it fires — `op` itself stops at its next call (core binds the signal).
+ */
+function bounded<T>(signal: AbortSignal, op: () => Promise<T>): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  const p = op();
+  p.catch(() => undefined); // rejects with the same reason once aborted: observed, not unhandled
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** An attachment's handle: `<network>.<containerID>.<ifname>`. */
+const handleOfAttachment = (a: AttachmentRef): string => handleOf(a.network, a.containerID, a.ifname);
+
+/**
+ * Says who asked for what an ADD was refused: a refused pool names where the pool list came from
+ * (an annotation, else the netconf's pool lists); a refused static address names the pod
+ * annotation, or `call.staticIPsFrom` when the call gave it (no prefix when it did not).
+ */
+function decorate(out: AddOutcome, call: AddCall, pc: PodContext): AddOutcome {
+  if (out.kind === 'rejected')
+    return { ...out, message: `${pc.poolsFrom ?? 'ipam.ipv4Pools / ipam.ipv6Pools'}: ${out.message}` };
+  if (out.kind === 'addressRefused' && call.staticIPs.length > 0 && call.staticIPsFrom !== undefined)
+    return { ...out, message: `${call.staticIPsFrom}: ${out.message}` };
+  if (out.kind === 'addressRefused' && call.staticIPs.length === 0 && pc.ips.length > 0)
+    return { ...out, message: `pod annotation ${IP_ADDRS_ANNOTATION}: ${out.message}` };
+  return out.kind === 'allocated' && pc.podNotFound ? { ...out, podNotFound: true } : out;
+}
+
+/**
+ * Creates the service. Per ADD: pod + namespace from the inputs when the call names a pod, the
+ * snapshot and node labels from the inputs (passed into core's request: core reads neither
+ * again), then core's assignIP (static: `call.staticIPs`, else the pod annotation's) or
+ * autoAssign — warm: 1 LIST of the node's blocks + 1 UPDATE. DEL: core's releaseByHandle over the
+ * node's blocks with the pod UID precondition. CHECK: findByHandle. GC: releaseForGC. STATUS:
+ * poolStatus on the inputs' snapshot and labels.
+ */
+export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
+  const { ds, inputs } = options;
+  const core = (signal: AbortSignal): AllocatorOptions => ({ ...options.allocator, signal });
+
+  async function add(call: AddCall, signal: AbortSignal): Promise<AddOutcome> {
+    const [pc, snapshot, nodeLabels] = await Promise.all([
+      podContextOf(call, inputs, signal),
+      inputs.snapshot(signal),
+      inputs.nodeLabels(call.node, signal),
+    ]);
+    if ('problem' in pc) return { kind: pc.wrongNode ? 'misconfigured' : 'rejected', message: pc.problem };
+    const pools = pc.pools.length > 0 ? pc.pools : [...call.pools[4], ...call.pools[6]];
+    const base: AssignRequestBase = {
+      handle: handleOfAttachment(call.attachment),
+      network: call.attachment.network,
+      node: call.node,
+      ...(pc.pod ? { pod: pc.pod } : {}),
+      nodeLabels,
+      namespaceLabels: pc.namespaceLabels,
+      ...(pools.length > 0 ? { pools } : {}),
+      snapshot,
+    };
+    const staticIPs = call.staticIPs.length > 0 ? call.staticIPs : pc.ips;
+    const assigned =
+      staticIPs.length > 0
+        ? await assignIP(ds, { ...base, addresses: staticIPs }, core(signal))
+        : await autoAssign(
+            ds,
+            { ...base, ipv4: call.families.includes(4), ipv6: call.families.includes(6) },
+            core(signal),
+          );
+    return decorate(toAddOutcome(assigned), call, pc);
+  }
+
+  async function check(call: CheckCall, signal: AbortSignal): Promise<CheckOutcome> {
+    const handle = handleOfAttachment(call.attachment);
+    const found = await findByHandle(withSignal(ds, signal), handle, { node: call.node });
+    if (found.length === 0) return { kind: 'missing', message: `no address is allocated to ${handle}` };
+    const have = new Set(found.map((f) => f.address));
+    const stray = call.expectedIPs.filter((ip) => !have.has(ip));
+    if (stray.length > 0)
+      return {
+        kind: 'mismatch',
+        message: `prevResult names ${stray.join(', ')}, allocated: ${[...have].join(', ')}`,
+      };
+    return { kind: 'ok' };
+  }
+
+  async function status(call: StatusCall, signal: AbortSignal): Promise<StatusOutcome> {
+    const [snapshot, nodeLabels] = await Promise.all([
+      inputs.snapshot(signal),
+      inputs.nodeLabels(call.node, signal),
+    ]);
+    return poolStatus(withSignal(ds, signal), {
+      node: call.node,
+      families: call.families,
+      pools: [...call.pools[4], ...call.pools[6]],
+      snapshot,
+      nodeLabels,
+    });
+  }
+
+  return {
+    add: (call, signal) => bounded(signal, () => add(call, signal)),
+    del: (call, signal) =>
+      bounded(signal, () =>
+        releaseByHandle(
+          ds,
+          handleOfAttachment(call.attachment),
+          { node: call.node, ...(call.podUID !== undefined ? { podUID: call.podUID } : {}) },
+          core(signal),
+        ).then((r) => ({ released: r.released.length })),
+      ),
+    check: (call, signal) => bounded(signal, () => check(call, signal)),
+    gc: (call, signal) =>
+      bounded(signal, () =>
+        releaseForGC(
+          ds,
+          { node: call.node, network: call.network, validAttachments: call.validAttachments },
+          core(signal),
+        ).then(toGcOutcome),
+      ),
+    status: (call, signal) => bounded(signal, () => status(call, signal)),
+  };
+}
