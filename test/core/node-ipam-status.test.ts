@@ -1,28 +1,23 @@
 /**
- * STATUS's cost and answer on a cluster of 1,000 blocks over 50 nodes (memory datastore, which
- * counts requests and the objects they return): a node with room in its own blocks reads only
+ * STATUS's cost and answer (core/node-ipam/status.ts poolStatus) on a cluster of 1,000 blocks over
+ * 50 nodes (memory datastore, which counts requests and the objects they return), with the
+ * snapshot given as the service gives it: a node with room in its own blocks reads only
  * its own blocks — one LIST selected by its label, never every block of the cluster (runtimes
  * poll STATUS every few seconds per node) — and the claim and borrow paths read more only when
  * the node's blocks are full.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import {
   allocateOrdinal,
   blockOrdinals,
+  loadSnapshot,
   MemoryDatastore,
   newBlock,
   type IPAMBlock,
   type IPAMConfigSpec,
 } from 'blockipam/core';
-import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
-import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';
-
-const tmp = mkdtempSync(join(tmpdir(), 'bipam-pool-status-'));
-after(() => rmSync(tmp, { recursive: true, force: true }));
+import { poolStatus } from 'blockipam/core/node-ipam';
 
 const NODES = 50;
 const BLOCKS_PER_NODE = 20;
@@ -67,19 +62,11 @@ function cluster(config: IPAMConfigSpec = {}): MemoryDatastore {
   });
 }
 
-/** STATUS for `node` twice (the second with the snapshot cached): requests and objects of the second. */
+/** STATUS for `node` on a snapshot read before: its answer, requests and objects listed. */
 async function status(ds: MemoryDatastore, node: string) {
-  const conf = parseNetConf(
-    JSON.stringify({
-      cniVersion: '1.1.0',
-      name: 'n',
-      ipam: { type: 'blockipam', nodeName: node, cacheDir: join(tmp, String(Math.random())) },
-    }),
-  );
-  const backend = createCoreBackend({ ds, conf, cacheKey: 'test' });
-  await backend.status(node, [4], { 4: [], 6: [] });
+  const snapshot = await loadSnapshot(ds);
   const before = { ...ds.stats };
-  const outcome = await backend.status(node, [4], { 4: [], 6: [] });
+  const outcome = await poolStatus(ds, { node, families: [4], pools: [], snapshot, nodeLabels: {} });
   return { outcome, requests: ds.stats.reads - before.reads, objects: ds.stats.listed - before.listed };
 }
 
@@ -112,4 +99,44 @@ void describe('STATUS on 1,000 blocks over 50 nodes', () => {
     assert.equal(r.requests, 2);
     assert.equal(r.objects, 1_000, 'the metadata LIST of the pool (claim check) names every claimed block');
   });
+});
+
+void describe('STATUS: which pools count', () => {
+  const ds = (): MemoryDatastore =>
+    new MemoryDatastore({
+      pools: [
+        {
+          apiVersion: 'ipam.blockipam.io/v1alpha1',
+          kind: 'IPPool',
+          metadata: { name: 'zoned', creationTimestamp: '2026-01-01T00:00:00Z' },
+          spec: { cidr: '10.1.0.0/16', blockSize: 26, nodeSelector: { matchLabels: { zone: 'a' } } },
+        },
+        {
+          apiVersion: 'ipam.blockipam.io/v1alpha1',
+          kind: 'IPPool',
+          metadata: { name: 'manual', creationTimestamp: '2026-01-02T00:00:00Z' },
+          spec: { cidr: '10.2.0.0/16', blockSize: 26, assignmentMode: 'Manual' },
+        },
+      ],
+    });
+  const cases: [string, Record<string, string>, string[], string | undefined][] = [
+    // the nodeSelector admits the node
+    ['zone a, automatic', { zone: 'a' }, [], undefined],
+    // it does not: no usable pool (the Manual one is not automatic)
+    ['zone b, automatic', { zone: 'b' }, [], 'no usable IPv4 pool for node n1'],
+    // a Manual pool named by name counts
+    ['zone b, named', { zone: 'b' }, ['manual'], undefined],
+    // or by its CIDR
+    ['zone b, by CIDR', { zone: 'b' }, ['10.2.0.0/16'], undefined],
+  ];
+  for (const [name, nodeLabels, pools, notReady] of cases)
+    void it(name, async () => {
+      const store = ds();
+      const snapshot = await loadSnapshot(store);
+      const out = await poolStatus(store, { node: 'n1', families: [4], pools, snapshot, nodeLabels });
+      assert.deepEqual(
+        out,
+        notReady === undefined ? { kind: 'ready' } : { kind: 'notReady', message: notReady },
+      );
+    });
 });
