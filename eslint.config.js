@@ -37,11 +37,13 @@ const entries = new Map([
   ['core/index.ts', 'blockipam/core'],
   ['core/kube/index.ts', 'blockipam/core/kube'],
   ['core/kube/kubeconfig.ts', 'blockipam/core/kubeconfig'],
+  ['core/node-ipam/protocol.ts', 'blockipam/core/node-ipam/protocol'],
+  ['core/node-ipam/index.ts', 'blockipam/core/node-ipam'],
 ]);
 
 /**
  * A relative import that lands in core/ from a file outside core/ is an error: use the entry
- * (`blockipam/core`, `blockipam/core/kube`, `blockipam/core/kubeconfig`). One exception: core's
+ * (`blockipam/core`, `blockipam/core/kube`, `blockipam/core/kubeconfig`, `blockipam/core/node-ipam`…). One exception: core's
  * own unit tests (test/core/) may import a core file that is not an entry, to test an internal
  * (claimBlock, contextOf, …); what an entry exports they import through the entry too.
  */
@@ -49,7 +51,7 @@ const coreEntries = {
   meta: {
     type: 'problem',
     messages: {
-      deep: "import core through its exports map ('blockipam/core', 'blockipam/core/kube', 'blockipam/core/kubeconfig'), not '{{source}}'",
+      deep: "import core through its exports map ('blockipam/core', 'blockipam/core/kube', 'blockipam/core/kubeconfig', 'blockipam/core/node-ipam', 'blockipam/core/node-ipam/protocol'), not '{{source}}'",
       entry: "import '{{source}}' as '{{entry}}'",
     },
     schema: [],
