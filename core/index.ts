@@ -7,6 +7,8 @@
  * Validation:   validatePool, checkBlockInvariants, configProblems
  * Trust:        classifyBlocks, trustedAffine (which blocks routes, allocation and
  *               maxBlocksPerNode act on; docs/design-core.md §Trusted blocks)
+ * Routes:       planIPAMNodes, sameIPAMNodeSpec, internalIPs (the per-node route source,
+ *               docs/design-controller.md §IPAMNode)
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
  *               seed blocks exactly as the allocator writes them)
  * Datastores:   Datastore (port), MemoryDatastore
@@ -52,6 +54,8 @@ export {
 export type { PoolRequest, PoolSnapshot, ShadowedPool, SnapshotObjects } from './allocator/pools.ts';
 export { classifyBlocks, DISTRUST_REASONS, trustedAffine } from './allocator/block-trust.ts';
 export type { BlockTrust, DistrustReason, IgnoredBlock } from './allocator/block-trust.ts';
+export { internalIPs, planIPAMNodes, sameIPAMNodeSpec } from './routes/ipam-node.ts';
+export type { AddressedNode, IPAMNodePlan, UnroutedBlock } from './routes/ipam-node.ts';
 export { claimPoolsData, parseClaimPool, sameClaimPoolsData } from './allocator/claim-admission.ts';
 export type { ClaimPool, ClaimPoolState } from './allocator/claim-admission.ts';
 export { poolUtilization } from './allocator/utilization.ts';

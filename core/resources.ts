@@ -19,6 +19,16 @@ export interface ObjectMeta {
   deletionTimestamp?: string;
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
+  /** Objects this one belongs to: Kubernetes' garbage collector deletes it with its owner. */
+  ownerReferences?: OwnerReference[];
+}
+
+/** Kubernetes OwnerReference (the fields blockipam sets). */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
 }
 
 /** Kubernetes LabelSelector (matchLabels AND matchExpressions); empty/absent selects everything. */
@@ -165,6 +175,32 @@ export interface IPReservationSpec {
 export interface IPReservation extends KubeObject {
   metadata: ObjectMeta;
   spec: IPReservationSpec;
+}
+
+/**
+ * What every node routes towards one node (docs/design-controller.md §IPAMNode): written only by
+ * the cluster controller from all blocks, pools and Nodes; read by every agent's route planner
+ * (docs/design-agent.md §Routes). Changes on a claim, a release, a borrow, a return of a borrowed
+ * address, or a node address change — never on an allocation in the node's own block.
+ */
+export interface IPAMNodeSpec {
+  /** The Node's first InternalIP of each family, canonical text, IPv4 first; [] when it has none. */
+  addresses: string[];
+  /** CIDRs of the node's trusted affine blocks that hold no node's address, sorted. */
+  blocks: string[];
+  /**
+   * The node's addresses in trusted blocks not affine to it (borrowed, or in an unowned block),
+   * as "address/32" or "address/128", sorted.
+   */
+  borrowed: string[];
+  /** RFC 3339, seconds: when the controller last changed the lists above. */
+  updatedAt?: string;
+}
+
+/** One per Node, same name, owned by it (deleted with it). */
+export interface IPAMNode extends KubeObject {
+  metadata: ObjectMeta;
+  spec: IPAMNodeSpec;
 }
 
 /** The fields of a Pod the IPAM reads. */

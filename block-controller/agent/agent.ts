@@ -20,7 +20,7 @@ import { createAgentMetrics } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { NodeCacheWriter } from './node-cache-writer.ts';
 import type { AgentOptions } from './options.ts';
-import { IgnoredBlocks, IpRouteTable, RouteProgrammer } from './routes/index.ts';
+import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
 import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
 import { Upkeep } from './upkeep/runner.ts';
@@ -75,14 +75,12 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     writer.kick();
   }
   if (options.routes) {
-    const ignored = new IgnoredBlocks({ node: options.nodeName, log, gauge: metrics.ignoredBlocks });
     const routes = new RouteProgrammer({
       nodeName: options.nodeName,
       table: new IpRouteTable({ command: options.ipCommand }),
       log,
       onPass: (outcome) => {
         metrics.routePasses.inc({ node: options.nodeName, status: outcome.status });
-        if (outcome.status === 'done') ignored.report(outcome.skipped);
         log.debug('route pass', { [F.node]: options.nodeName, ...routeFields(outcome) });
       },
     });
@@ -91,17 +89,18 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       handedSynced = watched.synced;
       routes.update({
         synced: handedSynced,
-        blocks: watched.blocks(),
-        nodes: watched.nodes(),
+        ipamNodes: watched.ipamNodes(),
+        node: watched.nodeObject(),
+        blocks: watched.nodeBlocks(),
         pools: watched.pools(),
       });
     };
     state.onChange((kind) => {
-      if (kind === 'blocks' || kind === 'nodes' || kind === 'pools') update();
+      if (kind === 'blocks' || kind === 'node' || kind === 'ipamnodes' || kind === 'pools') update();
     });
     update();
     // The programmer's repair pass reuses the last view: after a start during an API outage the
-    // last watch to sync may bring no block or node event (an empty kind), so hand it the synced
+    // last watch to sync may bring no block or IPAMNode event (an empty kind), so hand it the synced
     // view as soon as the watches are (found by the e2e restart test: it waited forever).
     const syncCheck = setInterval(() => {
       if (!handedSynced && watched.synced) update();
@@ -120,7 +119,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     });
     lifecycle.onStop('install', () => installer.stop());
     state.onChange((kind) => {
-      if (kind === 'nodes') installer.nodeSeen(state.nodeObject()?.metadata.uid);
+      if (kind === 'node') installer.nodeSeen(state.nodeObject()?.metadata.uid);
     });
     void installUntilDone(installer, lifecycle, log).then(() => (installed = true));
   }

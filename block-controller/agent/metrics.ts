@@ -18,7 +18,6 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly cacheWrites: Counter<'node' | 'result'>;
   readonly tokenRefreshes: Counter<'node' | 'result'>;
   readonly routePasses: Counter<'node' | 'status'>;
-  readonly ignoredBlocks: Gauge<'node' | 'reason'>;
 }
 
 export function createAgentMetrics(): AgentMetrics {
@@ -78,12 +77,6 @@ export function createAgentMetrics(): AgentMetrics {
       name: `${P}route_passes_total`,
       help: 'Route passes (--routes), by outcome: done, waiting (view not synced or own Node missing), error',
       labelNames: ['node', 'status'],
-      registers,
-    }),
-    ignoredBlocks: new Gauge({
-      name: `${P}ignored_blocks`,
-      help: 'IPAMBlocks the route planner ignores, by reason (outside-pools, pool-mismatch, size-mismatch, labels-mismatch, overlap, invalid-cidr, covers-node-address)',
-      labelNames: ['node', 'reason'],
       registers,
     }),
   };

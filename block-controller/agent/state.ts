@@ -1,15 +1,24 @@
 /**
  * What the agent knows, kept current by watches (block-controller/shared/informer.ts), one per
- * kind: every IPAMBlock and every Node (the route planner needs the whole cluster's; the node's
- * own blocks are a filter of them), IPPools, IPAMConfigs, IPReservations, Namespaces (the pods'
- * annotations and labels, and kube-system's UID = the cluster's identity), and the Pods bound to
- * this node (field selector spec.nodeName). Nothing acts before `synced`: an empty cache means
- * "not read yet", never "nothing there".
+ * kind, none of which grows with the cluster's pods (docs/design-agent.md §Watch budget): this
+ * node's IPAMBlocks (label selector core's nodeBlocksSelector: affine, or holding its borrowed
+ * addresses), its own Node (field selector metadata.name), every IPAMNode (the route source the
+ * controller writes, one small object per node), IPPools, IPAMConfigs, IPReservations,
+ * Namespaces (the pods' annotations and labels, and kube-system's UID = the cluster's identity),
+ * and the Pods bound to this node (field selector spec.nodeName). Nothing acts before `synced`:
+ * an empty cache means "not read yet", never "nothing there".
  */
-import { API_VERSION, IPAM_CONFIG_NAME, nodeLabel, trustedAffine } from 'blockipam/core';
+import {
+  API_VERSION,
+  IPAM_CONFIG_NAME,
+  nodeBlocksSelector,
+  selectorToQuery,
+  trustedAffine,
+} from 'blockipam/core';
 import type {
   IPAMBlock,
   IPAMConfigObject,
+  IPAMNode,
   IPPool,
   IPReservation,
   Namespace,
@@ -22,7 +31,15 @@ import type { DaemonMetrics, KubeConnection, Logger, WatchedKind, WatchEvent } f
 const GROUP = `/apis/${API_VERSION}`;
 
 /** Which watch an event came from. */
-export type Kind = 'blocks' | 'pools' | 'configs' | 'reservations' | 'nodes' | 'namespaces' | 'pods';
+export type Kind =
+  | 'blocks'
+  | 'pools'
+  | 'configs'
+  | 'reservations'
+  | 'node'
+  | 'ipamnodes'
+  | 'namespaces'
+  | 'pods';
 
 export type StateListener = (kind: Kind, event: WatchEvent, object: { metadata: { name: string } }) => void;
 
@@ -43,7 +60,7 @@ export class AgentState {
   }
 
   /**
-   * Starts the seven watches (in parallel) and resolves once each has tried its first LIST;
+   * Starts the eight watches (in parallel) and resolves once each has tried its first LIST;
    * failed ones keep retrying (see `synced`).
    */
   static async start(options: {
@@ -53,21 +70,24 @@ export class AgentState {
     metrics: DaemonMetrics;
   }): Promise<AgentState> {
     const listeners: StateListener[] = [];
-    const paths: Record<Kind, [string, string?]> = {
-      blocks: [`${GROUP}/ipamblocks`],
-      pools: [`${GROUP}/ippools`],
-      configs: [`${GROUP}/ipamconfigs`],
-      reservations: [`${GROUP}/ipreservations`],
-      nodes: ['/api/v1/nodes'],
-      namespaces: ['/api/v1/namespaces'],
-      pods: ['/api/v1/pods', `spec.nodeName=${options.node}`],
+    const paths: Record<Kind, { path: string; fieldSelector?: string; labelSelector?: string }> = {
+      blocks: {
+        path: `${GROUP}/ipamblocks`,
+        labelSelector: selectorToQuery(nodeBlocksSelector(options.node)) as string,
+      },
+      pools: { path: `${GROUP}/ippools` },
+      configs: { path: `${GROUP}/ipamconfigs` },
+      reservations: { path: `${GROUP}/ipreservations` },
+      node: { path: '/api/v1/nodes', fieldSelector: `metadata.name=${options.node}` },
+      ipamnodes: { path: `${GROUP}/ipamnodes` },
+      namespaces: { path: '/api/v1/namespaces' },
+      pods: { path: '/api/v1/pods', fieldSelector: `spec.nodeName=${options.node}` },
     };
     const entries = await Promise.all(
-      (Object.entries(paths) as [Kind, [string, string?]][]).map(async ([kind, [path, fieldSelector]]) => {
+      (Object.entries(paths) as [Kind, (typeof paths)[Kind]][]).map(async ([kind, selected]) => {
         const watch = await watchKind<never>({
           resource: kind,
-          path,
-          ...(fieldSelector ? { fieldSelector } : {}),
+          ...selected,
           kubeConfig: options.connection.kubeConfig,
           transport: options.connection.transport,
           log: options.log,
@@ -119,22 +139,24 @@ export class AgentState {
     return this.#watches[kind].list();
   }
 
-  blocks(): readonly IPAMBlock[] {
+  /** Blocks carrying this node's label: affine, or holding addresses it borrowed (the watch's selection). */
+  nodeBlocks(): readonly IPAMBlock[] {
     return this.#list<IPAMBlock>('blocks');
   }
 
   /**
-   * Blocks affine to this node by their spec and trusted (core's trustedAffine, judged over every
-   * watched block): a block merely labelled affine to this node is not its own.
+   * Blocks affine to this node by their spec and trusted (core's trustedAffine, judged over this
+   * node's blocks: rules 1–5 in full; overlap with another node's block is the controller's
+   * verdict, which keeps such a block out of every IPAMNode): a block merely labelled affine to
+   * this node is not its own.
    */
   affineBlocks(): IPAMBlock[] {
-    return trustedAffine(this.blocks(), this.pools(), this.node);
+    return trustedAffine(this.nodeBlocks(), this.pools(), this.node);
   }
 
-  /** Blocks carrying this node's label: affine, or holding addresses it borrowed. */
-  nodeBlocks(): IPAMBlock[] {
-    const label = nodeLabel(this.node);
-    return this.blocks().filter((b) => b.metadata.labels?.[label] !== undefined);
+  /** Every IPAMNode (the route source, docs/design-controller.md §IPAMNode). */
+  ipamNodes(): readonly IPAMNode[] {
+    return this.#list<IPAMNode>('ipamnodes');
   }
 
   pools(): readonly IPPool[] {
@@ -150,13 +172,9 @@ export class AgentState {
     return this.#list<IPReservation>('reservations');
   }
 
-  nodes(): readonly NodeObject[] {
-    return this.#list<NodeObject>('nodes');
-  }
-
   /** This node's Node object (undefined until it is registered). */
   nodeObject(): NodeObject | undefined {
-    return this.#watches.nodes.get(this.node);
+    return this.#watches.node.get(this.node);
   }
 
   namespaces(): readonly Namespace[] {

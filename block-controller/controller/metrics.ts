@@ -13,6 +13,8 @@
  * | blockipam_ipam_allocations_gc_reclamations_total | counter | ippool, node | leaked allocations released |
  * | blockipam_ipam_ippool_size                     | gauge   | ippool       | assignable addresses of the pool (saturates at 2^53−1) |
  * | blockipam_ipam_ippool_reserved                 | gauge   | ippool       | addresses of the pool inside IPReservations |
+ * | blockipam_ipam_blocks_unrouted                 | gauge   | reason       | trusted blocks given no route (covers-node-address) |
+ * | blockipam_ipamnode_writes_total                | counter | op           | IPAMNodes created, updated, deleted |
  * | blockipam_controller_leader                    | gauge   |              | 1 while this replica leads |
  * | blockipam_controller_passes_total              | counter | outcome      | reconcile passes (done, skipped, failed) |
  */
@@ -30,6 +32,8 @@ export interface ControllerMetrics {
   poolSize: Gauge<'ippool'>;
   poolReserved: Gauge<'ippool'>;
   blocksIgnored: Gauge<'reason'>;
+  blocksUnrouted: Gauge<'reason'>;
+  ipamNodeWrites: Counter<'op'>;
   leader: Gauge;
   passes: Counter<'outcome'>;
 }
@@ -65,6 +69,14 @@ export function controllerMetrics(registry: Registry): ControllerMetrics {
       'IPAM blocks routes and allocation ignore (status condition Trusted=False), by reason',
       ['reason'],
     ),
+    blocksUnrouted: gauge(
+      'ipam_blocks_unrouted',
+      'Trusted IPAM blocks no node routes (they hold a node address), by reason',
+      ['reason'],
+    ),
+    ipamNodeWrites: counter('ipamnode_writes_total', 'IPAMNodes written, by op (create, update, delete)', [
+      'op',
+    ]),
     leader: gauge('controller_leader', '1 while this replica holds the leader lease', []),
     passes: counter('controller_passes_total', 'Reconcile passes, by outcome (done, skipped, failed)', [
       'outcome',

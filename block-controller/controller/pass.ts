@@ -3,7 +3,7 @@
  * watched view, an injected clock, logs, metrics, a bounded Event budget, and the leadership
  * check made right before each write step.
  */
-import type { AllocatorOptions, Datastore, IPAMBlock } from 'blockipam/core';
+import type { AllocatorOptions, Datastore, IPAMBlock, IPAMNode, ResourceStore } from 'blockipam/core';
 import type { ControllerEvent, EventSink } from './events.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { ClusterView } from './view.ts';
@@ -20,6 +20,8 @@ export interface PassContext {
   ds: Datastore;
   /** Writes an IPAMBlock's status subresource (compare-and-swap), bound to the pass's signal; absent: no write. */
   blockStatus?: (block: IPAMBlock) => Promise<IPAMBlock>;
+  /** IPAMNodes (KubeDatastore's / MemoryDatastore's `ipamNodes`), bound to the pass's signal; absent: not written. */
+  ipamNodes?: ResourceStore<IPAMNode>;
   view: ClusterView;
   /** ms since epoch. */
   clock: () => number;

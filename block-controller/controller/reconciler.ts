@@ -1,5 +1,5 @@
 /**
- * The leader's work: one pass = claimable pools for the admission policy → leaked addresses →
+ * The leader's work: one pass = claimable pools for the admission policy → IPAMNodes → leaked addresses →
  * deleted nodes → unowned empty blocks → pool status → blocks' Trusted condition → usage
  * metrics, all from the watch caches. A pass starts when a watched object
  * changes (debounced by `debounceMs`, so a burst of pod deletions makes one pass) and at least
@@ -7,7 +7,14 @@
  * synced or is failing: missing data means keep.
  */
 import { newStats, withSignal } from 'blockipam/core';
-import type { AllocatorStats, Datastore, IPAMBlock, StatusResourceStore } from 'blockipam/core';
+import type {
+  AllocatorStats,
+  Datastore,
+  IPAMBlock,
+  IPAMNode,
+  ResourceStore,
+  StatusResourceStore,
+} from 'blockipam/core';
 import { claimPoolsStep } from './admission/claim-pools.ts';
 import type { ClaimPoolsSink, ClaimPoolsStep } from './admission/claim-pools.ts';
 import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
@@ -20,6 +27,8 @@ import { LeakCandidates } from './gc/scan.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { EventBudget } from './pass.ts';
 import type { PassContext, PassLog } from './pass.ts';
+import { ipamNodeStep } from './routes/ipam-node-step.ts';
+import type { IPAMNodeStep } from './routes/ipam-node-step.ts';
 import { blockTrustStep } from './status/block-trust.ts';
 import type { BlockTrustStep } from './status/block-trust.ts';
 import { poolStatusStep } from './status/status-pass.ts';
@@ -38,6 +47,8 @@ export interface ReconcilerOptions {
    * `blocks.updateStatus`); absent: the Trusted condition is computed and counted, not written.
    */
   blockStatus?: StatusResourceStore<IPAMBlock>['updateStatus'];
+  /** Where the IPAMNodes go (KubeDatastore's `ipamNodes`); absent: planned, not written. */
+  ipamNodes?: ResourceStore<IPAMNode>;
   view: ClusterView;
   log: PassLog;
   clock?: () => number;
@@ -55,6 +66,7 @@ export interface ReconcilerOptions {
 export interface PassResult {
   skipped?: string;
   claimPools?: ClaimPoolsStep;
+  ipamNodes?: IPAMNodeStep;
   leaks?: LeakStep;
   nodes?: NodeStep;
   unownedBlocks?: string[];
@@ -65,6 +77,8 @@ export interface PassResult {
 export class Reconciler {
   readonly candidates = new LeakCandidates();
   readonly stats: AllocatorStats;
+  /** Blocks the last pass found unrouted (the IPAMNode step logs changes only). */
+  readonly #unrouted = new Set<string>();
   readonly #o: ReconcilerOptions;
   readonly #clock: () => number;
 
@@ -103,6 +117,7 @@ export class Reconciler {
     const ctx: PassContext = {
       ds: withSignal(this.#o.ds, signal),
       ...(this.#o.blockStatus ? { blockStatus: bindStatus(this.#o.blockStatus, signal) } : {}),
+      ...(this.#o.ipamNodes ? { ipamNodes: bindStore(this.#o.ipamNodes, signal) } : {}),
       view,
       clock: this.#clock,
       log: this.#o.log,
@@ -113,6 +128,8 @@ export class Reconciler {
       ...(this.#o.onApiError ? { onApiError: this.#o.onApiError } : {}),
     };
     const claimPools = this.#o.claimPools ? await claimPoolsStep(ctx, this.#o.claimPools) : undefined;
+    // Routes first: a claimed block is routed by every node once its IPAMNode is written.
+    const ipamNodes = await ipamNodeStep(ctx, this.#unrouted);
     const leaks = await leakStep(ctx, this.candidates);
     const nodes = await deletedNodeStep(ctx, leaks);
     const unownedBlocks = await unownedBlockStep(ctx);
@@ -121,7 +138,7 @@ export class Reconciler {
     this.#usageMetrics(leaks, view);
     await events.flush();
     this.#o.metrics?.passes.inc({ outcome: 'done' });
-    return { ...(claimPools ? { claimPools } : {}), leaks, nodes, unownedBlocks, status, trust };
+    return { ...(claimPools ? { claimPools } : {}), ipamNodes, leaks, nodes, unownedBlocks, status, trust };
   }
 
   /** Sets the usage gauges from the pass's scan and the watched blocks. */
@@ -219,4 +236,18 @@ function bindStatus(
   signal: AbortSignal | undefined,
 ): (block: IPAMBlock) => Promise<IPAMBlock> {
   return (block) => write(block, signal ? { signal } : {});
+}
+
+/** An IPAMNode store whose calls carry the pass's signal. */
+function bindStore(store: ResourceStore<IPAMNode>, signal: AbortSignal | undefined): ResourceStore<IPAMNode> {
+  if (!signal) return store;
+  return {
+    get: (name, o) => store.get(name, { ...o, signal }),
+    list: (o) => store.list({ ...o, signal }),
+    listMetadata: (o) => store.listMetadata({ ...o, signal }),
+    listPage: (o) => store.listPage({ ...o, signal }),
+    create: (object, o) => store.create(object, { ...o, signal }),
+    update: (object, o) => store.update(object, { ...o, signal }),
+    delete: (name, preconditions, o) => store.delete(name, preconditions, { ...o, signal }),
+  };
 }

@@ -113,6 +113,7 @@ export async function runController(options: ControllerOptions): Promise<void> {
     const reconciler = new Reconciler({
       ds: connection.datastore,
       blockStatus: (block, callOptions) => connection.datastore.blocks.updateStatus(block, callOptions),
+      ipamNodes: connection.datastore.ipamNodes,
       view,
       log,
       metrics,

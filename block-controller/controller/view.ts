@@ -3,7 +3,7 @@
  * reservations and IPAMConfig (watch caches, no per-pass LIST). The passes read only this; the
  * API server is read again only for the fresh re-check before a release.
  */
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation } from 'blockipam/core';
+import type { AddressedNode, IPAMBlock, IPAMConfigObject, IPAMNode, IPPool, IPReservation } from 'blockipam/core';
 import type { WatchedPod } from './gc/owners.ts';
 
 export interface ClusterView {
@@ -11,9 +11,18 @@ export interface ClusterView {
   notReady(): string | undefined;
   pods(): readonly WatchedPod[];
   nodeNames(): readonly string[];
+  /** The Nodes: name, uid (an IPAMNode's owner) and status.addresses (its InternalIPs). */
+  nodes(): readonly WatchedNode[];
+  /** The IPAMNodes as stored (the IPAMNode step's compare-and-swap base). */
+  ipamNodes(): readonly IPAMNode[];
   blocks(): readonly IPAMBlock[];
   pools(): readonly IPPool[];
   reservations(): readonly IPReservation[];
   /** IPAMConfig "default", or undefined (defaults apply). */
   config(): IPAMConfigObject | undefined;
+}
+
+/** A Node as the controller reads it. */
+export interface WatchedNode extends AddressedNode {
+  readonly metadata: { readonly name: string; readonly uid?: string };
 }

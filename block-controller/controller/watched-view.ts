@@ -1,21 +1,21 @@
 /**
  * The ClusterView over watches (shared/informer.ts): pods, nodes, IPAMBlocks, IPPools,
- * IPReservations and IPAMConfigs, each LIST + WATCH. Started when this replica becomes leader
+ * IPReservations, IPAMConfigs and IPAMNodes, each LIST + WATCH. Started when this replica becomes leader
  * and stopped when it stops leading (a standby replica puts no watch load on the API server).
  * Every event calls `onChange` (the pass scheduler's trigger).
  */
 import { API_VERSION, IPAM_CONFIG_NAME } from 'blockipam/core';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, Node } from 'blockipam/core';
+import type { IPAMBlock, IPAMConfigObject, IPAMNode, IPPool, IPReservation } from 'blockipam/core';
 import { watchKind } from '../shared/index.ts';
 import type { DaemonMetrics, KubeConnection, Logger, WatchedKind } from '../shared/index.ts';
 import type { WatchedPod } from './gc/owners.ts';
-import type { ClusterView } from './view.ts';
+import type { ClusterView, WatchedNode } from './view.ts';
 
 export interface WatchedView extends ClusterView {
   stop(): Promise<void>;
 }
 
-/** Starts the six watches; resolves when each has made its first LIST (or failed, then retries). */
+/** Starts the seven watches; resolves when each has made its first LIST (or failed, then retries). */
 export async function watchCluster(options: {
   connection: KubeConnection;
   log: Logger;
@@ -30,13 +30,14 @@ export async function watchCluster(options: {
     onEvent: () => options.onChange(),
   };
   const crd = (plural: string): string => `/apis/${API_VERSION}/${plural}`;
-  const [pods, nodes, blocks, pools, reservations, configs] = await Promise.all([
+  const [pods, nodes, blocks, pools, reservations, configs, ipamNodes] = await Promise.all([
     watchKind<WatchedPod>({ ...common, resource: 'pods', path: '/api/v1/pods' }),
-    watchKind<Node>({ ...common, resource: 'nodes', path: '/api/v1/nodes' }),
+    watchKind<WatchedNode>({ ...common, resource: 'nodes', path: '/api/v1/nodes' }),
     watchKind<IPAMBlock>({ ...common, resource: 'ipamblocks', path: crd('ipamblocks') }),
     watchKind<IPPool>({ ...common, resource: 'ippools', path: crd('ippools') }),
     watchKind<IPReservation>({ ...common, resource: 'ipreservations', path: crd('ipreservations') }),
     watchKind<IPAMConfigObject>({ ...common, resource: 'ipamconfigs', path: crd('ipamconfigs') }),
+    watchKind<IPAMNode>({ ...common, resource: 'ipamnodes', path: crd('ipamnodes') }),
   ]);
   const all: [string, WatchedKind<unknown>][] = [
     ['pods', pods],
@@ -45,6 +46,7 @@ export async function watchCluster(options: {
     ['ippools', pools],
     ['ipreservations', reservations],
     ['ipamconfigs', configs],
+    ['ipamnodes', ipamNodes],
   ];
   return {
     notReady() {
@@ -53,6 +55,8 @@ export async function watchCluster(options: {
     },
     pods: () => pods.list(),
     nodeNames: () => nodes.list().map((n) => n.metadata.name),
+    nodes: () => nodes.list(),
+    ipamNodes: () => ipamNodes.list(),
     blocks: () => blocks.list(),
     pools: () => pools.list(),
     reservations: () => reservations.list(),

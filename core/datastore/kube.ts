@@ -10,6 +10,7 @@ import { API_VERSION } from '../resources.ts';
 import type {
   IPAMBlock,
   IPAMConfigObject,
+  IPAMNode,
   IPPool,
   IPReservation,
   KubeObject,
@@ -213,6 +214,8 @@ export class KubeDatastore implements Datastore {
   readonly blocks: KubeResourceStore<IPAMBlock>;
   readonly configs: KubeResourceStore<IPAMConfigObject>;
   readonly reservations: KubeResourceStore<IPReservation>;
+  /** IPAMNodes (not in the Datastore port: only the controller writes them, agents watch them). */
+  readonly ipamNodes: KubeResourceStore<IPAMNode>;
 
   constructor(source: KubeTransport | KubeClientConfig) {
     this.transport = source instanceof KubeTransport ? source : new KubeTransport(source);
@@ -224,6 +227,7 @@ export class KubeDatastore implements Datastore {
       'ipreservations',
       'IPReservation',
     );
+    this.ipamNodes = new KubeResourceStore<IPAMNode>(this.transport, 'ipamnodes', 'IPAMNode');
   }
 
   getPod(namespace: string, name: string, options: CallOptions = {}): Promise<Pod | undefined> {

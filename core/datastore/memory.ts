@@ -12,6 +12,7 @@ import type {
   IPAMConfigObject,
   IPPool,
   IPReservation,
+  IPAMNode,
   Namespace,
   Node,
   Pod,
@@ -53,6 +54,8 @@ export class MemoryDatastore implements Datastore {
   readonly blocks: MemoryResourceStore<IPAMBlock>;
   readonly configs: MemoryResourceStore<IPAMConfigObject>;
   readonly reservations: MemoryResourceStore<IPReservation>;
+  /** IPAMNodes (not in the Datastore port, as KubeDatastore's `ipamNodes`). */
+  readonly ipamNodes: MemoryResourceStore<IPAMNode>;
   readonly #pods: Pod[];
   readonly #namespaces: Namespace[];
   readonly #nodes: Node[];
@@ -75,6 +78,7 @@ export class MemoryDatastore implements Datastore {
       ...shared,
       hasStatus: false,
     });
+    this.ipamNodes = new MemoryResourceStore<IPAMNode>('ipamnodes', { ...shared, hasStatus: false });
     for (const pool of seed.pools ?? []) this.pools.seed(pool);
     for (const block of seed.blocks ?? []) this.blocks.seed(block);
     for (const config of seed.configs ?? []) this.configs.seed(config);

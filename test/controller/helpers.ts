@@ -5,7 +5,7 @@
  * an injected clock, and a quiet logger.
  */
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
-import type { Datastore } from 'blockipam/core';
+import type { Datastore, IPAMNode, ResourceStore } from 'blockipam/core';
 import type { ClusterView } from '../../block-controller/controller/view.ts';
 import type { PassLog } from '../../block-controller/controller/pass.ts';
 
@@ -24,19 +24,24 @@ export {
 } from '../cli/cluster.ts';
 
 /** What the watches would show now, read once. */
-export async function listedView(ds: Datastore): Promise<ClusterView> {
-  const [pods, nodes, blocks, pools, reservations, config] = await Promise.all([
+export async function listedView(
+  ds: Datastore & { ipamNodes?: ResourceStore<IPAMNode> },
+): Promise<ClusterView> {
+  const [pods, nodes, blocks, pools, reservations, config, ipamNodes] = await Promise.all([
     ds.listPods(),
     ds.listNodes(),
     ds.blocks.list(),
     ds.pools.list(),
     ds.reservations.list(),
     ds.configs.get(IPAM_CONFIG_NAME),
+    ds.ipamNodes?.list() ?? [],
   ]);
   return {
     notReady: () => undefined,
     pods: () => pods,
     nodeNames: () => nodes.map((n) => n.metadata.name),
+    nodes: () => nodes,
+    ipamNodes: () => ipamNodes,
     blocks: () => blocks,
     pools: () => pools,
     reservations: () => reservations,

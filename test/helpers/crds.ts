@@ -10,7 +10,7 @@ import { KubeDatastore } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { controlPlane, kubectl } from './control-plane.ts';
 
-const KINDS = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations'] as const;
+const KINDS = ['ipamblocks', 'ippools', 'ipamconfigs', 'ipreservations', 'ipamnodes'] as const;
 const crdDir = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'crds');
 /** The CRDs' names, e.g. `ipamblocks.ipam.blockipam.io`. */
 export const CRD_NAMES = KINDS.map((k) => `${k}.ipam.blockipam.io`);

@@ -9,8 +9,6 @@ export { IpRouteTable, parseBatchFailures } from './iproute2.ts';
 export type { IpRouteTableOptions } from './iproute2.ts';
 export { reconcileRoutes } from './reconcile.ts';
 export type { PassOutcome, ReconcileOptions } from './reconcile.ts';
-export { IgnoredBlocks, BLOCK_REFUSALS } from './ignored.ts';
-export type { IgnoredGauge, IgnoredLog } from './ignored.ts';
 export { RouteProgrammer } from './programmer.ts';
 export type { RouteLog, RouteProgrammerOptions } from './programmer.ts';
 export { RouteCommandError, isRouteCommandError } from './route-command-error.ts';

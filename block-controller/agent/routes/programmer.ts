@@ -2,13 +2,13 @@
  * The agent's route loop: the seam between the node agent's informers and the kernel.
  *
  *   const routes = new RouteProgrammer({ nodeName, table: new IpRouteTable(), log });
- *   routes.update({ synced, blocks, nodes });   // after every informer event (cheap: debounced)
+ *   routes.update({ synced, ipamNodes, node, blocks, pools });   // after every informer event (debounced)
  *   await routes.stop();                        // on SIGTERM
  *
  * Passes are serialised (never two at once) and coalesced: a burst of updates costs one pass
  * after `debounceMs`. A pass also runs every `resyncMs` with the latest view, so a route
  * someone deleted by hand comes back (flannel's host-gw checks its routes every 10 s, too).
- * Until an update with a synced view that contains this node arrives, no pass reads or
+ * Until an update with a synced view that holds this node and its IPAMNode arrives, no pass reads or
  * changes any route. A pass that fails (the `ip` command, or anything else) is reported through
  * `onPass` as `{status: 'error'}` and logged; the loop keeps running.
  */
@@ -36,7 +36,7 @@ export interface RouteProgrammerOptions {
   readonly onPass?: (outcome: PassOutcome | { status: 'error'; error: string }) => void;
 }
 
-const WAITING: RouteView = { synced: false, blocks: [], nodes: [], pools: [] };
+const WAITING: RouteView = { synced: false, ipamNodes: [], node: undefined, blocks: [], pools: [] };
 
 export class RouteProgrammer {
   readonly #options: RouteProgrammerOptions;

@@ -1,11 +1,11 @@
 /**
  * One reconcile pass: plan from the view, read our protocol's routes, apply the difference.
  * Refuses to read or touch the kernel until the planner is ready (informers synced, own Node
- * in view): an agent that restarts with an empty cache changes no route until it has listed
+ * and own IPAMNode in view): an agent that restarts with an empty cache changes no route until it has listed
  * the cluster again.
  */
 import { diffRoutes } from './diff.ts';
-import { planRoutes, type PlanOptions } from './plan.ts';
+import { planRoutes, type Plan, type PlanOptions } from './plan.ts';
 import type { RouteChange, RouteTable, RouteView, SkippedRoute } from './types.ts';
 
 export interface ReconcileOptions extends PlanOptions {
@@ -13,7 +13,7 @@ export interface ReconcileOptions extends PlanOptions {
 }
 
 export type PassOutcome =
-  | { readonly status: 'waiting'; readonly why: 'not-synced' | 'own-node-missing' }
+  | { readonly status: 'waiting'; readonly why: Extract<Plan, { ready: false }>['why'] }
   | {
       readonly status: 'done';
       /** Routes the plan holds. */

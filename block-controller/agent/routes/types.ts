@@ -4,7 +4,7 @@
  * prefix ("10.244.3.64/26", "10.244.3.70/32", "fd00::40/122", "fd00::41/128"), so desired and
  * installed routes compare as strings.
  */
-import type { DistrustReason, IPAMBlock, IPFamily, IPPool, ObjectMeta } from 'blockipam/core';
+import type { DistrustReason, IPAMBlock, IPAMNode, IPFamily, IPPool, ObjectMeta } from 'blockipam/core';
 
 /**
  * The routing protocol id (rtm_protocol) stamped on every route the agent installs, and the
@@ -32,8 +32,8 @@ export interface DesiredRoute {
   /** Next hop: the owner's InternalIP of the same family; absent for blackhole. */
   readonly gateway?: string;
   readonly reason: RouteReason;
-  /** IPAMBlock name the route derives from. */
-  readonly block: string;
+  /** IPAMBlock name the route derives from (absent for a borrowed address: its IPAMNode names no block). */
+  readonly block?: string;
   /** Node the traffic goes to (the block's affinity or the borrower); absent for blackhole. */
   readonly node?: string;
 }
@@ -60,15 +60,13 @@ export interface SkippedRoute {
   readonly dst: string;
   readonly node: string;
   /**
-   * A {@link DistrustReason} (core's classifyBlocks): the block is not trusted, so neither it
-   * nor its borrowed addresses are routed — e.g. `outside-pools`: no pool holds it, so it is no
-   * pod network and routing it could take any range, the API server's or the nodes' own, off the
-   * cluster's network; `overlap`: it overlaps an older trusted block, whose routes stand.
-   * `covers-node-address`: the block holds a node's address (any type in `status.addresses`).
+   * `covers-node-address`: one of this node's blocks holds a node's address (no blackhole);
+   * `no-internal-ip`: the IPAMNode has no address of the family; `invalid-cidr`: an IPAMNode
+   * entry is no CIDR (the controller never writes one); `duplicate-dst`: planned twice. Blocks
+   * core does not trust never reach the planner: the controller leaves them out of every
+   * IPAMNode and reports them (docs/design-controller.md §IPAMNode).
    */
-  readonly why: 'node-unknown' | 'no-internal-ip' | 'duplicate-dst' | 'covers-node-address' | DistrustReason;
-  /** For a distrusted block: core's sentence naming the evidence. */
-  readonly message?: string;
+  readonly why: 'no-internal-ip' | 'duplicate-dst' | 'covers-node-address' | DistrustReason;
 }
 
 /** The fields of a Kubernetes Node the planner reads (structurally a client-node V1Node). */
@@ -79,14 +77,18 @@ export interface RouteNode {
 
 /**
  * Everything the planner needs, from the agent's informers. `synced` is true only once every
- * informer feeding `blocks`, `nodes` and `pools` has completed its initial LIST: until then the
- * reconciler touches no route (an empty cache is not an empty cluster).
+ * informer feeding it has completed its initial LIST: until then the reconciler touches no route
+ * (an empty cache is not an empty cluster).
  */
 export interface RouteView {
   readonly synced: boolean;
+  /** Every IPAMNode (one per Node, the controller's). */
+  readonly ipamNodes: readonly IPAMNode[];
+  /** This node's Node object; undefined while it is not (yet) listed. */
+  readonly node: RouteNode | undefined;
+  /** This node's blocks (affine or holding its borrowed addresses): the blackholes. */
   readonly blocks: readonly IPAMBlock[];
-  readonly nodes: readonly RouteNode[];
-  /** Every IPPool (disabled and shadowed ones too): what decides which blocks are trusted. */
+  /** Every IPPool (disabled and shadowed ones too): which of this node's blocks are trusted. */
   readonly pools: readonly IPPool[];
 }
 

@@ -103,7 +103,7 @@ export class Upkeep {
   #affine(): IPAMBlock[] {
     const { state } = this.#o;
     const watched = state.affineBlocks().filter((b) => this.#pending.get(b.metadata.name) !== 'gone');
-    const known = new Set(state.blocks().map((b) => b.metadata.name));
+    const known = new Set(state.nodeBlocks().map((b) => b.metadata.name));
     const claimed = [...this.#pending.values()].filter(
       (b): b is IPAMBlock => b !== 'gone' && !known.has(b.metadata.name),
     );
@@ -175,7 +175,7 @@ export class Upkeep {
       );
       return false;
     }
-    if (!state.blocks().some((b) => b.metadata.name === got.metadata.name))
+    if (!state.nodeBlocks().some((b) => b.metadata.name === got.metadata.name))
       this.#pending.set(got.metadata.name, got);
     metrics.blocksClaimed.inc({ node: state.node, pool: pool.metadata.name });
     log.info('block pre-claimed', {
@@ -195,7 +195,7 @@ export class Upkeep {
       metrics.conflicts.inc({ operation: 'release' });
       return false;
     }
-    if (state.blocks().some((b) => b.metadata.name === block.metadata.name))
+    if (state.nodeBlocks().some((b) => b.metadata.name === block.metadata.name))
       this.#pending.set(block.metadata.name, 'gone');
     metrics.blocksReleased.inc({ node: state.node, pool });
     log.info('idle block released', {

@@ -1,7 +1,8 @@
-// Seeds for the route tests: blocks as the allocator writes them, Nodes as the API server holds them.
-import { blockLabels, mustParseCidr, newBlock } from 'blockipam/core';
-import type { IPAMBlock, IPPool } from 'blockipam/core';
-import type { RouteNode } from '../../../block-controller/agent/routes/index.ts';
+// Seeds for the route tests: blocks as the allocator writes them, Nodes as the API server holds
+// them, and the view an agent gets once the controller has written every IPAMNode.
+import { blockLabels, mustParseCidr, newBlock, nodeLabel, planIPAMNodes } from 'blockipam/core';
+import type { IPAMBlock, IPAMNode, IPPool } from 'blockipam/core';
+import type { RouteNode, RouteView } from '../../../block-controller/agent/routes/index.ts';
 
 const T0 = Date.parse('2026-12-01T08:00:00Z');
 
@@ -54,5 +55,34 @@ export function node(name: string, ...internal: string[]): RouteNode {
         ...internal.map((address) => ({ type: 'InternalIP', address })),
       ],
     },
+  };
+}
+
+/** The cluster as the controller sees it (every block, Node and pool). */
+export interface ClusterSeed {
+  readonly synced?: boolean;
+  readonly blocks: readonly IPAMBlock[];
+  readonly nodes: readonly RouteNode[];
+  readonly pools: readonly IPPool[];
+}
+
+/** Every Node's IPAMNode as the controller writes it (core's planIPAMNodes). */
+export function ipamNodesOf(seed: ClusterSeed): IPAMNode[] {
+  const plan = planIPAMNodes(seed.blocks, seed.pools, seed.nodes);
+  return [...plan.specs].map(([name, spec]) => ({ metadata: { name }, spec }));
+}
+
+/**
+ * What node `me`'s agent sees of `seed`: every IPAMNode, its own Node, its own blocks (those
+ * carrying its node label, as its label-selected watch holds them) and the pools.
+ */
+export function routeView(seed: ClusterSeed, me: string): RouteView {
+  const label = nodeLabel(me);
+  return {
+    synced: seed.synced ?? true,
+    ipamNodes: ipamNodesOf(seed),
+    node: seed.nodes.find((n) => n.metadata.name === me),
+    blocks: seed.blocks.filter((b) => b.metadata.labels?.[label] !== undefined),
+    pools: seed.pools,
   };
 }

@@ -12,7 +12,7 @@ import {
   type RouteView,
 } from '../../../block-controller/agent/routes/index.ts';
 import { createTopology, sh, type Topology } from '../../e2e/harness/netns.ts';
-import { block, node, pools } from './fixtures.ts';
+import { block, node, pools, routeView, type ClusterSeed } from './fixtures.ts';
 
 void describe('reconcileRoutes in a network namespace', () => {
   let topo: Topology;
@@ -40,17 +40,20 @@ void describe('reconcileRoutes in a network namespace', () => {
     node('n2', '192.0.2.12', '2001:db8::12'),
     node('n3', '192.0.2.13'),
   ];
-  const view = (over: Partial<RouteView> = {}): RouteView => ({
-    synced: true,
-    blocks: [
-      block('10.20.0.0/26', 'n1'),
-      block('10.20.0.64/26', 'n2', { 2: 'n2', 5: 'n3' }),
-      block('fd20::40/122', 'n2'),
-    ],
-    nodes,
-    pools: pools('10.0.0.0/8', 'fd20::/48'),
-    ...over,
-  });
+  const view = (over: Partial<ClusterSeed> = {}): RouteView =>
+    routeView(
+      {
+        blocks: [
+          block('10.20.0.0/26', 'n1'),
+          block('10.20.0.64/26', 'n2', { 2: 'n2', 5: 'n3' }),
+          block('fd20::40/122', 'n2'),
+        ],
+        nodes,
+        pools: pools('10.0.0.0/8', 'fd20::/48'),
+        ...over,
+      },
+      'n1',
+    );
   const pass = (v: RouteView): Promise<PassOutcome> => reconcileRoutes(v, { nodeName: 'n1', table });
   const done = async (v: RouteView): Promise<Extract<PassOutcome, { status: 'done' }>> => {
     const o = await pass(v);
@@ -91,7 +94,7 @@ void describe('reconcileRoutes in a network namespace', () => {
   });
 
   void it('before the view synced nothing is read or changed, even if every route would go', async () => {
-    const o = await pass({ synced: false, blocks: [], nodes: [], pools: [] });
+    const o = await pass({ ...view(), synced: false, ipamNodes: [], blocks: [] });
     assert.deepEqual(o, { status: 'waiting', why: 'not-synced' });
     assert.equal(ours().length, 4);
   });

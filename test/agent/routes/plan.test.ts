@@ -1,16 +1,19 @@
-// The route planner (pure): block routes via the owner's InternalIP, blackholes for own
-// blocks, host routes for borrowed addresses (every node but the borrower), node IP changes,
-// nodes gone, IPv6, and the refusal to plan before the informers synced.
+// The route planner (pure) over what the controller writes (every IPAMNode, from core's
+// planIPAMNodes over the whole cluster) and the node's own blocks: block routes via the owner's
+// InternalIP, blackholes for own blocks, host routes for borrowed addresses (every node but the
+// borrower), node IP changes, nodes gone, IPv6, forged blocks never routed, and the refusal to
+// plan before the informers synced or before the controller wrote this node's IPAMNode.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { planIPAMNodes } from 'blockipam/core';
 import type { IPAMBlock } from 'blockipam/core';
-import { block, node, pools } from './fixtures.ts';
+import { block, node, pools, routeView, type ClusterSeed } from './fixtures.ts';
 import { planRoutes } from '../../../block-controller/agent/routes/index.ts';
-import type { RouteNode, RouteView } from '../../../block-controller/agent/routes/index.ts';
+import type { RouteNode } from '../../../block-controller/agent/routes/index.ts';
 
 /** The pools every case's blocks lie in. */
 const POOLS = pools('10.0.0.0/16', 'fd00::/48');
-const view = (blocks: IPAMBlock[], nodes: RouteNode[], synced = true): RouteView => ({
+const view = (blocks: IPAMBlock[], nodes: RouteNode[], synced = true): ClusterSeed => ({
   synced,
   blocks,
   nodes,
@@ -19,8 +22,8 @@ const view = (blocks: IPAMBlock[], nodes: RouteNode[], synced = true): RouteView
 const threeNodes = [node('a', '192.0.2.11'), node('b', '192.0.2.12'), node('c', '192.0.2.13')];
 
 /** "dst via gateway" / "blackhole dst" lines of a plan, sorted, for compact expectations. */
-function lines(v: RouteView, me = 'a', blackholeOwnBlocks = true): string[] {
-  const plan = planRoutes(v, { nodeName: me, blackholeOwnBlocks });
+function lines(v: ClusterSeed, me = 'a', blackholeOwnBlocks = true): string[] {
+  const plan = planRoutes(routeView(v, me), { nodeName: me, blackholeOwnBlocks });
   assert.equal(plan.ready, true);
   return plan.ready
     ? plan.routes
@@ -30,7 +33,7 @@ function lines(v: RouteView, me = 'a', blackholeOwnBlocks = true): string[] {
 }
 
 void describe('planRoutes', () => {
-  const cases: { name: string; v: RouteView; me?: string; want: string[] }[] = [
+  const cases: { name: string; v: ClusterSeed; me?: string; want: string[] }[] = [
     {
       // another node's block goes via its InternalIP; our own is a blackhole
       name: 'blocks of three nodes, seen from a',
@@ -106,18 +109,22 @@ void describe('planRoutes', () => {
   ];
   for (const c of cases) void it(c.name, () => assert.deepEqual(lines(c.v, c.me), c.want));
 
-  void it('reports what it cannot route: node unknown, no InternalIP of the family', () => {
+  void it('reports what it cannot route: no InternalIP of the family; a node gone has no IPAMNode', () => {
     const plan = planRoutes(
-      view(
-        [block('10.0.0.64/26', 'gone'), block('fd00::40/122', 'b')],
-        [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
+      routeView(
+        view(
+          [block('10.0.0.64/26', 'gone'), block('fd00::40/122', 'b')],
+          [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
+        ),
+        'a',
       ),
       { nodeName: 'a' },
     );
     assert.ok(plan.ready);
+    assert.deepEqual(plan.routes, []);
     assert.deepEqual(
       plan.skipped.map((s) => `${s.dst} ${s.node} ${s.why}`),
-      ['10.0.0.64/26 gone node-unknown', 'fd00::40/122 b no-internal-ip'],
+      ['fd00::40/122 b no-internal-ip'],
     );
   });
 
@@ -125,29 +132,40 @@ void describe('planRoutes', () => {
     assert.deepEqual(lines(view([block('10.0.0.0/26', 'a')], threeNodes), 'a', false), []);
   });
 
-  void it('refuses to plan before the informers synced, and without its own Node', () => {
-    assert.deepEqual(planRoutes(view([block('10.0.0.64/26', 'b')], threeNodes, false), { nodeName: 'a' }), {
+  void it('refuses to plan before the informers synced, without its own Node or its own IPAMNode', () => {
+    const seed = view([block('10.0.0.64/26', 'b')], threeNodes);
+    assert.deepEqual(planRoutes(routeView({ ...seed, synced: false }, 'a'), { nodeName: 'a' }), {
       ready: false,
       why: 'not-synced',
     });
     // an empty (but "synced") cache holds no Node for this node: not the real cluster
-    assert.deepEqual(planRoutes(view([], []), { nodeName: 'a' }), { ready: false, why: 'own-node-missing' });
+    assert.deepEqual(planRoutes(routeView(view([], []), 'a'), { nodeName: 'a' }), {
+      ready: false,
+      why: 'own-node-missing',
+    });
+    // the controller has not written this node's IPAMNode yet (fresh install, upgrade, controller
+    // down since the node joined): no source to judge by, so no route is touched
+    const v = routeView(seed, 'a');
+    const withoutOwn = { ...v, ipamNodes: v.ipamNodes.filter((n) => n.metadata.name !== 'a') };
+    assert.deepEqual(planRoutes(withoutOwn, { nodeName: 'a' }), { ready: false, why: 'own-ipamnode-missing' });
   });
 
   void it('labels each route with its reason, block and target node', () => {
-    const plan = planRoutes(view([block('10.0.0.64/26', 'b', { 6: 'c' })], threeNodes), { nodeName: 'a' });
+    const plan = planRoutes(routeView(view([block('10.0.0.64/26', 'b', { 6: 'c' })], threeNodes), 'a'), {
+      nodeName: 'a',
+    });
     assert.ok(plan.ready);
     assert.deepEqual(
       plan.routes.map((r) => [r.reason, r.block, r.node]),
       [
         ['block', '10-0-0-64-26', 'b'],
-        ['borrowed', '10-0-0-64-26', 'c'],
+        ['borrowed', undefined, 'c'],
       ],
     );
   });
 
-  void it('routes no block outside every pool, and none holding a node address: skipped with the reason', () => {
-    const v: RouteView = {
+  void it('routes no block outside every pool, and none holding a node address: reported by the controller', () => {
+    const v: ClusterSeed = {
       ...view(
         [
           block('10.0.0.64/26', 'b'),
@@ -159,18 +177,33 @@ void describe('planRoutes', () => {
       ),
       pools: pools('10.0.0.0/24', '10.0.2.0/24'),
     };
-    const plan = planRoutes(v, { nodeName: 'a' });
+    const plan = planRoutes(routeView(v, 'a'), { nodeName: 'a' });
     assert.equal(plan.ready, true);
     if (!plan.ready) return;
     assert.deepEqual(
       plan.routes.map((r) => r.dst),
       ['10.0.0.64/26'],
     );
+    const verdicts = planIPAMNodes(v.blocks, v.pools, v.nodes);
     assert.deepEqual(
-      plan.skipped.map((s) => `${s.dst} ${s.why}`).sort(),
-      ['10.0.1.0/26 outside-pools', '10.0.2.0/26 covers-node-address', '10.99.0.0/26 outside-pools'].sort(),
+      [
+        ...verdicts.ignored.map((i) => `${i.block.spec.cidr} ${i.reason}`),
+        ...verdicts.unrouted.map((u) => `${u.block.spec.cidr} ${u.reason} ${u.node}`),
+      ].sort(),
+      ['10.0.1.0/26 outside-pools', '10.0.2.0/26 covers-node-address c', '10.99.0.0/26 outside-pools'],
     );
-    const none = planRoutes({ ...v, pools: [] }, { nodeName: 'a' });
+    // c's own block holds c's address: no blackhole there either, skipped with the reason
+    const onC = planRoutes(routeView(v, 'c'), { nodeName: 'c' });
+    assert.ok(onC.ready);
+    assert.deepEqual(
+      onC.skipped.map((s) => `${s.dst} ${s.why}`),
+      ['10.0.2.0/26 covers-node-address'],
+    );
+    assert.deepEqual(
+      onC.routes.map((r) => r.dst),
+      ['10.0.0.64/26'],
+    );
+    const none = planRoutes(routeView({ ...v, pools: [] }, 'a'), { nodeName: 'a' });
     assert.deepEqual(none.ready ? none.routes : ['not ready'], [], 'no pools: no routes');
   });
 
@@ -214,7 +247,7 @@ void describe('planRoutes', () => {
   ];
   for (const attack of attacks)
     void it(`ignores a hostile block: ${attack.name}`, () => {
-      const v: RouteView = {
+      const v: ClusterSeed = {
         ...view([victim, attack.hostile], threeNodes),
         pools: [
           ...pools('10.0.0.0/16', 'fd00::/48'),
@@ -225,22 +258,22 @@ void describe('planRoutes', () => {
         ],
       };
       for (const me of ['a', 'b']) {
-        const plan = planRoutes(v, { nodeName: me });
+        const plan = planRoutes(routeView(v, me), { nodeName: me });
         assert.ok(plan.ready);
-        // no route from the hostile block, b's block routed as before
+        // no route from the hostile block (neither its CIDR nor a /32 for its author): b's block
+        // routed as before, and nothing else
         assert.deepEqual(
-          plan.routes.filter((r) => r.block === attack.hostile.metadata.name),
-          [],
+          plan.routes.map((r) => `${r.type} ${r.dst} ${r.node ?? ''}`),
+          [me === 'b' ? 'blackhole 10.0.0.192/26 ' : 'unicast 10.0.0.192/26 b'],
           `no route of the hostile block on ${me}`,
         );
-        assert.deepEqual(
-          plan.routes.filter((r) => r.block === victim.metadata.name).map((r) => r.type),
-          [me === 'b' ? 'blackhole' : 'unicast'],
-        );
-        assert.deepEqual(
-          plan.skipped.filter((s) => s.block === attack.hostile.metadata.name).map((s) => s.why),
-          [attack.why],
-        );
       }
+      // the controller's verdict names it (Trusted=False, Event, gauge)
+      assert.deepEqual(
+        planIPAMNodes(v.blocks, v.pools, v.nodes)
+          .ignored.filter((i) => i.block === attack.hostile)
+          .map((i) => i.reason),
+        [attack.why],
+      );
     });
 });

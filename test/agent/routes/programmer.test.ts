@@ -9,7 +9,7 @@ import type {
   RouteTable,
   RouteView,
 } from '../../../block-controller/agent/routes/index.ts';
-import { block, node, pools } from './fixtures.ts';
+import { block, node, pools, routeView } from './fixtures.ts';
 
 /** An in-memory table counting its calls; `failNext` makes the next list() throw. */
 class FakeTable implements RouteTable {
@@ -28,12 +28,14 @@ class FakeTable implements RouteTable {
   }
 }
 
-const synced: RouteView = {
-  synced: true,
-  blocks: [block('10.0.0.64/26', 'b')],
-  nodes: [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
-  pools: pools('10.0.0.0/16'),
-};
+const synced: RouteView = routeView(
+  {
+    blocks: [block('10.0.0.64/26', 'b')],
+    nodes: [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
+    pools: pools('10.0.0.0/16'),
+  },
+  'a',
+);
 
 void describe('RouteProgrammer', () => {
   void it('reads nothing before a synced view; a burst of updates is one pass', async () => {
@@ -41,7 +43,7 @@ void describe('RouteProgrammer', () => {
     const outcomes: string[] = [];
     const loop = new RouteProgrammer({ nodeName: 'a', table, onPass: (o) => outcomes.push(o.status) });
     try {
-      loop.update({ synced: false, blocks: [], nodes: [], pools: [] });
+      loop.update({ ...synced, synced: false });
       await loop.flush();
       assert.equal(table.lists, 0);
       for (let i = 0; i < 20; i++) loop.update(synced);
