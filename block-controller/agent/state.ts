@@ -32,14 +32,7 @@ const GROUP = `/apis/${API_VERSION}`;
 
 /** Which watch an event came from. */
 export type Kind =
-  | 'blocks'
-  | 'pools'
-  | 'configs'
-  | 'reservations'
-  | 'node'
-  | 'ipamnodes'
-  | 'namespaces'
-  | 'pods';
+  'blocks' | 'pools' | 'configs' | 'reservations' | 'node' | 'ipamnodes' | 'namespaces' | 'pods';
 
 export type StateListener = (kind: Kind, event: WatchEvent, object: { metadata: { name: string } }) => void;
 
@@ -73,7 +66,7 @@ export class AgentState {
     const paths: Record<Kind, { path: string; fieldSelector?: string; labelSelector?: string }> = {
       blocks: {
         path: `${GROUP}/ipamblocks`,
-        labelSelector: selectorToQuery(nodeBlocksSelector(options.node)) as string,
+        labelSelector: selectorToQuery(nodeBlocksSelector(options.node)),
       },
       pools: { path: `${GROUP}/ippools` },
       configs: { path: `${GROUP}/ipamconfigs` },

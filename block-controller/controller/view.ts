@@ -3,7 +3,14 @@
  * reservations and IPAMConfig (watch caches, no per-pass LIST). The passes read only this; the
  * API server is read again only for the fresh re-check before a release.
  */
-import type { AddressedNode, IPAMBlock, IPAMConfigObject, IPAMNode, IPPool, IPReservation } from 'blockipam/core';
+import type {
+  AddressedNode,
+  IPAMBlock,
+  IPAMConfigObject,
+  IPAMNode,
+  IPPool,
+  IPReservation,
+} from 'blockipam/core';
 import type { WatchedPod } from './gc/owners.ts';
 
 export interface ClusterView {

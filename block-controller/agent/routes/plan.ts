@@ -51,12 +51,18 @@ export function planRoutes(view: RouteView, options: PlanOptions): Plan {
   if (!view.synced) return { ready: false, why: 'not-synced' };
   const me = options.nodeName;
   if (view.node?.metadata.name !== me) return { ready: false, why: 'own-node-missing' };
-  if (!view.ipamNodes.some((n) => n.metadata.name === me)) return { ready: false, why: 'own-ipamnode-missing' };
+  if (!view.ipamNodes.some((n) => n.metadata.name === me))
+    return { ready: false, why: 'own-ipamnode-missing' };
   const routes = new Map<string, DesiredRoute>();
   const skipped: SkippedRoute[] = [];
   const want = (route: DesiredRoute): void => {
     if (routes.has(route.dst))
-      skipped.push({ block: route.block ?? '', dst: route.dst, node: route.node ?? me, why: 'duplicate-dst' });
+      skipped.push({
+        block: route.block ?? '',
+        dst: route.dst,
+        node: route.node ?? me,
+        why: 'duplicate-dst',
+      });
     else routes.set(route.dst, route);
   };
   const nodeAddresses = [

@@ -147,7 +147,10 @@ void describe('planRoutes', () => {
     // down since the node joined): no source to judge by, so no route is touched
     const v = routeView(seed, 'a');
     const withoutOwn = { ...v, ipamNodes: v.ipamNodes.filter((n) => n.metadata.name !== 'a') };
-    assert.deepEqual(planRoutes(withoutOwn, { nodeName: 'a' }), { ready: false, why: 'own-ipamnode-missing' });
+    assert.deepEqual(planRoutes(withoutOwn, { nodeName: 'a' }), {
+      ready: false,
+      why: 'own-ipamnode-missing',
+    });
   });
 
   void it('labels each route with its reason, block and target node', () => {
