@@ -189,6 +189,45 @@ describe('the chart’s RBAC and admission policy', () => {
     );
   });
 
+  test('IPAMNode: only the controller writes it; node credentials only read (no policy rule needed)', () => {
+    const controller = credential(CONTROLLER_SA, 'controller');
+    const ipamNode = (name: string): object => ({
+      apiVersion: 'ipam.blockipam.io/v1alpha1',
+      kind: 'IPAMNode',
+      metadata: { name },
+      spec: { addresses: ['192.0.2.66'], blocks: ['10.77.0.0/26'], borrowed: [] },
+    });
+    allowed(as(controller, ['create', '-f', '-'], ipamNode(NODES[0])), 'the controller creates an IPAMNode');
+    try {
+      // RBAC refuses every write of both node credentials before admission: no policy needs a
+      // rule for IPAMNodes (a node could otherwise route every node's traffic for a block to itself)
+      for (const [sa, kc] of [
+        [NODE_SA, node1],
+        [PLUGIN_SA, plugin1],
+      ] as const) {
+        refused(
+          as(kc, ['create', '-f', '-'], ipamNode(NODES[1])),
+          forbidden(sa, 'create', 'ipamnodes'),
+          `${sa} creates an IPAMNode`,
+        );
+        refused(
+          as(kc, ['replace', '-f', '-'], ipamNode(NODES[0])),
+          forbidden(sa, '(get|update)', 'ipamnodes'),
+          `${sa} replaces its own IPAMNode`,
+        );
+        refused(
+          as(kc, ['delete', 'ipamnode', NODES[0]]),
+          forbidden(sa, 'delete', 'ipamnodes'),
+          `${sa} deletes an IPAMNode`,
+        );
+      }
+      allowed(as(node1, ['get', 'ipamnodes']), 'the agent lists IPAMNodes (its route source)');
+      allowed(as(controller, ['delete', 'ipamnode', NODES[0]]), 'the controller deletes an IPAMNode');
+    } finally {
+      admin(['delete', 'ipamnode', NODES[0], '--ignore-not-found']);
+    }
+  });
+
   // The plugin's credential writes blocks (allocate, borrow, release); the agent's only creates
   // and deletes them (next test): the same per-node rules hold both.
   test('the policy (the plugin’s credential): a node writes its own blocks, borrows only its own allocations, never another node’s block', async () => {

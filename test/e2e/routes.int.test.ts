@@ -1,19 +1,22 @@
 /**
  * End to end for the node agent's routes (issue 10 item 3), as root in namespaces created here:
- * three "node" namespaces on a bridge, dual-stack pods through ptp + blockipam, and in every node
- * the real node agent (block-controller/agent/main.ts with `--routes`, on the real API server)
- * programming that node's routes. Pods on different nodes ping each other over IPv4 and IPv6;
+ * three "node" namespaces on a bridge, dual-stack pods through ptp + blockipam, the real cluster
+ * controller (block-controller/controller/main.ts: it writes every node's IPAMNode, the agents'
+ * route source) and in every node the real node agent (block-controller/agent/main.ts with
+ * `--routes`, on the real API server) programming that node's routes. Pods on different nodes ping each other over IPv4 and IPv6;
  * an address borrowed from another node's block is reachable from every node; with its API
  * server unreachable an agent turns not ready and its node cache's heartbeat freezes, both
  * recover; an agent restarted while the API server is unreachable changes no route until it
  * has synced.
  */
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { addressTextAt, cidrContains, mustParseCidr, parseIP, type IP } from 'blockipam/core';
-import { kubectl } from '../helpers/control-plane.ts';
+import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { fixture, type Fixture } from '../plugin/helpers/cluster.ts';
 import { inNs, netnsPath, sh } from './harness/netns.ts';
 import { startNodeAgent, type NodeAgent } from './harness/node-agent.ts';
@@ -24,6 +27,21 @@ const tag = 'e2r';
 // naming it (no skip, no quiet fallback to another build: test/helpers/tier.ts).
 const ptp = currentPtp();
 const v6Of = (i: number): string => `2001:db8::${11 + i}`;
+const CONTROLLER_MAIN = fileURLToPath(new URL('../../block-controller/controller/main.ts', import.meta.url));
+
+/** The real cluster controller on the host (admin credentials), 1 s resync, logs discarded. */
+function startController(): ChildProcess {
+  return spawn(
+    process.execPath,
+    [
+      CONTROLLER_MAIN,
+      ...['--kubeconfig', controlPlane().adminKubeconfig, '--identity', `${tag}-controller`],
+      ...['--metrics-host', '127.0.0.1', '--metrics-port', '0', '--lease-namespace', 'default'],
+      ...['--lease-name', `${tag}-controller`, '--resync-seconds', '1', '--debounce-ms', '100'],
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+}
 
 /** An agent's `route pass` log lines (status, counts), in order. */
 const passes = (agent: NodeAgent | undefined): Record<string, unknown>[] =>
@@ -46,6 +64,7 @@ async function until(
 void describe(`e2e routes: route agents on three nodes (${ptp.label})`, () => {
   let fx: Fixture;
   let w: World;
+  let controller: ChildProcess | undefined;
   const agents: (NodeAgent | undefined)[] = [];
   const pods = new Map<string, { node: number; v4: string; v6?: string }>();
   const podNs = (name: string): string => `${w.topo.prefix}p-${name}`;
@@ -149,9 +168,15 @@ void describe(`e2e routes: route agents on three nodes (${ptp.label})`, () => {
       ]);
       assert.equal(r.status, 0, r.stderr);
     }
+    controller = startController();
   });
   after(async () => {
     for (let i = 0; i < agents.length; i++) await stopAgent(i, 'SIGTERM');
+    if (controller && controller.exitCode === null && controller.signalCode === null) {
+      const gone = new Promise((resolve) => controller?.once('exit', resolve));
+      controller.kill('SIGTERM');
+      await gone;
+    }
     await w?.destroy();
     fx?.cleanup();
   });
