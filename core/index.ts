@@ -11,7 +11,8 @@
  *               docs/design-controller.md §IPAMNode)
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
  *               seed blocks exactly as the allocator writes them)
- * Datastores:   Datastore (port), MemoryDatastore
+ * Datastores:   Datastore (port), MemoryDatastore, createBatchingDatastore (one UPDATE for
+ *               concurrent writes of a block: the node agent's)
  * Node cache:   NodeCacheDocument, buildNodeCache, encodeNodeCache, decodeNodeCache (+ reasons),
  *               cacheSnapshot, cachedPodOf, cachedNamespaceOf (the agent → plugin cache format)
  * Errors:       NotFoundError, AlreadyExistsError, ConflictError, InvalidError,
@@ -125,6 +126,8 @@ export type {
 } from './datastore/datastore.ts';
 export { MemoryDatastore } from './datastore/memory.ts';
 export { withSignal } from './datastore/with-signal.ts';
+export { createBatchingDatastore } from './datastore/batching.ts';
+export type { BatchingDatastore, BatchingOptions, BatchingStats } from './datastore/batching.ts';
 export { DEFAULT_PAGE_SIZE, listAll } from './datastore/paging.ts';
 export type { ListAllOptions } from './datastore/paging.ts';
 export type { MemorySeed, MemoryStats } from './datastore/memory.ts';

@@ -1,0 +1,105 @@
+/**
+ * The write queue of one busy IPAMBlock, for the batching decorator (batching.ts,
+ * docs/design-core.md §Batched block writes): the block's latest speculative state, the callers
+ * whose changes are in the UPDATE in flight, and the callers queued on top of it. The queue never
+ * waits on a caller — only on the inner UPDATE — so a caller that stops waiting (its signal fired)
+ * cannot hold it up.
+ */
+import type { IPAMBlock } from '../resources.ts';
+
+/** One accepted update: settled once, with the block as written or the batch's error. */
+export interface Waiter {
+  resolve(block: IPAMBlock): void;
+  reject(error: Error): void;
+}
+
+/** A busy block: a write in flight or held in the window, maybe changes queued on top. */
+export interface BusyBlock {
+  readonly name: string;
+  /** The resourceVersion the next UPDATE carries: the block as last read or written (real). */
+  baseVersion: string;
+  /** The latest speculative state: every accepted change, written or not (its rv: `token`). */
+  state: IPAMBlock;
+  /** The token standing for `state` (never a real resourceVersion). */
+  token: string;
+  /** True while an UPDATE is in flight. */
+  sending: boolean;
+  /** Callers whose changes the UPDATE in flight carries. */
+  inFlight: Waiter[];
+  /** Callers accepted since that UPDATE was sent. */
+  queued: Waiter[];
+  /** Told once the block is idle again (deletes with preconditions, unconditional updates). */
+  readonly onIdle: Set<() => void>;
+}
+
+/** Marks a token: `<resourceVersion>~<n>`. etcd's resourceVersions are decimal digits. */
+const TOKEN_MARK = '~';
+
+/** True when `version` is a token of this process's decorator, not a server's resourceVersion. */
+export function isToken(version: string | undefined): boolean {
+  return version !== undefined && version.includes(TOKEN_MARK);
+}
+
+/** Mints tokens `<base>~<n>`, n counting up per decorator (unique within it). */
+export function tokenMinter(): (base: string) => string {
+  let n = 0;
+  return (base) => `${base}${TOKEN_MARK}${++n}`;
+}
+
+/** `block` with `resourceVersion` set (a copy; metadata copied, the rest shared). */
+export function withVersion(block: IPAMBlock, resourceVersion: string): IPAMBlock {
+  return { ...block, metadata: { ...block.metadata, resourceVersion } };
+}
+
+/**
+ * A waiter settled at most once; it rejects with the signal's reason when `signal` fires first
+ * (the change stays in the batch: a write already accepted may still land).
+ */
+export function waiterFor(signal: AbortSignal | undefined): { waiter: Waiter; promise: Promise<IPAMBlock> } {
+  let waiter!: Waiter;
+  const promise = new Promise<IPAMBlock>((resolve, reject) => {
+    let settled = false;
+    const onAbort = (): void => finish(() => reject(signal?.reason as Error));
+    const finish = (settle: () => void): void => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      settle();
+    };
+    waiter = {
+      resolve: (block) => finish(() => resolve(structuredClone(block))),
+      reject: (error) => finish(() => reject(error)),
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  return { waiter, promise };
+}
+
+/** Resolves once `busy` is idle (at once when `busy` is undefined); rejects when `signal` fires. */
+export function idleOf(busy: BusyBlock | undefined, signal: AbortSignal | undefined): Promise<void> {
+  if (busy === undefined) return Promise.resolve();
+  if (signal?.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      busy.onIdle.delete(onIdle);
+      reject(signal?.reason as Error);
+    };
+    const onIdle = (): void => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    busy.onIdle.add(onIdle);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** `p`, or a rejection with the signal's reason once `signal` fires (already fired: at once). */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

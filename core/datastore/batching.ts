@@ -1,0 +1,290 @@
+/**
+ * A Datastore decorator that coalesces concurrent compare-and-swap writes of one IPAMBlock into
+ * one UPDATE (docs/design-core.md §Batched block writes): the node agent runs core's allocator for
+ * many CNI requests at once, and their changes to the node's block go out together.
+ *
+ * - Idle blocks (no write in flight or held) are not cached: every call passes straight through.
+ * - `blocks.update(b)` of an idle block sends `b` at once (after `windowMs`, when set) and makes
+ *   the block busy, with `b` as its speculative state. While busy, reads (`get`, `list`,
+ *   `listMetadata`, `listPage`) return the speculative state, its resourceVersion a token
+ *   (`<resourceVersion>~<n>`, never a real one); an update carrying the current token is accepted
+ *   as the new speculative state, anything else is refused at once with ConflictError (the
+ *   allocator re-reads and gets the overlay). When the UPDATE in flight succeeds, the latest
+ *   speculative state goes out as one UPDATE with the resourceVersion the server just returned.
+ * - No answer before its write: each `update` resolves only once the UPDATE carrying its change
+ *   succeeded, with the block as written. When that UPDATE fails, every caller in it and every
+ *   caller queued on top of it rejects — ConflictError on a 409 (re-read and re-apply), else the
+ *   inner error (UnavailableError, NotFoundError, …) — and the speculative state is dropped.
+ * - A caller whose signal fires stops waiting at once; its change may still be written with the
+ *   batch (a write already accepted may still land, as with any sent write). The inner UPDATE
+ *   carries no caller's signal: one caller's abort never fails the others' write; the inner
+ *   store's own deadline (KubeTransport `timeoutMs`) bounds it.
+ * - `blocks.delete` with preconditions waits until the block is idle; an unconditional update of
+ *   a busy block too. Everything else (create, other kinds, built-ins) passes through.
+ * - The token of a state that was written (the last one of a batch) stands for the
+ *   resourceVersion it was written at, so a caller that read it just before the block went idle
+ *   still writes without a conflict (the server's compare-and-swap decides, as ever).
+ */
+import { ConflictError } from '../errors/conflict.ts';
+import { isConflict } from '../errors/conflict.ts';
+import type { IPAMBlock } from '../resources.ts';
+import { abortable, idleOf, isToken, tokenMinter, waiterFor, withVersion } from './batching-queue.ts';
+import type { BusyBlock, Waiter } from './batching-queue.ts';
+import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
+import type { CallOptions, Datastore, DeletePreconditions, ResourceStore } from './datastore.ts';
+
+/** Options of {@link createBatchingDatastore}. */
+export interface BatchingOptions {
+  /**
+   * How long the first UPDATE of an idle block is held so that changes can join it, ms (≥ 0).
+   * Default 0: it goes out at once. The UPDATE in flight is the batching window already —
+   * changes that arrive during its round trip go out together in the next one — and a window
+   * would delay every lone ADD (pods on a node mostly start one at a time) to help only a
+   * burst's very first write.
+   */
+  windowMs?: number;
+  /** Waits `windowMs` (injected by tests); default a real timer. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Counters of a batching datastore since it was made. */
+export interface BatchingStats {
+  /** Block UPDATEs sent to the inner datastore. */
+  updatesSent: number;
+  /** Block updates (changes) accepted into a batch: the first of a block's write, or queued. */
+  changesAccepted: number;
+  /** Accepted changes whose UPDATE succeeded. */
+  changesWritten: number;
+  /** Successful UPDATEs that carried more than one change. */
+  batches: number;
+  /** Updates refused locally with ConflictError (not computed on the latest speculative state). */
+  localConflicts: number;
+  /** UPDATEs the server refused with 409 Conflict (every change in and on top of it rejected). */
+  serverConflicts: number;
+}
+
+/** A Datastore whose block writes are batched, with its counters. */
+export interface BatchingDatastore extends Datastore {
+  /** A copy of the counters. */
+  stats(): BatchingStats;
+}
+
+/**
+ * Wraps `inner` so that concurrent compare-and-swap writes of one block share one UPDATE.
+ * Use one decorator per process (the node agent) and pass it to core's allocator calls.
+ * @param inner the datastore written through (KubeDatastore in the agent)
+ * @param options see {@link BatchingOptions}
+ */
+export function createBatchingDatastore(inner: Datastore, options: BatchingOptions = {}): BatchingDatastore {
+  const blocks = new BatchingBlocks(inner.blocks, options);
+  return {
+    pools: inner.pools,
+    blocks,
+    configs: inner.configs,
+    reservations: inner.reservations,
+    getPod: (namespace, name, o) => inner.getPod(namespace, name, o),
+    getNamespace: (name, o) => inner.getNamespace(name, o),
+    getNode: (name, o) => inner.getNode(name, o),
+    listPods: (o) => inner.listPods(o),
+    listNodes: (o) => inner.listNodes(o),
+    listPodPage: (o) => inner.listPodPage(o),
+    listNodePage: (o) => inner.listNodePage(o),
+    stats: () => ({ ...blocks.stats }),
+  } satisfies BatchingDatastore;
+}
+
+/** The batched view of the blocks. */
+class BatchingBlocks implements ResourceStore<IPAMBlock> {
+  readonly stats: BatchingStats = {
+    updatesSent: 0,
+    changesAccepted: 0,
+    changesWritten: 0,
+    batches: 0,
+    localConflicts: 0,
+    serverConflicts: 0,
+  };
+  readonly #inner: ResourceStore<IPAMBlock>;
+  readonly #windowMs: number;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #mint = tokenMinter();
+  /** Blocks with a write in flight or held: the only state kept. */
+  readonly #busy = new Map<string, BusyBlock>();
+  /** GETs in flight, shared by the callers that asked meanwhile. */
+  readonly #reading = new Map<string, Promise<IPAMBlock | undefined>>();
+  /** name → the token of the block's last written state and the resourceVersion it got. */
+  readonly #written = new Map<string, { token: string; resourceVersion: string }>();
+
+  constructor(inner: ResourceStore<IPAMBlock>, options: BatchingOptions) {
+    this.#inner = inner;
+    this.#windowMs = options.windowMs ?? 0;
+    this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  async get(name: string, options?: CallOptions): Promise<IPAMBlock | undefined> {
+    const before = this.#busy.get(name);
+    if (before) return this.#speculative(before);
+    const got = await abortable(this.#shared(name), options?.signal);
+    const now = this.#busy.get(name);
+    return now ? this.#speculative(now) : got && structuredClone(got);
+  }
+
+  /**
+   * One inner GET of `name` for every caller that asks while it is in flight (no caller's
+   * signal: one caller's abort must not fail the others'). After a server 409 every caller of
+   * the batch re-reads the block at once; without this, each sends its own GET.
+   */
+  #shared(name: string): Promise<IPAMBlock | undefined> {
+    const inFlight = this.#reading.get(name);
+    if (inFlight) return inFlight;
+    const reading = this.#inner.get(name).finally(() => this.#reading.delete(name));
+    this.#reading.set(name, reading);
+    return reading;
+  }
+
+  async list(...args: Parameters<ResourceStore<IPAMBlock>['list']>): Promise<IPAMBlock[]> {
+    const got = await this.#inner.list(...args);
+    return overlayList(got, this.#states(), args[0]?.labelSelector);
+  }
+
+  async listMetadata(...args: Parameters<ResourceStore<IPAMBlock>['listMetadata']>) {
+    const got = await this.#inner.listMetadata(...args);
+    return overlayMetadata(got, this.#states(), args[0]?.labelSelector);
+  }
+
+  async listPage(...args: Parameters<ResourceStore<IPAMBlock>['listPage']>) {
+    const page = await this.#inner.listPage(...args);
+    return { ...page, items: overlayPage(page.items, this.#states(), args[0].labelSelector) };
+  }
+
+  async create(object: IPAMBlock, options?: CallOptions): Promise<IPAMBlock> {
+    const created = await this.#inner.create(object, options);
+    this.#written.delete(object.metadata.name);
+    return created;
+  }
+
+  async delete(name: string, preconditions?: DeletePreconditions, options?: CallOptions): Promise<void> {
+    if (preconditions?.resourceVersion !== undefined || preconditions?.uid !== undefined)
+      await idleOf(this.#busy.get(name), options?.signal);
+    const version = preconditions?.resourceVersion;
+    const real = isToken(version) ? this.#realVersion(name, version) : version;
+    if (real === undefined && version !== undefined) throw this.#refuse(name, 'delete');
+    await this.#inner.delete(
+      name,
+      version === undefined ? preconditions : { ...preconditions, resourceVersion: real },
+      options,
+    );
+    this.#written.delete(name);
+  }
+
+  async update(block: IPAMBlock, options?: CallOptions): Promise<IPAMBlock> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    const name = block.metadata.name;
+    const version = block.metadata.resourceVersion;
+    const busy = this.#busy.get(name);
+    if (version === undefined) {
+      await idleOf(busy, signal);
+      return busy ? this.update(block, options) : this.#inner.update(block, options);
+    }
+    if (busy) {
+      if (version !== busy.token) throw this.#refuse(name, 'update');
+      return this.#accept(busy, block, signal);
+    }
+    const base = isToken(version) ? this.#realVersion(name, version) : version;
+    if (base === undefined) throw this.#refuse(name, 'update');
+    const fresh: BusyBlock = {
+      name,
+      baseVersion: base,
+      state: block,
+      token: this.#mint(base),
+      sending: false,
+      inFlight: [],
+      queued: [],
+      onIdle: new Set(),
+    };
+    this.#busy.set(name, fresh);
+    const accepted = this.#accept(fresh, block, signal);
+    if (this.#windowMs > 0) void this.#sleep(this.#windowMs).then(() => this.#send(fresh));
+    else this.#send(fresh);
+    return accepted;
+  }
+
+  /** Queues `block` as `busy`'s new speculative state; the promise settles with its write. */
+  #accept(busy: BusyBlock, block: IPAMBlock, signal: AbortSignal | undefined): Promise<IPAMBlock> {
+    const { waiter, promise } = waiterFor(signal);
+    this.stats.changesAccepted += 1;
+    if (busy.queued.length > 0 || busy.sending) {
+      busy.state = block;
+      busy.token = this.#mint(busy.baseVersion);
+    }
+    busy.queued.push(waiter);
+    return promise;
+  }
+
+  /** Sends `busy`'s latest state as one UPDATE carrying every queued change. */
+  #send(busy: BusyBlock): void {
+    busy.sending = true;
+    const carried = busy.queued;
+    busy.inFlight = carried;
+    busy.queued = [];
+    const token = busy.token;
+    this.stats.updatesSent += 1;
+    this.#inner.update(withVersion(busy.state, busy.baseVersion)).then(
+      (written) => this.#succeeded(busy, carried, token, written),
+      (error: unknown) => this.#failed(busy, error as Error),
+    );
+  }
+
+  /** The UPDATE succeeded: answer its callers; send what queued meanwhile, or go idle. */
+  #succeeded(busy: BusyBlock, carried: Waiter[], token: string, written: IPAMBlock): void {
+    this.stats.changesWritten += carried.length;
+    if (carried.length > 1) this.stats.batches += 1;
+    for (const waiter of carried) waiter.resolve(written);
+    busy.baseVersion = written.metadata.resourceVersion ?? busy.baseVersion;
+    if (busy.queued.length > 0) {
+      this.#send(busy);
+      return;
+    }
+    this.#written.set(busy.name, { token, resourceVersion: busy.baseVersion });
+    this.#idle(busy);
+  }
+
+  /** The UPDATE failed: every change in it and on top of it fails with it; nothing stays cached. */
+  #failed(busy: BusyBlock, error: Error): void {
+    const everyone = [...busy.inFlight, ...busy.queued];
+    if (isConflict(error)) this.stats.serverConflicts += 1;
+    this.#written.delete(busy.name);
+    this.#idle(busy);
+    for (const waiter of everyone) waiter.reject(error);
+  }
+
+  #idle(busy: BusyBlock): void {
+    this.#busy.delete(busy.name);
+    busy.sending = false;
+    for (const wake of busy.onIdle) wake();
+    busy.onIdle.clear();
+  }
+
+  /** The resourceVersion a token stands for: only the last written state's token has one. */
+  #realVersion(name: string, token: string | undefined): string | undefined {
+    const last = this.#written.get(name);
+    return last && last.token === token ? last.resourceVersion : undefined;
+  }
+
+  #refuse(name: string, what: 'update' | 'delete'): ConflictError {
+    this.stats.localConflicts += what === 'update' ? 1 : 0;
+    return new ConflictError(
+      `ipamblocks/${name}`,
+      `ipamblocks "${name}": ${what} not computed on the block's latest state (batched writes in flight or done)`,
+    );
+  }
+
+  #speculative(busy: BusyBlock): IPAMBlock {
+    return structuredClone(withVersion(busy.state, busy.token));
+  }
+
+  /** The speculative states of the busy blocks, their resourceVersion the token. */
+  #states(): IPAMBlock[] {
+    return [...this.#busy.values()].map((busy) => this.#speculative(busy));
+  }
+}
