@@ -131,14 +131,22 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
   /**
    * One inner GET of `name` for every caller that asks while it is in flight (no caller's
    * signal: one caller's abort must not fail the others'). After a server 409 every caller of
-   * the batch re-reads the block at once; without this, each sends its own GET.
+   * the batch re-reads the block at once; without this, each sends its own GET. A write of the
+   * block through this decorator ends the sharing (#unshare): a caller never joins a GET sent
+   * before a write it may already have been answered for.
    */
   #shared(name: string): Promise<IPAMBlock | undefined> {
     const inFlight = this.#reading.get(name);
     if (inFlight) return inFlight;
-    const reading = this.#inner.get(name).finally(() => this.#reading.delete(name));
+    const reading: Promise<IPAMBlock | undefined> = this.#inner.get(name).finally(() => {
+      if (this.#reading.get(name) === reading) this.#reading.delete(name);
+    });
     this.#reading.set(name, reading);
     return reading;
+  }
+
+  #unshare(name: string): void {
+    this.#reading.delete(name);
   }
 
   async list(...args: Parameters<ResourceStore<IPAMBlock>['list']>): Promise<IPAMBlock[]> {
@@ -158,6 +166,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
 
   async create(object: IPAMBlock, options?: CallOptions): Promise<IPAMBlock> {
     const created = await this.#inner.create(object, options);
+    this.#unshare(object.metadata.name);
     this.#written.delete(object.metadata.name);
     return created;
   }
@@ -173,6 +182,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
       version === undefined ? preconditions : { ...preconditions, resourceVersion: real },
       options,
     );
+    this.#unshare(name);
     this.#written.delete(name);
   }
 
@@ -184,7 +194,10 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     const busy = this.#busy.get(name);
     if (version === undefined) {
       await idleOf(busy, signal);
-      return busy ? this.update(block, options) : this.#inner.update(block, options);
+      if (busy) return this.update(block, options);
+      const written = await this.#inner.update(block, options);
+      this.#unshare(name);
+      return written;
     }
     if (busy) {
       if (version !== busy.token) throw this.#refuse(name, 'update');
@@ -260,6 +273,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
 
   #idle(busy: BusyBlock): void {
     this.#busy.delete(busy.name);
+    this.#unshare(busy.name);
     busy.sending = false;
     for (const wake of busy.onIdle) wake();
     busy.onIdle.clear();

@@ -1,6 +1,6 @@
 /**
  * An inner datastore for the batching decorator's tests: the memory datastore, with its block
- * UPDATEs and DELETEs counted, optionally held at a gate, failed with a given error, or preceded
+ * GETs, UPDATEs and DELETEs counted, GETs and UPDATEs optionally held at a gate, UPDATEs failed with a given error, or preceded
  * by a foreign write (another writer's UPDATE of the same block, so the held one meets a 409).
  */
 import type { Datastore, IPAMBlock, MemoryDatastore, ResourceStore } from 'blockipam/core';
@@ -20,8 +20,10 @@ export function deferred<T = void>(): Deferred<T> {
 export interface Probe {
   /** The instrumented datastore to wrap in the decorator. */
   ds: Datastore;
-  /** Block UPDATEs and DELETEs that reached the probe. */
-  counts: { updates: number; deletes: number };
+  /** Block GETs, UPDATEs and DELETEs that reached the probe. */
+  counts: { gets: number; updates: number; deletes: number };
+  /** When set, every block GET waits for it (after being counted). */
+  getGate: Promise<void> | undefined;
   /** When set, every block UPDATE waits for it (after being counted). */
   gate: Promise<void> | undefined;
   /** Told each time a block UPDATE arrives (before the gate). */
@@ -51,7 +53,8 @@ export async function foreignTouch(inner: MemoryDatastore, name: string): Promis
 export function probe(inner: MemoryDatastore): Probe {
   const p: Probe = {
     ds: undefined as unknown as Datastore,
-    counts: { updates: 0, deletes: 0 },
+    counts: { gets: 0, updates: 0, deletes: 0 },
+    getGate: undefined,
     gate: undefined,
     onUpdate: () => {},
     failWith: () => undefined,
@@ -60,7 +63,11 @@ export function probe(inner: MemoryDatastore): Probe {
   };
   const b = inner.blocks;
   const blocks: ResourceStore<IPAMBlock> = {
-    get: (name, o) => b.get(name, o),
+    get: async (name, o) => {
+      p.counts.gets += 1;
+      if (p.getGate) await p.getGate;
+      return b.get(name, o);
+    },
     list: (o) => b.list(o),
     listMetadata: (o) => b.listMetadata(o),
     listPage: (o) => b.listPage(o),

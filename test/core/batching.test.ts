@@ -281,6 +281,30 @@ describe('batching datastore', () => {
     assert.equal(bds.stats().batches, 1);
   });
 
+  it('concurrent GETs of an idle block share one inner GET, never one sent before a write', async () => {
+    const { p, bds } = await setup();
+    const held = deferred();
+    p.getGate = held.promise;
+    const both = Promise.all([bds.blocks.get(BLOCK), bds.blocks.get(BLOCK)]);
+    await until(() => p.counts.gets === 1, 'first GET sent');
+    held.resolve();
+    const [a, b] = await both;
+    assert.deepEqual(a, b);
+    assert.equal(p.counts.gets, 1);
+    // A GET held in flight, then a write through the decorator: a later GET is a new one.
+    const again = deferred();
+    p.getGate = again.promise;
+    const early = bds.blocks.get(BLOCK);
+    await until(() => p.counts.gets === 2, 'second GET sent');
+    const b2 = a as IPAMBlock;
+    await bds.blocks.update({ ...b2, metadata: { ...b2.metadata, annotations: { written: 'yes' } } });
+    const late = bds.blocks.get(BLOCK);
+    await until(() => p.counts.gets === 3, 'a GET of its own after the write');
+    again.resolve();
+    await early;
+    assert.equal((await late)?.metadata.annotations?.['written'], 'yes');
+  });
+
   it('a foreign touch of an idle block is seen at once (idle blocks are not cached)', async () => {
     const { w, bds } = await setup();
     assert.ok((await autoAssign(bds, { ...pod('x'), node: 'n1' }, w.options)).ok);
