@@ -5,9 +5,8 @@
  * cniVersion (1) → command gate (1) → schema (7). Exactly one JSON document is written to stdout:
  * the ADD result, the VERSION answer, or the error object; nothing else ever is.
  */
-import { isKubeconfigError } from 'blockipam/core/kube';
-import type { BackendFactory, Backend } from './backend/port.ts';
-import { isBackendUnavailableError } from './backend/port.ts';
+import type { BackendFactory } from './backend/port.ts';
+import type { IpamClient } from './backend/client.ts';
 import { add } from './commands/add.ts';
 import { check } from './commands/check.ts';
 import { del } from './commands/del.ts';
@@ -16,16 +15,10 @@ import { status } from './commands/status.ts';
 import { version } from './commands/version.ts';
 import type { Command, CommandContext } from './commands/context.ts';
 import { parseEnv, type CniCommand, type Env } from './cni/env.ts';
-import { apiFailure, CniCode, CniError, toErrorDocument } from './cni/errors.ts';
-import {
-  acquireHostLock,
-  isHostLockFree,
-  isLockFileError,
-  isLockTimeoutError,
-  type HostLock,
-} from './host/lock.ts';
+import { CniCode, CniError, toErrorDocument } from './cni/errors.ts';
+import type { HostLock } from './host/lock.ts';
 import { createLogger, type Logger, type Sink } from './host/log.ts';
-import { parseNetConf } from './cni/netconf.ts';
+import { parseNetConf, type NetConf } from './cni/netconf.ts';
 import {
   currentVersion,
   isSupportedVersion,
@@ -42,10 +35,11 @@ export interface Io {
 }
 
 export interface Deps {
+  /** The direct path's backend (core's allocator over the API server: kube-backend.ts). */
   readonly backend: BackendFactory;
   /**
-   * Takes the host lock on netconf's `ipam.lockFile`. Default: the flock(2) lock
-   * {@link acquireHostLock} (Bun only; in-process tests under Node inject one).
+   * Takes the host lock on netconf's `ipam.lockFile` (the direct path only). Default: the
+   * flock(2) lock acquireHostLock (host/lock.ts; Bun only; in-process tests under Node inject one).
    */
   readonly lock?: (
     path: string,
@@ -53,7 +47,7 @@ export interface Deps {
     holderNice: number,
     beforeWait?: () => void,
   ) => Promise<HostLock>;
-  /** Default: {@link isHostLockFree}. */
+  /** Default: isHostLockFree (host/lock.ts). */
   readonly lockFree?: (path: string) => Promise<boolean>;
 }
 
@@ -80,7 +74,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
   let stdin: string | undefined;
   const readStdin = (): string => (stdin ??= io.readStdin());
   let log: Logger | undefined;
-  let backend: Backend | undefined;
+  let client: IpamClient | undefined;
   try {
     const env = parseEnv(io.env);
     if (env.command === 'VERSION') return emit(io, version(safeRead(readStdin)));
@@ -92,18 +86,17 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       level: conf.logLevel,
     });
     log.bind({ cmd: env.command, network: conf.name, containerID: env.containerID, ifname: env.ifname });
+    const logger = log;
     const ctx: CommandContext = {
       env,
       conf,
       log,
-      backend: async () => (backend ??= await deps.backend(conf, env.command)),
-      lock: (beforeWait) =>
-        (deps.lock ?? acquireHostLock)(conf.lockFile, conf.lockTimeoutMs, conf.lockHolderNice, beforeWait),
-      lockFree: () => (deps.lockFree ?? isHostLockFree)(conf.lockFile),
+      ipam: async () => (client ??= await openClient(conf, env.command, logger, deps)),
     };
     const out = await commands[env.command](ctx);
     log.log('info', 'done', {
-      ...backend?.stats?.(),
+      ...(client ? { path: client.path } : {}),
+      ...client?.stats?.(),
       startMs: Math.round(startMs),
       totalMs: Math.round(performance.now()),
       cpuStartMs: cpuMs(startCpu),
@@ -113,13 +106,53 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
   } catch (e) {
     const err = asCniError(e);
     // The backend's counters too: e.g. `rollbackFailed`, what a failed dual-stack rollback left.
-    log?.log('error', err.message, { code: err.code, details: err.details, ...backend?.stats?.() });
+    log?.log('error', err.message, {
+      code: err.code,
+      details: err.details,
+      ...(client ? { path: client.path } : {}),
+      ...client?.stats?.(),
+    });
     io.stdout.write(`${JSON.stringify(toErrorDocument(err, errorVersion(stdin)))}\n`);
     return 1;
   } finally {
-    await backend?.close().catch(() => undefined);
+    await client?.close().catch(() => undefined);
     log?.close();
   }
+}
+
+/**
+ * The client for this call (docs/design-plugin.md §Thin client): with `ipam.mode: agent`, a
+ * connection to the agent's socket, or the direct path when connect() fails so that the agent
+ * never saw the call (agent-client.ts FALLBACK_ERRNOS); with `standalone`, the direct path and
+ * no connect(). The direct path's modules (core, the Kubernetes transport, the host lock) are
+ * imported here, only when it is taken.
+ */
+async function openClient(conf: NetConf, command: CniCommand, log: Logger, deps: Deps): Promise<IpamClient> {
+  if (conf.mode === 'agent' && conf.agentSocket !== undefined) {
+    const { connectAgent } = await import('./backend/agent-client.ts');
+    const c = await connectAgent({ socket: conf.agentSocket, timeoutMs: conf.timeoutMs });
+    if (c.ok) return c.client;
+    log.log('warn', 'node agent unreachable: taking the direct path', {
+      agentSocket: conf.agentSocket,
+      errno: c.errno,
+      error: c.message,
+    });
+  }
+  const { createDirectClient } = await import('./backend/direct-client.ts');
+  const { lock, lockFree } = deps;
+  return createDirectClient({
+    conf,
+    command,
+    log,
+    backend: deps.backend,
+    ...(lock
+      ? {
+          lock: (beforeWait?: () => void) =>
+            lock(conf.lockFile, conf.lockTimeoutMs, conf.lockHolderNice, beforeWait),
+        }
+      : {}),
+    ...(lockFree ? { lockFree: () => lockFree(conf.lockFile) } : {}),
+  });
 }
 
 /** User + system CPU time of a {@link process.cpuUsage} reading, ms with one decimal. */
@@ -149,23 +182,16 @@ function errorVersion(stdin: string | undefined): string {
 }
 
 /**
- * Transient failures become code 11 (try again later); others keep or get their code. A
- * KubeconfigError here comes from a file read at request time (the user's tokenFile): like a
- * kubeconfig not yet readable at load (kube-backend.ts), it is 11, since the node agent may
- * write it after the runtime starts calling.
+ * A CniError keeps its code (the clients map their own failures: agent-client.ts, and
+ * direct-client.ts's directFailure); the time budget is 11, an I/O error 5, anything else 999.
  */
 function asCniError(e: unknown): CniError {
   if (e instanceof CniError) return e;
   const msg = e instanceof Error ? e.message : String(e);
-  if (isBackendUnavailableError(e)) return new CniError(CniCode.tryAgainLater, 'datastore unreachable', msg);
-  if (isKubeconfigError(e)) return new CniError(CniCode.tryAgainLater, 'kubeconfig unavailable', msg);
-  if (isLockTimeoutError(e)) return new CniError(CniCode.tryAgainLater, 'host lock busy', msg);
-  if (isLockFileError(e))
-    return new CniError(CniCode.ioFailure, 'host lock file unusable (ipam.lockFile)', msg);
   if (e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError')) {
     return new CniError(CniCode.tryAgainLater, 'time budget exceeded', msg);
   }
   if (e instanceof Error && (e as NodeJS.ErrnoException).code === 'EIO')
     return new CniError(CniCode.ioFailure, 'I/O failure', msg);
-  return apiFailure(e) ?? new CniError(CniCode.internal, 'internal error', msg);
+  return new CniError(CniCode.internal, 'internal error', msg);
 }

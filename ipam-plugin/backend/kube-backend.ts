@@ -5,6 +5,7 @@
  * loads the YAML parser. A kubeconfig that cannot be read is CNI code 11 (it is usually written
  * by the node agent after the runtime starts calling: try again later).
  */
+import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from 'blockipam/core';
 import { KubeDatastore, isKubeconfigError } from 'blockipam/core/kube';
 import type { KubeClientConfig } from 'blockipam/core/kube';
 import type { Backend } from './port.ts';
@@ -65,9 +66,9 @@ export async function createKubeBackend(conf: NetConf, command: CniCommand): Pro
     conf,
     nodeCache: (node) =>
       readNodeCache({
-        file: conf.nodeCacheFile,
+        file: conf.nodeCacheFile ?? DEFAULT_NODE_CACHE_FILE,
         node,
-        maxAgeMs: conf.nodeCacheMaxAgeMs,
+        maxAgeMs: conf.nodeCacheMaxAgeMs ?? DEFAULT_NODE_CACHE_MAX_AGE_MS,
         identity: { cacheDir: conf.cacheDir, server: cfg.server, ca: cfg.ca },
         readClusterUID: async () => (await ds.getNamespace('kube-system'))?.metadata.uid,
       }),

@@ -5,9 +5,8 @@
  * 3 unknown container, 4 invalid environment variables, 5 I/O failure, 6 undecodable content,
  * 7 invalid network config, 11 try again later, 50/51 STATUS unavailability; 100+ are
  * plugin-specific (105 credentials/TLS refused, 106 request rejected as invalid or answer not JSON); 999 is the Go library's "internal error", reused for unexpected failures.
+ * Loads nothing of core: the agent path's start-up evaluates it (docs/design-plugin.md §Thin client).
  */
-
-import { isApiError, isDecodeError, isInvalid, isTlsError } from 'blockipam/core';
 
 /** CNI error codes used by blockipam. Plugin-specific codes start at 100 (spec: 0–99 reserved). */
 export const CniCode = {
@@ -40,41 +39,6 @@ export const CniCode = {
   apiRejected: 106,
   internal: 999,
 } as const;
-
-/**
- * Maps an API failure that is neither transient nor expected to a documented code, or undefined,
- * on core's error kinds (not their messages): 401/403 and a TlsError are 105 (not 11: retrying
- * does not fix credentials or a certificate); a leftover 422/400 (InvalidError) is 106 with the
- * server's message shortened (it can echo huge inputs), and so is a 2xx answer that is not JSON
- * (DecodeError).
- */
-export function apiFailure(e: unknown): CniError | undefined {
-  if (!(e instanceof Error)) return undefined;
-  const msg = e.message.length > 300 ? `${e.message.slice(0, 300)}… (${e.message.length} chars)` : e.message;
-  if (isTlsError(e))
-    // origin kubeconfig: our own TLS material unusable (the message names the item); server: the
-    // server's certificate not trusted.
-    return new CniError(
-      CniCode.authFailed,
-      'API server refused our credentials or TLS',
-      e.origin === 'kubeconfig'
-        ? msg
-        : `TLS: the API server's certificate is not trusted (check the kubeconfig's certificate-authority-data and server name): ${msg}`,
-    );
-  if (isApiError(e) && (e.status === 401 || e.status === 403)) {
-    const what = e.status === 401 ? 'credentials not accepted (HTTP 401)' : 'permission denied (HTTP 403)';
-    return new CniError(
-      CniCode.authFailed,
-      'API server refused our credentials or TLS',
-      `${what}: check the kubeconfig's user and its RBAC: ${msg}`,
-    );
-  }
-  if (isDecodeError(e)) return new CniError(CniCode.apiRejected, 'API server answer is not JSON', msg);
-  if (isInvalid(e)) {
-    return new CniError(CniCode.apiRejected, 'API server rejected the request as invalid', msg);
-  }
-  return undefined;
-}
 
 /** A failure reported to the runtime as `{cniVersion, code, msg, details}` on stdout. */
 export class CniError extends Error {

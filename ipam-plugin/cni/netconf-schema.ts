@@ -69,6 +69,8 @@ const ipam = {
     snapshotTtlMs: { type: 'integer', minimum: 0, maximum: 600000 },
     nodeCacheFile: { type: 'string', pattern: '^/' },
     nodeCacheMaxAgeMs: { type: 'integer', minimum: 0, maximum: 600000 },
+    agentSocket: { type: 'string', pattern: '^/' }, // at most 107 bytes: netconf.ts
+    mode: { enum: ['agent', 'standalone'] },
   },
 } as const;
 

@@ -3,7 +3,6 @@
  * JSON → version negotiation → the ahead-of-time compiled schema → a `Readonly` domain value.
  */
 import { hostname } from 'node:os';
-import { DEFAULT_NODE_CACHE_FILE, DEFAULT_NODE_CACHE_MAX_AGE_MS } from 'blockipam/core';
 import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from 'blockipam/core/address';
 import type { Attachment } from 'blockipam/core';
 import { HOLDER_NICE } from '../host/priority.ts';
@@ -75,12 +74,27 @@ export interface NetConf {
   /** Max age of the cached pool snapshot and node labels; 0 disables. Default 10 000 ms. */
   readonly snapshotTtlMs: number;
   /**
-   * The node agent's node cache file (docs/design-node-cache.md). Default
-   * `/var/run/blockipam/node-cache.json`.
+   * The node agent's node cache file (docs/design-node-cache.md). Absent: core's default
+   * `/var/run/blockipam/node-cache.json`, applied by the direct path (kube-backend.ts), so the
+   * agent path never loads core.
    */
-  readonly nodeCacheFile: string;
-  /** Oldest node cache heartbeat used, ms; 0 disables the node cache. Default 20 000 ms. */
-  readonly nodeCacheMaxAgeMs: number;
+  readonly nodeCacheFile?: string;
+  /**
+   * Oldest node cache heartbeat used, ms; 0 disables the node cache. Absent: core's default
+   * 20 000 ms, applied by the direct path.
+   */
+  readonly nodeCacheMaxAgeMs?: number;
+  /**
+   * The node agent's IPAM socket (absolute path, written into the conflist by the agent).
+   * Absent: no agent, every call takes the direct path (docs/design-plugin.md §Thin client).
+   */
+  readonly agentSocket?: string;
+  /**
+   * `agent` (the default when `agentSocket` is set): each call goes to the agent, and takes the
+   * direct path only when connect() to its socket fails; `standalone` (the default without
+   * `agentSocket`): the direct path always, the socket is never tried.
+   */
+  readonly mode: 'agent' | 'standalone';
   /** Static IPs from the config: `runtimeConfig.ips`, else `args.cni.ips` (plain addresses). */
   readonly configIPs: readonly string[];
   /** The field `configIPs` came from, when it is not empty (for a message refusing one). */
@@ -163,6 +177,8 @@ interface RawNetConf {
     snapshotTtlMs?: number;
     nodeCacheFile?: string;
     nodeCacheMaxAgeMs?: number;
+    agentSocket?: string;
+    mode?: NetConf['mode'];
   };
   args?: { cni?: { ips?: string[] } };
   runtimeConfig?: { ips?: string[]; [POD_ANNOTATIONS]?: Record<string, string> };
@@ -183,6 +199,9 @@ const maxLengths: readonly [string, (c: RawNetConf) => readonly (string | undefi
   ['ipam.ipv6Pools', (c) => c.ipam.ipv6Pools ?? [], 253],
 ];
 
+/** Bytes of a Unix socket path: sun_path is 108 bytes with the terminating NUL (unix(7)). */
+const MAX_SOCKET_PATH = 107;
+
 function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
   for (const [field, values, max] of maxLengths) {
     const long = values(c).findIndex((v) => v !== undefined && v.length > max);
@@ -197,6 +216,13 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
   if (i.assignIPv6 ?? false) families.push(6);
   if (families.length === 0)
     throw invalid('ipam: assignIPv4 and assignIPv6 are both false: nothing to assign');
+  // A Unix socket path fits sockaddr_un's 108-byte sun_path with its NUL (unix(7)).
+  if (i.agentSocket !== undefined && Buffer.byteLength(i.agentSocket) > MAX_SOCKET_PATH)
+    throw invalid(
+      `ipam.agentSocket: ${Buffer.byteLength(i.agentSocket)} bytes, at most ${MAX_SOCKET_PATH} (a Unix socket path)`,
+    );
+  if (i.mode === 'agent' && i.agentSocket === undefined)
+    throw invalid('ipam.mode: "agent" needs ipam.agentSocket (the node agent\'s socket path)');
   const runtimeIPs = staticList(c.runtimeConfig?.ips, 'runtimeConfig.ips');
   const argsIPs = runtimeIPs ? undefined : staticList(c.args?.cni?.ips, 'args.cni.ips');
   const configIPs = runtimeIPs ?? argsIPs ?? [];
@@ -220,8 +246,10 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     cacheDir: i.cacheDir ?? defaultCacheDir,
     lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,
     snapshotTtlMs: i.snapshotTtlMs ?? 10_000,
-    nodeCacheFile: i.nodeCacheFile ?? DEFAULT_NODE_CACHE_FILE,
-    nodeCacheMaxAgeMs: i.nodeCacheMaxAgeMs ?? DEFAULT_NODE_CACHE_MAX_AGE_MS,
+    ...(i.nodeCacheFile !== undefined ? { nodeCacheFile: i.nodeCacheFile } : {}),
+    ...(i.nodeCacheMaxAgeMs !== undefined ? { nodeCacheMaxAgeMs: i.nodeCacheMaxAgeMs } : {}),
+    ...(i.agentSocket !== undefined ? { agentSocket: i.agentSocket } : {}),
+    mode: i.mode ?? (i.agentSocket !== undefined ? 'agent' : 'standalone'),
     configIPs,
     ...(runtimeIPs ? { configIPsFrom: 'runtimeConfig.ips' as const } : {}),
     ...(argsIPs ? { configIPsFrom: 'args.cni.ips' as const } : {}),

@@ -4,16 +4,15 @@
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
 import { parseCidr } from 'blockipam/core/address';
-import { handleOf, type PodRef } from 'blockipam/core';
-import type { AddOutcome } from '../backend/port.ts';
+import type { AddOutcome, IpConfig, PodCall } from 'blockipam/core/node-ipam/protocol';
 import { parseCniArgs, type CniArgs } from '../cni/args.ts';
-import { attachmentOf, underLock, type CommandContext, type CommandResult } from './context.ts';
+import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
 import { staticList } from '../cni/netconf.ts';
-import { formatResult, type IpConfig } from '../cni/result.ts';
+import { formatResult } from '../cni/result.ts';
 
 /** Pod identity from CNI_ARGS; undefined unless both namespace and name are given. */
-export function podOf(args: CniArgs): PodRef | undefined {
+export function podOf(args: CniArgs): PodCall | undefined {
   if (args.podNamespace === undefined || args.podName === undefined) return undefined;
   return {
     namespace: args.podNamespace,
@@ -30,35 +29,32 @@ export function podOf(args: CniArgs): PodRef | undefined {
 export const MAX_HANDLE = 512;
 
 export async function add(ctx: CommandContext): Promise<CommandResult> {
-  const handle = handleOf(ctx.conf.name, ctx.env.containerID, ctx.env.ifname);
-  if (handle.length > MAX_HANDLE)
+  // The handle's length, `<network>.<containerID>.<ifname>` (core's handleOf, not loaded here:
+  // the agent path's start-up evaluates no allocator module).
+  const handleLength = ctx.conf.name.length + ctx.env.containerID.length + ctx.env.ifname.length + 2;
+  if (handleLength > MAX_HANDLE)
     throw new CniError(
       CniCode.invalidEnv,
       'CNI_CONTAINERID too long',
-      `CNI_CONTAINERID is ${ctx.env.containerID.length} characters: the allocation handle <network>.<containerID>.<ifname> would be ${handle.length}, at most ${MAX_HANDLE}`,
+      `CNI_CONTAINERID is ${ctx.env.containerID.length} characters: the allocation handle <network>.<containerID>.<ifname> would be ${handleLength}, at most ${MAX_HANDLE}`,
     );
   const args = parseCniArgs(ctx.env.args);
-  const staticIPs =
-    ctx.conf.configIPs.length > 0 ? ctx.conf.configIPs : (staticList(args.ips, 'CNI_ARGS IP') ?? []);
+  const fromArgs = ctx.conf.configIPs.length > 0 ? undefined : staticList(args.ips, 'CNI_ARGS IP');
+  const staticIPs = fromArgs ?? ctx.conf.configIPs;
   const pod = podOf(args);
-  const backend = await ctx.backend();
-  const outcome = await backend.add({
+  const ipam = await ctx.ipam();
+  // A refused static address comes back naming `staticIPsFrom` (the pod annotation: its own name).
+  const outcome = await ipam.add({
     attachment: attachmentOf(ctx),
     ...(pod ? { pod } : {}),
     node: ctx.conf.nodeName,
     families: ctx.conf.families,
     pools: ctx.conf.pools,
     staticIPs,
-    critical: (step, beforeWait) => underLock(ctx, step, beforeWait ? { beforeWait } : {}),
-    lockFree: () => ctx.lockFree(),
+    ...(staticIPs.length > 0 ? { staticIPsFrom: ctx.conf.configIPsFrom ?? 'CNI_ARGS IP' } : {}),
+    ...(ctx.conf.podAnnotations ? { podAnnotations: ctx.conf.podAnnotations } : {}),
   });
-  // A refused static address: say which field asked for it (the pod annotation: core-backend.ts).
-  const from = ctx.conf.configIPsFrom ?? 'CNI_ARGS IP';
-  const ips = allocatedOrThrow(
-    outcome.kind === 'addressRefused' && staticIPs.length > 0
-      ? { ...outcome, message: `${from}: ${outcome.message}` }
-      : outcome,
-  );
+  const ips = allocatedOrThrow(outcome);
   if (outcome.kind === 'allocated' && outcome.podNotFound && pod)
     ctx.log.log('warn', 'pod not found: allocation recorded without a pod reference', {
       pod: `${pod.namespace}/${pod.name}`,

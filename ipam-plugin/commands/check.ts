@@ -14,9 +14,13 @@ export async function check(ctx: CommandContext): Promise<CommandResult> {
   // stays lenient (best effort): it only reads what it can.
   const problem = ctx.conf.prevResult ? prevResultProblem(ctx.conf.prevResult) : undefined;
   if (problem !== undefined) throw invalid(`prevResult${problem}`);
-  const backend = await ctx.backend();
+  const ipam = await ctx.ipam();
   const expected = prevResultAddresses(ctx.conf.prevResult);
-  const outcome = await backend.check(attachmentOf(ctx), expected);
+  const outcome = await ipam.check({
+    attachment: attachmentOf(ctx),
+    node: ctx.conf.nodeName,
+    expectedIPs: expected,
+  });
   ctx.log.log('info', 'checked', { outcome: outcome.kind, prevResultIPs: expected });
   if (outcome.kind !== 'ok') {
     throw new CniError(CniCode.checkFailed, `blockipam CHECK failed: ${outcome.kind}`, outcome.message);

@@ -5,15 +5,16 @@
  * cnitool `gc` send no key after DELing every cached attachment (docs/design-plugin.md, GC).
  * Continues past per-handle errors and reports them at the end (code 11, details list them).
  */
-import { underLock, type CommandContext, type CommandResult } from './context.ts';
+import type { CommandContext, CommandResult } from './context.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
 
 export async function gc(ctx: CommandContext): Promise<CommandResult> {
-  const backend = await ctx.backend();
-  const valid = ctx.conf.validAttachments ?? [];
-  const outcome = await underLock(ctx, (signal) =>
-    backend.gc({ network: ctx.conf.name, node: ctx.conf.nodeName, validAttachments: valid, signal }),
-  );
+  const ipam = await ctx.ipam();
+  const outcome = await ipam.gc({
+    network: ctx.conf.name,
+    node: ctx.conf.nodeName,
+    validAttachments: ctx.conf.validAttachments ?? [],
+  });
   if (outcome.aliveElsewhere.length > 0)
     ctx.log.log('warn', 'gc kept allocations whose pod is alive on another node', {
       kept: outcome.aliveElsewhere,

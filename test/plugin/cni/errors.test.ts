@@ -2,13 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError, DecodeError, InvalidError, TlsError } from 'blockipam/core';
-import {
-  apiFailure,
-  CniCode,
-  CniError,
-  MAX_DETAILS,
-  toErrorDocument,
-} from '../../../ipam-plugin/cni/errors.ts';
+import { apiFailure } from '../../../ipam-plugin/backend/api-failure.ts';
+import { CniCode, CniError, MAX_DETAILS, toErrorDocument } from '../../../ipam-plugin/cni/errors.ts';
 
 void describe('apiFailure', () => {
   void it('API 422 → 106 (short message); 401/403 and untrusted TLS → 105', () => {

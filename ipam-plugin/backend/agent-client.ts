@@ -1,0 +1,250 @@
+/**
+ * The thin client (docs/design-plugin.md §Thin client): forwards one CNI call to the node agent
+ * over its Unix socket (netconf `ipam.agentSocket`) in the node IPAM protocol
+ * (blockipam/core/node-ipam/protocol) — one request, one JSON line each way — and turns the
+ * answer into an outcome or a CniError. Loads node:net and the protocol module, nothing of core's
+ * allocator, the Kubernetes transport or the host lock.
+ *
+ * Fallback rule: the direct path may serve a call only when connect() fails — the agent never
+ * saw it (see {@link FALLBACK_ERRNOS}). Once the connection is accepted nothing falls back: a
+ * request may have reached the agent, and serving it twice (an ADD allocated by both) would
+ * leak an address. After the request is sent: no answer within `ipam.timeoutMs`, a connection
+ * closed or reset without an answer → CNI 11 (the runtime retries, or DELs what may have been
+ * written); an answer that does not parse → 999 naming the problem.
+ */
+import { connect, type Socket } from 'node:net';
+import {
+  NODE_IPAM_PROTOCOL,
+  parseResponse,
+  type NodeIpamErrorKind,
+  type NodeIpamOp,
+  type NodeIpamOps,
+  type NodeIpamRequest,
+} from 'blockipam/core/node-ipam/protocol';
+import type { IpamClient } from './client.ts';
+import { CniCode, CniError } from '../cni/errors.ts';
+
+/**
+ * connect() errors that send the call to the direct path, with why each is safe (connect failed:
+ * the agent has not seen the request) and what it usually means:
+ * - ENOENT: no socket file — no agent on this node (standalone install), or not started yet;
+ * - ENOTDIR: a directory of the path is a file — no agent there either;
+ * - ECONNREFUSED: a socket file nobody listens on — the agent died or is restarting (Linux also
+ *   answers it for a path that is not a socket);
+ * - ENOTSOCK: the path is not a socket;
+ * - EACCES / EPERM: this process may not connect (the socket is root-only and the runtime is
+ *   not root); the direct path then needs its own credential, and logs say why it was taken.
+ * Any other connect() failure — EAGAIN (the agent's accept queue is full: it is alive, and a
+ * burst falling back would compete with its batching), a connect that does not complete within
+ * the budget — is CNI 11, try again later.
+ */
+export const FALLBACK_ERRNOS: ReadonlySet<string> = new Set([
+  'ENOENT',
+  'ENOTDIR',
+  'ECONNREFUSED',
+  'ENOTSOCK',
+  'EACCES',
+  'EPERM',
+]);
+
+/** Answers larger than this are refused (bytes; an answer is well under 1 KiB). */
+const MAX_RESPONSE_BYTES = 1 << 20;
+
+/**
+ * The agent's budget: `timeoutMs` less a margin (a tenth, at most 1 s), so that the agent's own
+ * `timeout` answer reaches the plugin before the plugin stops waiting at `timeoutMs`.
+ */
+export const agentBudgetMs = (timeoutMs: number): number =>
+  timeoutMs - Math.min(1_000, Math.floor(timeoutMs / 10));
+
+export type AgentConnection =
+  | { readonly ok: true; readonly client: IpamClient }
+  /** connect() failed with one of {@link FALLBACK_ERRNOS}: the direct path may serve the call. */
+  | { readonly ok: false; readonly errno: string; readonly message: string };
+
+export interface AgentOptions {
+  /** The agent's socket (netconf `ipam.agentSocket`). */
+  readonly socket: string;
+  /** The call's budget, ms (netconf `ipam.timeoutMs`): connect, send and answer. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * Connects to the agent's socket.
+ * @returns a client for one call, or the connect() failure that allows the direct path
+ * @throws CniError 11 for any other connect() failure, or no connection within `timeoutMs`
+ */
+export function connectAgent(o: AgentOptions): Promise<AgentConnection> {
+  const deadline = performance.now() + o.timeoutMs;
+  return new Promise((resolve, reject) => {
+    const socket = connect({ path: o.socket });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(
+        new CniError(
+          CniCode.tryAgainLater,
+          'node agent did not accept the connection',
+          `${o.socket}: no connection within ${o.timeoutMs} ms (ipam.timeoutMs)`,
+        ),
+      );
+    }, o.timeoutMs);
+    const onError = (e: NodeJS.ErrnoException): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      const errno = e.code ?? 'EUNKNOWN';
+      if (FALLBACK_ERRNOS.has(errno)) resolve({ ok: false, errno, message: e.message });
+      else
+        reject(
+          new CniError(
+            CniCode.tryAgainLater,
+            'node agent socket busy or unusable',
+            `${o.socket}: ${e.message}`,
+          ),
+        );
+    };
+    socket.once('error', onError);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.off('error', onError);
+      resolve({ ok: true, client: agentClient(socket, o, deadline) });
+    });
+  });
+}
+
+/** One call over an accepted connection; a second call on it is a programming error. */
+function agentClient(socket: Socket, o: AgentOptions, deadline: number): IpamClient {
+  let used = false;
+  // Until a request is sent, a failure of the idle connection must not crash the process.
+  socket.on('error', () => undefined);
+  const call =
+    <K extends NodeIpamOp>(op: K) =>
+    async (c: NodeIpamOps[K]['call']): Promise<NodeIpamOps[K]['outcome']> => {
+      if (used) throw new Error('agent client: one call per connection');
+      used = true;
+      const request = {
+        v: NODE_IPAM_PROTOCOL,
+        op,
+        timeoutMs: agentBudgetMs(o.timeoutMs),
+        call: c,
+      } as NodeIpamRequest;
+      const text = await exchange(socket, `${JSON.stringify(request)}\n`, {
+        socket: o.socket,
+        waitMs: Math.max(1, deadline - performance.now()),
+        timeoutMs: o.timeoutMs,
+      });
+      return outcomeOf(op, text);
+    };
+  return {
+    path: 'agent',
+    add: call('add'),
+    del: call('del'),
+    check: call('check'),
+    gc: call('gc'),
+    status: call('status'),
+    close: () => {
+      socket.destroy();
+      return Promise.resolve();
+    },
+    stats: () => ({ agentSocket: o.socket }),
+  };
+}
+
+/**
+ * Writes `line` and reads one answer: up to its newline, or all the agent wrote before closing.
+ * @throws CniError 11 when nothing answers within `waitMs`, or the connection is closed or
+ *   reset without an answer; 999 when the answer exceeds {@link MAX_RESPONSE_BYTES}
+ */
+function exchange(
+  socket: Socket,
+  line: string,
+  o: { socket: string; waitMs: number; timeoutMs: number },
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (e: CniError | undefined): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      if (e) reject(e);
+      else resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const again = (msg: string, details: string): CniError =>
+      new CniError(CniCode.tryAgainLater, msg, `${o.socket}: ${details}; not retried on the direct path`);
+    const timer = setTimeout(
+      () =>
+        finish(
+          again(
+            'node agent did not answer in time',
+            `no answer within ${o.timeoutMs} ms of the call (ipam.timeoutMs) after the request was sent`,
+          ),
+        ),
+      o.waitMs,
+    );
+    socket.on('data', (b: Buffer) => {
+      const nl = b.indexOf(10);
+      chunks.push(nl >= 0 ? b.subarray(0, nl) : b);
+      size += nl >= 0 ? nl : b.length;
+      if (size > MAX_RESPONSE_BYTES)
+        finish(
+          new CniError(
+            CniCode.internal,
+            'node agent answer malformed',
+            `more than ${MAX_RESPONSE_BYTES} bytes without a newline`,
+          ),
+        );
+      else if (nl >= 0) finish(undefined);
+    });
+    const closed = (): void =>
+      finish(
+        size > 0
+          ? undefined
+          : again(
+              'node agent closed the connection without an answer',
+              'connection closed after the request',
+            ),
+      );
+    socket.on('end', closed);
+    socket.on('close', closed);
+    socket.on('error', (e: Error) =>
+      finish(
+        size > 0
+          ? undefined
+          : again('node agent connection failed', `${e.message} after the request was sent`),
+      ),
+    );
+    socket.write(line);
+  });
+}
+
+/** CNI code and message per error kind (docs/design-plugin.md §Errors). */
+const kindErrors: Readonly<Record<NodeIpamErrorKind, readonly [number, string]>> = {
+  notReady: [CniCode.tryAgainLater, 'node agent not ready'],
+  unavailable: [CniCode.tryAgainLater, 'datastore unreachable'],
+  timeout: [CniCode.tryAgainLater, 'time budget exceeded'],
+  auth: [CniCode.authFailed, 'API server refused our credentials or TLS'],
+  apiRejected: [CniCode.apiRejected, 'API server rejected the request'],
+  badRequest: [CniCode.internal, 'node agent refused the request'],
+  internal: [CniCode.internal, 'internal error'],
+};
+
+/**
+ * The outcome in an answer, or its error as a CniError: the kind's code (STATUS: `notReady` and
+ * `unavailable` are 50, an ADD cannot be served now), 999 for an answer that does not parse.
+ */
+export function outcomeOf<K extends NodeIpamOp>(op: K, text: string): NodeIpamOps[K]['outcome'] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new CniError(CniCode.internal, 'node agent answer malformed', `not JSON: ${(e as Error).message}`);
+  }
+  const r = parseResponse(op, doc);
+  if ('problem' in r) throw new CniError(CniCode.internal, 'node agent answer malformed', r.problem);
+  if (r.ok) return r.outcome;
+  const [code, msg] = kindErrors[r.error.kind];
+  const statusDown = op === 'status' && (r.error.kind === 'notReady' || r.error.kind === 'unavailable');
+  throw new CniError(statusDown ? CniCode.notAvailable : code, msg, `node agent: ${r.error.message}`);
+}
