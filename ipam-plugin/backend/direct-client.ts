@@ -10,7 +10,14 @@
  * Its failures are mapped to CNI errors here ({@link directFailure}): the agent path never meets
  * core's error classes.
  */
-import type { AddCall, DelCall, GcCall, StatusCall, CheckCall } from 'blockipam/core/node-ipam/protocol';
+import type {
+  AddCall,
+  AddOutcome,
+  CheckCall,
+  DelCall,
+  GcCall,
+  StatusCall,
+} from 'blockipam/core/node-ipam/protocol';
 import type { Backend, BackendFactory } from './port.ts';
 import { isBackendUnavailableError } from './port.ts';
 import type { IpamClient } from './client.ts';
@@ -56,7 +63,7 @@ export function createDirectClient(o: DirectOptions): IpamClient {
   const lockFree = (): Promise<boolean> => (o.lockFree ?? (() => isHostLockFree(conf.lockFile)))();
   const locking = { conf, log: o.log, lock };
 
-  async function add(call: AddCall): Promise<import('blockipam/core/node-ipam/protocol').AddOutcome> {
+  async function add(call: AddCall): Promise<AddOutcome> {
     const b = await get();
     const outcome = await b.add({
       attachment: call.attachment,
