@@ -2,8 +2,8 @@
  * The thin client (docs/design-plugin.md §Thin client): forwards one CNI call to the node agent
  * over its Unix socket (netconf `ipam.agentSocket`) in the node IPAM protocol
  * (blockipam/core/node-ipam/protocol) — one request, one JSON line each way — and turns the
- * answer into an outcome or a CniError. Loads node:net and the protocol module, nothing of core's
- * allocator, the Kubernetes transport or the host lock.
+ * answer into an outcome or a CniError. Loads the protocol module and a socket client
+ * (host/unix-socket.ts), nothing of core's allocator, the Kubernetes transport or the host lock.
  *
  * Fallback rule: the direct path may serve a call only when connect() fails — the agent never
  * saw it (see {@link FALLBACK_ERRNOS}). Once the connection is accepted nothing falls back: a
@@ -12,7 +12,6 @@
  * closed or reset without an answer → CNI 11 (the runtime retries, or DELs what may have been
  * written); an answer that does not parse → 999 naming the problem.
  */
-import { connect, type Socket } from 'node:net';
 import {
   NODE_IPAM_PROTOCOL,
   parseResponse,
@@ -23,6 +22,7 @@ import {
 } from 'blockipam/core/node-ipam/protocol';
 import type { IpamClient } from './client.ts';
 import { CniCode, CniError } from '../cni/errors.ts';
+import { connectUnix, type ConnectError, type UnixConn, type UnixEvents } from '../host/unix-socket.ts';
 
 /**
  * connect() errors that send the call to the direct path, with why each is safe (connect failed:
@@ -74,48 +74,51 @@ export interface AgentOptions {
  * @returns a client for one call, or the connect() failure that allows the direct path
  * @throws CniError 11 for any other connect() failure, or no connection within `timeoutMs`
  */
-export function connectAgent(o: AgentOptions): Promise<AgentConnection> {
+export async function connectAgent(o: AgentOptions): Promise<AgentConnection> {
   const deadline = performance.now() + o.timeoutMs;
-  return new Promise((resolve, reject) => {
-    const socket = connect({ path: o.socket });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(
-        new CniError(
-          CniCode.tryAgainLater,
-          'node agent did not accept the connection',
-          `${o.socket}: no connection within ${o.timeoutMs} ms (ipam.timeoutMs)`,
-        ),
-      );
-    }, o.timeoutMs);
-    const onError = (e: NodeJS.ErrnoException): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      const errno = e.code ?? 'EUNKNOWN';
-      if (FALLBACK_ERRNOS.has(errno)) resolve({ ok: false, errno, message: e.message });
-      else
+  const reader = answerReader(o);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
         reject(
           new CniError(
             CniCode.tryAgainLater,
-            'node agent socket busy or unusable',
-            `${o.socket}: ${e.message}`,
+            'node agent did not accept the connection',
+            `${o.socket}: no connection within ${o.timeoutMs} ms (ipam.timeoutMs)`,
           ),
-        );
-    };
-    socket.once('error', onError);
-    socket.once('connect', () => {
-      clearTimeout(timer);
-      socket.off('error', onError);
-      resolve({ ok: true, client: agentClient(socket, o, deadline) });
-    });
+        ),
+      o.timeoutMs,
+    );
   });
+  const connecting = connectUnix(o.socket, reader.events);
+  let conn: UnixConn;
+  try {
+    conn = await Promise.race([connecting, late]);
+  } catch (e) {
+    if (e instanceof CniError) {
+      void connecting.then(
+        (c) => c.destroy(),
+        () => undefined,
+      );
+      throw e;
+    }
+    const errno = (e as ConnectError).code ?? 'EUNKNOWN';
+    if (FALLBACK_ERRNOS.has(errno)) return { ok: false, errno, message: (e as Error).message };
+    throw new CniError(
+      CniCode.tryAgainLater,
+      'node agent socket busy or unusable',
+      `${o.socket}: ${errno}: ${(e as Error).message}`,
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  return { ok: true, client: agentClient(conn, reader, o, deadline) };
 }
 
 /** One call over an accepted connection; a second call on it is a programming error. */
-function agentClient(socket: Socket, o: AgentOptions, deadline: number): IpamClient {
+function agentClient(conn: UnixConn, reader: AnswerReader, o: AgentOptions, deadline: number): IpamClient {
   let used = false;
-  // Until a request is sent, a failure of the idle connection must not crash the process.
-  socket.on('error', () => undefined);
   const call =
     <K extends NodeIpamOp>(op: K) =>
     async (c: NodeIpamOps[K]['call']): Promise<NodeIpamOps[K]['outcome']> => {
@@ -127,12 +130,12 @@ function agentClient(socket: Socket, o: AgentOptions, deadline: number): IpamCli
         timeoutMs: agentBudgetMs(o.timeoutMs),
         call: c,
       } as NodeIpamRequest;
-      const text = await exchange(socket, `${JSON.stringify(request)}\n`, {
-        socket: o.socket,
-        waitMs: Math.max(1, deadline - performance.now()),
-        timeoutMs: o.timeoutMs,
-      });
-      return outcomeOf(op, text);
+      conn.write(`${JSON.stringify(request)}\n`);
+      try {
+        return outcomeOf(op, await reader.answer(Math.max(1, deadline - performance.now())));
+      } finally {
+        conn.destroy();
+      }
     };
   return {
     path: 'agent',
@@ -142,81 +145,91 @@ function agentClient(socket: Socket, o: AgentOptions, deadline: number): IpamCli
     gc: call('gc'),
     status: call('status'),
     close: () => {
-      socket.destroy();
+      conn.destroy();
       return Promise.resolve();
     },
     stats: () => ({ agentSocket: o.socket }),
   };
 }
 
-/**
- * Writes `line` and reads one answer: up to its newline, or all the agent wrote before closing.
- * @throws CniError 11 when nothing answers within `waitMs`, or the connection is closed or
- *   reset without an answer; 999 when the answer exceeds {@link MAX_RESPONSE_BYTES}
- */
-function exchange(
-  socket: Socket,
-  line: string,
-  o: { socket: string; waitMs: number; timeoutMs: number },
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (e: CniError | undefined): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      socket.destroy();
-      if (e) reject(e);
-      else resolve(Buffer.concat(chunks).toString('utf8'));
-    };
-    const again = (msg: string, details: string): CniError =>
-      new CniError(CniCode.tryAgainLater, msg, `${o.socket}: ${details}; not retried on the direct path`);
-    const timer = setTimeout(
-      () =>
-        finish(
-          again(
-            'node agent did not answer in time',
-            `no answer within ${o.timeoutMs} ms of the call (ipam.timeoutMs) after the request was sent`,
-          ),
-        ),
-      o.waitMs,
-    );
-    socket.on('data', (b: Buffer) => {
-      const nl = b.indexOf(10);
-      chunks.push(nl >= 0 ? b.subarray(0, nl) : b);
-      size += nl >= 0 ? nl : b.length;
-      if (size > MAX_RESPONSE_BYTES)
-        finish(
-          new CniError(
-            CniCode.internal,
-            'node agent answer malformed',
-            `more than ${MAX_RESPONSE_BYTES} bytes without a newline`,
-          ),
-        );
-      else if (nl >= 0) finish(undefined);
-    });
-    const closed = (): void =>
-      finish(
-        size > 0
-          ? undefined
-          : again(
+interface AnswerReader {
+  readonly events: UnixEvents;
+  /**
+   * The answer: up to its newline, or all the agent wrote before closing.
+   * @throws CniError 11 when nothing answers within `waitMs`, or the connection is closed or
+   *   reset without an answer; 999 when it exceeds {@link MAX_RESPONSE_BYTES}
+   */
+  answer(waitMs: number): Promise<string>;
+}
+
+/** Collects the answer from the connection's events (they may come before {@link AnswerReader.answer}). */
+function answerReader(o: AgentOptions): AnswerReader {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let outcome: { text: string } | { error: CniError } | undefined;
+  let settle: (() => void) | undefined;
+  const again = (msg: string, details: string): CniError =>
+    new CniError(CniCode.tryAgainLater, msg, `${o.socket}: ${details}; not retried on the direct path`);
+  const finish = (r: { text: string } | { error: CniError }): void => {
+    if (outcome) return;
+    outcome = r;
+    settle?.();
+  };
+  const text = (): string => Buffer.concat(chunks).toString('utf8');
+  return {
+    events: {
+      data(chunk) {
+        if (outcome) return;
+        const nl = chunk.indexOf(10);
+        const part = nl >= 0 ? chunk.subarray(0, nl) : chunk;
+        chunks.push(part);
+        size += part.length;
+        if (size > MAX_RESPONSE_BYTES)
+          finish({
+            error: new CniError(
+              CniCode.internal,
+              'node agent answer malformed',
+              `more than ${MAX_RESPONSE_BYTES} bytes without a newline`,
+            ),
+          });
+        else if (nl >= 0) finish({ text: text() });
+      },
+      closed(error) {
+        if (size > 0) finish({ text: text() });
+        else if (error)
+          finish({
+            error: again('node agent connection failed', `${error.message} after the request was sent`),
+          });
+        else
+          finish({
+            error: again(
               'node agent closed the connection without an answer',
               'connection closed after the request',
             ),
-      );
-    socket.on('end', closed);
-    socket.on('close', closed);
-    socket.on('error', (e: Error) =>
-      finish(
-        size > 0
-          ? undefined
-          : again('node agent connection failed', `${e.message} after the request was sent`),
-      ),
-    );
-    socket.write(line);
-  });
+          });
+      },
+    },
+    answer(waitMs) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () =>
+            finish({
+              error: again(
+                'node agent did not answer in time',
+                `no answer within ${o.timeoutMs} ms of the call (ipam.timeoutMs) after the request was sent`,
+              ),
+            }),
+          waitMs,
+        );
+        settle = () => {
+          clearTimeout(timer);
+          if (outcome && 'text' in outcome) resolve(outcome.text);
+          else if (outcome) reject(outcome.error);
+        };
+        if (outcome) settle();
+      });
+    },
+  };
 }
 
 /** CNI code and message per error kind (docs/design-plugin.md §Errors). */
