@@ -114,7 +114,11 @@ void describe('thin client: forwarding', () => {
     void it(`${command}: forwarded with its call; success prints nothing`, async () => {
       reply = (req) => ({ outcome: okOutcomes[req.op] });
       const backend = fakeBackend();
-      const r = await invoke(env(command, extra), conf('1.1.0', {}, JSON.parse(top) as Record<string, unknown>), backend);
+      const r = await invoke(
+        env(command, extra),
+        conf('1.1.0', {}, JSON.parse(top) as Record<string, unknown>),
+        backend,
+      );
       assert.equal(r.code, 0, r.stdout);
       assert.equal(r.stdout, '');
       assert.equal(lastRequest().op, command.toLowerCase());
