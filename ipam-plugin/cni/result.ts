@@ -7,13 +7,10 @@ import { parseCidr, type IPFamily } from 'blockipam/core/address';
 import type { Dns, Route } from './netconf.ts';
 import { compareVersions, type CniVersion } from './versions.ts';
 
-/**
- * One allocated address: `address` in CIDR form with the block prefix, gateway inside it (the
- * block's gateway; a result without one carries no `gateway`, as SPEC §5 allows).
- */
+/** One allocated address: `address` in CIDR form with the block prefix, gateway inside it. */
 export interface IpConfig {
   readonly address: string;
-  readonly gateway?: string;
+  readonly gateway: string;
 }
 
 /** The version-neutral outcome of an ADD. At most one address per family. */
