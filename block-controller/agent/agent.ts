@@ -1,6 +1,6 @@
 /**
- * The node agent (docs/design-agent.md): wires the watched state to its loops — pre-claim and
- * idle-block release (upkeep/), the node cache file, routes (routes/), install mode (install/) —
+ * The node agent (docs/design-agent.md): wires the watched state to its loops — the IPAM server
+ * (ipam/), pre-claim and idle-block release (upkeep/), the node cache file, routes (routes/), install mode (install/) —
  * behind /metrics, /healthz, /readyz, with JSON logs and a graceful SIGTERM.
  */
 import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
@@ -20,6 +20,7 @@ import { createAgentMetrics } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { NodeCacheWriter } from './node-cache-writer.ts';
 import type { AgentOptions } from './options.ts';
+import { startAgentIpam } from './ipam/index.ts';
 import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
 import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
@@ -56,6 +57,17 @@ export async function runAgent(options: AgentOptions): Promise<void> {
   });
   lifecycle.onStop('http', () => server.close());
   log.info('agent starting', { [F.node]: options.nodeName, port: server.port, server: connection.server });
+  // Before the watches: a request before the first sync is answered "not ready", not refused.
+  if (options.ipamSocket !== '')
+    await startAgentIpam({
+      path: options.ipamSocket,
+      node: options.nodeName,
+      ds: connection.datastore,
+      state: () => started.state,
+      log,
+      metrics,
+      lifecycle,
+    });
   const state = await AgentState.start({ node: options.nodeName, connection, log, metrics });
   started.state = state;
   const watched = state;
@@ -181,6 +193,7 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
       ...(options.nodeCacheFile !== DEFAULT_NODE_CACHE_FILE && options.nodeCacheFile !== ''
         ? { nodeCacheFile: options.nodeCacheFile }
         : {}),
+      ...(options.ipamSocket !== '' ? { agentSocket: options.ipamSocket } : {}),
       plugin: options.plugin,
     },
     kubeconfigPath: options.pluginKubeconfig,

@@ -2,7 +2,7 @@
  * The agent's Prometheus metrics (beside the shared ones of block-controller/shared/metrics.ts).
  * Every series carries `node`, so a federated view over all agents needs no relabelling.
  */
-import { Counter, Gauge } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { createMetrics, METRIC_PREFIX } from '../shared/index.ts';
 import type { DaemonMetrics } from '../shared/index.ts';
 
@@ -18,6 +18,8 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly cacheWrites: Counter<'node' | 'result'>;
   readonly tokenRefreshes: Counter<'node' | 'result'>;
   readonly routePasses: Counter<'node' | 'status'>;
+  readonly ipamRequests: Counter<'node' | 'op' | 'outcome'>;
+  readonly ipamRequestSeconds: Histogram<'node' | 'op'>;
 }
 
 export function createAgentMetrics(): AgentMetrics {
@@ -77,6 +79,20 @@ export function createAgentMetrics(): AgentMetrics {
       name: `${P}route_passes_total`,
       help: 'Route passes (--routes), by outcome: done, waiting (view not synced or own Node missing), error',
       labelNames: ['node', 'status'],
+      registers,
+    }),
+    ipamRequests: new Counter({
+      name: `${P}ipam_requests_total`,
+      help: 'IPAM socket requests by op (add, del, check, gc, status; unknown when unparsable) and outcome (the outcome kind, or error_<kind>)',
+      labelNames: ['node', 'op', 'outcome'],
+      registers,
+    }),
+    ipamRequestSeconds: new Histogram({
+      name: `${P}ipam_request_duration_seconds`,
+      help: 'IPAM socket requests, from accept to answer, by op',
+      labelNames: ['node', 'op'],
+      // 1 ms … 10 s: a warm ADD is one block UPDATE (~10 ms); a claim or a retry storm is more
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
   };

@@ -12,6 +12,7 @@ import { LOG_LEVELS } from '../shared/index.ts';
 import type { PluginSettings } from './install/conflist.ts';
 import type { LogLevel } from '../shared/index.ts';
 import { isBindHost, isNodeName, shownNumber } from '../shared/usage.ts';
+import { DEFAULT_IPAM_SOCKET } from './ipam/socket-path.ts';
 
 export interface AgentOptions {
   /**
@@ -28,6 +29,8 @@ export interface AgentOptions {
   readonly metricsPort: number;
   /** Node cache file; empty string = do not write one. */
   readonly nodeCacheFile: string;
+  /** The IPAM server's Unix socket (ipam/); empty string = no IPAM server. */
+  readonly ipamSocket: string;
   /** Period of the timed pre-claim pass, s. */
   readonly upkeepSeconds: number;
   /** Program routes to other nodes' blocks (routes/). */
@@ -105,6 +108,11 @@ export async function parseOptions(
         type: 'string',
         default: DEFAULT_NODE_CACHE_FILE,
         describe: 'Node cache file ("" = none)',
+      },
+      'ipam-socket': {
+        type: 'string',
+        default: DEFAULT_IPAM_SOCKET,
+        describe: 'Serve IPAM for this node on this Unix socket, root-only ("" = off)',
       },
       'upkeep-seconds': { type: 'number', default: 10, describe: 'Period of the timed pre-claim pass' },
       routes: { type: 'boolean', default: false, describe: 'Program routes to the other nodes’ blocks' },
@@ -198,6 +206,12 @@ export async function parseOptions(
       // 576: the IPv4 minimum datagram (RFC 791); 65535: the largest Linux lets a veth have (ETH_MAX_MTU)
       if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576 && a.mtu <= 65535))
         throw new Error(`--mtu must be an integer 576-65535, not ${shownNumber(a.mtu)}`);
+      const socket = a['ipam-socket'];
+      // 107: a Unix socket path's limit (sun_path is 108 bytes with its NUL)
+      if (socket !== '' && (!isAbsolute(socket) || Buffer.byteLength(socket) > 107))
+        throw new Error(
+          `--ipam-socket must be an absolute path of at most 107 bytes, not ${JSON.stringify(socket)}`,
+        );
       const logFile = a['plugin-log-file'];
       // the plugin's netconf refuses these too, but only at its first call: refused here at start-up
       if (logFile !== undefined && logFile !== '' && !isAbsolute(logFile))
@@ -244,6 +258,7 @@ export async function parseOptions(
     metricsHost: parsed['metrics-host'],
     metricsPort: parsed['metrics-port'],
     nodeCacheFile: parsed['node-cache-file'],
+    ipamSocket: parsed['ipam-socket'],
     upkeepSeconds: parsed['upkeep-seconds'],
     routes: parsed.routes,
     ipCommand: parsed['ip-command'],

@@ -184,6 +184,16 @@ export class AgentState {
     return this.#list<Pod>('pods');
   }
 
+  /** A pod bound to this node, as watched (undefined: not seen, or not on this node). */
+  pod(namespace: string, name: string): Pod | undefined {
+    return this.#watches.pods.get(name, namespace);
+  }
+
+  /** A namespace, as watched. */
+  namespace(name: string): Namespace | undefined {
+    return this.#watches.namespaces.get(name);
+  }
+
   /** Stops every watch. */
   async stop(): Promise<void> {
     await Promise.all(Object.values(this.#watches).map((w) => w.stop()));

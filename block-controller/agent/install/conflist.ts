@@ -25,6 +25,11 @@ export interface ConflistOptions {
   /** The node cache file, when not the plugin's default. */
   readonly nodeCacheFile?: string;
   /**
+   * The agent's IPAM socket (absolute path), written as `ipam.agentSocket`: the plugin forwards
+   * each call there. Undefined: the agent serves no IPAM and the field is left out.
+   */
+  readonly agentSocket?: string;
+  /**
    * The address families every pod gets, as the configured pools' (the chart passes them):
    * IPv4 only (the default), IPv6 only (`assignIPv4: false, assignIPv6: true`) or both.
    * Written as the plugin's netconf `ipam.assignIPv4` / `assignIPv6` (defaults true / false there).
@@ -65,6 +70,7 @@ export function conflistFor(options: ConflistOptions): Record<string, unknown> {
   const ipam: Record<string, unknown> = { type: 'blockipam', kubeconfig: options.kubeconfig };
   if (options.nodeName !== undefined) ipam.nodeName = options.nodeName;
   if (options.nodeCacheFile !== undefined) ipam.nodeCacheFile = options.nodeCacheFile;
+  if (options.agentSocket !== undefined) ipam.agentSocket = options.agentSocket;
   if (!ipv4) ipam.assignIPv4 = false;
   if (ipv6) ipam.assignIPv6 = true;
   for (const [key, value] of Object.entries(options.plugin ?? {})) if (value !== undefined) ipam[key] = value;

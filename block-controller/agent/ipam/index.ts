@@ -1,0 +1,88 @@
+/**
+ * The agent's IPAM server, wired (docs/design-agent.md §IPAM server): the socket server
+ * (server.ts) answering with core's node IPAM service over the batching datastore over the view
+ * of the node's blocks (view-datastore.ts), with inputs from the watches (inputs.ts) and STATUS
+ * falling back to the last known state (status.ts). The service is made at the first request
+ * after the agent's watches synced; before that, and once the agent is stopping, every request
+ * is answered `notReady`.
+ */
+import { createBatchingDatastore } from 'blockipam/core';
+import type { Datastore, IPAMBlock } from 'blockipam/core';
+import { createNodeIpam } from 'blockipam/core/node-ipam';
+import type { NodeIpam } from 'blockipam/core/node-ipam';
+import { errorFields, F } from '../../shared/index.ts';
+import type { Lifecycle, Logger } from '../../shared/index.ts';
+import type { AgentMetrics } from '../metrics.ts';
+import type { AgentState } from '../state.ts';
+import { agentInputs } from './inputs.ts';
+import { startIpamServer } from './server.ts';
+import type { IpamServer } from './server.ts';
+import { withLastKnownStatus } from './status.ts';
+import { createViewDatastore, lastKnownDatastore } from './view-datastore.ts';
+
+// 15 s: requests in flight at SIGTERM may finish (a warm ADD takes milliseconds; a claim under
+// load seconds), within the lifecycle's 20 s before the kubelet's SIGKILL at 30 s.
+const DRAIN_MS = 15_000;
+
+export interface AgentIpamOptions {
+  readonly path: string;
+  readonly node: string;
+  /** The agent's datastore (KubeDatastore): writes and misses go there. */
+  readonly ds: Datastore;
+  /** The watched state once started (undefined before: requests are `notReady`). */
+  readonly state: () => AgentState | undefined;
+  readonly log: Logger;
+  readonly metrics: AgentMetrics;
+  readonly lifecycle: Lifecycle;
+}
+
+/**
+ * Starts serving; on shutdown stops accepting at once (the plugin then takes its direct path),
+ * lets requests in flight finish (at most 15 s) and removes the socket.
+ * @throws Error naming the path when the socket's directory or a file at the path is unusable
+ */
+export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamServer> {
+  const { node, log, lifecycle } = options;
+  let ipam: NodeIpam | undefined;
+  const server = await startIpamServer({
+    path: options.path,
+    node,
+    log,
+    metrics: options.metrics,
+    ipam: () => {
+      if (lifecycle.stopping) return 'the agent is stopping';
+      const state = options.state();
+      if (!state?.synced) return `the agent has not synced yet (${(state?.unsynced ?? ['all']).join(', ')})`;
+      return (ipam ??= serviceFor(state, options));
+    },
+  });
+  const close = (): Promise<void> => server.close(DRAIN_MS);
+  lifecycle.signal.addEventListener('abort', () => void close().catch(() => undefined), { once: true });
+  lifecycle.onStop('ipam server', close);
+  return server;
+}
+
+/** The node IPAM service over the view, the batching datastore and the watched inputs. */
+function serviceFor(state: AgentState, options: AgentIpamOptions): NodeIpam {
+  const { node, log } = options;
+  const view = createViewDatastore({ inner: options.ds, node, watched: () => state.nodeBlocks() });
+  state.onChange((kind, _event, object) => {
+    if (kind === 'blocks') view.observe(object as IPAMBlock);
+  });
+  const inputs = agentInputs({ state, ds: options.ds });
+  const service = createNodeIpam({
+    ds: createBatchingDatastore(view),
+    inputs,
+    allocator: {
+      onRollbackFailure: (f) =>
+        log.warn('dual-stack rollback left addresses allocated', {
+          [F.node]: node,
+          [F.handle]: f.handle,
+          [F.address]: f.addresses.join(','),
+          ...errorFields(f.error),
+        }),
+    },
+  });
+  log.info('IPAM service ready', { [F.node]: node });
+  return withLastKnownStatus({ ipam: service, lastKnown: lastKnownDatastore(view, node), inputs, log });
+}

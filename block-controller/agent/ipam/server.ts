@@ -1,0 +1,205 @@
+/**
+ * The agent's IPAM server (docs/design-agent.md §IPAM server): serves its node's NodeIpam on a
+ * root-only Unix socket, one request per connection, in the protocol of core/node-ipam. A
+ * connection sends one JSON request and a newline (at most MAX_REQUEST_BYTES); the server runs
+ * the operation bounded by the request's `timeoutMs`, writes one JSON response and a newline,
+ * and closes. Until the agent has synced its view (and once it is stopping) every request is
+ * answered `notReady`, never from a guess.
+ */
+import { unlinkSync } from 'node:fs';
+import { createServer, type Socket } from 'node:net';
+import { errorKindOf, MAX_REQUEST_BYTES, NODE_IPAM_PROTOCOL, parseRequest } from 'blockipam/core/node-ipam';
+import type {
+  NodeIpam,
+  NodeIpamErrorKind,
+  NodeIpamOp,
+  NodeIpamRequest,
+  NodeIpamResponse,
+} from 'blockipam/core/node-ipam';
+import { errorFields, F } from '../../shared/index.ts';
+import type { Logger } from '../../shared/index.ts';
+import type { AgentMetrics } from '../metrics.ts';
+import { listenRootOnly, prepareSocketDir, removeStaleSocket } from './socket-path.ts';
+
+// 10 s: a client that connected and sent no full request in this time is gone or broken (the
+// plugin writes its request right after connect); the connection is closed without an answer.
+const READ_TIMEOUT_MS = 10_000;
+
+export interface IpamServerOptions {
+  /** The socket's path (its directory is made root-owned 0700). */
+  readonly path: string;
+  readonly node: string;
+  /**
+   * The service, or why there is none to serve with yet: a string is the `notReady` message
+   * (not synced, stopping).
+   */
+  readonly ipam: () => NodeIpam | string;
+  readonly log: Logger;
+  readonly metrics: Pick<AgentMetrics, 'ipamRequests' | 'ipamRequestSeconds'>;
+}
+
+export interface IpamServer {
+  readonly path: string;
+  /** Requests being served now. */
+  readonly inFlight: number;
+  /**
+   * Stops accepting, waits for the requests in flight (at most `drainMs`), removes the socket.
+   * Idempotent.
+   */
+  close(drainMs: number): Promise<void>;
+}
+
+type Response = NodeIpamResponse;
+
+const failure = (kind: NodeIpamErrorKind, message: string): Response => ({
+  v: NODE_IPAM_PROTOCOL,
+  ok: false,
+  error: { kind, message },
+});
+
+/**
+ * Starts the server: prepares the directory, removes a stale socket, listens (socket 0600).
+ * @throws Error naming the path when the directory or an existing file there is unusable
+ */
+export async function startIpamServer(options: IpamServerOptions): Promise<IpamServer> {
+  const { log, node } = options;
+  prepareSocketDir(options.path);
+  await removeStaleSocket(options.path);
+  const inFlight = new Set<Promise<void>>();
+  const server = createServer((socket) => {
+    const work = serveConnection(socket, options);
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  });
+  server.on('error', (error) =>
+    log.warn('IPAM socket error', { [F.path]: options.path, ...errorFields(error) }),
+  );
+  await listenRootOnly(server, options.path);
+  log.info('IPAM server listening', { [F.node]: node, [F.path]: options.path });
+  let closing: Promise<void> | undefined;
+  return {
+    path: options.path,
+    get inFlight() {
+      return inFlight.size;
+    },
+    close(drainMs) {
+      return (closing ??= (async () => {
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        let timer: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), drainMs)));
+        const drained = await Promise.race([Promise.allSettled([...inFlight]).then(() => true), timedOut]);
+        clearTimeout(timer);
+        if (!drained) log.warn('IPAM requests still in flight at shutdown', { [F.count]: inFlight.size });
+        try {
+          unlinkSync(options.path);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
+        if (drained) await closed;
+      })());
+    },
+  };
+}
+
+/** Reads one request from `socket`, answers it, closes. Never rejects. */
+async function serveConnection(socket: Socket, options: IpamServerOptions): Promise<void> {
+  const started = performance.now();
+  const read = await readRequest(socket);
+  if (read === undefined) {
+    socket.destroy();
+    return;
+  }
+  let op: NodeIpamOp | 'unknown' = 'unknown';
+  let response: Response;
+  if ('problem' in read) response = failure('badRequest', read.problem);
+  else {
+    const parsed = parseRequest(read.doc);
+    if ('problem' in parsed) response = failure('badRequest', parsed.problem);
+    else {
+      op = parsed.op;
+      response = await run(parsed, options);
+    }
+  }
+  report(options, op, response, (performance.now() - started) / 1000);
+  await new Promise<void>((resolve) => socket.end(`${JSON.stringify(response)}\n`, resolve));
+}
+
+/** Runs a valid request: `notReady` before the service exists, errors mapped by errorKindOf. */
+async function run(request: NodeIpamRequest, options: IpamServerOptions): Promise<Response> {
+  const ipam = options.ipam();
+  if (typeof ipam === 'string') return failure('notReady', ipam);
+  const signal = AbortSignal.timeout(request.timeoutMs);
+  try {
+    const outcome = await (ipam[request.op] as (call: unknown, signal: AbortSignal) => Promise<unknown>)(
+      request.call,
+      signal,
+    );
+    return { v: NODE_IPAM_PROTOCOL, ok: true, outcome } as Response;
+  } catch (error) {
+    return failure(errorKindOf(error), error instanceof Error ? error.message : String(error));
+  }
+}
+
+/**
+ * One request's text: up to the first newline (or the end of the stream), at most
+ * MAX_REQUEST_BYTES. @returns the decoded JSON, a problem (too large, not JSON), or undefined
+ * when the client went away or sent nothing in time
+ */
+function readRequest(socket: Socket): Promise<{ doc: unknown } | { problem: string } | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const finish = (result: { doc: unknown } | { problem: string } | undefined): void => {
+      if (done) return;
+      done = true;
+      socket.setTimeout(0);
+      // Whatever more the client sends is read and dropped: a paused socket could stall a
+      // client still writing an oversized request, which would then never read its answer.
+      socket.removeAllListeners('data');
+      socket.on('data', () => undefined);
+      resolve(result);
+    };
+    const decode = (bytes: Buffer): void => {
+      try {
+        finish({ doc: JSON.parse(bytes.toString('utf8')) as unknown });
+      } catch (error) {
+        finish({ problem: `request: not JSON (${(error as Error).message})` });
+      }
+    };
+    socket.setTimeout(READ_TIMEOUT_MS, () => finish(undefined));
+    socket.on('error', () => finish(undefined));
+    socket.on('end', () => (size === 0 ? finish(undefined) : decode(Buffer.concat(chunks))));
+    socket.on('data', (chunk: Buffer) => {
+      const newline = chunk.indexOf(0x0a);
+      const take = newline >= 0 ? chunk.subarray(0, newline) : chunk;
+      size += take.length;
+      if (size > MAX_REQUEST_BYTES) {
+        finish({ problem: `request: larger than ${MAX_REQUEST_BYTES} bytes` });
+        return;
+      }
+      chunks.push(take);
+      if (newline >= 0) decode(Buffer.concat(chunks));
+    });
+  });
+}
+
+/** Logs (debug; warn for failures) and counts one answered request. */
+function report(
+  options: IpamServerOptions,
+  op: NodeIpamOp | 'unknown',
+  response: Response,
+  seconds: number,
+): void {
+  const outcome = response.ok ? outcomeKind(response.outcome) : `error_${response.error.kind}`;
+  options.metrics.ipamRequests.inc({ node: options.node, op, outcome });
+  options.metrics.ipamRequestSeconds.observe({ node: options.node, op }, seconds);
+  const fields = { [F.node]: options.node, op, outcome, [F.durationMs]: Math.round(seconds * 1000) };
+  if (response.ok) options.log.debug('IPAM request', fields);
+  else options.log.warn('IPAM request failed', { ...fields, [F.error]: response.error.message });
+}
+
+function outcomeKind(outcome: unknown): string {
+  const kind = (outcome as { kind?: unknown }).kind;
+  return typeof kind === 'string' ? kind : 'ok';
+}

@@ -1,0 +1,216 @@
+/**
+ * The IPAM server's datastore (docs/design-agent.md §IPAM server): the agent's KubeDatastore,
+ * except that a LIST of this node's blocks is answered from the agent's label-selected watch of
+ * them, with the agent's own writes laid over it the moment they succeed — so the next request
+ * sees its predecessor's write before the watch echoes it. Everything else (GETs, other LISTs,
+ * every write) goes to the inner datastore.
+ *
+ * A LIST is "of this node's blocks" when its selector requires this node's label
+ * (`node.ipam.blockipam.io/<key>` in matchLabels, or an Exists / In requirement on it): every
+ * block it can select carries the label, so the watch holds them all; the answer is the watched
+ * blocks that match the selector (core's matchesSelector). A stale answer is safe: every write
+ * is a compare-and-swap, and a write that loses one re-reads that block (a GET, laid over the
+ * view) before the error goes back to the allocator.
+ */
+import { isConflict, isNotFound, matchesSelector, nodeLabel } from 'blockipam/core';
+import type {
+  Datastore,
+  DeletePreconditions,
+  IPAMBlock,
+  LabelSelector,
+  ListOptions,
+  ResourceStore,
+} from 'blockipam/core';
+
+export interface ViewDatastoreOptions {
+  /** The agent's datastore: everything the view does not answer goes there. */
+  readonly inner: Datastore;
+  readonly node: string;
+  /** The watched blocks carrying the node's label (AgentState.nodeBlocks). */
+  readonly watched: () => readonly IPAMBlock[];
+}
+
+/** Counts for tests and metrics. */
+export interface ViewStats {
+  /** LISTs of the node's blocks answered from the view. */
+  viewLists: number;
+  /** Block reads sent to the inner datastore (GETs, other LISTs, re-reads after a conflict). */
+  blockReads: number;
+}
+
+export interface ViewDatastore extends Datastore {
+  readonly stats: ViewStats;
+  /** Tells the view of a watch event of one of the node's blocks (drops an overlay it caught up with). */
+  observe(block: IPAMBlock): void;
+}
+
+/** A write of ours not yet seen by the watch: the block as written, or undefined once deleted. */
+interface Overlay {
+  readonly block: IPAMBlock | undefined;
+  readonly resourceVersion: string;
+}
+
+/**
+ * True when `a` is a later resourceVersion than `b`. Kubernetes' are etcd revisions (decimal
+ * integers) in practice; anything else is taken as not later, so a watch event always replaces
+ * an overlay it cannot be compared with.
+ */
+function later(a: string | undefined, b: string | undefined): boolean {
+  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return BigInt(a) > BigInt(b);
+}
+
+/** True when every object `selector` selects carries label `key` (matchLabels, Exists, In). */
+function requiresLabel(selector: LabelSelector | undefined, key: string): boolean {
+  return (
+    selector?.matchLabels?.[key] !== undefined ||
+    (selector?.matchExpressions ?? []).some(
+      (r) => r.key === key && (r.operator === 'Exists' || r.operator === 'In'),
+    )
+  );
+}
+
+/**
+ * True when a watched copy at `seen` makes the overlay redundant: a written block is caught up
+ * with at its own resourceVersion, a deletion only by a later one (the watch's copy at the
+ * deleted version is the block before the delete).
+ */
+function caughtUp(overlay: Overlay, seen: string | undefined): boolean {
+  return overlay.block ? !later(overlay.resourceVersion, seen) : later(seen, overlay.resourceVersion);
+}
+
+/** Builds the view over `options.inner`. */
+export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastore {
+  const { inner } = options;
+  const key = nodeLabel(options.node);
+  const overlays = new Map<string, Overlay>();
+  const stats: ViewStats = { viewLists: 0, blockReads: 0 };
+
+  const lay = (name: string, block: IPAMBlock | undefined, resourceVersion: string | undefined): void => {
+    const current = overlays.get(name);
+    if (current && later(current.resourceVersion, resourceVersion)) return;
+    overlays.set(name, { block: block && structuredClone(block), resourceVersion: resourceVersion ?? '' });
+  };
+
+  const covers = (selector: LabelSelector | undefined): boolean => requiresLabel(selector, key);
+
+  const fromView = (selector: LabelSelector | undefined): IPAMBlock[] => {
+    stats.viewLists += 1;
+    const byName = new Map(options.watched().map((b) => [b.metadata.name, b]));
+    for (const [name, overlay] of overlays) {
+      const seen = byName.get(name);
+      if (seen ? caughtUp(overlay, seen.metadata.resourceVersion) : !overlay.block) {
+        overlays.delete(name); // the watch has caught up
+        continue;
+      }
+      if (overlay.block) byName.set(name, overlay.block);
+      else byName.delete(name);
+    }
+    return [...byName.values()]
+      .filter((b) => matchesSelector(selector, b.metadata.labels))
+      .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
+      .map((b) => structuredClone(b));
+  };
+
+  /** After a lost compare-and-swap: the block as it is now, laid over the view (best effort). */
+  const reread = async (name: string, signal: AbortSignal | undefined): Promise<void> => {
+    stats.blockReads += 1;
+    try {
+      const fresh = await inner.blocks.get(name, signal ? { signal } : {});
+      if (fresh) lay(name, fresh, fresh.metadata.resourceVersion);
+    } catch {
+      // the caller's own error goes back; the watch will catch up
+    }
+  };
+
+  const blocks: ResourceStore<IPAMBlock> = {
+    get(name, callOptions) {
+      stats.blockReads += 1;
+      return inner.blocks.get(name, callOptions);
+    },
+    async list(listOptions?: ListOptions) {
+      if (covers(listOptions?.labelSelector)) {
+        listOptions?.signal?.throwIfAborted();
+        return fromView(listOptions?.labelSelector);
+      }
+      stats.blockReads += 1;
+      return inner.blocks.list(listOptions);
+    },
+    listMetadata: (o) => inner.blocks.listMetadata(o),
+    listPage: (o) => inner.blocks.listPage(o),
+    async create(object, callOptions) {
+      const created = await inner.blocks.create(object, callOptions);
+      lay(created.metadata.name, created, created.metadata.resourceVersion);
+      return created;
+    },
+    async update(object, callOptions) {
+      const name = object.metadata.name;
+      try {
+        const updated = await inner.blocks.update(object, callOptions);
+        lay(name, updated, updated.metadata.resourceVersion);
+        return updated;
+      } catch (error) {
+        if (isConflict(error)) await reread(name, callOptions?.signal);
+        if (isNotFound(error)) lay(name, undefined, object.metadata.resourceVersion);
+        throw error;
+      }
+    },
+    async delete(name, preconditions?: DeletePreconditions, callOptions?) {
+      const known =
+        preconditions?.resourceVersion ??
+        overlays.get(name)?.resourceVersion ??
+        options.watched().find((b) => b.metadata.name === name)?.metadata.resourceVersion;
+      try {
+        await inner.blocks.delete(name, preconditions, callOptions);
+      } catch (error) {
+        if (isNotFound(error)) lay(name, undefined, known);
+        throw error;
+      }
+      lay(name, undefined, known);
+    },
+  };
+
+  return {
+    stats,
+    observe(block) {
+      const overlay = overlays.get(block.metadata.name);
+      if (overlay && caughtUp(overlay, block.metadata.resourceVersion)) overlays.delete(block.metadata.name);
+    },
+    pools: inner.pools,
+    blocks,
+    configs: inner.configs,
+    reservations: inner.reservations,
+    getPod: (...a) => inner.getPod(...a),
+    getNamespace: (...a) => inner.getNamespace(...a),
+    getNode: (...a) => inner.getNode(...a),
+    listPods: (...a) => inner.listPods(...a),
+    listNodes: (...a) => inner.listNodes(...a),
+    listPodPage: (...a) => inner.listPodPage(...a),
+    listNodePage: (...a) => inner.listNodePage(...a),
+  };
+}
+
+/**
+ * The node's blocks as last known, and nothing else: LISTs of the node's blocks come from the
+ * view; every other block read answers "none" (the API server is taken as unreachable, and what
+ * is unknown is no obstacle); writes are refused. For STATUS during an API outage (status.ts).
+ */
+export function lastKnownDatastore(view: ViewDatastore, node: string): Datastore {
+  const key = nodeLabel(node);
+  const own = (selector: LabelSelector | undefined): boolean => requiresLabel(selector, key);
+  const refuse = (): never => {
+    throw new Error('the last known state is read-only');
+  };
+  return {
+    ...view,
+    blocks: {
+      get: () => Promise.resolve(undefined),
+      list: (o) => (own(o?.labelSelector) ? view.blocks.list(o) : Promise.resolve([])),
+      listMetadata: () => Promise.resolve([]),
+      listPage: () => Promise.resolve({ items: [], resourceVersion: '' }),
+      create: refuse,
+      update: refuse,
+      delete: refuse,
+    },
+  };
+}
