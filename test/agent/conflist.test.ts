@@ -47,6 +47,16 @@ describe('the conflist’s address families', () => {
     });
   });
 
+  test('the agent’s IPAM socket, when it serves one, as ipam.agentSocket', () => {
+    const ipam = (options: Omit<ConflistOptions, 'kubeconfig'>): unknown =>
+      (conflistFor({ kubeconfig: KUBECONFIG, ...options }).plugins as { ipam: unknown }[])[0]?.ipam;
+    assert.deepEqual(ipam({ agentSocket: '/var/run/blockipam/agent/ipam.sock' }), {
+      type: 'blockipam',
+      kubeconfig: KUBECONFIG,
+      agentSocket: '/var/run/blockipam/agent/ipam.sock',
+    });
+  });
+
   test('no family at all is refused', () => {
     assert.throws(
       () => conflistFor({ kubeconfig: KUBECONFIG, assignIPv4: false }),

@@ -40,6 +40,17 @@ describe('agent options', () => {
     test(`--metrics-host ${host} is taken`, async () =>
       assert.equal((await parseOptions([...base, '--metrics-host', host], {})).metricsHost, host));
 
+  test('--ipam-socket: the default path, "" (off), an absolute path; a relative or too long one is refused', async () => {
+    assert.equal((await parseOptions(base, {})).ipamSocket, '/var/run/blockipam/agent/ipam.sock');
+    assert.equal((await parseOptions([...base, '--ipam-socket='], {})).ipamSocket, '');
+    assert.equal((await parseOptions([...base, '--ipam-socket=/run/x.sock'], {})).ipamSocket, '/run/x.sock');
+    for (const bad of ['x.sock', `/${'a'.repeat(107)}`])
+      await assert.rejects(
+        parseOptions([...base, `--ipam-socket=${bad}`], {}),
+        /--ipam-socket must be an absolute path of at most 107 bytes/,
+      );
+  });
+
   for (const mtu of ['99999999', '65536', '575', '1500.5', 'abc'])
     test(`--mtu ${mtu} is refused`, async () =>
       assert.rejects(parseOptions([...base, '--mtu', mtu], {}), /--mtu must be an integer 576-65535, not /));

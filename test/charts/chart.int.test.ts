@@ -99,7 +99,14 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         );
       assert.equal(agent.livenessProbe.httpGet.path, '/healthz');
       assert.equal(agent.readinessProbe.httpGet.path, '/readyz');
-      for (const arg of ['--install-cni', '--routes=true', '--cni-version=1.1.0', '--portmap=true'])
+      for (const arg of [
+        '--install-cni',
+        '--routes=true',
+        '--cni-version=1.1.0',
+        '--portmap=true',
+        // in the mounted /var/run/blockipam: the plugin on the host finds the socket there
+        '--ipam-socket=/var/run/blockipam/agent/ipam.sock',
+      ])
         assert.ok(agent.args.includes(arg), `${arg} in ${agent.args.join(' ')}`);
       assert.ok(!agent.args.some((a) => a.startsWith('--mtu')), 'mtu 0: ptp decides');
       for (const arg of [

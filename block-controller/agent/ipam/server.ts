@@ -66,7 +66,9 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
   prepareSocketDir(options.path);
   await removeStaleSocket(options.path);
   const inFlight = new Set<Promise<void>>();
-  const server = createServer((socket) => {
+  // allowHalfOpen: a client may end its side right after the request (the plugin does); the
+  // answer still has to go out on ours.
+  const server = createServer({ allowHalfOpen: true }, (socket) => {
     const work = serveConnection(socket, options);
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
@@ -122,6 +124,7 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
   }
   report(options, op, response, (performance.now() - started) / 1000);
   await new Promise<void>((resolve) => socket.end(`${JSON.stringify(response)}\n`, resolve));
+  socket.destroySoon();
 }
 
 /** Runs a valid request: `notReady` before the service exists, errors mapped by errorKindOf. */

@@ -1,5 +1,5 @@
 /**
- * STATUS from the node's own state (docs/design-agent.md §STATUS): the service's STATUS gets
+ * STATUS from the node's own state (docs/design-agent.md §IPAM server): the service's STATUS gets
  * STATUS_API_MS; when it fails for the API server's sake (unreachable, 5xx, refused credentials,
  * out of time) the answer comes from the agent's last synced view instead — the same rule
  * (core's STATUS) over a datastore that knows only the node's own blocks and takes "no
