@@ -29,7 +29,8 @@ export interface AgentProcess {
 
 /**
  * Starts the agent for `node` with the admin kubeconfig (unless `args` names another
- * `--kubeconfig`); `args` and `env` are added.
+ * `--kubeconfig`) and no IPAM socket (unless `args` names `--ipam-socket`); `args` and `env` are
+ * added.
  */
 export function startAgent(
   node: string,
@@ -47,6 +48,9 @@ export function startAgent(
       '127.0.0.1',
       '--metrics-port',
       '0',
+      // no IPAM socket unless asked for: the default path is the host's, and agents of one test
+      // run side by side on this host
+      ...(args.some((a) => a.startsWith('--ipam-socket')) ? [] : ['--ipam-socket=']),
       ...args,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NAME: '', ...env } },

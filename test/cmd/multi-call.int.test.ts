@@ -182,6 +182,7 @@ describe('the multi-call executable', () => {
         controlPlane().adminKubeconfig,
         '--node-cache-file',
         cache,
+        '--ipam-socket=', // not the host's default path
         '--metrics-port',
         '0',
       ],

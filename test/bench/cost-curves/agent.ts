@@ -112,6 +112,7 @@ async function measureAgent(
       'warn',
       '--node-cache-file',
       cache,
+      '--ipam-socket=', // not the host's default path
     ],
     { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_NAME: '' } },
   );

@@ -34,6 +34,8 @@ export function startNodeAgent(w: World, i: number, args: readonly string[] = []
       ...['netns', 'exec', ns, process.execPath, AGENT_MAIN],
       ...['--node-name', w.nodeName(i), '--kubeconfig', controlPlane().adminKubeconfig],
       ...['--metrics-host', '127.0.0.1', '--metrics-port', '0'],
+      // no IPAM socket unless asked for: the node namespaces share this host's file system
+      ...(args.some((a) => a.startsWith('--ipam-socket')) ? [] : ['--ipam-socket=']),
       ...args,
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
