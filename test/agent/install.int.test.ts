@@ -133,6 +133,8 @@ describe('agent install mode', () => {
     '1400',
     '--token-expiration-seconds',
     '600',
+    // no agent serves here: the conflist names no IPAM socket (the plugin's direct path)
+    '--ipam-socket=',
   ];
 
   test('install (once): files, contents and modes', () => {
