@@ -24,6 +24,8 @@ import { listenRootOnly, prepareSocketDir, removeStaleSocket } from './socket-pa
 // 10 s: a client that connected and sent no full request in this time is gone or broken (the
 // plugin writes its request right after connect); the connection is closed without an answer.
 const READ_TIMEOUT_MS = 10_000;
+// 2^31 - 1 ms (~24.8 days): Node's timer limit; a request's timeoutMs above it is taken as this.
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export interface IpamServerOptions {
   /** The socket's path (its directory is made root-owned 0700). */
@@ -131,8 +133,8 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
 async function run(request: NodeIpamRequest, options: IpamServerOptions): Promise<Response> {
   const ipam = options.ipam();
   if (typeof ipam === 'string') return failure('notReady', ipam);
-  const signal = AbortSignal.timeout(request.timeoutMs);
   try {
+    const signal = AbortSignal.timeout(Math.min(Math.ceil(request.timeoutMs), MAX_TIMEOUT_MS));
     const outcome = await (ipam[request.op] as (call: unknown, signal: AbortSignal) => Promise<unknown>)(
       request.call,
       signal,
