@@ -144,7 +144,7 @@ describe('agent IPAM server', () => {
     assert.equal(d.uid, 0);
   });
 
-  test('ADD, repeated ADD, CHECK, DEL, CHECK, GC', async () => {
+  test('ADD (also for a pod the API server does not know), repeated ADD, CHECK, DEL, CHECK, GC', async () => {
     const first = await add('c-one');
     const address = addressOf(first);
     const blocks = await ds.blocks.list({ labelSelector: affineSelector(NODE) });
@@ -157,6 +157,23 @@ describe('agent IPAM server', () => {
       'the block records the handle',
     );
     assert.equal(outcome(await add('c-one')).kind, 'duplicate');
+    // a pod the watch of this node's pods does not hold is read from the API server: none there
+    const ghost = outcome(
+      await ask(
+        request('add', {
+          attachment: attachment('c-ghost'),
+          pod: { namespace: 'default', name: 'ghost' },
+          families: [4],
+          pools: { 4: [], 6: [] },
+          staticIPs: [],
+        }),
+      ),
+    );
+    assert.equal(ghost.kind, 'allocated');
+    assert.equal(ghost.podNotFound, true);
+    assert.deepEqual(outcome(await ask(request('del', { attachment: attachment('c-ghost') }))), {
+      released: 1,
+    });
     const bare = address.split('/')[0] as string;
     const check = (expectedIPs: string[]) =>
       ask(request('check', { attachment: attachment('c-one'), expectedIPs }));
@@ -228,7 +245,7 @@ describe('agent IPAM server', () => {
     const metrics = (await scrape(agent)).text;
     const has = (re: RegExp): void => assert.ok(re.test(metrics), `metrics show ${re}`);
     has(
-      /blockipam_agent_ipam_requests_total\{node="ipams-1",op="add",outcome="allocated",component="agent"\} 53\n/,
+      /blockipam_agent_ipam_requests_total\{node="ipams-1",op="add",outcome="allocated",component="agent"\} 54\n/,
     );
     has(
       /blockipam_agent_ipam_requests_total\{node="ipams-1",op="add",outcome="duplicate",component="agent"\} 1\n/,
@@ -236,7 +253,7 @@ describe('agent IPAM server', () => {
     has(
       /blockipam_agent_ipam_requests_total\{node="ipams-1",op="unknown",outcome="error_badRequest",component="agent"\} 4\n/,
     );
-    has(/blockipam_agent_ipam_request_duration_seconds_count\{[^}]*op="add"[^}]*\} 54\n/);
+    has(/blockipam_agent_ipam_request_duration_seconds_count\{[^}]*op="add"[^}]*\} 55\n/);
   });
 
   test('SIGTERM: stops serving and removes the socket', async () => {
