@@ -55,6 +55,12 @@ describe('the conflist’s address families', () => {
       kubeconfig: KUBECONFIG,
       agentSocket: '/var/run/blockipam/agent/ipam.sock',
     });
+    // the plugin reads it back and forwards to the agent
+    const list = conflistFor({ kubeconfig: KUBECONFIG, agentSocket: '/var/run/blockipam/agent/ipam.sock' });
+    const [ptp] = list.plugins as Record<string, unknown>[];
+    const netconf = parseNetConf(JSON.stringify({ cniVersion: list.cniVersion, name: list.name, ...ptp }));
+    assert.equal(netconf.agentSocket, '/var/run/blockipam/agent/ipam.sock');
+    assert.equal(netconf.mode, 'agent');
   });
 
   test('no family at all is refused', () => {
