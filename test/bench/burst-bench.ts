@@ -22,6 +22,7 @@
  *
  *   node test/bench/burst-bench.ts [--calls 100] [--rounds 3] [--write-docs]
  */
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { applyNode, eventually, scrape, startAgent } from '../agent/agent-process.ts';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { fixture } from '../plugin/helpers/cluster.ts';
-import { ensurePlugin } from '../plugin/helpers/plugin-exe.ts';
+import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { BLOCK_UPDATE, cniCode, IPAM_REQUEST, launchBurst, sumOf } from './burst-lib.ts';
 import { renderBurst, type Burst } from './burst-report.ts';
 import { cpuSeconds } from './churn-lib.ts';
@@ -184,6 +185,10 @@ async function main(): Promise<void> {
     loadStart: load0,
     loadEnd: load1,
     serverVersion: cp.serverVersion,
+    commit: spawnSync('git', ['rev-parse', '--short', 'HEAD'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    }).stdout.trim(),
     writeDocs: values['write-docs'],
   });
   console.log(text);

@@ -44,12 +44,15 @@ export interface BurstRun {
   readonly loadStart: number;
   readonly loadEnd: number;
   readonly serverVersion: string;
+  /** the commit the plugin and agent were built from (`git rev-parse --short HEAD`) */
+  readonly commit: string;
   readonly writeDocs: boolean;
 }
 
 const MODES = ['agent', 'standalone'] as const;
 const f = (v: number, d = 1): string => (Number.isNaN(v) ? '—' : v.toFixed(d));
 const med = (v: readonly number[]): number => pct(v, 50);
+const met = (ok: boolean): string => (ok ? 'met' : 'not met');
 
 /** Medians over rounds (per-call CPU: over every call of every round) for one mode. */
 function medians(bursts: readonly Burst[], mode: string, calls: number) {
@@ -130,9 +133,11 @@ export async function renderBurst(bursts: readonly Burst[], run: BurstRun): Prom
     );
   const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
   const text = [
-    `${N} calls per burst, ${run.rounds} rounds, ${when} UTC, kube-apiserver ${run.serverVersion}, Node ${process.version}; load average (1 min) ${run.loadStart.toFixed(2)} at the start, ${run.loadEnd.toFixed(2)} at the end.`,
+    `${N} calls per burst, ${run.rounds} rounds, ${when} UTC, plugin and agent of ${run.commit}, kube-apiserver ${run.serverVersion}, Node ${process.version}; load average (1 min) ${run.loadStart.toFixed(2)} at the start, ${run.loadEnd.toFixed(2)} at the end.`,
     '',
     ...summary,
+    '',
+    `Against the goals (agent, medians): ADD burst ${f(a.addWallS, 2)} s (${met(a.addWallS <= 3)}), ${f(a.updatesPerAdd, 2)} block UPDATEs per ADD (${met(a.updatesPerAdd <= 0.2)}), plugin CPU ${f(a.cpuAdd)} ms per ADD and ${f(a.cpuDel)} ms per DEL (${met(a.cpuAdd <= 10 && a.cpuDel <= 10)}).`,
     '',
     ...perRound,
     '',
@@ -186,7 +191,7 @@ async function writeDocs(
     `\`node test/bench/burst-bench.ts --calls ${run.calls} --rounds ${run.rounds}\` (\`bash scripts/bench.sh burst\` runs the defaults, 100 calls and 3 rounds).
 One kube-apiserver + etcd on loopback, the CRDs, one pool of /26 blocks. \`agent\`: the plugin executable (the Bun build that ships) with \`ipam.agentSocket\`, forwarding to ONE real node agent process (\`block-controller/agent/main.ts\`, its IPAM socket in a temp directory; no routes, no node cache file, nothing on the host changed); \`standalone\`: the same executable with \`ipam.mode: standalone\` (the direct path: host lock, LIST of the node's blocks, core's allocation with compare-and-swap) for another node, which has no agent. Per mode a warm-up burst first (not counted: the node's blocks get claimed), then the rounds, the two modes taking turns (which goes first alternates). A burst is ${run.calls} plugin processes forked at once, each with its own container ID, no pod (CNI_ARGS empty: no pod or namespace reads), then their ${run.calls} DELs at once.
 Wall time: first fork to last exit. Block UPDATEs and other requests: kube-apiserver's \`apiserver_request_total\` over the burst (\`ipamblocks\` PUTs; other = blockipam's kinds and pods, namespaces, nodes, not WATCHes — the agent's own requests included), divided by the calls. Plugin CPU: user + system of each plugin process from \`wait4(2)\` (the whole process: runtime start-up, module load, exit), not the plugin's own \`done\` log line. Agent CPU: the agent process over the burst (\`/proc\`), divided by the calls. "Served by the agent": the calls the agent's \`blockipam_agent_ipam_requests_total\` counted (a call that fell back to the direct path would be missing). "Left after DEL": the burst's allocations still on the API server.
-This machine (2 cores) is shared with other engineers' builds and tests while the bench runs: the load average above is what it was, and wall times move with it between runs; the two modes take turns so that load falls on both alike.
+This machine (2 cores) is shared with other engineers' builds and tests while the bench runs: the load average above is what it was (the figure at the end also counts the last burst's own processes, up to ${run.calls} runnable at once), and wall times move with it between runs; the two modes take turns so that load falls on both alike.
 
 Goals for the agent path: a ${run.calls}-ADD burst ≤ 3 s, ≤ 0.2 block UPDATEs per ADD, ≤ 10 ms of plugin CPU per call. Before the agent served IPAM, the direct path took 6.2–6.7 s for a burst of 100 ADDs (§CNI plugin), about one block UPDATE per ADD, and 33–41 ms of CPU per plugin call.
 
