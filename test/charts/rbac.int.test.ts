@@ -228,138 +228,144 @@ describe('the chart’s RBAC and admission policy', () => {
     }
   });
 
-  // The plugin's credential writes blocks (allocate, borrow, release); the agent's only creates
-  // and deletes them (next test): the same per-node rules hold both.
-  test('the policy (the plugin’s credential): a node writes its own blocks, borrows only its own allocations, never another node’s block', async () => {
-    const cred = plugin1;
-    const sa = PLUGIN_SA;
-    const other = '10.77.1.0/26';
-    // effective ~1 s after the binding: until then the probe may pass — undo it and retry
-    await eventually(() => {
-      const r = as(cred, ['create', '-f', '-'], block(other, NODES[1]));
-      if (r.status === 0) admin(['delete', 'ipamblock', '10-77-1-0-26']);
-      refused(
-        r,
-        // either policy may answer first: the claims policy or the per-node blocks policy
-        /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only between itself and none; IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
-        'claim for another node',
+  // Both node credentials write blocks (the agent serves its node's IPAM; the plugin's direct
+  // path when the agent is away): the same per-node rules hold both.
+  for (const who of ['plugin', 'agent'] as const)
+    test(`the policy (the ${who}’s credential): a node writes its own blocks, borrows only its own allocations, never another node’s block`, async () => {
+      admin(['delete', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`]);
+      const cred = who === 'plugin' ? plugin1 : node1;
+      const sa = who === 'plugin' ? PLUGIN_SA : NODE_SA;
+      const other = '10.77.1.0/26';
+      // effective ~1 s after the binding: until then the probe may pass — undo it and retry
+      await eventually(() => {
+        const r = as(cred, ['create', '-f', '-'], block(other, NODES[1]));
+        if (r.status === 0) admin(['delete', 'ipamblock', '10-77-1-0-26']);
+        refused(
+          r,
+          // either policy may answer first: the claims policy or the per-node blocks policy
+          /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only between itself and none; IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
+          'claim for another node',
+        );
+      }, 'the policy takes effect');
+
+      // a claim is what core creates: empty, affine to the node, core's labels
+      const claim = newBlock({
+        cidr: parseCidr('10.77.0.0/26')!,
+        pool: POOL,
+        node: NODES[0],
+        nowMs: 100, // sequence 100: below the test blocks' (sequence never decreases)
+      });
+      allowed(as(cred, ['create', '-f', '-'], claim), 'claim its own block');
+      allowed(
+        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
+        'allocate in its own block',
       );
-    }, 'the policy takes effect');
+      // node 2 borrows an address in node 1's block (as admin: the test's node 2 identity is not needed)
+      adminOk(['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0], 1: NODES[1] }));
+      // a reviewer's probe: the owner freed a borrower's address in its own block (handed out twice
+      // later), or took an unowned block holding one to wipe it; owners are bound like anyone else
+      refused(
+        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
+        /may add or remove only its own allocations in IPAMBlock 10-77-0-0-26 \(affine to rbac-n1\); ordinal\(s\) 1 belong to other nodes/,
+        'free a borrower’s address in its own block',
+      );
+      refused(
+        as(cred, ['delete', 'ipamblock', '10-77-0-0-26']),
+        /ordinal\(s\) 1 belong to other nodes/,
+        'delete its own block holding a borrower’s address',
+      );
+      allowed(
+        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', null, { 1: NODES[1] })),
+        'release its own block (affinity → none), the borrower’s address kept',
+      );
+      allowed(
+        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 1: NODES[1] })),
+        'claim an unowned block, leaving others’ allocations alone',
+      );
+      refused(
+        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], {})),
+        /ordinal\(s\) 1 belong to other nodes/,
+        'wipe the unowned block it just took',
+      );
 
-    // a claim is what core creates: empty, affine to the node, core's labels
-    const claim = newBlock({
-      cidr: parseCidr('10.77.0.0/26')!,
-      pool: POOL,
-      node: NODES[0],
-      nowMs: 100, // sequence 100: below the test blocks' (sequence never decreases)
+      // another node's block: borrowing
+      adminOk(['create', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }));
+      const borrowed = { 0: NODES[1], 5: NODES[0] };
+      // the labels core derives from the allocations (core/block/labels.ts): borrowing adds the
+      // borrower's node label "borrowed" (found by the fresh-user review: every borrow was refused)
+      const ownerLabel = { [nodeLabel(NODES[1])]: 'affine' };
+      const borrowerLabel = { [nodeLabel(NODES[0])]: 'borrowed' };
+      adminOk(['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel));
+      allowed(
+        as(
+          cred,
+          ['replace', '-f', '-'],
+          block(other, NODES[1], borrowed, { ...ownerLabel, ...borrowerLabel }),
+        ),
+        'borrow: add its own allocation and its node label "borrowed"',
+      );
+      refused(
+        as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, borrowerLabel)),
+        /may not change the labels of IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\) other than a node label "borrowed".*changed: node\.ipam\.blockipam\.io\//,
+        'drop the owner’s node label',
+      );
+      refused(
+        as(
+          cred,
+          ['replace', '-f', '-'],
+          block(other, NODES[1], borrowed, {
+            ...ownerLabel,
+            ...borrowerLabel,
+            'ipam.blockipam.io/pool': 'elsewhere',
+          }),
+        ),
+        /changed: ipam\.blockipam\.io\/pool/,
+        'move the block to another pool label',
+      );
+
+      refused(
+        as(cred, ['replace', '-f', '-'], block(other, NODES[1], { ...borrowed, 6: NODES[1] })),
+        /may add or remove only its own allocations in IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\); ordinal\(s\) 6 belong to other nodes/,
+        'add an allocation for another node',
+      );
+      refused(
+        as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 5: NODES[0] })),
+        /ordinal\(s\) 0 belong to other nodes/,
+        'remove the owner’s allocation',
+      );
+      refused(
+        as(cred, ['replace', '-f', '-'], block(other, NODES[0], borrowed)),
+        /would go from rbac-n2 to rbac-n1/,
+        'take another node’s block',
+      );
+      refused(
+        as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, { x: 'y' })),
+        /may not change the labels of IPAMBlock 10-77-1-0-26/,
+        'relabel another node’s block',
+      );
+      refused(
+        as(cred, ['delete', 'ipamblock', '10-77-1-0-26']),
+        /would go from rbac-n2 to none/,
+        'delete another node’s block',
+      );
+      allowed(
+        as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel)),
+        'release its borrowed address (and its node label "borrowed" goes)',
+      );
+
+      // the same ServiceAccount with a token that names no node writes nothing
+      refused(
+        as(credential(sa), ['create', '-f', '-'], block('10.77.2.0/26', NODES[0])),
+        // either policy may answer first: the per-node blocks policy or the claims policy
+        /may write IPAMBlocks only with a token that names its node|node \(none\) may claim IPAMBlock 10-77-2-0-26 only with spec\.affinity = itself/,
+        'a token without a node name',
+      );
+      // the controller is not bound by the per-node policy (it releases any node's leaks)
+      allowed(
+        as(credential(CONTROLLER_SA, 'controller'), ['replace', '-f', '-'], block(other, NODES[1])),
+        'the controller releases',
+      );
     });
-    allowed(as(cred, ['create', '-f', '-'], claim), 'claim its own block');
-    allowed(
-      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
-      'allocate in its own block',
-    );
-    // node 2 borrows an address in node 1's block (as admin: the test's node 2 identity is not needed)
-    adminOk(['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0], 1: NODES[1] }));
-    // a reviewer's probe: the owner freed a borrower's address in its own block (handed out twice
-    // later), or took an unowned block holding one to wipe it; owners are bound like anyone else
-    refused(
-      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
-      /may add or remove only its own allocations in IPAMBlock 10-77-0-0-26 \(affine to rbac-n1\); ordinal\(s\) 1 belong to other nodes/,
-      'free a borrower’s address in its own block',
-    );
-    refused(
-      as(cred, ['delete', 'ipamblock', '10-77-0-0-26']),
-      /ordinal\(s\) 1 belong to other nodes/,
-      'delete its own block holding a borrower’s address',
-    );
-    allowed(
-      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', null, { 1: NODES[1] })),
-      'release its own block (affinity → none), the borrower’s address kept',
-    );
-    allowed(
-      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 1: NODES[1] })),
-      'claim an unowned block, leaving others’ allocations alone',
-    );
-    refused(
-      as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], {})),
-      /ordinal\(s\) 1 belong to other nodes/,
-      'wipe the unowned block it just took',
-    );
-
-    // another node's block: borrowing
-    adminOk(['create', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }));
-    const borrowed = { 0: NODES[1], 5: NODES[0] };
-    // the labels core derives from the allocations (core/block/labels.ts): borrowing adds the
-    // borrower's node label "borrowed" (found by the fresh-user review: every borrow was refused)
-    const ownerLabel = { [nodeLabel(NODES[1])]: 'affine' };
-    const borrowerLabel = { [nodeLabel(NODES[0])]: 'borrowed' };
-    adminOk(['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel));
-    allowed(
-      as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, { ...ownerLabel, ...borrowerLabel })),
-      'borrow: add its own allocation and its node label "borrowed"',
-    );
-    refused(
-      as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, borrowerLabel)),
-      /may not change the labels of IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\) other than a node label "borrowed".*changed: node\.ipam\.blockipam\.io\//,
-      'drop the owner’s node label',
-    );
-    refused(
-      as(
-        cred,
-        ['replace', '-f', '-'],
-        block(other, NODES[1], borrowed, {
-          ...ownerLabel,
-          ...borrowerLabel,
-          'ipam.blockipam.io/pool': 'elsewhere',
-        }),
-      ),
-      /changed: ipam\.blockipam\.io\/pool/,
-      'move the block to another pool label',
-    );
-
-    refused(
-      as(cred, ['replace', '-f', '-'], block(other, NODES[1], { ...borrowed, 6: NODES[1] })),
-      /may add or remove only its own allocations in IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\); ordinal\(s\) 6 belong to other nodes/,
-      'add an allocation for another node',
-    );
-    refused(
-      as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 5: NODES[0] })),
-      /ordinal\(s\) 0 belong to other nodes/,
-      'remove the owner’s allocation',
-    );
-    refused(
-      as(cred, ['replace', '-f', '-'], block(other, NODES[0], borrowed)),
-      /would go from rbac-n2 to rbac-n1/,
-      'take another node’s block',
-    );
-    refused(
-      as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, { x: 'y' })),
-      /may not change the labels of IPAMBlock 10-77-1-0-26/,
-      'relabel another node’s block',
-    );
-    refused(
-      as(cred, ['delete', 'ipamblock', '10-77-1-0-26']),
-      /would go from rbac-n2 to none/,
-      'delete another node’s block',
-    );
-    allowed(
-      as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel)),
-      'release its borrowed address (and its node label "borrowed" goes)',
-    );
-
-    // the same ServiceAccount with a token that names no node writes nothing
-    refused(
-      as(credential(sa), ['create', '-f', '-'], block('10.77.2.0/26', NODES[0])),
-      // either policy may answer first: the per-node blocks policy or the claims policy
-      /may write IPAMBlocks only with a token that names its node|node \(none\) may claim IPAMBlock 10-77-2-0-26 only with spec\.affinity = itself/,
-      'a token without a node name',
-    );
-    // the controller is not bound by the per-node policy (it releases any node's leaks)
-    allowed(
-      as(credential(CONTROLLER_SA, 'controller'), ['replace', '-f', '-'], block(other, NODES[1])),
-      'the controller releases',
-    );
-  });
 
   test('the policy (the agent’s credential): it claims and deletes only its own blocks', async () => {
     admin(['delete', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`]);
@@ -375,11 +381,6 @@ describe('the chart’s RBAC and admission policy', () => {
     }, 'the policy takes effect');
     const claim = newBlock({ cidr: parseCidr('10.77.0.0/26')!, pool: POOL, node: NODES[0], nowMs: 100 });
     allowed(as(node1, ['create', '-f', '-'], claim), 'claim its own block');
-    refused(
-      as(node1, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
-      forbidden(NODE_SA, 'update', 'ipamblocks'),
-      'the agent allocates (the plugin’s verb)',
-    );
     adminOk(['create', '-f', '-'], block(other, NODES[1]));
     refused(
       as(node1, ['delete', 'ipamblock', '10-77-1-0-26']),
