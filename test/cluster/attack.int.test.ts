@@ -18,8 +18,8 @@
  *  3. CREATE 20 unowned blocks labelled affine to node 2 (core's `nodeLabel`);
  *  4. CREATE a block outside every pool (10.250.0.0/26), and a claim for node 2;
  *  5. UPDATE node 2's block: add another node's allocation, take over or remove node 2's pod's
- *     allocation, change its affinity (to node 1, to none), change its labels (the agent's
- *     account has no `update`: RBAC refuses it first); DELETE it; mint a plugin token bound to
+ *     allocation, change its affinity (to node 1, to none), change its labels (the policy
+ *     answers both node credentials: each may update blocks); DELETE it; mint a plugin token bound to
  *     node 2's Node, or an unbound one (the tokens policy; the plugin's account: RBAC), a node
  *     token bound to node 2's agent pod (RBAC); delete the pool;
  *  6. the controller's token creates a block and mints a node token;
@@ -354,7 +354,7 @@ function nodeProbes(cred: Credential): Probe[] {
     who: cred,
     what,
     run: () => replaceVictim(cred, change),
-    refusal: orRbac(refusal, 'update'),
+    refusal,
   });
   const others = (ordinal: number): RegExp =>
     new RegExp(
@@ -366,9 +366,6 @@ function nodeProbes(cred: Credential): Probe[] {
   const victimPod = agentPod(n2);
   const isAgent = cred.what === 'the agent token';
   const user = `${NAMESPACE}:${isAgent ? NODE_SA : PLUGIN_SA}`;
-  // the agent's account has no `update` on blocks (the plugin's verb): RBAC answers first
-  const orRbac = (policy: RegExp, verb: string): RegExp =>
-    isAgent ? new RegExp(`${policy.source}|${forbidden(user, verb, 'ipamblocks').source}`) : policy;
   const node2Uid = kubectlOk(['get', 'node', n2, '-o', 'jsonpath={.metadata.uid}']).trim();
   const mint = (sa: string, bound: string[]): RunResult =>
     as(cred, ['create', 'token', sa, '-n', NAMESPACE, ...bound]);

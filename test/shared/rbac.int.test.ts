@@ -4,12 +4,14 @@
 // run with that ServiceAccount's token against the real API server. They must do their work —
 // the controller takes the lease, releases a leak, a deleted node's block and an unowned empty
 // block, writes pool status and an Event; the agent pre-claims, releases an idle block, writes
-// the node cache and installs the plugin (TokenRequest bound to its Node) — with no API error at all (a 403
-// would be counted in blockipam_api_errors_total and logged).
+// the node cache, installs the plugin (TokenRequest bound to its Node) and, as its node's IPAM
+// server, allocates for a pod it has not watched yet and releases it — with no API error at all
+// (a 403 would be counted in blockipam_api_errors_total and logged).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -20,6 +22,7 @@ import { IPAM_CONFIG_NAME } from 'blockipam/core';
 import { KubeTransport } from 'blockipam/core/kube';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
+import { NODE_IPAM_PROTOCOL } from 'blockipam/core/node-ipam/protocol';
 import { applyNode, eventually, scrape, startAgent } from '../agent/agent-process.ts';
 import { blockObject, cleanCluster, createNamespace, poolObject } from '../cli/cluster.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
@@ -133,6 +136,28 @@ async function serviceAccount(name: string, rules: Rules): Promise<string> {
     { mode: 0o600 },
   );
   return file;
+}
+
+/** One node IPAM request over the agent's socket: its JSON answer. */
+function askAgent(
+  socket: string,
+  op: string,
+  call: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const s = connect(socket);
+    let answer = '';
+    s.on('data', (chunk) => (answer += chunk.toString()));
+    s.on('error', reject);
+    s.on('end', () => {
+      try {
+        resolve(JSON.parse(answer) as Record<string, unknown>);
+      } catch {
+        reject(new Error(`not a JSON answer: ${JSON.stringify(answer)}`));
+      }
+    });
+    s.end(`${JSON.stringify({ v: NODE_IPAM_PROTOCOL, op, timeoutMs: 20_000, call })}\n`);
+  });
 }
 
 /** The sum of blockipam_api_errors_total and the lines mentioning a refusal. */
@@ -289,6 +314,7 @@ describe('RBAC: the documented rules are enough', () => {
     await ds.blocks.create(blockObject({ cidr: '10.79.0.64/26', pool: 'rb-p4', affinity: 'rb-n2' }));
     writeFileSync(join(dir, 'plugin-source'), '#!/bin/sh\necho plugin\n');
     const cache = join(dir, 'node-cache.json');
+    const socket = join(dir, 'agent', 'ipam.sock');
     const agent = startAgent('rb-n2', [
       ...[
         '--node-cache-file',
@@ -306,6 +332,7 @@ describe('RBAC: the documented rules are enough', () => {
         join(dir, 'net.d', 'blockipam.kubeconfig'),
       ],
       ...['--service-account', 'plugin', '--namespace', NS, '--kubeconfig', kubeconfig],
+      ...['--ipam-socket', socket],
     ]);
     try {
       await eventually(
@@ -340,6 +367,21 @@ describe('RBAC: the documented rules are enough', () => {
       }
       await eventually('the node cache file', () => (existsSync(cache) ? true : undefined));
       assert.equal((await scrape(agent, '/readyz')).status, 200);
+      // the IPAM server: an ADD for a pod it has not watched (one GET of the pod, then the block
+      // UPDATE), and its DEL
+      const attachment = { network: 'rbac', containerID: 'rb-c1', ifname: 'eth0' };
+      const added = await askAgent(socket, 'add', {
+        attachment,
+        pod: { namespace: NS, name: 'rb-unwatched' },
+        node: 'rb-n2',
+        families: [4],
+        pools: { 4: [], 6: [] },
+        staticIPs: [],
+      });
+      assert.equal(added.ok, true, JSON.stringify(added));
+      assert.equal((added.outcome as { kind: string }).kind, 'allocated', JSON.stringify(added));
+      const released = await askAgent(socket, 'del', { attachment, node: 'rb-n2' });
+      assert.deepEqual(released, { v: NODE_IPAM_PROTOCOL, ok: true, outcome: { released: 1 } });
       assert.deepEqual(await apiErrors(await agent.port(), agent.lines), [], 'no request was refused');
     } catch (error) {
       console.log(
