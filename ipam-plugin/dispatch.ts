@@ -35,20 +35,14 @@ export interface Io {
 }
 
 export interface Deps {
-  /** The direct path's backend (core's allocator over the API server: kube-backend.ts). */
+  /** The direct path's backend (core's node IPAM service over the API server: kube-backend.ts). */
   readonly backend: BackendFactory;
   /**
-   * Takes the host lock on netconf's `ipam.lockFile` (the direct path only). Default: the
-   * flock(2) lock acquireHostLock (host/lock.ts; Bun only; in-process tests under Node inject one).
+   * Takes the host lock on netconf's `ipam.lockFile` (the direct path only), trying for at most
+   * `timeoutMs`; `onWait` runs once when another process holds it. Default: the flock(2) lock
+   * acquireHostLock (host/lock.ts; Bun only; in-process tests under Node inject one).
    */
-  readonly lock?: (
-    path: string,
-    timeoutMs: number,
-    holderNice: number,
-    beforeWait?: () => void,
-  ) => Promise<HostLock>;
-  /** Default: isHostLockFree (host/lock.ts). */
-  readonly lockFree?: (path: string) => Promise<boolean>;
+  readonly lock?: (path: string, timeoutMs: number, onWait: () => void) => Promise<HostLock>;
 }
 
 const commands: Readonly<Record<Exclude<CniCommand, 'VERSION'>, Command>> = {
@@ -86,12 +80,14 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       level: conf.logLevel,
     });
     log.bind({ cmd: env.command, network: conf.name, containerID: env.containerID, ifname: env.ifname });
+    if (conf.deprecated)
+      log.log('info', 'netconf fields ignored (deprecated, no longer used)', { fields: conf.deprecated });
     const logger = log;
     const ctx: CommandContext = {
       env,
       conf,
       log,
-      ipam: async () => (client ??= await openClient(conf, env.command, logger, deps)),
+      ipam: async () => (client ??= await openClient(conf, logger, deps)),
     };
     const out = await commands[env.command](ctx);
     log.log('info', 'done', {
@@ -127,7 +123,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
  * no connect(). The direct path's modules (core, the Kubernetes transport, the host lock) are
  * imported here, only when it is taken.
  */
-async function openClient(conf: NetConf, command: CniCommand, log: Logger, deps: Deps): Promise<IpamClient> {
+async function openClient(conf: NetConf, log: Logger, deps: Deps): Promise<IpamClient> {
   if (conf.mode === 'agent' && conf.agentSocket !== undefined) {
     const { connectAgent } = await import('./backend/agent-client.ts');
     const c = await connectAgent({ socket: conf.agentSocket, timeoutMs: conf.timeoutMs });
@@ -139,19 +135,12 @@ async function openClient(conf: NetConf, command: CniCommand, log: Logger, deps:
     });
   }
   const { createDirectClient } = await import('./backend/direct-client.ts');
-  const { lock, lockFree } = deps;
+  const { lock } = deps;
   return createDirectClient({
     conf,
-    command,
     log,
     backend: deps.backend,
-    ...(lock
-      ? {
-          lock: (beforeWait?: () => void) =>
-            lock(conf.lockFile, conf.lockTimeoutMs, conf.lockHolderNice, beforeWait),
-        }
-      : {}),
-    ...(lockFree ? { lockFree: () => lockFree(conf.lockFile) } : {}),
+    ...(lock ? { lock: (onWait: () => void) => lock(conf.lockFile, conf.lockTimeoutMs, onWait) } : {}),
   });
 }
 

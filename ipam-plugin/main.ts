@@ -67,8 +67,7 @@ async function main(): Promise<void> {
       },
     },
     {
-      backend: async (conf, command) =>
-        (await import('./backend/kube-backend.ts')).createKubeBackend(conf, command),
+      backend: async (conf) => (await import('./backend/kube-backend.ts')).createKubeBackend(conf),
     },
   );
   process.exit(stdoutFailure === undefined ? code : 1);

@@ -10,7 +10,6 @@
  */
 import type { KubeClientConfig } from './config.ts';
 import { tlsMaterialProblem } from './tls-material.ts';
-import { runnableDeadline } from './deadline.ts';
 import type { Exchange, HttpClient, Outgoing } from './node-client.ts';
 
 /** The part of Bun's RequestInit that standard typings lack. */
@@ -116,11 +115,11 @@ export function fetchClient(
   if (options.preconnect ?? true) preconnect(origin);
   return {
     async send({ method, path, headers, body, timeoutMs, signal }: Outgoing): Promise<Exchange> {
-      const deadline = runnableDeadline(timeoutMs);
+      const deadline = AbortSignal.timeout(timeoutMs);
       const init: BunRequestInit = {
         method,
         headers,
-        signal: signal ? AbortSignal.any([deadline.signal, signal]) : deadline.signal,
+        signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
         redirect: 'manual',
         verbose: false,
         ...(body === undefined ? {} : { body }),
@@ -161,8 +160,6 @@ export function fetchClient(
         if (proxyNote && typeof error.code === 'string')
           throw Object.assign(new Error(`${error.message} (${proxyNote})`), { code: error.code, cause: e });
         throw e;
-      } finally {
-        deadline.clear();
       }
       return { status: res.status, text, retryAfter: res.headers.get('retry-after') ?? undefined };
     },

@@ -10,11 +10,13 @@
  *
  * Errors are core/errors' typed classes (NotFound, AlreadyExists, Conflict, Invalid, Unavailable,
  * ApiError); `api.stats` counts requests. The kubeconfig loader is its own entry
- * (core/kube/kubeconfig.ts) because it loads the YAML parser: this one must not.
+ * (core/kube/kubeconfig.ts) because it loads the YAML parser: this one must not
+ * (`kubeconfigFromDocument` takes a document parsed by the caller, e.g. JSON.parse).
  */
 export type { KubeClientConfig } from './config.ts';
 export { KubeDatastore } from '../datastore/kube.ts';
 export { KubeconfigError, isKubeconfigError } from './kubeconfig-error.ts';
+export { kubeconfigFromDocument } from './kubeconfig-document.ts';
 export { tlsMaterialProblem } from './tls-material.ts';
 export { errorFor, KubeTransport } from './transport.ts';
 export type { HttpClientKind, Method, RequestOptions, TransportStats } from './transport.ts';

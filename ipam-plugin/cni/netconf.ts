@@ -5,7 +5,6 @@
 import { hostname } from 'node:os';
 import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from 'blockipam/core/address';
 import type { Attachment } from 'blockipam/core';
-import { HOLDER_NICE } from '../host/priority.ts';
 import { CniCode, CniError } from './errors.ts';
 import * as generated from './netconf-validate.generated.ts';
 import { implicitVersion, requireSupported, type CniVersion } from './versions.ts';
@@ -53,37 +52,19 @@ export interface NetConf {
   readonly timeoutMs: number;
   /** How long to wait for the host lock. Default 60 000 ms. */
   readonly lockTimeoutMs: number;
-  /**
-   * Nice value of the plugin's threads while it holds the host lock (host/priority.ts), -20…0;
-   * 0 turns the raise off. Default -10.
-   */
-  readonly lockHolderNice: number;
-  /**
-   * An auto-assign ADD that finds the host lock held queues its request, and the holder
-   * allocates every queued ADD of its node together, one UPDATE per block
-   * (docs/design-plugin.md §Host lock, "Combining"). Default true.
-   */
-  readonly lockQueue: boolean;
-  /** Directory of the node-local snapshot cache. Default `/var/lib/cni/blockipam`. */
+  /** The directory of the host lock's default file. Default `/var/lib/cni/blockipam`. */
   readonly cacheDir: string;
   /**
    * The host lock's file (flock(2), docs/design-plugin.md §Host lock). Default
    * `<cacheDir>/ipam.lock`: every blockipam network of a host with the default cacheDir shares it.
    */
   readonly lockFile: string;
-  /** Max age of the cached pool snapshot and node labels; 0 disables. Default 10 000 ms. */
-  readonly snapshotTtlMs: number;
   /**
-   * The node agent's node cache file (docs/design-node-cache.md). Absent: core's default
-   * `/var/run/blockipam/node-cache.json`, applied by the direct path (kube-backend.ts), so the
-   * agent path never loads core.
+   * Netconf fields given that no longer mean anything (`lockHolderNice`, `lockQueue`,
+   * `snapshotTtlMs`, `nodeCacheFile`, `nodeCacheMaxAgeMs`: {@link deprecatedFields}), in schema
+   * order; absent when none was. Accepted so that a stale conflist does not fail every pod.
    */
-  readonly nodeCacheFile?: string;
-  /**
-   * Oldest node cache heartbeat used, ms; 0 disables the node cache. Absent: core's default
-   * 20 000 ms, applied by the direct path.
-   */
-  readonly nodeCacheMaxAgeMs?: number;
+  readonly deprecated?: readonly string[];
   /**
    * The node agent's IPAM socket (absolute path, written into the conflist by the agent).
    * Absent: no agent, every call takes the direct path (docs/design-plugin.md §Thin client).
@@ -124,7 +105,20 @@ const validate = generated.validate as unknown as ((data: unknown) => boolean) &
 };
 
 export const defaultKubeconfig = '/etc/cni/net.d/blockipam-kubeconfig';
-/** Default `ipam.cacheDir` (node-local state that survives a reboot harmlessly). */
+/**
+ * `ipam` fields of the removed plugin caches, lock queue and holder priority: accepted (schema-checked
+ * as before) and ignored for one release, so that a conflist written before does not fail every
+ * pod (docs/design-plugin.md §Netconf fields).
+ */
+export const deprecatedFields = [
+  'lockHolderNice',
+  'lockQueue',
+  'snapshotTtlMs',
+  'nodeCacheFile',
+  'nodeCacheMaxAgeMs',
+] as const;
+
+/** Default `ipam.cacheDir` (the host lock's directory). */
 export const defaultCacheDir = '/var/lib/cni/blockipam';
 
 /**
@@ -211,6 +205,7 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     }
   }
   const i = c.ipam;
+  const deprecated = deprecatedFields.filter((f) => i[f] !== undefined);
   const families: IPFamily[] = [];
   if (i.assignIPv4 ?? true) families.push(4);
   if (i.assignIPv6 ?? false) families.push(6);
@@ -241,13 +236,9 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     ...(i.dns !== undefined ? { dns: i.dns } : {}),
     timeoutMs: i.timeoutMs ?? 30_000,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
-    lockHolderNice: i.lockHolderNice ?? HOLDER_NICE,
-    lockQueue: i.lockQueue ?? true,
     cacheDir: i.cacheDir ?? defaultCacheDir,
     lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,
-    snapshotTtlMs: i.snapshotTtlMs ?? 10_000,
-    ...(i.nodeCacheFile !== undefined ? { nodeCacheFile: i.nodeCacheFile } : {}),
-    ...(i.nodeCacheMaxAgeMs !== undefined ? { nodeCacheMaxAgeMs: i.nodeCacheMaxAgeMs } : {}),
+    ...(deprecated.length > 0 ? { deprecated } : {}),
     ...(i.agentSocket !== undefined ? { agentSocket: i.agentSocket } : {}),
     mode: i.mode ?? (i.agentSocket !== undefined ? 'agent' : 'standalone'),
     configIPs,

@@ -167,9 +167,8 @@ async function run(inv: Invocation, ds: MemoryDatastore): Promise<Outcome> {
       stderr: { write: () => undefined },
     },
     {
-      backend: (conf) => Promise.resolve(createCoreBackend({ ds, conf, cacheKey: 'fuzz' })),
-      lock: () => Promise.resolve({ release: () => Promise.resolve() }),
-      lockFree: () => Promise.resolve(true),
+      backend: () => Promise.resolve(createCoreBackend({ ds })),
+      lock: () => Promise.resolve({ waited: false, release: () => Promise.resolve() }),
     },
   );
   return { code, stdout };

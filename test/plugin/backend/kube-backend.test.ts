@@ -1,13 +1,13 @@
-// The production backend's kubeconfig loading, in-process through the dispatcher: a kubeconfig
-// whose current-context is unset is refused as kubectl refuses it (code 11 naming
-// current-context), never "the first context" — nothing is sent to any server.
+// The production backend's kubeconfig loading: a kubeconfig whose current-context is unset is
+// refused as kubectl refuses it (code 11 naming current-context), never "the first context" —
+// nothing is sent to any server; a JSON kubeconfig (what the node agent writes) is read with
+// JSON.parse, a YAML one with the YAML loader.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { createKubeBackend, shouldPreconnect } from '../../../ipam-plugin/backend/kube-backend.ts';
-import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';
+import { createKubeBackend, loadKubeconfigFile } from '../../../ipam-plugin/backend/kube-backend.ts';
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
 import { processLock } from '../helpers/host-lock.ts';
 
@@ -59,25 +59,39 @@ contexts:
   });
 });
 
-void describe('kube backend: connection opened ahead', () => {
-  const conf = (lockQueue: boolean) =>
-    parseNetConf(
-      JSON.stringify({
-        cniVersion: '1.1.0',
-        name: 'n',
-        ipam: { type: 'blockipam', nodeName: 'n1', cacheDir: join(tmp, 'pc'), lockQueue },
-      }),
-    );
-  void it('never for STATUS (a warm one sends nothing); always for CHECK, GC and without lockQueue', async () => {
-    assert.equal(await shouldPreconnect(conf(true), 'STATUS'), false);
-    assert.equal(await shouldPreconnect(conf(false), 'STATUS'), false);
-    assert.equal(await shouldPreconnect(conf(true), 'CHECK'), true);
-    assert.equal(await shouldPreconnect(conf(true), 'GC'), true);
-    assert.equal(await shouldPreconnect(conf(false), 'ADD'), true);
-    assert.equal(await shouldPreconnect(conf(false), 'DEL'), true);
+void describe('kube backend: kubeconfig JSON first', () => {
+  const doc = {
+    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443/', 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'u', user: { token: 't0k' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    'current-context': 'x',
+  };
+  const want = { server: 'https://127.0.0.1:6443', token: 't0k', insecureSkipTLSVerify: true };
+
+  void it('JSON is read with JSON.parse: a duplicate key (last wins) that the YAML loader refuses', async () => {
+    const path = join(tmp, 'agent.kubeconfig');
+    // The YAML loader refuses duplicate map keys ("Map keys must be unique"); JSON.parse keeps the last.
+    writeFileSync(path, JSON.stringify(doc).replace('{"clusters"', '{"current-context":"none","clusters"'));
+    assert.deepEqual(await loadKubeconfigFile(path), want);
   });
-  void it('for ADD and DEL with lockQueue, as the lock probe says (here under Node it cannot tell: true)', async () => {
-    assert.equal(await shouldPreconnect(conf(true), 'ADD'), true);
-    assert.equal(await shouldPreconnect(conf(true), 'DEL'), true);
+
+  void it('YAML (not JSON) goes to the YAML loader', async () => {
+    const path = join(tmp, 'user.kubeconfig');
+    writeFileSync(
+      path,
+      `clusters: [{ name: c, cluster: { server: "https://127.0.0.1:6443/", insecure-skip-tls-verify: true } }]
+users: [{ name: u, user: { token: t0k } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`,
+    );
+    assert.deepEqual(await loadKubeconfigFile(path), want);
+  });
+
+  void it('an unreadable file is a KubeconfigError naming it', async () => {
+    await assert.rejects(loadKubeconfigFile(join(tmp, 'absent')), {
+      name: 'KubeconfigError',
+      message: /cannot read kubeconfig .*absent/,
+    });
   });
 });

@@ -9,7 +9,6 @@ import { after, describe, it } from 'node:test';
 import { MemoryDatastore, UnavailableError, type IPPool } from 'blockipam/core';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
-import type { NetConf } from '../../../ipam-plugin/cni/netconf.ts';
 import { processLock } from '../helpers/host-lock.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-rollback-'));
@@ -41,7 +40,6 @@ void describe('dual-stack rollback', () => {
         type: 'blockipam',
         nodeName: 'n1',
         assignIPv6: true,
-        snapshotTtlMs: 0,
         cacheDir: join(tmp, 'c'),
       },
     });
@@ -59,7 +57,7 @@ void describe('dual-stack rollback', () => {
         stderr: { write: (s: string) => (stderr += s) },
       },
       {
-        backend: (conf: NetConf) => Promise.resolve(createCoreBackend({ ds, conf, cacheKey: 'k' })),
+        backend: () => Promise.resolve(createCoreBackend({ ds })),
         ...processLock,
       },
     );

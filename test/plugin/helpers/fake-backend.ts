@@ -1,18 +1,11 @@
 /**
- * A fake IPAM backend for protocol tests: one IPv4 block 10.244.0.0/26 (gateway .1) and one
+ * A fake direct-path backend (its node IPAM service) for protocol tests: one IPv4 block 10.244.0.0/26 (gateway .1) and one
  * IPv6 block fd00:10:244::/122 (gateway ::1), allocations kept in a map by handle. Seeded from
  * plain objects; records every call so tests can assert what the dispatcher asked for.
  */
-import type {
-  AddOutcome,
-  AddRequest,
-  Backend,
-  DelRequest,
-  GcCall,
-  AttachmentRef,
-} from '../../../ipam-plugin/backend/port.ts';
-import { handleOf } from 'blockipam/core';
-import { BackendUnavailableError } from '../../../ipam-plugin/backend/port.ts';
+import type { Backend } from '../../../ipam-plugin/backend/port.ts';
+import { handleOf, UnavailableError } from 'blockipam/core';
+import type { AddCall, AddOutcome, AttachmentRef, DelCall, GcCall } from 'blockipam/core/node-ipam/protocol';
 
 const attachmentHandle = (a: AttachmentRef): string => handleOf(a.network, a.containerID, a.ifname);
 
@@ -21,7 +14,7 @@ export interface FakeOptions {
   readonly seed?: Readonly<Record<string, readonly string[]>>;
   /** number of v4 host addresses available (default 61: a /26 less network, gateway, broadcast) */
   readonly capacity?: number;
-  /** every call throws BackendUnavailableError */
+  /** every call throws core's UnavailableError (the API server unreachable) */
   readonly unreachable?: boolean;
 }
 
@@ -39,14 +32,14 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
     new Set([...allocations.values()].flat().map((a) => a.split('/')[0] as string));
   const guard = (op: string, arg: unknown): void => {
     calls.push({ op, arg });
-    if (o.unreachable) throw new BackendUnavailableError('connect ECONNREFUSED 127.0.0.1:1');
+    if (o.unreachable) throw new UnavailableError('connect ECONNREFUSED 127.0.0.1:1');
   };
   const nextV4 = (): string | undefined => {
     const used = taken();
     for (let n = 2; n < 2 + capacity; n++) if (!used.has(`10.244.0.${n}`)) return `10.244.0.${n}`;
     return undefined;
   };
-  const addLocked = (req: AddRequest): Promise<AddOutcome> => {
+  const add = (req: AddCall): Promise<AddOutcome> => {
     guard('add', req);
     const h = attachmentHandle(req.attachment);
     const existing = allocations.get(h);
@@ -83,40 +76,42 @@ export function fakeBackend(o: FakeOptions = {}): FakeBackend {
     allocations,
     calls,
     closed: 0,
-    add(req: AddRequest): Promise<AddOutcome> {
-      return req.critical(() => addLocked(req));
-    },
-    del(req: DelRequest): Promise<number> {
-      guard('del', req);
-      const h = attachmentHandle(req.attachment);
-      const n = allocations.get(h)?.length ?? 0;
-      allocations.delete(h);
-      return Promise.resolve(n);
-    },
-    check(a: AttachmentRef, expected: readonly string[]) {
-      guard('check', { a, expected });
-      const have = allocations.get(attachmentHandle(a));
-      if (!have) return Promise.resolve({ kind: 'missing' as const, message: 'no allocation' });
-      const plain = have.map((x) => x.split('/')[0]);
-      const bad = expected.filter((e) => !plain.includes(e));
-      return Promise.resolve(
-        bad.length > 0
-          ? { kind: 'mismatch' as const, message: `not allocated: ${bad.join(',')}` }
-          : { kind: 'ok' as const },
-      );
-    },
-    gc(req: GcCall) {
-      guard('gc', req);
-      const keep = new Set(req.validAttachments.map((v) => `${req.network}.${v.containerID}.${v.ifname}`));
-      const released = [...allocations.keys()].filter((h) => h.startsWith(`${req.network}.`) && !keep.has(h));
-      for (const h of released) allocations.delete(h);
-      return Promise.resolve({ released, errors: [], aliveElsewhere: [] });
-    },
-    status() {
-      guard('status', undefined);
-      return Promise.resolve(
-        nextV4() ? { kind: 'ready' as const } : { kind: 'notReady' as const, message: 'exhausted' },
-      );
+    ipam: {
+      add,
+      del(req: DelCall) {
+        guard('del', req);
+        const h = attachmentHandle(req.attachment);
+        const n = allocations.get(h)?.length ?? 0;
+        allocations.delete(h);
+        return Promise.resolve({ released: n });
+      },
+      check(req) {
+        guard('check', req);
+        const have = allocations.get(attachmentHandle(req.attachment));
+        if (!have) return Promise.resolve({ kind: 'missing' as const, message: 'no allocation' });
+        const plain = have.map((x) => x.split('/')[0]);
+        const bad = req.expectedIPs.filter((e) => !plain.includes(e));
+        return Promise.resolve(
+          bad.length > 0
+            ? { kind: 'mismatch' as const, message: `not allocated: ${bad.join(',')}` }
+            : { kind: 'ok' as const },
+        );
+      },
+      gc(req: GcCall) {
+        guard('gc', req);
+        const keep = new Set(req.validAttachments.map((v) => `${req.network}.${v.containerID}.${v.ifname}`));
+        const released = [...allocations.keys()].filter(
+          (h) => h.startsWith(`${req.network}.`) && !keep.has(h),
+        );
+        for (const h of released) allocations.delete(h);
+        return Promise.resolve({ released, errors: [], aliveElsewhere: [] });
+      },
+      status() {
+        guard('status', undefined);
+        return Promise.resolve(
+          nextV4() ? { kind: 'ready' as const } : { kind: 'notReady' as const, message: 'exhausted' },
+        );
+      },
     },
     close() {
       backend.closed++;

@@ -1,8 +1,8 @@
 /**
  * The host lock in tests (ipam-plugin/host/lock.ts is flock(2) through bun:ffi, Bun only):
  *  - {@link holdLock}: a real Bun process (host/lock-holder.ts) holding the lock on a file;
- *  - {@link waiterOn}: resolves once the kernel shows a process blocked on that file
- *    (/proc/locks' "->" lines), so a test knows an ADD is waiting for the lock;
+ *  - {@link logged}: resolves once the plugin's log file has a line, e.g. "host lock held by
+ *    another process: waiting", so a test knows an ADD is waiting for the lock;
  *  - {@link processLock}: for dispatcher tests run in-process under Node, which has no flock —
  *    a mutex per path inside the test process. It serialises what the real lock serialises
  *    between processes; the real lock itself is tested with processes (host/lock.test.ts).
@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Deps } from '../../../ipam-plugin/dispatch.ts';
 import type { HostLock } from '../../../ipam-plugin/host/lock.ts';
@@ -85,19 +85,24 @@ export async function holdLock(path: string): Promise<LockProcess> {
 }
 
 /**
- * Resolves once `count` processes are blocked in flock(2) on `path` (polls /proc/locks' "->"
- * lines every 20 ms).
+ * Resolves with the first line of the JSON-lines log `file` whose `msg` matches `re` once it is
+ * written (checks the file every 20 ms: a condition, not a delay).
  */
-export async function waiterOn(path: string, count = 1, timeoutMs = 30_000): Promise<void> {
-  const ino = statSync(path).ino;
+export async function logged(file: string, re: RegExp, timeoutMs = 30_000): Promise<Record<string, unknown>> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const blocked = readFileSync('/proc/locks', 'utf8')
-      .split('\n')
-      .filter((l) => / -> FLOCK /.test(l) && l.split(/\s+/).some((f) => f.endsWith(`:${ino}`))).length;
-    if (blocked >= count) return;
-    if (Date.now() > until)
-      throw new Error(`${blocked} of ${count} processes blocked on ${path} after ${timeoutMs} ms`);
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      // not written yet
+    }
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const doc = JSON.parse(line) as Record<string, unknown>;
+      if (re.test(String(doc.msg))) return doc;
+    }
+    if (Date.now() > until) throw new Error(`no log line /${re.source}/ in ${file} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -105,10 +110,10 @@ export async function waiterOn(path: string, count = 1, timeoutMs = 30_000): Pro
 const held = new Map<string, Promise<void>>();
 
 /** Dispatcher deps: an in-process mutex per lock path (see the file comment). */
-export const processLock: Pick<Deps, 'lock' | 'lockFree'> = {
-  lock: async (path, _timeoutMs, _nice, beforeWait) => {
+export const processLock: Pick<Deps, 'lock'> = {
+  lock: async (path, _timeoutMs, onWait) => {
     let waited = false;
-    if (held.has(path)) beforeWait?.();
+    if (held.has(path)) onWait();
     while (held.has(path)) {
       waited = true;
       await held.get(path);
@@ -129,5 +134,4 @@ export const processLock: Pick<Deps, 'lock' | 'lockFree'> = {
     };
     return lock;
   },
-  lockFree: (path) => Promise.resolve(!held.has(path)),
 };

@@ -51,8 +51,7 @@ export async function invoke(
     },
     {
       backend: () => Promise.resolve(backend),
-      lock: () => Promise.resolve({ release: () => Promise.resolve() }),
-      lockFree: () => Promise.resolve(true),
+      lock: () => Promise.resolve({ waited: false, release: () => Promise.resolve() }),
     },
   );
   let json: Record<string, unknown> | undefined;
