@@ -1,9 +1,6 @@
 /**
  * Pod and namespace annotations that steer an allocation (docs/design-core.md §2). The names are
- * defined here once: the plugin reads them (its annotations.ts parses the values), and the node
- * agent's node cache keeps exactly these and nothing else of an object's annotations
- * (node-cache/build.ts) — other annotations, such as kubectl's last-applied-configuration (a whole
- * pod spec with literal env values), are private to the pod and never reach the node's disk.
+ * defined here once; core's node IPAM service parses the values (node-ipam/annotations.ts).
  *
  * - `ipam.blockipam.io/ippools` (pod or namespace): JSON list of pool names or CIDRs;
  * - `ipam.blockipam.io/ip-addrs` (pod): JSON list of static addresses, at most one per family.

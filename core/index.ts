@@ -13,8 +13,6 @@
  *               seed blocks exactly as the allocator writes them)
  * Datastores:   Datastore (port), MemoryDatastore, createBatchingDatastore (one UPDATE for
  *               concurrent writes of a block: the node agent's)
- * Node cache:   NodeCacheDocument, buildNodeCache, encodeNodeCache, decodeNodeCache (+ reasons),
- *               cacheSnapshot, cachedPodOf, cachedNamespaceOf (the agent → plugin cache format)
  * Errors:       NotFoundError, AlreadyExistsError, ConflictError, InvalidError,
  *               ApiError (refined: DecodeError, TlsError), UnavailableError (refined:
  *               RequestTimeoutError, ProxyError), RetriesExhaustedError (+ isX guards)
@@ -139,8 +137,6 @@ export {
   POOLS_ANNOTATION,
 } from './annotations.ts';
 export type { AllocationAnnotation, AllocationAnnotations } from './annotations.ts';
-
-export * from './node-cache/index.ts';
 
 export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts';
 export { ApiError, isApiError } from './errors/api-error.ts';

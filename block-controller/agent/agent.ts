@@ -3,7 +3,6 @@
  * (ipam/), pre-claim and idle-block release (upkeep/), the node cache file, routes (routes/), install mode (install/) —
  * behind /metrics, /healthz, /readyz, with JSON logs and a graceful SIGTERM.
  */
-import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
 import {
   connectKube,
   createLogger,
@@ -18,7 +17,6 @@ import { CniInstaller } from './install/installer.ts';
 import type { InstallOptions } from './install/installer.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
-import { NodeCacheWriter } from './node-cache-writer.ts';
 import type { AgentOptions } from './options.ts';
 import { startAgentIpam } from './ipam/index.ts';
 import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
@@ -81,11 +79,6 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     tickMs: options.upkeepSeconds * 1000,
   });
   lifecycle.onStop('upkeep', () => upkeep.stop());
-  if (options.nodeCacheFile !== '') {
-    const writer = new NodeCacheWriter({ path: options.nodeCacheFile, state, log, metrics });
-    lifecycle.onStop('node cache', () => writer.stop());
-    writer.kick();
-  }
   if (options.routes) {
     const routes = new RouteProgrammer({
       nodeName: options.nodeName,
@@ -190,9 +183,6 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
       nodeName: options.nodeName,
       assignIPv4: options.assignIpv4,
       assignIPv6: options.assignIpv6,
-      ...(options.nodeCacheFile !== DEFAULT_NODE_CACHE_FILE && options.nodeCacheFile !== ''
-        ? { nodeCacheFile: options.nodeCacheFile }
-        : {}),
       ...(options.ipamSocket !== '' ? { agentSocket: options.ipamSocket } : {}),
       plugin: options.plugin,
     },

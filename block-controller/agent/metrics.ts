@@ -15,7 +15,6 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly affineBlocks: Gauge<'node' | 'pool' | 'family'>;
   readonly watermark: Gauge<'node'>;
   readonly atBlockLimit: Gauge<'node' | 'pool'>;
-  readonly cacheWrites: Counter<'node' | 'result'>;
   readonly tokenRefreshes: Counter<'node' | 'result'>;
   readonly routePasses: Counter<'node' | 'status'>;
   readonly ipamRequests: Counter<'node' | 'op' | 'outcome'>;
@@ -61,12 +60,6 @@ export function createAgentMetrics(): AgentMetrics {
       name: `${P}at_block_limit`,
       help: '1 when a pool is under the watermark and the node holds maxBlocksPerNode blocks of its family',
       labelNames: ['node', 'pool'],
-      registers,
-    }),
-    cacheWrites: new Counter({
-      name: `${P}node_cache_writes_total`,
-      help: 'Node cache file writes, by result (ok, error)',
-      labelNames: ['node', 'result'],
       registers,
     }),
     tokenRefreshes: new Counter({

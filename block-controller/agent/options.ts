@@ -6,7 +6,6 @@
  * plugin's ServiceAccount).
  */
 import yargs from 'yargs';
-import { DEFAULT_NODE_CACHE_FILE } from 'blockipam/core';
 import { isAbsolute } from 'node:path';
 import { LOG_LEVELS } from '../shared/index.ts';
 import type { PluginSettings } from './install/conflist.ts';
@@ -27,8 +26,6 @@ export interface AgentOptions {
   readonly logLevel: LogLevel;
   readonly metricsHost: string;
   readonly metricsPort: number;
-  /** Node cache file; empty string = do not write one. */
-  readonly nodeCacheFile: string;
   /** The IPAM server's Unix socket (ipam/); empty string = no IPAM server. */
   readonly ipamSocket: string;
   /** Period of the timed pre-claim pass, s. */
@@ -104,11 +101,8 @@ export async function parseOptions(
         default: 9465,
         describe: '/metrics, /healthz, /readyz (0 = any free port)',
       },
-      'node-cache-file': {
-        type: 'string',
-        default: DEFAULT_NODE_CACHE_FILE,
-        describe: 'Node cache file ("" = none)',
-      },
+      // Deprecated, ignored (the node cache is gone): an older chart still passes it.
+      'node-cache-file': { type: 'string', hidden: true },
       'ipam-socket': {
         type: 'string',
         default: DEFAULT_IPAM_SOCKET,
@@ -257,7 +251,6 @@ export async function parseOptions(
     logLevel: parsed['log-level'] as LogLevel,
     metricsHost: parsed['metrics-host'],
     metricsPort: parsed['metrics-port'],
-    nodeCacheFile: parsed['node-cache-file'],
     ipamSocket: parsed['ipam-socket'],
     upkeepSeconds: parsed['upkeep-seconds'],
     routes: parsed.routes,

@@ -1,7 +1,7 @@
 /**
  * Parsing the pod and namespace annotations that steer an allocation (docs/design-core.md §2;
- * their names, and the set the node cache keeps, are in core/annotations.ts). The node IPAM
- * service (service.ts) reads them for an ADD; the plugin's node-cache path reads them too:
+ * their names are in core/annotations.ts). The node IPAM service (service.ts) reads them for an
+ * ADD, on the agent and on the plugin's direct path alike:
  * - `ipam.blockipam.io/ippools`: JSON list of pool names or CIDRs. On the namespace it is the
  *   default for its pods; on the pod it overrides the namespace's. The pools must still admit
  *   the namespace (namespaceSelector) and node (nodeSelector) — core enforces it.

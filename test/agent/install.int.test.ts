@@ -188,8 +188,7 @@ describe('agent install mode', () => {
     );
     // The runtime's view of the conflist: each plugin gets name + cniVersion + its own entry;
     // ptp hands that same document to its IPAM plugin, which is what runs here. Only the host
-    // paths the plugin would write (cacheDir, its lock file) and read (the node cache) point
-    // into the test's directory.
+    // path the plugin would write (cacheDir, its lock file) points into the test's directory.
     const doc = JSON.parse(readFileSync(join(dir, 'net.d', '10-blockipam.conflist'), 'utf8')) as {
       cniVersion: string;
       name: string;
@@ -204,7 +203,6 @@ describe('agent install mode', () => {
         ...ptp.ipam,
         ipv4Pools: [POOL],
         cacheDir: join(dir, 'cache'),
-        nodeCacheFile: join(dir, 'no-node-cache.json'),
       },
     });
     const rt = { CNI_CONTAINERID: 'install-c1', CNI_NETNS: '/proc/self/ns/net', CNI_IFNAME: 'eth0' };
@@ -273,7 +271,7 @@ describe('agent install mode', () => {
 
   test('a Node deleted and registered again: the agent mints a new token at once, not at the next refresh', async () => {
     applyNode(NODE);
-    agent = startAgent(NODE, ['--install-cni', '--node-cache-file', '', ...installArgs()]);
+    agent = startAgent(NODE, ['--install-cni', ...installArgs()]);
     const kubeconfig = join(dir, 'net.d', 'blockipam-kubeconfig');
     await agent.waitFor((l) => l.message === 'conflist written', 'conflist written');
     const before = nodeUID();
@@ -319,8 +317,6 @@ describe('agent install mode', () => {
   function startInstallingAgent(): AgentProcess {
     return startAgent(NODE, [
       '--install-cni',
-      '--node-cache-file',
-      '',
       '--token-refresh-seconds',
       '2',
       ...installArgs(),

@@ -113,8 +113,6 @@ describe('agent IPAM server', () => {
     agent = startAgent(NODE, [
       '--kubeconfig',
       gate.kubeconfig,
-      '--node-cache-file',
-      '',
       '--upkeep-seconds',
       '1',
       '--ipam-socket',

@@ -28,7 +28,7 @@ let ds: KubeDatastore;
 const running: AgentProcess[] = [];
 let gate: ApiGate | undefined;
 const agent = (node: string, args: string[] = []): AgentProcess => {
-  const a = startAgent(node, ['--node-cache-file', '', '--upkeep-seconds', '1', ...args]);
+  const a = startAgent(node, ['--upkeep-seconds', '1', ...args]);
   running.push(a);
   return a;
 };

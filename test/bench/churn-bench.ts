@@ -149,7 +149,6 @@ function setup(): void {
             logFile: join(tmp, `${node}.log`),
             logLevel: 'info', // as installed (and as calico-ipam's log_level): the done lines carry the breakdown
             cacheDir: join(tmp, `${node}-cache`),
-            nodeCacheFile: join(tmp, `${node}-node-cache.json`),
           },
         ),
     });
@@ -306,12 +305,7 @@ async function main(): Promise<ChurnRun> {
       for (const node of nodeNames('bipam-n')) {
         mkdirSync(join(tmp, `${node}-cache`), { recursive: true });
         agents.push(
-          startAgent(node, [
-            '--node-cache-file',
-            join(tmp, `${node}-node-cache.json`),
-            '--log-level',
-            'warn',
-          ]),
+          startAgent(node, ['--log-level', 'warn']),
         );
       }
     log(

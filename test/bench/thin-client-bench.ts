@@ -97,7 +97,6 @@ async function main(): Promise<void> {
         kubeconfig: fx.kubeconfig,
         nodeName: 'thin-node',
         cacheDir: join(tmp, 'cache'),
-        nodeCacheMaxAgeMs: 0,
         ...ipam,
       },
     });

@@ -170,7 +170,6 @@ describe('the multi-call executable', () => {
     kubectl(['create', '-f', '-'], {
       input: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: node } }),
     });
-    const cache = join(dir, 'watch-node-cache.json');
     const agent = spawn(
       exe,
       [
@@ -180,8 +179,6 @@ describe('the multi-call executable', () => {
         node,
         '--kubeconfig',
         controlPlane().adminKubeconfig,
-        '--node-cache-file',
-        cache,
         '--ipam-socket=', // not the host's default path
         '--metrics-port',
         '0',

@@ -87,7 +87,6 @@ void describe(`e2e: the API server stopped for 30 s while pods churn (${ptp.labe
 
   const conf = (node: number): NetworkList => w.conflist(node, { ipv4Pools: [`${tag}-v4`] });
   const handle = (pod: Pod): string => `${conf(pod.node).name}.${pod.rt.containerID}.eth0`;
-  const cacheFile = (i: number): string => join(w.tmp, `node-cache-${i}.json`);
 
   async function call(op: Call['op'], pod: Pod): Promise<Call> {
     const c: Call = { op, node: pod.node, pod: pod.name, issued: phase };
@@ -153,7 +152,7 @@ void describe(`e2e: the API server stopped for 30 s while pods churn (${ptp.labe
     w = await createWorld(NODES, ptp, tag);
     for (let i = 0; i < NODES; i++) {
       fx.apply({ apiVersion: 'v1', kind: 'Node', metadata: { name: w.nodeName(i) } });
-      agents[i] = startNodeAgent(w, i, ['--node-cache-file', cacheFile(i)]);
+      agents[i] = startNodeAgent(w, i);
     }
   });
   after(async () => {

@@ -11,8 +11,6 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { addressTextAt, cidrContains, mustParseCidr, parseIP, type IP } from 'blockipam/core';
@@ -84,17 +82,12 @@ void describe(`e2e routes: route agents on three nodes (${ptp.label})`, () => {
       '--routes',
       '--log-level',
       'debug',
-      '--node-cache-file',
-      cacheFile(i),
     ]);
     agents[i] = agent;
     return agent;
   }
-  const cacheFile = (i: number): string => join(w.tmp, `node-cache-${i}.json`);
   /** node i's agent's HTTP endpoint `path`, fetched inside its namespace: [status, body]. */
   const probe = (i: number, path: string): [number, string] => agents[i]?.probe(path) ?? [0, 'no agent'];
-  const cacheOf = (i: number): { heartbeatAtMs: number; generation: number } =>
-    JSON.parse(readFileSync(cacheFile(i), 'utf8')) as { heartbeatAtMs: number; generation: number };
 
   async function stopAgent(i: number, signal: NodeJS.Signals): Promise<void> {
     const a = agents[i];
@@ -252,25 +245,18 @@ void describe(`e2e routes: route agents on three nodes (${ptp.label})`, () => {
     );
   });
 
-  void it('API server unreachable: the agent turns not ready, its heartbeat freezes; both recover', async () => {
+  void it('API server unreachable: the agent turns not ready, stays alive, and recovers', async () => {
     await until('node 1 ready', () => probe(0, '/readyz')[0] === 200);
-    await until('a node cache with a heartbeat', () => existsSync(cacheFile(0)));
     await w.stopApi(0);
     try {
       await until('node 1 not ready', () => probe(0, '/readyz')[0] === 503);
       assert.match(probe(0, '/readyz')[1], /^watches: watch failing: /);
-      const frozen = cacheOf(0);
-      // The writer keeps rewriting (every 5 s) but no longer vouches for freshness.
-      await until('two more cache writes', () => cacheOf(0).generation >= frozen.generation + 2, 20_000);
-      assert.equal(cacheOf(0).heartbeatAtMs, frozen.heartbeatAtMs, 'the heartbeat does not advance');
       assert.equal(probe(0, '/healthz')[0], 200, 'alive all along: not restarted by the kubelet');
       assert.ok(ping('a', pods.get('b')?.v4 as string).ok, 'routes stay, traffic flows');
     } finally {
       await w.startApi(0);
     }
     await until('node 1 ready again', () => probe(0, '/readyz')[0] === 200, 60_000);
-    const frozen = cacheOf(0).heartbeatAtMs;
-    await until('the heartbeat advancing again', () => cacheOf(0).heartbeatAtMs > frozen, 20_000);
   });
 
   void it('an agent restarted with an empty cache changes no route until it has synced', async () => {

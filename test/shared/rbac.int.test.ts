@@ -4,15 +4,15 @@
 // run with that ServiceAccount's token against the real API server. They must do their work —
 // the controller takes the lease, releases a leak, a deleted node's block and an unowned empty
 // block, writes pool status and an Event; the agent pre-claims, releases an idle block, writes
-// the node cache, installs the plugin (TokenRequest bound to its Node) and, as its node's IPAM
-// server, allocates for a pod it has not watched yet and releases it — with no API error at all
-// (a 403 would be counted in blockipam_api_errors_total and logged).
+// installs the plugin (TokenRequest bound to its Node) and, as its node's IPAM server, allocates
+// for a pod it has not watched yet and releases it — with no API error at all (a 403 would be
+// counted in blockipam_api_errors_total and logged).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -313,12 +313,9 @@ describe('RBAC: the documented rules are enough', () => {
     await ds.blocks.create(blockObject({ cidr: '10.79.0.0/26', pool: 'rb-p4', affinity: 'rb-n2' }));
     await ds.blocks.create(blockObject({ cidr: '10.79.0.64/26', pool: 'rb-p4', affinity: 'rb-n2' }));
     writeFileSync(join(dir, 'plugin-source'), '#!/bin/sh\necho plugin\n');
-    const cache = join(dir, 'node-cache.json');
     const socket = join(dir, 'agent', 'ipam.sock');
     const agent = startAgent('rb-n2', [
       ...[
-        '--node-cache-file',
-        cache,
         '--install-cni',
         '--cni-bin-dir',
         join(dir, 'bin'),
@@ -365,7 +362,6 @@ describe('RBAC: the documented rules are enough', () => {
       } finally {
         plugin.close();
       }
-      await eventually('the node cache file', () => (existsSync(cache) ? true : undefined));
       assert.equal((await scrape(agent, '/readyz')).status, 200);
       // the IPAM server: an ADD for a pod it has not watched (one GET of the pod, then the block
       // UPDATE), and its DEL

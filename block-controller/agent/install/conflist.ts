@@ -22,8 +22,6 @@ export interface ConflistOptions {
   readonly kubeconfig: string;
   /** The node name the plugin uses; undefined = its default (the host name). */
   readonly nodeName?: string;
-  /** The node cache file, when not the plugin's default. */
-  readonly nodeCacheFile?: string;
   /**
    * The agent's IPAM socket (absolute path), written as `ipam.agentSocket`: the plugin forwards
    * each call there. Undefined: the agent serves no IPAM and the field is left out.
@@ -69,7 +67,6 @@ export function conflistFor(options: ConflistOptions): Record<string, unknown> {
   if (!ipv4 && !ipv6) throw new Error('assignIPv4 and assignIPv6 are both false: pods would get no address');
   const ipam: Record<string, unknown> = { type: 'blockipam', kubeconfig: options.kubeconfig };
   if (options.nodeName !== undefined) ipam.nodeName = options.nodeName;
-  if (options.nodeCacheFile !== undefined) ipam.nodeCacheFile = options.nodeCacheFile;
   if (options.agentSocket !== undefined) ipam.agentSocket = options.agentSocket;
   if (!ipv4) ipam.assignIPv4 = false;
   if (ipv6) ipam.assignIPv6 = true;

@@ -3,13 +3,12 @@
  * issue 10: "agent RSS and CPU at idle in a cluster of 1,000 nodes / 5,000 blocks"). Each size:
  * NODES Node objects (with an InternalIP) and 5 /26 blocks per node, each holding 10 allocations,
  * seeded straight through the datastore; then one real agent process per runtime (the shipped
- * executable and/or the source under Node; its watches, node cache file, no routes) for one of
- * the nodes. Once its node
- * cache file is written and a settle time has passed, RSS (VmRSS, and VmHWM: the peak) is read
+ * executable and/or the source under Node; its watches, no routes) for one of the nodes. Once
+ * its /readyz answers 200 (every watch synced) and a settle time has passed, RSS (VmRSS, and VmHWM: the peak) is read
  * from /proc and CPU (user + system ticks) is counted over an idle window.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { KubeDatastore } from 'blockipam/core/kube';
@@ -20,7 +19,7 @@ import type { CurvePoint } from './common.ts';
 
 const BLOCKS_PER_NODE = 5;
 const ALLOCATIONS_PER_BLOCK = 10;
-/** After the node cache is first written: the watches' initial LISTs have been decoded. */
+/** After /readyz first answers 200: the watches' initial LISTs have been decoded. */
 const SETTLE_MS = 15_000;
 /** The idle window CPU is counted over. */
 const IDLE_MS = 30_000;
@@ -90,7 +89,6 @@ async function measureAgent(
   runtime: AgentRuntime,
 ): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'agent-curve-'));
-  const cache = join(dir, 'node-cache.json');
   const [command, ...prefix] =
     runtime === 'executable'
       ? [join(dirname(ensureMultiCall()), 'blockipam-agent')]
@@ -109,22 +107,38 @@ async function measureAgent(
       '--metrics-port',
       '0',
       '--log-level',
-      'warn',
-      '--node-cache-file',
-      cache,
+      'info',
       '--ipam-socket=', // not the host's default path
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_NAME: '' } },
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_NAME: '' } },
   );
+  /** The metrics port, from the `agent starting` log line. */
+  let port: number | undefined;
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (s: string) => {
+    if (port !== undefined) return; // read on (a full pipe would block the agent), keep nothing
+    out += s;
+    const m = /"message":"agent starting".*?"port":(\d+)/.exec(out);
+    if (m) port ??= Number(m[1]);
+  });
+  const ready = async (): Promise<boolean> => {
+    if (port === undefined) return false;
+    try {
+      return (await fetch(`http://127.0.0.1:${Number(port)}/readyz`)).status === 200;
+    } catch {
+      return false;
+    }
+  };
   const pid = child.pid ?? 0;
   try {
     const t0 = performance.now();
-    while (!existsSync(cache)) {
+    while (!(await ready())) {
       if (child.exitCode !== null) throw new Error(`the agent exited ${child.exitCode}`);
-      if (performance.now() - t0 > 300_000) throw new Error('the agent wrote no node cache in 300 s');
+      if (performance.now() - t0 > 300_000) throw new Error('the agent was not ready in 300 s');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const firstCacheS = (performance.now() - t0) / 1000;
+    const readyS = (performance.now() - t0) / 1000;
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     const ticks0 = cpuTicks(pid);
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
@@ -134,8 +148,7 @@ async function measureAgent(
       'RSS MiB (idle)': Math.round(rssMiB),
       'peak RSS MiB': Math.round(hwmMiB),
       'idle CPU (% of a core)': Math.round(idleCpu * 1000) / 10,
-      'first node cache s': Math.round(firstCacheS * 10) / 10,
-      'node cache KiB': Math.round(readFileSync(cache).length / 1024),
+      'ready s': Math.round(readyS * 10) / 10,
     };
   } finally {
     child.kill('SIGTERM');

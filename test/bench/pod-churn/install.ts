@@ -44,16 +44,13 @@ interface PluginLine {
   totalMs?: number;
   /** CPU of the whole call, user + system, ms. */
   cpuMs?: number;
-  /** 'served': the lock's holder did the work; 'notServed': it queued and then did its own. */
-  lockQueue?: string;
 }
 
 /**
  * The plugin's own account of the run, from its log files on the nodes (the chart's
  * plugin.logFile; script mode's per-node blockipam.log): calls per command, failures per
  * command, CNI code and message, and of the ADDs and the DELs the whole call's time, lock wait
- * and hold p50 and p99 (nearest rank), mean CPU and how many the lock's holder served,
- * ms. One line; "" when there is no log.
+ * and hold p50 and p99 (nearest rank) and mean CPU, ms. One line; "" when there is no log.
  */
 export function pluginLogFigures(c: Cluster): string {
   const lines: PluginLine[] = [];
@@ -78,9 +75,8 @@ export function pluginLogFigures(c: Cluster): string {
     const ms = (key: 'lockWaitMs' | 'lockHeldMs' | 'totalMs' | 'cpuMs'): number[] =>
       calls.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : []));
     const [wait, held, total, cpu] = [ms('lockWaitMs'), ms('lockHeldMs'), ms('totalMs'), ms('cpuMs')];
-    const served = calls.filter((l) => l.lockQueue === 'served').length;
     const cpuMean = cpu.length ? (cpu.reduce((a, b) => a + b, 0) / cpu.length).toFixed(1) : 'n/a';
-    return `${cmd} whole call p50 ${percentile(total, 50)} / p99 ${percentile(total, 99)} ms, lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms, CPU ${cpuMean} ms mean, ${served} of ${calls.length} served by the holder`;
+    return `${cmd} whole call p50 ${percentile(total, 50)} / p99 ${percentile(total, 99)} ms, lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms, CPU ${cpuMean} ms mean, ${calls.length} calls`;
   };
   return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ${[figures('ADD'), figures('DEL')].filter(Boolean).join('; ')}`;
 }
@@ -180,7 +176,7 @@ export async function installBlockipamFor(
   log: (text: string) => void,
 ): Promise<Installed> {
   if (mode === 'chart') return installChart(c, log);
-  const agents = await startAgents(c, repoRoot);
+  const agents = startAgents(c, repoRoot);
   return {
     describe: `installed by test/cluster/install-blockipam.sh, a node agent per node as a host process (pids ${agents.pids.join(', ')}; no routes, no controller)`,
     stop: () => agents.stop(),

@@ -38,9 +38,6 @@ export const hostLocalRange = (index: number): string => `10.245.${index + 1}.0/
 /** Where host-local keeps node `node`'s allocations (one file per address). */
 export const hostLocalDir = (c: Cluster, node: string): string => join(c.runDir, node, 'host-local');
 
-/** The node agent's node cache file of `node`, read by the plugin. */
-export const nodeCacheFile = (c: Cluster, node: string): string => join(c.runDir, node, 'node-cache.json');
-
 /**
  * Writes `ipam`'s conflist on every node: ptp + portmap with host-local or blockipam; Calico's
  * own CNI plugin (with calico-ipam) + portmap for calico, at cniVersion 0.3.1 as Calico's
@@ -73,7 +70,6 @@ export function useIpam(c: Cluster, ipam: Ipam): void {
                   kubeconfig: join(c.runDir, node, 'cni', 'blockipam.kubeconfig'),
                   logFile: join(c.runDir, node, 'log', 'blockipam.log'),
                   logLevel: 'info',
-                  nodeCacheFile: nodeCacheFile(c, node),
                 },
           );
     writeFileSync(join(dir, '.10-blockipam.conflist'), text);
@@ -118,12 +114,12 @@ export interface Agents {
 const SIGNAL_EXIT: Readonly<Record<'SIGTERM' | 'SIGINT', number>> = { SIGTERM: 143, SIGINT: 130 };
 
 /**
- * Starts one agent per node writing its node cache file; resolves when every file exists.
+ * Starts one agent per node; returns once they are spawned (each serves its node once synced).
  * Until `stop()`, SIGTERM and SIGINT make this process exit (143 / 130) instead of dying at once
  * — Node's default skips every `finally` and exit handler, which left the agents (host
  * processes) running against a torn-down cluster — and any exit SIGTERMs the agents still running.
  */
-export async function startAgents(c: Cluster, repoRoot: string, timeoutMs = 120_000): Promise<Agents> {
+export function startAgents(c: Cluster, repoRoot: string): Agents {
   const children: ChildProcess[] = c.nodes.map((node) =>
     spawn(
       join(repoRoot, 'node_modules', '.bin', 'node'),
@@ -140,8 +136,6 @@ export async function startAgents(c: Cluster, repoRoot: string, timeoutMs = 120_
         '0',
         '--log-level',
         'warn',
-        '--node-cache-file',
-        nodeCacheFile(c, node),
       ],
       { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, NODE_NAME: '' } },
     ),
@@ -169,13 +163,5 @@ export async function startAgents(c: Cluster, repoRoot: string, timeoutMs = 120_
     process.off('SIGINT', onSignal);
     process.off('exit', onExit);
   };
-  const deadline = Date.now() + timeoutMs;
-  while (!c.nodes.every((node) => existsSync(nodeCacheFile(c, node)))) {
-    if (Date.now() > deadline || children.some((ch) => ch.exitCode !== null)) {
-      await stop();
-      throw new Error('the node agents did not write their node cache files');
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
   return { pids: children.map((ch) => ch.pid ?? 0), stop };
 }

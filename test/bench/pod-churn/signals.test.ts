@@ -4,7 +4,7 @@
  * Node's default SIGTERM ended the benchmark at once and left every agent (a host process)
  * running. No cluster and no benchmark run: the real agents are started against a kubeconfig whose
  * server is a closed loopback port (they keep retrying, as against a cluster being torn down),
- * and their node cache files exist beforehand so `startAgents` returns at once.
+ * and `startAgents` returns once they are spawned.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -48,10 +48,7 @@ void it('SIGTERM to a process running startAgents: it exits 143 and its agents a
         'current-context': 'c',
       }),
     );
-    for (const n of nodes) {
-      mkdirSync(join(dir, n));
-      writeFileSync(join(dir, n, 'node-cache.json'), '{}');
-    }
+    for (const n of nodes) mkdirSync(join(dir, n));
     const cluster = { runDir: dir, nodes, kubeconfig: join(dir, 'kubeconfig') };
     const script = `
       import { startAgents } from ${JSON.stringify(join(here, 'network.ts'))};

@@ -23,8 +23,7 @@ export interface NodeAgent {
 }
 
 /**
- * Starts the agent for node `i` of `w` as the admin, `args` added (e.g. `--node-cache-file F`,
- * `--routes`).
+ * Starts the agent for node `i` of `w` as the admin, `args` added (e.g. `--routes`).
  */
 export function startNodeAgent(w: World, i: number, args: readonly string[] = []): NodeAgent {
   const ns = w.topo.nodes[i] as string;
