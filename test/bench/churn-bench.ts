@@ -1,6 +1,7 @@
 /**
  * IPAM churn at cluster scale on simulated nodes (issue 13 item 2; not a test). One run, one API
- * server, side by side: blockipam (its node agent running per node, writing the node cache),
+ * server, side by side: blockipam (its node agent running per node; the plugin on its direct
+ * path: no agentSocket in its netconf),
  * calico-ipam (Kubernetes datastore, the v3.28 line) and whereabouts v0.9.2.
  *
  * Each node is a network namespace this bench creates, with a churn-relay.ts process in it that
@@ -11,8 +12,7 @@
  * Phases, per IPAM, interleaved across IPAMs (ADD all of each, then DEL of each, ...):
  *   add (PODS ADDs issued at once on every node) → del (all DELs at once) → re-add (new pods,
  *   new names and UIDs) → del.
- * Pods exist before their ADDs (bound to the IPAM's nodes; created outside the timed window, and
- * the agents' node caches hold them before the phase starts) and are deleted after their DELs.
+ * Pods exist before their ADDs (bound to the IPAM's nodes; created outside the timed window) and are deleted after their DELs.
  * Per phase: wall time (first call issued → last call exited), call p50/p99 (spawn to exit),
  * failures, distinct addresses, API requests and 409s per call (kube-apiserver's
  * apiserver_request_total, filtered per IPAM as plugin-bench.ts does; blockipam's include its
@@ -135,7 +135,7 @@ function setup(): void {
     );
     subjects.push({
       label: 'blockipam',
-      name: 'blockipam (agents, node cache)',
+      name: 'blockipam (agents, direct path)',
       bin,
       nodePrefix: 'bipam-n',
       api: API.blockipam,
@@ -187,27 +187,6 @@ function readUids(s: Subject, gen: number): void {
   if (r.status !== 0) throw new Error(`kubectl get pods: ${r.stderr}`);
   const list = JSON.parse(r.stdout) as { items: { metadata: { name: string; uid: string } }[] };
   for (const p of list.items) uids.set(p.metadata.name, p.metadata.uid);
-}
-
-/** Waits until every blockipam node cache lists generation `gen`'s pods (an agent has seen them). */
-async function cachesHold(pods: string[][]): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  for (const [i, names] of pods.entries()) {
-    const file = join(tmp, `bipam-n${i + 1}-node-cache.json`);
-    for (;;) {
-      let known = 0;
-      try {
-        const doc = JSON.parse(readFileSync(file, 'utf8')) as { pods: Record<string, unknown> };
-        known = names.filter((n) => `${NS}/${n}` in doc.pods).length;
-      } catch {
-        // not written yet
-      }
-      if (known === names.length) break;
-      if (Date.now() > deadline)
-        throw new Error(`node cache ${file}: ${known}/${names.length} pods after 120 s`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
 }
 
 const callOf = (s: Subject, cmd: 'ADD' | 'DEL', node: string, sim: SimNode, pod: string): NodeCall => ({
@@ -319,7 +298,6 @@ async function main(): Promise<ChurnRun> {
     for (const s of subjects) {
       const warm = createPods(s, 0, 1);
       readUids(s, 0);
-      if (s.label === 'blockipam') await cachesHold(warm);
       const cpu0 = (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0);
       for (const cmd of ['ADD', 'DEL'] as const)
         await Promise.all(
@@ -337,7 +315,6 @@ async function main(): Promise<ChurnRun> {
         if (phase === 'add' || phase === 're-add') {
           pods.set(s.label, createPods(s, gen));
           readUids(s, gen);
-          if (s.label === 'blockipam') await cachesHold(pods.get(s.label) ?? []);
         }
         log(`${s.label} ${phase} …`);
         const r = await runPhase(s, phase, pods.get(s.label) ?? []);

@@ -30,7 +30,7 @@ void describe('the executable as the node agent thin client', () => {
   });
   after(async () => {
     await agent?.close();
-    s?.teardown();
+    await s?.teardown();
   });
   const viaAgent = (ipam: Record<string, unknown> = {}, version = '1.0.0') =>
     s.conf(version, { agentSocket: agent.socket, ...ipam });

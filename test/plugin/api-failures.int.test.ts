@@ -36,10 +36,10 @@ void describe('API failures through the executable', () => {
       ].join('\n'),
     );
   });
-  after(() => {
+  after(async () => {
     server?.closeAllConnections();
     server?.close();
-    s?.teardown();
+    await s?.teardown();
   });
 
   void it('a 2xx answer that is not JSON: 106 naming the request', async () => {

@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import { after, it } from 'node:test';
 import { MemoryDatastore, type IPPool } from 'blockipam/core';
 import { createCoreBackend } from '../../ipam-plugin/backend/core-backend.ts';
-import { parseNetConf } from '../../ipam-plugin/cni/netconf.ts';
 import { baseEnv, invoke, netconf } from './helpers/run-dispatch.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-bad-input-'));

@@ -79,8 +79,8 @@ const b64 = (file: string): string => readFileSync(file).toString('base64');
 void describe('the executable runtime', () => {
   let s: Suite;
   before(() => (s = setupSuite()));
-  after(() => {
-    s?.teardown();
+  after(async () => {
+    await s?.teardown();
   });
   const add = (id: string, conf: string) => s.run(env('ADD', id), conf);
   const del = (id: string, conf: string) => s.run(env('DEL', id), conf);

@@ -1,7 +1,9 @@
 /**
  * Shared setup of the conformance files (docs/design-plugin.md §Tests): pools on the real API
  * server, a netconf builder, CNI env builder, and the error-envelope assertion (case 11 holds
- * for every error: exactly one JSON object on stdout, exit ≠ 0).
+ * for every error: exactly one JSON object on stdout, exit ≠ 0). {@link startSuite} runs a suite
+ * in one of {@link suiteModes}: `standalone` (the plugin's direct path, `ipam.mode: standalone`)
+ * or `agent` (a real node agent serving the node's IPAM on its socket, the netconf naming it).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,28 +11,88 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixture, type Fixture } from './cluster.ts';
 import { ensurePlugin, runPlugin, type PluginRun } from './plugin-exe.ts';
+import { kubectl } from '../../helpers/control-plane.ts';
+import { applyNode, eventually, scrape, startAgent, type AgentProcess } from '../../agent/agent-process.ts';
 
 export const NODE = 'conf-node';
 export const NET = 'confnet';
 
+/** Where a suite's calls are served: the plugin's direct path, or a node agent's socket. */
+export type SuiteMode = 'standalone' | 'agent';
+/** Every conformance file runs once per mode. */
+export const suiteModes: readonly SuiteMode[] = ['standalone', 'agent'];
+
 export interface Suite {
+  readonly mode: SuiteMode;
+  /**
+   * The `ipam` fields that pick the mode, for a netconf built elsewhere (the ptp world's):
+   * `mode: standalone`, or the agent's socket and {@link NODE} (the node it serves).
+   */
+  readonly modeIpam: Readonly<Record<string, unknown>>;
   readonly fx: Fixture;
   readonly tmp: string;
+  /** The node agent serving the suite (`agent` mode only). */
+  readonly agent?: AgentProcess;
   /** A netconf for `version` (undefined = key absent) with ipam/top-level fields merged in. */
   conf(version: string | undefined, ipam?: Record<string, unknown>, top?: Record<string, unknown>): string;
   run(env: Record<string, string | undefined>, stdin: string): Promise<PluginRun>;
-  teardown(): void;
+  teardown(): Promise<void>;
 }
 
-/** Creates the pools every conformance file uses and builds the executable. */
-export function setupSuite(): Suite {
+/**
+ * A suite in `mode`: {@link setupSuite}, and for `agent` a real node agent for {@link NODE}
+ * (its Node object applied) serving on a socket in the suite's directory, synced (/readyz 200)
+ * before this resolves; every netconf of the suite names that socket. Stopped by `teardown`.
+ */
+export async function startSuite(mode: SuiteMode): Promise<Suite> {
+  const s = setupSuite(mode);
+  if (mode === 'standalone') return s;
+  applyNode(NODE);
+  const agent: AgentProcess = startAgent(NODE, ['--ipam-socket', agentSocketOf(s.tmp)]);
+  try {
+    await agent.waitFor((l) => l.message === 'IPAM server listening', 'IPAM server listening', 60_000);
+    // synced: before, it answers every call "not ready" (CNI 11)
+    await eventually(
+      'the agent ready',
+      async () => ((await scrape(agent, '/readyz')).status === 200 ? true : undefined),
+      60_000,
+    );
+  } catch (e) {
+    await agent.kill();
+    await s.teardown();
+    throw new Error(`${(e as Error).message}; agent log: ${JSON.stringify(agent.lines.slice(-8))}`, {
+      cause: e,
+    });
+  }
+  return {
+    ...s,
+    agent,
+    async teardown() {
+      await agent.kill();
+      kubectl(['delete', 'node', NODE, '--ignore-not-found']);
+      await s.teardown();
+    },
+  };
+}
+
+const agentSocketOf = (tmp: string): string => join(tmp, 'agent', 'ipam.sock');
+
+/**
+ * Creates the pools every conformance file uses and builds the executable; `mode` (default
+ * standalone) goes into every netconf — `agent` names the socket {@link startSuite} serves on.
+ */
+export function setupSuite(mode: SuiteMode = 'standalone'): Suite {
   ensurePlugin();
   const fx = fixture();
   const tmp = mkdtempSync(join(tmpdir(), 'bipam-conf-'));
   fx.pool('conf-v4', '10.100.0.0/16', 24);
   fx.pool('conf-v6', 'fd00:100::/112', 120);
   fx.pool('conf-tiny', '10.101.0.0/30', 30, { assignmentMode: 'Manual' });
+  const modeIpam =
+    mode === 'agent' ? { agentSocket: agentSocketOf(tmp), nodeName: NODE } : { mode: 'standalone' };
   return {
+    mode,
+    modeIpam,
     fx,
     tmp,
     conf(version, ipam = {}, top = {}) {
@@ -46,6 +108,7 @@ export function setupSuite(): Suite {
           cacheDir: join(tmp, 'cache'),
           ipv4Pools: ['conf-v4'],
           ipv6Pools: ['conf-v6'],
+          ...modeIpam,
           ...ipam,
         },
         ...top,
@@ -55,6 +118,7 @@ export function setupSuite(): Suite {
     teardown() {
       fx.cleanup();
       rmSync(tmp, { recursive: true, force: true });
+      return Promise.resolve();
     },
   };
 }
