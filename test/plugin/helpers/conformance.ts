@@ -23,10 +23,11 @@ export type SuiteMode = 'standalone' | 'agent';
 export const suiteModes: readonly SuiteMode[] = ['standalone', 'agent'];
 
 export interface Suite {
-  readonly mode: SuiteMode;
+  /** Undefined: the netconf names no mode (its default: standalone without `agentSocket`). */
+  readonly mode?: SuiteMode;
   /**
    * The `ipam` fields that pick the mode, for a netconf built elsewhere (the ptp world's):
-   * `mode: standalone`, or the agent's socket and {@link NODE} (the node it serves).
+   * `mode: standalone`, or the agent's socket and {@link NODE} (the node it serves); {} without a mode.
    */
   readonly modeIpam: Readonly<Record<string, unknown>>;
   readonly fx: Fixture;
@@ -78,10 +79,11 @@ export async function startSuite(mode: SuiteMode): Promise<Suite> {
 const agentSocketOf = (tmp: string): string => join(tmp, 'agent', 'ipam.sock');
 
 /**
- * Creates the pools every conformance file uses and builds the executable; `mode` (default
- * standalone) goes into every netconf — `agent` names the socket {@link startSuite} serves on.
+ * Creates the pools every conformance file uses and builds the executable; `mode` goes into every
+ * netconf (`agent`: the socket {@link startSuite} serves on). Without one the netconf names no
+ * mode: a test that sets `agentSocket` itself gets the netconf's default, agent mode.
  */
-export function setupSuite(mode: SuiteMode = 'standalone'): Suite {
+export function setupSuite(mode?: SuiteMode): Suite {
   ensurePlugin();
   const fx = fixture();
   const tmp = mkdtempSync(join(tmpdir(), 'bipam-conf-'));
@@ -89,9 +91,13 @@ export function setupSuite(mode: SuiteMode = 'standalone'): Suite {
   fx.pool('conf-v6', 'fd00:100::/112', 120);
   fx.pool('conf-tiny', '10.101.0.0/30', 30, { assignmentMode: 'Manual' });
   const modeIpam =
-    mode === 'agent' ? { agentSocket: agentSocketOf(tmp), nodeName: NODE } : { mode: 'standalone' };
+    mode === 'agent'
+      ? { agentSocket: agentSocketOf(tmp), nodeName: NODE }
+      : mode === 'standalone'
+        ? { mode: 'standalone' }
+        : {};
   return {
-    mode,
+    ...(mode ? { mode } : {}),
     modeIpam,
     fx,
     tmp,
