@@ -11,7 +11,6 @@ import { tlsMaterialProblem } from './tls-material.ts';
 
 type Dict = Record<string, unknown>;
 
-
 /**
  * The connection settings of a parsed kubeconfig document (`path`: the file it was read from, for
  * messages and relative paths): the current context (or `options.context`; neither is an error, as in

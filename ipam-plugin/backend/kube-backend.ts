@@ -11,7 +11,12 @@
  * written by the node agent after the runtime starts calling: try again later).
  */
 import { readFileSync } from 'node:fs';
-import { KubeDatastore, KubeconfigError, isKubeconfigError, kubeconfigFromDocument } from 'blockipam/core/kube';
+import {
+  KubeDatastore,
+  KubeconfigError,
+  isKubeconfigError,
+  kubeconfigFromDocument,
+} from 'blockipam/core/kube';
 import type { KubeClientConfig } from 'blockipam/core/kube';
 import type { Backend } from './port.ts';
 import { createCoreBackend } from './core-backend.ts';

@@ -69,7 +69,9 @@ let libc: Promise<Flock> | undefined;
 function loadFlock(): Promise<Flock> {
   return (libc ??= (async () => {
     if (!process.versions.bun)
-      throw new LockFileError('the host lock needs the Bun runtime (flock(2) through bun:ffi); Node has none');
+      throw new LockFileError(
+        'the host lock needs the Bun runtime (flock(2) through bun:ffi); Node has none',
+      );
     let ffi: typeof BunFfi;
     let sym: { flock(fd: number, op: number): number; __errno_location(): BunFfi.Pointer | null };
     try {

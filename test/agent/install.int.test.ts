@@ -315,11 +315,6 @@ describe('agent install mode', () => {
     runPlugin({ CNI_PATH: join(dir, 'bin'), ...env }, stdin, bin);
 
   function startInstallingAgent(): AgentProcess {
-    return startAgent(NODE, [
-      '--install-cni',
-      '--token-refresh-seconds',
-      '2',
-      ...installArgs(),
-    ]);
+    return startAgent(NODE, ['--install-cni', '--token-refresh-seconds', '2', ...installArgs()]);
   }
 });

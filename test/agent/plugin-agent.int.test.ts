@@ -38,7 +38,7 @@ describe('the plugin forwards to the agent', () => {
     s = setupSuite();
     dir = mkdtempSync(join(tmpdir(), 'plugin-agent-'));
     const socket = join(dir, 'agent', 'ipam.sock');
-    agent = startAgent(NODE, ['--ipam-socket', socket, '--node-cache-file', '', '--upkeep-seconds', '1']);
+    agent = startAgent(NODE, ['--ipam-socket', socket, '--upkeep-seconds', '1']);
     conf = s.conf('1.1.0', { agentSocket: socket });
     // ready once the agent serves and has synced: a STATUS through the plugin that the agent
     // answered (before its socket exists the plugin takes its direct path)
@@ -51,7 +51,7 @@ describe('the plugin forwards to the agent', () => {
   });
   after(async () => {
     await agent?.kill();
-    s?.teardown();
+    await s?.teardown();
     rmSync(dir, { recursive: true, force: true });
   });
 

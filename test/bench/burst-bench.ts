@@ -94,7 +94,7 @@ const counters = () => requestCounters(cp.apiUrl, cp.adminToken, cp.caFile);
 
 applyNode('burst-agent', {}, '10.99.0.21');
 applyNode('burst-standalone', {}, '10.99.0.22');
-const agent = startAgent('burst-agent', ['--ipam-socket', socket, '--node-cache-file', '']);
+const agent = startAgent('burst-agent', ['--ipam-socket', socket]);
 
 /** Requests the agent's IPAM server counted for `op`, every outcome. */
 async function served(op: string): Promise<number> {

@@ -283,9 +283,7 @@ async function main(): Promise<ChurnRun> {
     if (subjects.some((s) => s.label === 'blockipam'))
       for (const node of nodeNames('bipam-n')) {
         mkdirSync(join(tmp, `${node}-cache`), { recursive: true });
-        agents.push(
-          startAgent(node, ['--log-level', 'warn']),
-        );
+        agents.push(startAgent(node, ['--log-level', 'warn']));
       }
     log(
       `${NODES} nodes × ${PODS} pods; IPAMs: ${subjects.map((s) => s.label).join(', ')}; load ${loadavg()[0]?.toFixed(1)}`,

@@ -78,11 +78,7 @@ void describe(`e2e routes: route agents on three nodes (${ptp.label})`, () => {
 
   /** The node agent (block-controller/agent/main.ts, `--routes`) in node i's namespace. */
   function startAgent(i: number): NodeAgent {
-    const agent = startNodeAgent(w, i, [
-      '--routes',
-      '--log-level',
-      'debug',
-    ]);
+    const agent = startNodeAgent(w, i, ['--routes', '--log-level', 'debug']);
     agents[i] = agent;
     return agent;
   }

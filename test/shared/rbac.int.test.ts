@@ -315,13 +315,7 @@ describe('RBAC: the documented rules are enough', () => {
     writeFileSync(join(dir, 'plugin-source'), '#!/bin/sh\necho plugin\n');
     const socket = join(dir, 'agent', 'ipam.sock');
     const agent = startAgent('rb-n2', [
-      ...[
-        '--install-cni',
-        '--cni-bin-dir',
-        join(dir, 'bin'),
-        '--cni-conf-dir',
-        join(dir, 'net.d'),
-      ],
+      ...['--install-cni', '--cni-bin-dir', join(dir, 'bin'), '--cni-conf-dir', join(dir, 'net.d')],
       ...[
         '--plugin-binary',
         join(dir, 'plugin-source'),

@@ -61,7 +61,9 @@ contexts:
 
 void describe('kube backend: kubeconfig JSON first', () => {
   const doc = {
-    clusters: [{ name: 'c', cluster: { server: 'https://127.0.0.1:6443/', 'insecure-skip-tls-verify': true } }],
+    clusters: [
+      { name: 'c', cluster: { server: 'https://127.0.0.1:6443/', 'insecure-skip-tls-verify': true } },
+    ],
     users: [{ name: 'u', user: { token: 't0k' } }],
     contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
     'current-context': 'x',
