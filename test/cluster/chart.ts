@@ -51,8 +51,8 @@ export function prepareNodes(): void {
 
 /**
  * Undoes what the chart left on the nodes for the next test file (which installs the harness's
- * own plugin and conflist): the agent's conflist, kubeconfig, plugin executable and routes, the
- * node cache, the bind mount.
+ * own plugin and conflist): the agent's conflist, kubeconfig, plugin executable and routes, its
+ * run directory (the IPAM socket), the bind mount.
  */
 export function cleanNodes(): void {
   const c = cluster();
