@@ -15,7 +15,7 @@ import { status } from './commands/status.ts';
 import { version } from './commands/version.ts';
 import type { Command, CommandContext } from './commands/context.ts';
 import { parseEnv, type CniCommand, type Env } from './cni/env.ts';
-import { CniCode, CniError, toErrorDocument } from './cni/errors.ts';
+import { CniCode, CniError, isCniError, toErrorDocument } from './cni/errors.ts';
 import type { HostLock } from './host/lock.ts';
 import { createLogger, type Logger, type Sink } from './host/log.ts';
 import { parseNetConf, type NetConf } from './cni/netconf.ts';
@@ -87,7 +87,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       env,
       conf,
       log,
-      ipam: async () => (client ??= await openClient(conf, logger, deps)),
+      ipam: async () => (client ??= await openClient(conf, env.command, logger, deps)),
     };
     const out = await commands[env.command](ctx);
     log.log('info', 'done', {
@@ -123,17 +123,32 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
  * no connect(). The direct path's modules (core, the Kubernetes transport, the host lock) are
  * imported here, only when it is taken.
  */
-async function openClient(conf: NetConf, log: Logger, deps: Deps): Promise<IpamClient> {
+async function openClient(conf: NetConf, command: CniCommand, log: Logger, deps: Deps): Promise<IpamClient> {
   if (conf.mode === 'agent' && conf.agentSocket !== undefined) {
-    const { connectAgent } = await import('./backend/agent-client.ts');
-    const c = await connectAgent({ socket: conf.agentSocket, timeoutMs: conf.timeoutMs });
-    if (c.ok) return c.client;
+    const agent = await import('./backend/agent-client.ts');
+    let c: Awaited<ReturnType<typeof agent.connectAgent>>;
+    try {
+      c = await agent.connectAgent({ socket: conf.agentSocket, timeoutMs: conf.timeoutMs });
+    } catch (e) {
+      // STATUS only reads: any connect() failure may take the direct path
+      if (command !== 'STATUS' || !isCniError(e) || e.code !== CniCode.tryAgainLater) throw e;
+      c = { ok: false, errno: 'EAGAIN', message: e.details };
+    }
+    if (c.ok)
+      return command === 'STATUS'
+        ? statusWithFallback(c.client, () => openDirect(conf, log, deps), log, agent.agentStatusUnknown)
+        : c.client;
     log.log('warn', 'node agent unreachable: taking the direct path', {
       agentSocket: conf.agentSocket,
       errno: c.errno,
       error: c.message,
     });
   }
+  return openDirect(conf, log, deps);
+}
+
+/** The direct path's client (core's node IPAM service over the API server, the host lock). */
+async function openDirect(conf: NetConf, log: Logger, deps: Deps): Promise<IpamClient> {
   const { createDirectClient } = await import('./backend/direct-client.ts');
   const { lock } = deps;
   return createDirectClient({
@@ -142,6 +157,44 @@ async function openClient(conf: NetConf, log: Logger, deps: Deps): Promise<IpamC
     backend: deps.backend,
     ...(lock ? { lock: (onWait: () => void) => lock(conf.lockFile, conf.lockTimeoutMs, onWait) } : {}),
   });
+}
+
+/**
+ * The agent's client for a STATUS call, asking the direct path when the agent did not decide
+ * the answer (`unknown`: not synced yet, stopping, or no answer on the connection). A STATUS
+ * reads only, so asking twice changes nothing; "not ready" from an agent that never synced
+ * would otherwise make the kubelet report NetworkReady=false for the whole restart.
+ */
+function statusWithFallback(
+  agent: IpamClient,
+  direct: () => Promise<IpamClient>,
+  log: Logger,
+  unknown: (e: unknown) => boolean,
+): IpamClient {
+  let fallback: IpamClient | undefined;
+  return {
+    ...agent,
+    get path() {
+      return fallback ? fallback.path : agent.path;
+    },
+    async status(call) {
+      try {
+        return await agent.status(call);
+      } catch (e) {
+        if (!unknown(e)) throw e;
+        log.log('warn', 'node agent gave no STATUS answer: asking the API server directly', {
+          error: e instanceof CniError ? e.details : String(e),
+        });
+        fallback = await direct();
+        return fallback.status(call);
+      }
+    },
+    async close() {
+      await agent.close();
+      await fallback?.close();
+    },
+    stats: () => ({ ...agent.stats?.(), ...fallback?.stats?.() }),
+  };
 }
 
 /** User + system CPU time of a {@link process.cpuUsage} reading, ms with one decimal. */

@@ -132,7 +132,12 @@ function agentClient(conn: UnixConn, reader: AnswerReader, o: AgentOptions, dead
       } as NodeIpamRequest;
       conn.write(`${JSON.stringify(request)}\n`);
       try {
-        return outcomeOf(op, await reader.answer(Math.max(1, deadline - performance.now())));
+        const text = await reader.answer(Math.max(1, deadline - performance.now())).catch((e: unknown) => {
+          // a STATUS the connection gave no answer to (the agent killed, or restarting)
+          if (op === 'status' && e instanceof Error) unknownStatus.add(e);
+          throw e;
+        });
+        return outcomeOf(op, text);
       } finally {
         conn.destroy();
       }
@@ -259,5 +264,21 @@ export function outcomeOf<K extends NodeIpamOp>(op: K, text: string): NodeIpamOp
   if (r.ok) return r.outcome;
   const [code, msg] = kindErrors[r.error.kind];
   const statusDown = op === 'status' && (r.error.kind === 'notReady' || r.error.kind === 'unavailable');
-  throw new CniError(statusDown ? CniCode.notAvailable : code, msg, `node agent: ${r.error.message}`);
+  const error = new CniError(statusDown ? CniCode.notAvailable : code, msg, `node agent: ${r.error.message}`);
+  if (op === 'status' && r.error.kind === 'notReady') unknownStatus.add(error);
+  throw error;
+}
+
+/** STATUS failures the agent did not decide (see {@link agentStatusUnknown}). */
+const unknownStatus = new WeakSet<Error>();
+
+/**
+ * Whether a failed STATUS was not decided by the agent: it had not synced yet or was stopping
+ * (`notReady`), or the connection ended without an answer (the agent killed mid-call). STATUS
+ * only reads, so the direct path may answer it instead (dispatch.ts): an agent restart must not
+ * turn its node's network NotReady (found on the real cluster: the kubelet reported
+ * NetworkReady=false while the agent synced, and the node was briefly tainted).
+ */
+export function agentStatusUnknown(e: unknown): boolean {
+  return e instanceof Error && unknownStatus.has(e);
 }

@@ -148,8 +148,8 @@ void describe('thin client: forwarding', () => {
 
 void describe('thin client: failures', () => {
   const kinds: [NodeIpamErrorKind, number, number][] = [
-    // kind, code for ADD, code for STATUS
-    ['notReady', 11, 50],
+    // kind, code for ADD, code for STATUS (notReady: not decided by the agent — next describe)
+    ['notReady', 11, 0],
     ['unavailable', 11, 50],
     ['timeout', 11, 11],
     ['auth', 105, 105],
@@ -165,8 +165,12 @@ void describe('thin client: failures', () => {
       assert.equal(add.json?.code, addCode, add.stdout);
       assert.match(String(add.json?.details), new RegExp(`agent says ${kind}`));
       const status = await invoke(env('STATUS'), conf('1.1.0'), backend);
-      assert.equal(status.json?.code, statusCode, status.stdout);
-      assert.deepEqual(backend.calls, [], 'no fallback after a request was sent');
+      assert.equal(status.json?.code ?? 0, statusCode, status.stdout);
+      assert.deepEqual(
+        backend.calls.map((c) => c.op),
+        kind === 'notReady' ? ['status'] : [],
+        'no fallback after a request was sent (but a STATUS the agent did not decide)',
+      );
     });
   const malformed: [string, string, RegExp][] = [
     ['not JSON', 'hello\n', /not JSON/],
@@ -271,4 +275,43 @@ void describe('netconf: agentSocket and mode', () => {
       assert.equal(r.json?.code, 7, r.stdout);
       assert.match(String(r.json?.details), field);
     });
+});
+
+void describe('thin client: a STATUS the agent did not decide goes to the direct path', () => {
+  // An agent that is restarting answers notReady until it has synced, or is killed mid-call: a
+  // STATUS (a read) then asks the API server itself, so the kubelet never sees the node's
+  // network not ready for the restart (found on the real cluster).
+  void it('notReady (not synced) → the direct path answers: ready', async () => {
+    reply = () => ({ error: { kind: 'notReady', message: 'the agent has not synced yet (all)' } });
+    const backend = fakeBackend();
+    const r = await invoke(env('STATUS'), conf('1.1.0'), backend);
+    assert.equal(r.code, 0, r.stdout);
+    assert.deepEqual(
+      backend.calls.map((c) => c.op),
+      ['status'],
+    );
+  });
+  void it('closed without an answer → the direct path answers; its failure is STATUS 50', async () => {
+    reply = () => ({ close: true });
+    const ready = fakeBackend();
+    assert.equal((await invoke(env('STATUS'), conf('1.1.0'), ready)).code, 0);
+    assert.deepEqual(
+      ready.calls.map((c) => c.op),
+      ['status'],
+    );
+    const down = await invoke(env('STATUS'), conf('1.1.0'), fakeBackend({ unreachable: true }));
+    assert.equal(down.json?.code, 50, down.stdout);
+  });
+  void it('an outcome the agent decided (notReady: no free address) is not asked again', async () => {
+    reply = () => ({ outcome: { kind: 'notReady', message: 'no free address' } });
+    const backend = fakeBackend();
+    assert.equal((await invoke(env('STATUS'), conf('1.1.0'), backend)).json?.code, 50);
+    assert.deepEqual(backend.calls, []);
+  });
+  void it('an ADD the agent did not answer is never retried on the direct path', async () => {
+    reply = () => ({ error: { kind: 'notReady', message: 'the agent has not synced yet (all)' } });
+    const backend = fakeBackend();
+    assert.equal((await invoke(env('ADD'), conf('1.0.0'), backend)).json?.code, 11);
+    assert.deepEqual(backend.calls, []);
+  });
 });
