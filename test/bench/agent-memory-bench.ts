@@ -25,24 +25,26 @@
  *   node test/bench/agent-memory-bench.ts [--nodes 1000,5000] [--allocations 0,50]
  *     [--subjects agent,executable,new,old] [--idle-seconds 10] [--write-docs]
  */
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { allocateOrdinal, mustParseCidr, newBlock, planIPAMNodes, rfc3339 } from 'blockipam/core';
 import type { IPAMBlock, IPPool, Node } from 'blockipam/core';
-import { eventually, startAgent } from '../agent/agent-process.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 import { ensureMultiCall } from '../helpers/multi-call.ts';
 import { bounded } from './cost-curves/common.ts';
 import { writeDocSection } from './doc-section.ts';
-import { renderMemory, SUBJECTS, type MemoryRow, type Subject, type Figures } from './agent-memory-report.ts';
+import { measure } from './agent-memory-processes.ts';
+import {
+  describeMemory,
+  renderMemory,
+  SUBJECTS,
+  type MemoryRow,
+  type Subject,
+  type Figures,
+} from './agent-memory-report.ts';
 
 const { values } = parseArgs({
   options: {
@@ -63,10 +65,6 @@ const IDLE_MS = Number(values['idle-seconds']) * 1000;
 const CONCURRENCY = Number(values.concurrency);
 const POOL = 'memory';
 const NODE_LABEL = 'agent-memory';
-// 10 min: the old watches' first LIST at 5,000 full blocks on a loaded machine
-const READY_TIMEOUT_MS = 600_000;
-
-const DESCRIPTION = `One kube-apiserver + etcd on loopback, the CRDs, one pool of /26 blocks, IPAMConfig \`default\` with no pre-claim and no idle-block release. Per cluster size (nodes): that many Node objects (one InternalIP each, no other status: a kubelet's Nodes are larger), one block per node made as core makes them (\`newBlock\` + \`allocateOrdinal\`: handle \`k8s-pod-network.<64-hex container ID>.eth0\`, namespace, pod, pod UID, node, time, sequence; every allocation its node's own) and one IPAMNode per Node as the cluster controller writes it (core's \`planIPAMNodes\` over every block, pool and Node, the Node as owner). Per number of allocations per block, every block is rewritten to hold that many; no pod exists (the agent watches only its own node's pods, so pods elsewhere cost it nothing; node 0's own block is as full as every other). Then, one process at a time, for node 0: \`agent (source under Node)\`: the real agent (\`block-controller/agent/main.ts\`, as the tests start it; no routes, no install, no IPAM socket, no node cache file), measured once its \`/readyz\` answers 200; \`agent (executable, Bun)\`: the same agent as the image ships it (the multi-call executable through its \`blockipam-agent\` link); \`new watches only\` / \`old watches only\`: a Node process holding only today's agent's watches (its node's blocks by label, its Node by name, every IPAMNode, pools, configs, reservations, namespaces, its pods) / the previous agent's (every IPAMBlock and every Node instead of the first three), through the agents' own informer (\`block-controller/shared\`'s \`watchKind\`: paged LIST, then WATCH, every object kept), measured once every watch has listed. Each then idles ${IDLE_MS / 1000} s; RSS (VmRSS) and its peak (VmHWM) from \`/proc/<pid>/status\`, the V8 heap in use from the agent's \`/metrics\` (\`nodejs_heap_size_used_bytes\`) or the holder's \`process.memoryUsage()\`. The chart's memory limit for the agent is 256 MiB.`;
 
 const log = (s: string): void => console.error(`[memory] ${new Date().toISOString().slice(11, 19)} ${s}`);
 const cp = controlPlane();
@@ -169,135 +167,6 @@ async function setAllocations(p: number, n = blocks.length): Promise<void> {
   });
 }
 
-function procStatus(pid: number): { rssMiB: number; peakMiB: number } {
-  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-  return { rssMiB: kb('VmRSS') / 1024, peakMiB: kb('VmHWM') / 1024 };
-}
-
-interface Running {
-  readonly child: ChildProcess;
-  readonly ready: Promise<void>;
-  heapBytes(): Promise<number>;
-  stop(): Promise<void>;
-}
-
-const exited = (child: ChildProcess): Promise<void> =>
-  child.exitCode !== null || child.signalCode !== null
-    ? Promise.resolve()
-    : new Promise((resolve) => child.once('exit', () => resolve()));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (typeof address !== 'object' || address === null) throw new Error('no free port');
-  return address.port;
-}
-
-/** /readyz 200, then nodejs_heap_size_used_bytes from /metrics. */
-function agentProbes(
-  port: () => Promise<number>,
-): Pick<Running, 'heapBytes'> & { ready: () => Promise<void> } {
-  const get = async (path: string): Promise<Response | undefined> =>
-    fetch(`http://127.0.0.1:${await port()}${path}`).catch(() => undefined);
-  return {
-    ready: async () =>
-      void (await eventually(
-        'agent /readyz',
-        async () => ((await get('/readyz'))?.status === 200 ? true : undefined),
-        READY_TIMEOUT_MS,
-      )),
-    heapBytes: async () => {
-      const text = (await (await get('/metrics'))?.text()) ?? '';
-      return Number(/^blockipam_nodejs_heap_size_used_bytes(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1] ?? NaN);
-    },
-  };
-}
-
-// no node cache file, no IPAM socket (agent-process.ts' default), no routes, no install
-const AGENT_ARGS = ['--node-cache-file', ''];
-
-/** Starts one subject for `node` (its readiness in `ready`). */
-async function start(subject: Subject, node: string): Promise<Running> {
-  if (subject === 'agent') {
-    const agent = startAgent(node, AGENT_ARGS);
-    const probes = agentProbes(() => agent.port());
-    return {
-      child: agent.child,
-      ready: probes.ready(),
-      heapBytes: probes.heapBytes,
-      stop: () => agent.kill(),
-    };
-  }
-  if (subject === 'executable') {
-    const port = await freePort();
-    const exe = join(dirname(ensureMultiCall()), 'blockipam-agent');
-    const args = [
-      'run',
-      '--node-name',
-      node,
-      '--kubeconfig',
-      cp.adminKubeconfig,
-      '--metrics-host',
-      '127.0.0.1',
-    ];
-    const child = spawn(exe, [...args, '--metrics-port', String(port), '--ipam-socket=', ...AGENT_ARGS], {
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: { ...process.env, NODE_NAME: '' },
-    });
-    const probes = agentProbes(() => Promise.resolve(port));
-    const stop = async (): Promise<void> => void (child.kill('SIGKILL'), await exited(child));
-    return { child, ready: probes.ready(), heapBytes: probes.heapBytes, stop };
-  }
-  return startHolder(subject, node);
-}
-
-/** test/bench/agent-memory-watches.ts with the `new` or `old` watches. */
-function startHolder(watches: 'new' | 'old', node: string): Running {
-  const script = join(dirname(new URL(import.meta.url).pathname), 'agent-memory-watches.ts');
-  const args = [script, '--watches', watches, '--node', node, '--kubeconfig', cp.adminKubeconfig];
-  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
-  const replies: ((line: Record<string, number | boolean>) => void)[] = [];
-  let synced: () => void = () => undefined;
-  const ready = new Promise<void>((resolve, reject) => {
-    synced = resolve;
-    child.once('exit', (code) => reject(new Error(`the ${watches}-watch holder exited ${code}`)));
-  });
-  createInterface({ input: child.stdout }).on('line', (text) => {
-    const line = JSON.parse(text) as Record<string, number | boolean>;
-    if (line.synced === true) synced();
-    else replies.shift()?.(line);
-  });
-  return {
-    child,
-    ready,
-    heapBytes: () =>
-      new Promise((resolve) => {
-        replies.push((line) => resolve(Number(line.heapUsed)));
-        child.stdin.write('heap\n');
-      }),
-    stop: async () => void (child.kill('SIGKILL'), await exited(child)),
-  };
-}
-
-/** One subject alone: started, ready, IDLE_MS idle, measured, stopped. */
-async function measure(subject: Subject): Promise<Figures> {
-  const t0 = performance.now();
-  const running = await start(subject, nodeName(0));
-  try {
-    await running.ready;
-    const readyS = (performance.now() - t0) / 1000;
-    await new Promise((resolve) => setTimeout(resolve, IDLE_MS)); // idle: a bench, not a test
-    const { rssMiB, peakMiB } = procStatus(running.child.pid ?? 0);
-    const heapMiB = (await running.heapBytes()) / 2 ** 20;
-    return { rssMiB, peakMiB, heapMiB, readyS };
-  } finally {
-    await running.stop();
-  }
-}
-
 const rows: MemoryRow[] = [];
 await wipeBlockipam(ds);
 await ds.transport.request('DELETE', '/api/v1/nodes', { query: { labelSelector: `${NODE_LABEL}=1` } });
@@ -317,7 +186,11 @@ for (const n of SIZES) {
     const blockBytes = blocks.reduce((sum, b) => sum + JSON.stringify(b).length, 0);
     const figures: Partial<Record<Subject, Figures>> = {};
     for (const subject of subjects) {
-      figures[subject] = await measure(subject);
+      figures[subject] = await measure(subject, {
+        node: nodeName(0),
+        kubeconfig: cp.adminKubeconfig,
+        idleMs: IDLE_MS,
+      });
       log(`N ${n}, P ${p}, ${subject}: ${JSON.stringify(figures[subject])}`);
     }
     rows.push({ nodes: n, allocations: p, blockMiB: blockBytes / 2 ** 20, figures, load: loadavg()[0] ?? 0 });
@@ -334,7 +207,7 @@ if (values['write-docs'])
     '## Agent memory',
     `\`node test/bench/agent-memory-bench.ts --nodes ${SIZES.join(',')} --allocations ${PS.join(',')}\` (\`bash scripts/bench.sh agent-memory\` runs the defaults), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, agent of ${commit}, kube-apiserver ${cp.serverVersion}, Node ${process.version}; load average (1 min) ${load0.toFixed(2)} at the start.
 
-${DESCRIPTION}
+${describeMemory(IDLE_MS / 1000)}
 
 ${report}`,
     { after: '## Burst' },

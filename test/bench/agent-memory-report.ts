@@ -62,15 +62,38 @@ export function renderMemory(rows: readonly MemoryRow[], subjects: readonly Subj
   return [summary.join('\n'), detail.join('\n'), growth(rows, subjects)].join('\n\n');
 }
 
-/** "From the smallest to the largest cluster, RSS moved by ..." per subject. */
+/** One sentence per cluster size (fewest → most allocations per block), one over every row. */
 function growth(rows: readonly MemoryRow[], subjects: readonly Subject[]): string {
-  const first = rows[0];
-  const last = rows[rows.length - 1];
-  if (!first || !last || first === last) return '';
-  const moves = subjects.flatMap((s) => {
-    const a = first.figures[s]?.rssMiB;
-    const b = last.figures[s]?.rssMiB;
-    return a === undefined || b === undefined ? [] : [`${SUBJECT_NAMES[s]} ${mib(a)} → ${mib(b)} MiB`];
+  const span = (a: MemoryRow | undefined, b: MemoryRow | undefined, head: string): string[] => {
+    if (!a || !b || a === b) return [];
+    const moves = subjects.flatMap((s) => {
+      const x = a.figures[s]?.rssMiB;
+      const y = b.figures[s]?.rssMiB;
+      return x === undefined || y === undefined ? [] : [`${SUBJECT_NAMES[s]} ${mib(x)} → ${mib(y)}`];
+    });
+    return [
+      `- ${head} (${a.blockMiB.toFixed(1)} → ${b.blockMiB.toFixed(1)} MiB of blocks), RSS in MiB: ${moves.join('; ')}.`,
+    ];
+  };
+  const sizes = [...new Set(rows.map((r) => r.nodes))];
+  const lines = sizes.flatMap((n) => {
+    const at = rows.filter((r) => r.nodes === n).sort((a, b) => a.allocations - b.allocations);
+    const [a, b] = [at[0], at[at.length - 1]];
+    return span(a, b, `At ${n} nodes, ${a?.allocations} → ${b?.allocations} allocations per block`);
   });
-  return `From ${first.nodes} nodes with ${first.allocations} allocations per block to ${last.nodes} nodes with ${last.allocations} (${first.blockMiB.toFixed(1)} → ${last.blockMiB.toFixed(1)} MiB of blocks): ${moves.join('; ')}.`;
+  const [first, last] = [rows[0], rows[rows.length - 1]];
+  if (sizes.length > 1)
+    lines.push(
+      ...span(
+        first,
+        last,
+        `From ${first?.nodes} nodes with ${first?.allocations} allocations per block to ${last?.nodes} with ${last?.allocations}`,
+      ),
+    );
+  return lines.join('\n');
+}
+
+/** The method paragraph of §Agent memory; `idleS` is the idle time before a reading, s. */
+export function describeMemory(idleS: number): string {
+  return `One kube-apiserver + etcd on loopback, the CRDs, one pool of /26 blocks, IPAMConfig \`default\` with no pre-claim and no idle-block release. Per cluster size (nodes): that many Node objects (one InternalIP each, no other status: a kubelet's Nodes are larger), one block per node made as core makes them (\`newBlock\` + \`allocateOrdinal\`: handle \`k8s-pod-network.<64-hex container ID>.eth0\`, namespace, pod, pod UID, node, time, sequence; every allocation its node's own) and one IPAMNode per Node as the cluster controller writes it (core's \`planIPAMNodes\` over every block, pool and Node, the Node as owner). Per number of allocations per block, every block is rewritten to hold that many; no pod exists (the agent watches only its own node's pods, so pods elsewhere cost it nothing; node 0's own block is as full as every other). Then, one process at a time, for node 0: \`agent (source under Node)\`: the real agent (\`block-controller/agent/main.ts\`, as the tests start it; no routes, no install, no IPAM socket, no node cache file), measured once its \`/readyz\` answers 200; \`agent (executable, Bun)\`: the same agent as the image ships it (the multi-call executable through its \`blockipam-agent\` link); \`new watches only\` / \`old watches only\`: a Node process holding only today's agent's watches (its node's blocks by label, its Node by name, every IPAMNode, pools, configs, reservations, namespaces, its pods) / the previous agent's (every IPAMBlock and every Node instead of the first three), through the agents' own informer (\`block-controller/shared\`'s \`watchKind\`: paged LIST, then WATCH, every object kept), measured once every watch has listed. Each then idles ${idleS} s; RSS (VmRSS) and its peak (VmHWM) from \`/proc/<pid>/status\`, the V8 heap in use from the agent's \`/metrics\` (\`nodejs_heap_size_used_bytes\`) or the holder's \`process.memoryUsage()\`. The chart's memory limit for the agent is 256 MiB.`;
 }
