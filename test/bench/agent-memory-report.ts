@@ -37,6 +37,9 @@ export interface MemoryRow {
   readonly load: number;
 }
 
+// How to read the tables; true of any run, so it lives with the renderer.
+const READING = `Read the two rows of one size against each other: the agent holds its own node's block, so its RSS and heap must not move with the allocations per block, while the old watches hold every block and grow with the blocks' JSON. Across sizes the agent may grow only by what it holds per node, one IPAMNode each (see its V8 heap). A Node process with these modules loaded starts at about 160–170 MiB of RSS (the holders at small sizes), which moves by ±10 MiB from one start to the next; the executable's column is what the image runs, and what the chart's limit applies to.`;
+
 const mib = (v: number | undefined): string => (v === undefined || Number.isNaN(v) ? '—' : v.toFixed(0));
 
 /** The summary table (RSS per subject), the detail table, and a sentence on the growth. */
@@ -59,7 +62,7 @@ export function renderMemory(rows: readonly MemoryRow[], subjects: readonly Subj
       }),
     ),
   ];
-  return [summary.join('\n'), detail.join('\n'), growth(rows, subjects)].join('\n\n');
+  return [summary.join('\n'), detail.join('\n'), growth(rows, subjects), READING].join('\n\n');
 }
 
 /** One sentence per cluster size (fewest → most allocations per block), one over every row. */
