@@ -178,7 +178,10 @@ await ds.configs.create({
 });
 if (subjects.includes('executable')) ensureMultiCall();
 const load0 = loadavg()[0] ?? 0;
-const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
+// the last commit of the code the agent runs (a rebase of the bench alone does not change it)
+const commit = spawnSync('git', ['log', '-1', '--format=%h', '--', 'block-controller', 'core', 'cmd'], {
+  encoding: 'utf8',
+}).stdout.trim();
 for (const n of SIZES) {
   await grow(n);
   for (const p of PS) {
