@@ -11,8 +11,8 @@
  * every block, pool and Node; the Node as owner); then for each P (allocations per block, every
  * block rewritten to P) one process after another, each alone:
  * - `agent`: the real agent for node 0 (block-controller/agent/main.ts under Node, as the tests
- *   start it: test/agent/agent-process.ts; no routes, no install, no IPAM socket, no node cache
- *   file), measured once its /readyz answers 200;
+ *   start it: test/agent/agent-process.ts; no routes, no install, no IPAM socket), measured once
+ *   its /readyz answers 200;
  * - `executable`: the same agent as the image ships it (the multi-call Bun executable through its
  *   `blockipam-agent` link);
  * - `new` / `old`: test/bench/agent-memory-watches.ts holding today's agent's watches / the

@@ -63,13 +63,10 @@ function agentProbes(
   };
 }
 
-// no node cache file, no IPAM socket (agent-process.ts' default), no routes, no install
-const AGENT_ARGS = ['--node-cache-file', ''];
-
 /** Starts one subject for `node` (its readiness in `ready`). */
 async function start(subject: Subject, node: string, kubeconfig: string): Promise<Running> {
   if (subject === 'agent') {
-    const agent = startAgent(node, AGENT_ARGS);
+    const agent = startAgent(node); // no IPAM socket (its default), no routes, no install
     const probes = agentProbes(() => agent.port());
     return {
       child: agent.child,
@@ -82,7 +79,7 @@ async function start(subject: Subject, node: string, kubeconfig: string): Promis
     const port = await freePort();
     const exe = join(dirname(ensureMultiCall()), 'blockipam-agent');
     const args = ['run', '--node-name', node, '--kubeconfig', kubeconfig, '--metrics-host', '127.0.0.1'];
-    const child = spawn(exe, [...args, '--metrics-port', String(port), '--ipam-socket=', ...AGENT_ARGS], {
+    const child = spawn(exe, [...args, '--metrics-port', String(port), '--ipam-socket='], {
       stdio: ['ignore', 'ignore', 'inherit'],
       env: { ...process.env, NODE_NAME: '' },
     });
