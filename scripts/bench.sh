@@ -7,13 +7,13 @@
 #
 #   bash scripts/bench.sh [NAME ...]     (default: all, in this order)
 #
-# Names: core plugin node-cache node-cache-plugin check release controller fanout burst
-# agent-memory churn cost-curves pod-churn. Each benchmark starts its own private control plane
+# Names: core plugin thin-client check release controller fanout burst agent-memory churn
+# cost-curves pod-churn. Each benchmark starts its own private control plane
 # (or test cluster) and stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 node=node_modules/.bin/node
-all=(core plugin node-cache node-cache-plugin check release controller fanout burst agent-memory churn cost-curves pod-churn)
+all=(core plugin thin-client check release controller fanout burst agent-memory churn cost-curves pod-churn)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for name in "$@"; do
   printf '%s\n' "${all[@]}" | grep -qxF -- "$name" || { echo "bench.sh: unknown benchmark $name (known: ${all[*]})" >&2; exit 2; }
@@ -26,8 +26,7 @@ for name in "$@"; do
   case $name in
     core) cmd=("$node" test/bench/core-bench.ts) ;;
     plugin) cmd=("$node" test/bench/plugin-bench.ts --write-docs) ;;
-    node-cache) cmd=("$node" test/bench/node-cache-bench.ts --write-docs) ;;
-    node-cache-plugin) cmd=("$node" test/bench/node-cache-plugin-bench.ts --write-docs) ;;
+    thin-client) cmd=("$node" test/bench/thin-client-bench.ts) ;;
     check) cmd=("$node" test/bench/check-bench.ts) ;;
     release) cmd=("$node" test/bench/release-bench.ts) ;;
     controller) cmd=("$node" test/bench/controller-bench.ts) ;;
