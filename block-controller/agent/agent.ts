@@ -1,6 +1,6 @@
 /**
  * The node agent (docs/design-agent.md): wires the watched state to its loops — the IPAM server
- * (ipam/), pre-claim and idle-block release (upkeep/), the node cache file, routes (routes/), install mode (install/) —
+ * (ipam/), pre-claim and idle-block release (upkeep/), routes (routes/), install mode (install/) —
  * behind /metrics, /healthz, /readyz, with JSON logs and a graceful SIGTERM.
  */
 import {
@@ -44,7 +44,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     registry: metrics.registry,
     ready: {
       // Not ready until every watch has listed, and while any is broken (API server unreachable):
-      // the node cache's heartbeat is frozen then and the agent acts on an ageing view.
+      // the agent's view of its node's blocks, pools and pods is ageing then.
       watches: () => {
         const state = started.state;
         if (!state?.synced) return `not synced: ${(state?.unsynced ?? ['all']).join(', ')}`;

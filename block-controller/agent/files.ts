@@ -1,11 +1,10 @@
 /**
- * Atomic file replacement for everything the agent writes on its host (node cache 0600, plugin
- * executable 0755, conflist 0644, kubeconfig 0600): the content goes to a temporary file in the
+ * Atomic file replacement for everything the agent writes on its host (plugin executable 0755,
+ * conflist 0644, kubeconfig 0600): the content goes to a temporary file in the
  * same directory (same filesystem), created with the target's mode, is flushed (fsync), and is
  * renamed over the target — rename(2) is atomic, so a reader sees the old file or the new one,
  * never a half-written one, and a process still running the old executable keeps its inode. The
- * target gets the new file's mode whatever the old one had (an older agent's 0644 node cache
- * becomes 0600 at the first write).
+ * target gets the new file's mode whatever the old one had.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -14,7 +13,7 @@ import { basename, dirname, join } from 'node:path';
 
 /**
  * File modes. 0600 (root-only: the agent and the plugin run as root) for anything holding a
- * credential or data private to the cluster's users (the node cache's pod annotations).
+ * credential (the plugin's kubeconfig) or data private to the cluster's users.
  */
 export const MODE_SECRET = 0o600;
 export const MODE_PUBLIC = 0o644;

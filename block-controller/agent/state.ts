@@ -4,7 +4,7 @@
  * node's IPAMBlocks (label selector core's nodeBlocksSelector: affine, or holding its borrowed
  * addresses), its own Node (field selector metadata.name), every IPAMNode (the route source the
  * controller writes, one small object per node), IPPools, IPAMConfigs, IPReservations,
- * Namespaces (the pods' annotations and labels, and kube-system's UID = the cluster's identity),
+ * Namespaces (the pods' annotations and labels),
  * and the Pods bound to this node (field selector spec.nodeName). Nothing acts before `synced`:
  * an empty cache means "not read yet", never "nothing there".
  */
@@ -172,11 +172,6 @@ export class AgentState {
 
   namespaces(): readonly Namespace[] {
     return this.#list<Namespace>('namespaces');
-  }
-
-  /** metadata.uid of kube-system: the cluster's identity (undefined until listed). */
-  clusterUID(): string | undefined {
-    return (this.#watches.namespaces.get('kube-system') as Namespace | undefined)?.metadata.uid;
   }
 
   /** Pods bound to this node. */

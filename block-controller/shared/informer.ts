@@ -7,7 +7,7 @@
  * - an error stops client-node's informer; this one restarts it with exponential backoff
  *   (1 s doubling to 30 s) until {@link WatchedKind.stop}, counting `blockipam_watch_restarts_total`;
  * - `synced` says the first LIST has landed (readiness); `connected` that the last (re)start
- *   reached the watch without an error and none came since (the node cache's heartbeat rule).
+ *   reached the watch without an error and none came since (the agent's readiness).
  */
 import { ListWatch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';

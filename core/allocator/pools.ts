@@ -50,7 +50,7 @@ export interface SnapshotObjects {
   readonly reservations: readonly IPReservation[];
 }
 
-/** A snapshot of objects read elsewhere (a cache file, the node cache); pure. */
+/** A snapshot of objects read elsewhere (the agent's watches, ipamctl's reads); pure. */
 export function snapshotOf(objects: SnapshotObjects, nowMs: number): PoolSnapshot {
   const cidrs = objects.reservations.flatMap((r) =>
     r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined),

@@ -5,7 +5,7 @@
  *
  * One kube-apiserver + etcd (private unless run under scripts/run-tests.ts' environment), the
  * CRDs, one pool of /26 blocks, two Node objects: `burst-agent`, served by ONE real agent process
- * (block-controller/agent/main.ts: IPAM socket in a temp dir, no node cache file, no routes, no
+ * (block-controller/agent/main.ts: IPAM socket in a temp dir, no routes, no
  * plugin install — nothing on the host changes), and `burst-standalone`, which has no agent.
  * Per mode a warm-up burst (not counted: the node's blocks get claimed), then `--rounds` rounds,
  * the modes taking turns (which goes first alternates). Each call has its own container ID and

@@ -1,4 +1,4 @@
-// The allocation annotations: the one set the plugin reads and the node cache keeps.
+// The allocation annotations: the one set the plugin and the agent read.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ALLOCATION_ANNOTATIONS, allocationAnnotationsOf } from 'blockipam/core';

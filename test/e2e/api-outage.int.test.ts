@@ -1,7 +1,7 @@
 /**
  * End to end, the API server stopped for 30 s while pods churn (issue 10, tests), as root in
- * namespaces created here: two "node" namespaces on a bridge, the real node agent in each
- * (node cache on), pods through ptp + blockipam (the Bun executable) started and deleted without
+ * namespaces created here: two "node" namespaces on a bridge, the real node agent in each,
+ * pods through ptp + blockipam (the Bun executable) started and deleted without
  * pause on both nodes — and this file's own control plane, whose kube-apiserver is stopped by
  * its PID (SIGTERM) for 30 s and started again with the same command line. Asserted: the agents
  * turn not ready during the outage and ready again after it without a restart; every ADD and DEL

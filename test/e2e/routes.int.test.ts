@@ -3,10 +3,10 @@
  * three "node" namespaces on a bridge, dual-stack pods through ptp + blockipam, the real cluster
  * controller (block-controller/controller/main.ts: it writes every node's IPAMNode, the agents'
  * route source) and in every node the real node agent (block-controller/agent/main.ts with
- * `--routes`, on the real API server) programming that node's routes. Pods on different nodes ping each other over IPv4 and IPv6;
- * an address borrowed from another node's block is reachable from every node; with its API
- * server unreachable an agent turns not ready and its node cache's heartbeat freezes, both
- * recover; an agent restarted while the API server is unreachable changes no route until it
+ * `--routes`, on the real API server) programming that node's routes. Pods on different nodes
+ * ping each other over IPv4 and IPv6; an address borrowed from another node's block is reachable
+ * from every node; with its API server unreachable an agent turns not ready, and ready again once
+ * it is back; an agent restarted while the API server is unreachable changes no route until it
  * has synced.
  */
 import assert from 'node:assert/strict';

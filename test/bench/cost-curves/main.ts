@@ -238,9 +238,9 @@ async function agent(): Promise<void> {
       versions: `kube-apiserver ${cp.serverVersion} + etcd on loopback`,
       methodShort: `one agent process, RSS from /proc after a settle time, CPU over 30 s idle`,
       method:
-        "Each size: that many Node objects (with an InternalIP) and 5 /26 blocks per node, 10 allocations each, seeded straight through the datastore; then one real agent process for one of the nodes, run twice one after the other: the multi-call executable through its `blockipam-agent` link (what the image ships: Bun) and the source under Node 24 (`block-controller/agent/main.ts run`, as the tests run it) — each with its watches of nodes, blocks, pools, config, reservations and the node's pods, its node cache file; no routes, log level warn. Once the node cache file exists, 15 s settle; RSS (VmRSS) and its peak (VmHWM) from /proc/PID/status; CPU: user + system ticks over the next 30 s idle window.",
+        "Each size: that many Node objects (with an InternalIP) and 5 /26 blocks per node, 10 allocations each, seeded straight through the datastore; then one real agent process for one of the nodes, run twice one after the other: the multi-call executable through its `blockipam-agent` link (what the image ships: Bun) and the source under Node 24 (`block-controller/agent/main.ts run`, as the tests run it) — each with its watches of nodes, blocks, pools, config, reservations and the node's pods; no routes, log level warn. Once its /readyz answers 200 (every watch synced), 15 s settle; RSS (VmRSS) and its peak (VmHWM) from /proc/PID/status; CPU: user + system ticks over the next 30 s idle window.",
       verdict: big
-        ? `At ${big.x} nodes / ${big.figures.blocks} blocks, the shipped executable: RSS ${big.figures['RSS MiB (idle)']} MiB at idle (peak ${big.figures['peak RSS MiB']} MiB), ${big.figures['idle CPU (% of a core)']} % of a core at idle, first node cache after ${big.figures['first node cache s']} s` +
+        ? `At ${big.x} nodes / ${big.figures.blocks} blocks, the shipped executable: RSS ${big.figures['RSS MiB (idle)']} MiB at idle (peak ${big.figures['peak RSS MiB']} MiB), ${big.figures['idle CPU (% of a core)']} % of a core at idle, ready after ${big.figures['ready s']} s` +
           (bigNode
             ? `; under Node: RSS ${bigNode.figures['RSS MiB (idle)']} MiB (peak ${bigNode.figures['peak RSS MiB']} MiB), ${bigNode.figures['idle CPU (% of a core)']} % of a core.`
             : '.')
@@ -268,7 +268,7 @@ async function add(): Promise<void> {
       y: { title: 'ms per warm allocation (p50)' },
       series: [
         {
-          name: 'autoAssign without the node cache (LIST of the node’s blocks + UPDATE)',
+          name: 'autoAssign on the direct path (LIST of the node’s blocks + UPDATE)',
           points,
           y: 'p50 ms',
         },
@@ -277,7 +277,7 @@ async function add(): Promise<void> {
       versions: `kube-apiserver ${cp.serverVersion} + etcd on loopback`,
       methodShort: '20 allocations per size, in-process, released after each (untimed)',
       method:
-        'Each size K: a new node holds K /26 blocks, K − 1 full (62 allocations each) and one empty; 20 allocations run one at a time, each released again untimed (so each sees the same blocks). Each is core’s `autoAssign` as the plugin calls it without the node cache (snapshot and labels given), in-process — no executable start: the LIST of the node’s blocks returns K whole objects, then the UPDATE of the block with room. With the node agent’s cache the plugin reads the same blocks from a local file instead (1 request per ADD, see “CNI plugin with the node cache”).',
+        'Each size K: a new node holds K /26 blocks, K − 1 full (62 allocations each) and one empty; 20 allocations run one at a time, each released again untimed (so each sees the same blocks). Each is core’s `autoAssign` as the plugin’s direct path calls it (snapshot and labels given), in-process — no executable start: the LIST of the node’s blocks returns K whole objects, then the UPDATE of the block with room.',
       verdict:
         one && many
           ? `${many.x} blocks cost ${(Number(many.figures['p50 ms']) / Number(one.figures['p50 ms'])).toFixed(2)}× the time of 1 (p50), with the same ${many.figures['requests per ADD']} per ADD: the LIST's body grows with the node's blocks (${many.x - 1} full blocks ≈ ${(many.x - 1) * 62} allocations).`

@@ -1,7 +1,7 @@
 /**
  * Cost curve: a warm allocation vs the blocks its node holds (issue 13 item 4). The node holds
  * K blocks: K − 1 full (62 allocations each) and one with room; each allocation is core's
- * `autoAssign` as the plugin calls it without the node cache (snapshot and labels given): the
+ * `autoAssign` as the plugin's direct path calls it (snapshot and labels given): the
  * LIST of the node's blocks — K full objects — then the UPDATE of the block with room. In-process
  * (no executable start), one at a time; the address is released again after each (untimed), so
  * every allocation sees the same K blocks.

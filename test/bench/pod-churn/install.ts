@@ -4,7 +4,7 @@
  *
  * - `chart` (the default): what an operator runs — `helm install` (Helm 4) of charts/blockipam
  *   with the image built by scripts/build-image.sh and imported into every node; the agent
- *   DaemonSet installs the plugin, writes the conflist and the node cache, and programs routes;
+ *   DaemonSet installs the plugin, writes the conflist, serves the node's IPAM and programs routes;
  *   the controller Deployment (2 replicas, leader election) runs beside it. Removed by
  *   `helm uninstall`, then the IPAM objects and what the agents left on the nodes.
  * - `script`: test/cluster/install-blockipam.sh's plugin and conflist (written by network.ts)
@@ -163,7 +163,7 @@ async function installChart(c: Cluster, log: (text: string) => void): Promise<In
     throw error;
   }
   return {
-    describe: `installed by the chart (\`helm install\`, Helm 4): the agent DaemonSet (${c.nodes.length} pods: plugin, conflist, node cache, routes) and the controller Deployment (2 replicas)`,
+    describe: `installed by the chart (\`helm install\`, Helm 4): the agent DaemonSet (${c.nodes.length} pods: plugin, conflist, IPAM server, routes) and the controller Deployment (2 replicas)`,
     stop,
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The pods' network on the test cluster's nodes for the pod-churn benchmark: one conflist per
  * IPAM under the same network name and plugin chain (ptp + portmap), written atomically where
- * containerd reads it (it reloads the directory by itself), and the node agents blockipam's
- * conflist relies on for its node cache.
+ * containerd reads it (it reloads the directory by itself), and the node agents run beside
+ * blockipam's plugin in the install's `script` mode.
  *
  * The harness puts cni-recorder.sh (a bash script that writes every call's environment, stdin
  * and stdout to files) in front of each plugin; a benchmark times the IPAMs, not the recorder,
