@@ -124,7 +124,8 @@ export type {
 } from './datastore/datastore.ts';
 export { MemoryDatastore } from './datastore/memory.ts';
 export { withSignal } from './datastore/with-signal.ts';
-export { createBatchingDatastore } from './datastore/batching.ts';
+export { batchedBackoffSleep, createBatchingDatastore } from './datastore/batching.ts';
+export { withBlocks } from './datastore/with-blocks.ts';
 export type { BatchingDatastore, BatchingOptions, BatchingStats } from './datastore/batching.ts';
 export { DEFAULT_PAGE_SIZE, listAll } from './datastore/paging.ts';
 export type { ListAllOptions } from './datastore/paging.ts';

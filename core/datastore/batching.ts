@@ -32,6 +32,7 @@ import { abortable, idleOf, isToken, tokenMinter, waiterFor, withVersion } from 
 import type { BusyBlock, Waiter } from './batching-queue.ts';
 import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
 import type { CallOptions, Datastore, DeletePreconditions, ResourceStore } from './datastore.ts';
+import { withBlocks } from './with-blocks.ts';
 
 /** Options of {@link createBatchingDatastore}. */
 export interface BatchingOptions {
@@ -77,20 +78,26 @@ export interface BatchingDatastore extends Datastore {
  */
 export function createBatchingDatastore(inner: Datastore, options: BatchingOptions = {}): BatchingDatastore {
   const blocks = new BatchingBlocks(inner.blocks, options);
-  return {
-    pools: inner.pools,
-    blocks,
-    configs: inner.configs,
-    reservations: inner.reservations,
-    getPod: (namespace, name, o) => inner.getPod(namespace, name, o),
-    getNamespace: (name, o) => inner.getNamespace(name, o),
-    getNode: (name, o) => inner.getNode(name, o),
-    listPods: (o) => inner.listPods(o),
-    listNodes: (o) => inner.listNodes(o),
-    listPodPage: (o) => inner.listPodPage(o),
-    listNodePage: (o) => inner.listNodePage(o),
-    stats: () => ({ ...blocks.stats }),
-  } satisfies BatchingDatastore;
+  return { ...withBlocks(inner, blocks), stats: () => ({ ...blocks.stats }) } satisfies BatchingDatastore;
+}
+
+// 10 ms: about one API-server write round trip (~8 ms measured). A 409 under batching means
+// another writer changed the block; the decorator already makes this process one writer per
+// block, so the callers of the failed batch should come back together, in one UPDATE, not spread
+// over core's backoff (up to 1 s) and split into many (docs/design-core.md §Batched block writes).
+const BATCHED_BACKOFF_CAP_MS = 10;
+
+/**
+ * The allocator's `sleep` (AllocatorOptions.sleep) for callers of a batching datastore: core's
+ * jittered backoff, each wait capped at 10 ms. Pass it with the decorator:
+ * `autoAssign(createBatchingDatastore(ds), request, { sleep: batchedBackoffSleep() })`.
+ * @param sleep waits ms (≥ 0); default a real timer (tests inject one)
+ * @returns a sleep that waits `min(ms, 10)` through `sleep`
+ */
+export function batchedBackoffSleep(
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+): (ms: number) => Promise<void> {
+  return (ms) => sleep(Math.min(ms, BATCHED_BACKOFF_CAP_MS));
 }
 
 /** The batched view of the blocks. */

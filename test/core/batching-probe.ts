@@ -3,6 +3,7 @@
  * GETs, UPDATEs and DELETEs counted, GETs and UPDATEs optionally held at a gate, UPDATEs failed with a given error, or preceded
  * by a foreign write (another writer's UPDATE of the same block, so the held one meets a 409).
  */
+import { withBlocks } from 'blockipam/core';
 import type { Datastore, IPAMBlock, MemoryDatastore, ResourceStore } from 'blockipam/core';
 
 /** A promise with its resolve, for gates and "it happened" events. */
@@ -89,18 +90,6 @@ export function probe(inner: MemoryDatastore): Probe {
       return b.delete(name, pre, o);
     },
   };
-  p.ds = {
-    pools: inner.pools,
-    blocks,
-    configs: inner.configs,
-    reservations: inner.reservations,
-    getPod: (namespace, name, o) => inner.getPod(namespace, name, o),
-    getNamespace: (name, o) => inner.getNamespace(name, o),
-    getNode: (name, o) => inner.getNode(name, o),
-    listPods: (o) => inner.listPods(o),
-    listNodes: (o) => inner.listNodes(o),
-    listPodPage: (o) => inner.listPodPage(o),
-    listNodePage: (o) => inner.listNodePage(o),
-  };
+  p.ds = withBlocks(inner, blocks);
   return p;
 }

@@ -7,13 +7,14 @@
 // core's default backoff and with the agent's capped one (docs/design-core.md §Batched block writes).
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   autoAssign,
   checkBlockInvariants,
+  batchedBackoffSleep,
   createBatchingDatastore,
   loadSnapshot,
   newStats,
+  withBlocks,
 } from 'blockipam/core';
 import type { AllocatorOptions, AutoAssignRequest, Datastore, IPAMBlock } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
@@ -44,33 +45,21 @@ function touchingBefore(n: number): Datastore {
     const b = (await other.blocks.get(name)) as IPAMBlock;
     await other.blocks.update({ ...b, metadata: { ...b.metadata, annotations: { touched: String(left) } } });
   };
-  return {
-    pools: ds.pools,
-    configs: ds.configs,
-    reservations: ds.reservations,
-    getPod: (namespace, name, o) => ds.getPod(namespace, name, o),
-    getNamespace: (name, o) => ds.getNamespace(name, o),
-    getNode: (name, o) => ds.getNode(name, o),
-    listPods: (o) => ds.listPods(o),
-    listNodes: (o) => ds.listNodes(o),
-    listPodPage: (o) => ds.listPodPage(o),
-    listNodePage: (o) => ds.listNodePage(o),
-    blocks: {
-      get: (name, o) => ds.blocks.get(name, o),
-      list: (o) => ds.blocks.list(o),
-      listMetadata: (o) => ds.blocks.listMetadata(o),
-      listPage: (o) => ds.blocks.listPage(o),
-      create: (b, o) => ds.blocks.create(b, o),
-      delete: (name, pre, o) => ds.blocks.delete(name, pre, o),
-      update: async (b, o) => {
-        if (left > 0) {
-          left -= 1;
-          await touch(b.metadata.name);
-        }
-        return ds.blocks.update(b, o);
-      },
+  return withBlocks(ds, {
+    get: (name, o) => ds.blocks.get(name, o),
+    list: (o) => ds.blocks.list(o),
+    listMetadata: (o) => ds.blocks.listMetadata(o),
+    listPage: (o) => ds.blocks.listPage(o),
+    create: (b, o) => ds.blocks.create(b, o),
+    delete: (name, pre, o) => ds.blocks.delete(name, pre, o),
+    update: async (b, o) => {
+      if (left > 0) {
+        left -= 1;
+        await touch(b.metadata.name);
+      }
+      return ds.blocks.update(b, o);
     },
-  };
+  });
 }
 
 interface Run {
@@ -115,7 +104,7 @@ async function burst(run: Run) {
 
 it(`${ADDS} concurrent ADDs of one node over the batching decorator: ≤ 0.2 UPDATEs per ADD`, async () => {
   // The agent's allocator options: backoff sleeps capped at 10 ms, about one write round trip.
-  const agent: AllocatorOptions = { sleep: (ms) => sleep(Math.min(ms, 10)) };
+  const agent: AllocatorOptions = { sleep: batchedBackoffSleep() };
   const runs: Run[] = [
     { name: 'alone', node: 'node-a', options: {}, foreign: 0, forced: 0 },
     { name: 'alone, agent options', node: 'node-b', options: agent, foreign: 0, forced: 0 },

@@ -1,21 +1,20 @@
 /**
  * The agent's IPAM server, wired (docs/design-agent.md §IPAM server): the socket server
  * (server.ts) answering with core's node IPAM service over the batching datastore over the view
- * of the node's blocks (view-datastore.ts), with inputs from the watches (inputs.ts) and STATUS
+ * of the node's blocks (service.ts, view-datastore.ts), with inputs from the watches (inputs.ts) and STATUS
  * falling back to the last known state (status.ts). The service is made at the first request
  * after the agent's watches synced; before that, and once the agent is stopping, every request
  * is answered `notReady`.
  */
-import { createBatchingDatastore } from 'blockipam/core';
 import type { Datastore, IPAMBlock } from 'blockipam/core';
-import { createNodeIpam } from 'blockipam/core/node-ipam';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
-import { errorFields, F } from '../../shared/index.ts';
+import { F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import type { AgentState } from '../state.ts';
 import { agentInputs } from './inputs.ts';
 import { startIpamServer } from './server.ts';
+import { agentNodeIpam } from './service.ts';
 import type { IpamServer } from './server.ts';
 import { withLastKnownStatus } from './status.ts';
 import { createViewDatastore, lastKnownDatastore } from './view-datastore.ts';
@@ -70,19 +69,7 @@ function serviceFor(state: AgentState, options: AgentIpamOptions): NodeIpam {
     if (kind === 'blocks') view.observe(object as IPAMBlock);
   });
   const inputs = agentInputs({ state, ds: options.ds });
-  const service = createNodeIpam({
-    ds: createBatchingDatastore(view),
-    inputs,
-    allocator: {
-      onRollbackFailure: (f) =>
-        log.warn('dual-stack rollback left addresses allocated', {
-          [F.node]: node,
-          [F.handle]: f.handle,
-          [F.address]: f.addresses.join(','),
-          ...errorFields(f.error),
-        }),
-    },
-  });
+  const { ipam } = agentNodeIpam({ node, view, inputs, log });
   log.info('IPAM service ready', { [F.node]: node });
-  return withLastKnownStatus({ ipam: service, lastKnown: lastKnownDatastore(view, node), inputs, log });
+  return withLastKnownStatus({ ipam, lastKnown: lastKnownDatastore(view, node), inputs, log });
 }

@@ -1,0 +1,52 @@
+/**
+ * The agent's node IPAM service, composed (docs/design-agent.md §IPAM server): core's node IPAM
+ * service over core's batching datastore over the view of the node's blocks, with the allocator
+ * options batching calls for — core's backoff capped at 10 ms between compare-and-swap retries
+ * (core's `batchedBackoffSleep`): a 409 under batching means another writer, and the callers of
+ * the failed batch come back together in one UPDATE.
+ */
+import { batchedBackoffSleep, createBatchingDatastore } from 'blockipam/core';
+import type { AllocatorOptions, BatchingDatastore, Datastore } from 'blockipam/core';
+import { createNodeIpam } from 'blockipam/core/node-ipam';
+import type { NodeInputs, NodeIpam } from 'blockipam/core/node-ipam';
+import { errorFields, F } from '../../shared/index.ts';
+import type { Logger } from '../../shared/index.ts';
+
+export interface AgentServiceOptions {
+  readonly node: string;
+  /** Where the batching datastore reads and writes: the view of the node's blocks. */
+  readonly view: Datastore;
+  readonly inputs: NodeInputs;
+  readonly log: Logger;
+  /**
+   * Waits ms (≥ 0) between compare-and-swap retries, before the 10 ms cap; default a real timer.
+   * Tests inject one (with `random`) to see the waits the allocator asks for.
+   */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** uniform in [0, 1): the backoff's jitter; default Math.random. */
+  readonly random?: () => number;
+}
+
+export interface AgentService {
+  readonly ipam: NodeIpam;
+  /** The batching datastore the service writes through (its counters become metrics). */
+  readonly batching: BatchingDatastore;
+}
+
+/** The service; it logs each dual-stack rollback that left addresses allocated (warn). */
+export function agentNodeIpam(options: AgentServiceOptions): AgentService {
+  const { node, log } = options;
+  const batching = createBatchingDatastore(options.view);
+  const allocator: Omit<AllocatorOptions, 'signal' | 'stats'> = {
+    sleep: batchedBackoffSleep(options.sleep),
+    ...(options.random ? { random: options.random } : {}),
+    onRollbackFailure: (f) =>
+      log.warn('dual-stack rollback left addresses allocated', {
+        [F.node]: node,
+        [F.handle]: f.handle,
+        [F.address]: f.addresses.join(','),
+        ...errorFields(f.error),
+      }),
+  };
+  return { ipam: createNodeIpam({ ds: batching, inputs: options.inputs, allocator }), batching };
+}
