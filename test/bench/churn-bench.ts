@@ -1,14 +1,17 @@
 /**
  * IPAM churn at cluster scale on simulated nodes (issue 13 item 2; not a test). One run, one API
- * server, side by side: blockipam (its node agent running per node; the plugin on its direct
- * path: no agentSocket in its netconf),
- * calico-ipam (Kubernetes datastore, the v3.28 line) and whereabouts v0.9.2.
+ * server, side by side: blockipam (a real node agent per node, churn-agents.ts; the plugin
+ * forwards every call to its node's agent over the agent's IPAM socket, as the chart installs
+ * it — or, with `--blockipam-mode direct`, takes its direct path while the agents only
+ * pre-claim), calico-ipam (Kubernetes datastore, the v3.28 line) and whereabouts v0.9.2.
  *
  * Each node is a network namespace this bench creates, with a churn-relay.ts process in it that
  * relays the API server (through a second one on the host) and a churn-node.ts process that
  * spawns the IPAM as a runtime would (ptp's environment and stdin; the
- * IPAM alone, no interfaces): each node has its own host lock (blockipam's lock file is in the
- * node's cacheDir; calico-ipam gets a lock file per node; whereabouts takes one cluster-wide Lease).
+ * IPAM alone, no interfaces): each node has its own host lock (blockipam's direct path's lock
+ * file is in the node's cacheDir; calico-ipam gets a lock file per node; whereabouts takes one
+ * cluster-wide Lease). blockipam's agents run in their nodes' namespaces, each with its socket in
+ * a directory of its own under the run's temp dir; the phases start once every agent is ready.
  * Phases, per IPAM, interleaved across IPAMs (ADD all of each, then DEL of each, ...):
  *   add (PODS ADDs issued at once on every node) → del (all DELs at once) → re-add (new pods,
  *   new names and UIDs) → del.
@@ -19,20 +22,24 @@
  * agents' requests in the phase), kube-apiserver and etcd CPU seconds (/proc/<pid>/stat).
  *
  * Usage: node test/bench/churn-bench.ts [--nodes N] [--pods N] [--ipams blockipam,calico,whereabouts]
- *          [--calico-api PATH] [--json FILE] [--write-docs] [--control-plane-nice N]
+ *          [--blockipam-mode agent|direct] [--calico-api PATH] [--json FILE] [--write-docs]
+ *          [--control-plane-nice N] [--keep-logs]
+ *   --blockipam-mode: `agent` (default): each node's netconf names its agent's socket
+ *     (`ipam.agentSocket`), so every ADD and DEL goes plugin → agent; `direct`: `ipam.mode:
+ *     standalone` (host lock, the API server from the plugin process), the agents without a socket.
  *   --control-plane-nice: the nice value of kube-apiserver's, etcd's and the relays' threads (the
  *     relays stand for the network), set before each phase (default -10; 0 leaves them as
  *     started). On a cluster the control plane has its own machines and the network is no
  *     process; here they share 2 cores with the burst, which at nice 0 starves them (a lock
  *     holder's block UPDATE then goes unanswered for 10 s). It applies to every IPAM alike.
  *   Starts its own control plane (unless run under scripts/run-tests.ts' environment). Root.
+ *   SIGINT/SIGTERM stop the agents, nodes and relays it started (by PID) and clean up, then exit.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
-import { startAgent, type AgentProcess } from '../agent/agent-process.ts';
 import { delta, option, requestCounters } from './plugin-bench-lib.ts';
 import {
   API,
@@ -44,7 +51,15 @@ import {
   setupWhereabouts,
   type PeerIpam,
 } from './peer-ipams.ts';
-import { cpuSeconds, reniceProcess, serveApiSocket, startNode, type SimNode } from './churn-lib.ts';
+import { startChurnAgent, type ChurnAgent } from './churn-agents.ts';
+import {
+  cpuSeconds,
+  reniceProcess,
+  serveApiSocket,
+  startNode,
+  type Relay,
+  type SimNode,
+} from './churn-lib.ts';
 import { renderChurn, type ChurnPhase, type ChurnRun } from './churn-report.ts';
 import type { NodeCall, NodeResult } from './churn-node.ts';
 
@@ -54,6 +69,7 @@ const PODS = Number(option('--pods') ?? 100);
 const WANT = (option('--ipams') ?? 'blockipam,calico,whereabouts').split(',');
 const NS = 'churn';
 const CONTROL_PLANE_NICE = Number(option('--control-plane-nice') ?? -10);
+const BLOCKIPAM_MODE = (option('--blockipam-mode') ?? 'agent') as 'agent' | 'direct';
 const PHASES = ['add', 'del', 're-add', 'del again'] as const;
 // Refused before anything starts (a control plane, a build): a typo must not become a run.
 for (const [flag, value, min] of [
@@ -64,6 +80,10 @@ for (const [flag, value, min] of [
     console.error(`churn-bench: ${flag} must be an integer ≥ ${min} (got ${option(flag)})`);
     process.exit(2);
   }
+if (!['agent', 'direct'].includes(BLOCKIPAM_MODE)) {
+  console.error(`churn-bench: --blockipam-mode must be agent or direct (got ${BLOCKIPAM_MODE})`);
+  process.exit(2);
+}
 if (!Number.isInteger(CONTROL_PLANE_NICE) || CONTROL_PLANE_NICE < -20 || CONTROL_PLANE_NICE > 19) {
   console.error(
     `churn-bench: --control-plane-nice must be an integer from -20 to 19 (got ${option('--control-plane-nice')})`,
@@ -102,8 +122,12 @@ interface Subject {
 
 const nodeNames = (prefix: string): string[] => Array.from({ length: NODES }, (_, i) => `${prefix}${i + 1}`);
 const subjects: Subject[] = [];
-const agents: AgentProcess[] = [];
+const agents: ChurnAgent[] = [];
 const sims: SimNode[] = [];
+/** The host side of the nodes' route to the API server. */
+let apiRelay: Relay | undefined;
+/** blockipam node `node`'s agent socket: a directory of its own (the agent makes it root-only). */
+const agentSocket = (node: string): string => join(tmp, `${node}-agent`, 'ipam.sock');
 /** churn-relay.ts processes: the host side, then one per node (reniceControlPlane). */
 const relayPids: number[] = [];
 const netconf = (top: Record<string, unknown>, ipam: Record<string, unknown>): string =>
@@ -135,7 +159,8 @@ function setup(): void {
     );
     subjects.push({
       label: 'blockipam',
-      name: 'blockipam (agents, direct path)',
+      name:
+        BLOCKIPAM_MODE === 'agent' ? 'blockipam (agents, IPAM socket)' : 'blockipam (agents, direct path)',
       bin,
       nodePrefix: 'bipam-n',
       api: API.blockipam,
@@ -149,6 +174,7 @@ function setup(): void {
             logFile: join(tmp, `${node}.log`),
             logLevel: 'info', // as installed (and as calico-ipam's log_level): the done lines carry the breakdown
             cacheDir: join(tmp, `${node}-cache`),
+            ...(BLOCKIPAM_MODE === 'agent' ? { agentSocket: agentSocket(node) } : { mode: 'standalone' }),
           },
         ),
     });
@@ -221,7 +247,7 @@ async function runPhase(s: Subject, phase: (typeof PHASES)[number], pods: string
     cpuSeconds(apiserverPid),
     cpuSeconds(etcdPid),
     (await Promise.all(sims.map((n) => n.cpu()))).reduce((a, b) => a + b, 0),
-    s.label === 'blockipam' ? agents.reduce((a, g) => a + cpuSeconds(g.child.pid ?? 0), 0) : 0,
+    s.label === 'blockipam' ? agents.reduce((a, g) => a + cpuSeconds(g.pid), 0) : 0,
   ];
   reniceControlPlane();
   const cpu0 = await cpuNow();
@@ -272,21 +298,46 @@ async function runPhase(s: Subject, phase: (typeof PHASES)[number], pods: string
   };
 }
 
+/**
+ * One agent per blockipam node, in the node's namespace (sims[i] runs node i + 1's calls), with
+ * its socket in agent mode; resolves once every one is ready.
+ */
+async function startAgents(): Promise<void> {
+  for (const [i, node] of nodeNames('bipam-n').entries()) {
+    mkdirSync(join(tmp, `${node}-cache`), { recursive: true });
+    agents.push(
+      startChurnAgent({
+        node,
+        netns: sims[i]?.netns ?? '',
+        kubeconfig: cp.adminKubeconfig,
+        ...(BLOCKIPAM_MODE === 'agent' ? { socket: agentSocket(node) } : {}),
+      }),
+    );
+  }
+  await Promise.all(agents.map((a) => a.ready()));
+  log(`${agents.length} agents ready (${BLOCKIPAM_MODE === 'agent' ? 'IPAM sockets' : 'no sockets'})`);
+}
+
+let stopping: Promise<void> | undefined;
+/** Stops, by PID, every process this run started: agents, nodes, relays. Once; later calls wait for it. */
+const stopProcesses = (): Promise<void> =>
+  (stopping ??= (async () => {
+    await Promise.all(agents.map((a) => a.stop()));
+    await Promise.all(sims.map((s) => s.stop()));
+    await apiRelay?.stop();
+  })());
+
 async function main(): Promise<ChurnRun> {
   setup();
   const socket = join(tmp, 'api.sock');
-  const relay = await serveApiSocket(socket, '127.0.0.1', apiPort);
-  relayPids.push(relay.pid);
+  apiRelay = await serveApiSocket(socket, '127.0.0.1', apiPort);
+  relayPids.push(apiRelay.pid);
   try {
     for (let i = 1; i <= NODES; i++) sims.push(await startNode(`n${i}`, apiPort, socket));
     relayPids.push(...sims.map((n) => n.relay.pid));
-    if (subjects.some((s) => s.label === 'blockipam'))
-      for (const node of nodeNames('bipam-n')) {
-        mkdirSync(join(tmp, `${node}-cache`), { recursive: true });
-        agents.push(startAgent(node, ['--log-level', 'warn']));
-      }
+    if (subjects.some((s) => s.label === 'blockipam')) await startAgents();
     log(
-      `${NODES} nodes × ${PODS} pods; IPAMs: ${subjects.map((s) => s.label).join(', ')}; load ${loadavg()[0]?.toFixed(1)}`,
+      `${NODES} nodes × ${PODS} pods; IPAMs: ${subjects.map((s) => s.label).join(', ')}; blockipam mode ${BLOCKIPAM_MODE}; load ${loadavg()[0]?.toFixed(1)}`,
     );
     const phases: ChurnPhase[] = [];
     const warmCpuMs: Record<string, number> = {};
@@ -338,13 +389,40 @@ async function main(): Promise<ChurnRun> {
       phases,
       warmCpuMs,
       controlPlaneNice: CONTROL_PLANE_NICE,
+      ...(subjects.some((s) => s.label === 'blockipam') ? { blockipamMode: BLOCKIPAM_MODE } : {}),
     };
   } finally {
-    await Promise.all(agents.map((a) => a.kill()));
-    await Promise.all(sims.map((s) => s.stop()));
-    await relay.stop();
+    await stopProcesses();
   }
 }
+
+let cleaned = false;
+/** Deletes what the run wrote on the API server and its temp dir (unless --keep-logs). Once. */
+function cleanup(): void {
+  if (cleaned) return;
+  cleaned = true;
+  deletePods(['--all']);
+  kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);
+  kubectl(['delete', 'ippools.ipam.blockipam.io', 'churn-v4', '--ignore-not-found']);
+  cleanupWhereabouts();
+  cleanupCalico();
+  if (!argv.includes('--keep-logs')) rmSync(tmp, { recursive: true, force: true });
+}
+
+// Interrupted: the agents would outlive the run (nothing else ends them), so stop them by PID.
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const)
+  process.once(signal, () => {
+    log(`${signal}: stopping the agents, nodes and relays`);
+    void stopProcesses()
+      .catch((e: unknown) => log(`stopping: ${String(e)}`))
+      .finally(() => {
+        cleanup();
+        process.exit(code);
+      });
+  });
 
 try {
   const run = await main();
@@ -354,10 +432,5 @@ try {
   if (json) writeFileSync(json, JSON.stringify({ ...run, breakdown: section.breakdown }, null, 1));
   if (argv.includes('--write-docs')) await section.writeDocs(join(repoRoot, 'docs'));
 } finally {
-  deletePods(['--all']);
-  kubectl(['delete', 'ipamblocks.ipam.blockipam.io', '--all']);
-  kubectl(['delete', 'ippools.ipam.blockipam.io', 'churn-v4', '--ignore-not-found']);
-  cleanupWhereabouts();
-  cleanupCalico();
-  if (!argv.includes('--keep-logs')) rmSync(tmp, { recursive: true, force: true });
+  cleanup();
 }

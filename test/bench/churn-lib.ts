@@ -178,7 +178,7 @@ export async function startNode(name: string, apiPort: number, apiSocket: string
   };
 }
 
-/** Per-call figures of blockipam from its log's `done` lines (logLevel info): lock wait, requests, node cache use. */
+/** Per-call figures of blockipam from its log's `done` lines (logLevel info): lock wait, requests, path. */
 export interface BlockipamCall {
   readonly containerID: string;
   readonly cmd: string;
@@ -201,8 +201,8 @@ export interface BlockipamCall {
     readonly total: number;
   };
   readonly apiRequests?: number;
-  readonly nodeCache?: string;
-  readonly podFromCache?: boolean;
+  /** Which client served the call: `agent` (forwarded over the agent's socket) or `direct`. */
+  readonly path?: string;
 }
 
 /** Reads blockipam log files; one entry per containerID + cmd seen with a `done` line. */
@@ -232,9 +232,8 @@ export function readBlockipamLogs(files: readonly string[]): BlockipamCall[] {
                 },
               }
             : {}),
-          apiRequests: Number(l.apiRequests),
-          ...(typeof l.nodeCache === 'string' ? { nodeCache: l.nodeCache } : {}),
-          ...(typeof l.podFromCache === 'boolean' ? { podFromCache: l.podFromCache } : {}),
+          ...(typeof l.apiRequests === 'number' ? { apiRequests: l.apiRequests } : {}),
+          ...(typeof l.path === 'string' ? { path: l.path } : {}),
         });
     }
   }

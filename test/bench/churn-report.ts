@@ -60,10 +60,18 @@ export interface ChurnRun {
   readonly warmCpuMs: Readonly<Record<string, number>>;
   /** The nice value kube-apiserver's and etcd's threads ran at (0: as started). */
   readonly controlPlaneNice?: number;
+  /**
+   * How blockipam's plugin reached its node's IPAM: `agent`, every call forwarded to the node's
+   * agent over its socket; `direct`, its direct path (the agents only pre-claim). Absent when
+   * blockipam did not run.
+   */
+  readonly blockipamMode?: 'agent' | 'direct';
 }
 
 const s1 = (ms: number): string => (ms / 1000).toFixed(1);
 const per = (n: number, calls: number): string => (calls ? (n / calls).toFixed(2) : 'n/a');
+/** The largest value; NaN (shown "n/a") for none. */
+const max = (values: readonly number[]): number => (values.length ? Math.max(...values) : NaN);
 
 /** Where blockipam's and calico-ipam's time goes, per phase. */
 function breakdown(run: ChurnRun): string[] {
@@ -71,7 +79,7 @@ function breakdown(run: ChurnRun): string[] {
   const byId = new Map(calls.map((c) => [`${c.containerID}-${c.cmd}`, c]));
   const waits = readCalicoLockWaits(run.calicoLogs);
   const out: string[] = [
-    '| IPAM | phase | lock wait p50 / p99 / max ms | lock held p50 / p99 ms | in-process call p50 ms | process start → command p50 ms | requests per call p50 / max | node cache used |',
+    '| IPAM | phase | lock wait p50 / p99 / max ms | lock held p50 / p99 ms | in-process call p50 ms | process start → command p50 ms | requests per call p50 / max | served by the agent |',
     '|---|---|---|---|---|---|---|---|',
   ];
   for (const p of run.phases) {
@@ -80,19 +88,20 @@ function breakdown(run: ChurnRun): string[] {
       const lock = mine.flatMap((c) => (c.lockWaitMs === undefined ? [] : [c.lockWaitMs]));
       const total = mine.flatMap((c) => (c.totalMs === undefined ? [] : [c.totalMs]));
       const before = mine.flatMap((c) =>
-        c.totalMs === undefined || c.lockWaitMs === undefined ? [] : [c.startMs ?? 0],
+        c.totalMs === undefined || c.startMs === undefined ? [] : [c.startMs],
       );
       const req = mine.flatMap((c) => (c.apiRequests === undefined ? [] : [c.apiRequests]));
       const held = mine.flatMap((c) => (c.heldMs === undefined ? [] : [c.heldMs]));
-      const cached = mine.filter((c) => c.nodeCache === 'used' || c.podFromCache === true).length;
+      const viaAgent = mine.filter((c) => c.path === 'agent').length;
+      const reqs = req.length ? `${pct(req, 50)} / ${max(req)}` : '0 (the agent sends them)';
       out.push(
-        `| ${p.name} | ${p.phase} | ${fmt(pct(lock, 50))} / ${fmt(pct(lock, 99))} / ${fmt(Math.max(...lock))} | ${fmt(pct(held, 50))} / ${fmt(pct(held, 99))} | ${fmt(pct(total, 50))} | ${fmt(pct(before, 50))} | ${pct(req, 50)} / ${Math.max(...req)} | ${cached} of ${mine.length} |`,
+        `| ${p.name} | ${p.phase} | ${fmt(pct(lock, 50))} / ${fmt(pct(lock, 99))} / ${fmt(max(lock))} | ${fmt(pct(held, 50))} / ${fmt(pct(held, 99))} | ${fmt(pct(total, 50))} | ${fmt(pct(before, 50))} | ${reqs} | ${viaAgent} of ${mine.length} |`,
       );
     } else if (p.ipam === 'calico') {
       const end = p.startedAtMs + p.wallMs;
       const w = waits.filter((x) => x.atMs >= p.startedAtMs - 5 && x.atMs <= end + 5).map((x) => x.waitMs);
       out.push(
-        `| ${p.name} | ${p.phase} | ${fmt(pct(w, 50))} / ${fmt(pct(w, 99))} / ${fmt(Math.max(...w))} | n/a | ${fmt(pct(p.ms, 50))} (spawn to exit) | n/a | ${per(p.requests, p.calls)} (mean) | n/a |`,
+        `| ${p.name} | ${p.phase} | ${fmt(pct(w, 50))} / ${fmt(pct(w, 99))} / ${fmt(max(w))} | n/a | ${fmt(pct(p.ms, 50))} (spawn to exit) | n/a | ${per(p.requests, p.calls)} (mean) | n/a |`,
       );
     }
   }
@@ -102,8 +111,9 @@ function breakdown(run: ChurnRun): string[] {
 
 /**
  * blockipam's process CPU per call by stage, from the done lines: start-up (before dispatch),
- * lock wait, lock held, the rest of the command (reading netconf, node cache and kubeconfig,
- * the log, exit), as mean ms per call; and their sum over the phase's calls.
+ * lock wait, lock held (both 0 when the agent served the call), the rest of the command (reading
+ * netconf and kubeconfig, the agent's answer or the direct path's requests, the log, exit), as
+ * mean ms per call; and their sum over the phase's calls.
  */
 function cpuBreakdown(run: ChurnRun, byId: ReadonlyMap<string, BlockipamCall>): string[] {
   const rows: string[] = [];
@@ -182,6 +192,16 @@ async function charts(run: ChurnRun): Promise<string[]> {
   return out;
 }
 
+/** What blockipam's side was (`--blockipam-mode`), for the method text; '' when it did not run. */
+function modeText(run: ChurnRun): string {
+  const agents = `a real node agent per node (\`block-controller/agent/main.ts\`, log level info) runs in the node's namespace, its API traffic on the node's relay`;
+  if (run.blockipamMode === 'agent')
+    return ` blockipam (\`--blockipam-mode agent\`, as the chart installs it): ${agents}, serving the node's IPAM on its own socket (\`--ipam-socket\`, a directory of its own); the node's netconf names that socket (\`ipam.agentSocket\`), so every ADD and DEL goes plugin → agent socket, and the agent's block writes are the node's requests; the phases start once every agent's /readyz answers 200.`;
+  if (run.blockipamMode === 'direct')
+    return ` blockipam (\`--blockipam-mode direct\`): the plugin on its direct path (\`ipam.mode: standalone\`: the node's host lock, its requests from the plugin process); ${agents}, without a socket (pre-claim only).`;
+  return '';
+}
+
 /** Renders the section; `writeDocs(docsDir)` writes the charts and replaces "## IPAM churn" in docs/benchmarks.md. */
 export function renderChurn(run: ChurnRun): {
   markdown: string;
@@ -197,7 +217,7 @@ export function renderChurn(run: ChurnRun): {
         ? ` kube-apiserver, etcd and the relays that carry the nodes' traffic to it (a process per node and one on the host, standing for the network) run at nice ${run.controlPlaneNice} (every thread, set before each phase): on a cluster the control plane has its own machines and the network is no process, and here a burst of 1,000 IPAM processes at nice 0 would otherwise starve them — for every IPAM alike (\`--control-plane-nice 0\` turns it off).`
         : ''
     }`,
-    `${run.nodes} simulated nodes (a network namespace each, so each has its own host lock) × ${run.pods} ADDs issued at once per node; the IPAM alone, exec'd as ptp would exec it, by a process inside the node's namespace; a relay process in the namespace and one on the host carry its traffic to the API server. Phases: add → mass DEL → re-add (new pods) → DEL, interleaved across IPAMs. Wall time: first call issued → last call exited; latencies spawn to exit; requests and 409s from kube-apiserver's \`apiserver_request_total\` (blockipam's include its ${run.nodes} agents' requests during the phase); CPU from /proc/<pid>/stat.`,
+    `${run.nodes} simulated nodes (a network namespace each, so each has its own host lock) × ${run.pods} ADDs issued at once per node; the IPAM alone, exec'd as ptp would exec it, by a process inside the node's namespace; a relay process in the namespace and one on the host carry its traffic to the API server.${modeText(run)} Phases: add → mass DEL → re-add (new pods) → DEL, interleaved across IPAMs. Wall time: first call issued → last call exited; latencies spawn to exit; requests and 409s from kube-apiserver's \`apiserver_request_total\` (blockipam's include its ${run.nodes} agents' requests during the phase); CPU from /proc/<pid>/stat.`,
     '',
     '| IPAM | phase | wall s | call p50 ms | call p99 ms | failures | distinct addresses | API requests / call | 409s / call | IPAM processes CPU s | agents CPU s | kube-apiserver CPU s | etcd CPU s | load at start |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
