@@ -3,8 +3,8 @@
 // reason and message, and no other block check repeats the trust rules.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { allocateOrdinal, mustParseCidr, newBlock, nodeLabel, POOL_LABEL } from 'blockipam/core';
-import type { IPAMBlock, IPPool } from 'blockipam/core';
+import { nodeLabel, POOL_LABEL } from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
 import {
   duplicateAddresses,
   ignoredBlockProblems,
@@ -12,41 +12,12 @@ import {
   poolOverlapProblems,
 } from '../../cli/audit/block-checks.ts';
 import type { Snapshot } from '../../cli/audit/snapshot.ts';
-import { pool } from '../core/fixtures.ts';
-
-const T0 = Date.parse('2026-12-03T08:00:00Z');
-const MAIN = pool('main', { cidr: '10.244.0.0/16' });
-// Applied over `main` later with /28 blocks (possible through kubectl).
-const LATE = pool('late', { cidr: '10.244.88.0/24', blockSize: 28 }, '2026-11-20T00:00:00Z');
-
-interface Shape {
-  cidr: string;
-  pool?: string;
-  node?: string | null;
-  /** ordinal → node holding it */
-  allocations?: Record<number, string>;
-  created?: string;
-  labels?: Record<string, string>;
-}
-
-/** A block as core writes it, then `labels` merged over (a forged label). */
-function block(shape: Shape): IPAMBlock {
-  let b = newBlock({
-    cidr: mustParseCidr(shape.cidr),
-    pool: shape.pool ?? 'main',
-    node: shape.node === undefined ? 'node-2' : shape.node,
-    nowMs: T0,
-  });
-  for (const [ordinal, node] of Object.entries(shape.allocations ?? {}))
-    b = allocateOrdinal(b, Number(ordinal), { handle: `net.c${ordinal}.eth0`, node }, T0)!.block;
-  b.metadata.creationTimestamp = shape.created ?? '2026-12-01T00:00:00Z';
-  b.metadata.labels = { ...b.metadata.labels, ...shape.labels };
-  return b;
-}
+import { LATE, MAIN, shapedBlock, SHAPES_T0 as T0, VICTIM } from '../core/block-shapes.ts';
+import type { BlockShape as Shape } from '../core/block-shapes.ts';
 
 function snapshot(blocks: Shape[], pools: IPPool[]): Snapshot {
   return {
-    blocks: blocks.map(block),
+    blocks: blocks.map(shapedBlock),
     pools,
     reservations: [],
     config: undefined,
@@ -57,8 +28,6 @@ function snapshot(blocks: Shape[], pools: IPPool[]): Snapshot {
   };
 }
 
-// node-2's /26 holding 10.244.88.198 (ordinal 6) for its own pod.
-const VICTIM: Shape = { cidr: '10.244.88.192/26', node: 'node-2', allocations: { 6: 'node-2' } };
 const LATER = '2026-12-02T00:00:00Z';
 const IGNORED = 'is ignored by every agent and the allocator';
 

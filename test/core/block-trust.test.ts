@@ -3,48 +3,14 @@
 // thousands of blocks.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  allocateOrdinal,
-  classifyBlocks,
-  mustParseCidr,
-  newBlock,
-  nodeLabel,
-  trustedAffine,
-} from 'blockipam/core';
+import { classifyBlocks, nodeLabel, trustedAffine } from 'blockipam/core';
 import type { IPAMBlock, IPPool } from 'blockipam/core';
+import { LATE, MAIN, shapedBlock as block, VICTIM } from './block-shapes.ts';
+import type { BlockShape as Shape } from './block-shapes.ts';
 import { pool } from './fixtures.ts';
 
-const T0 = Date.parse('2026-12-03T08:00:00Z');
-const MAIN = pool('main', { cidr: '10.244.0.0/16' }, '2026-11-01T00:00:00Z');
 const SIX = pool('six', { cidr: 'fd00::/112' }, '2026-11-01T00:00:00Z');
 const OFF = pool('off', { cidr: '10.245.0.0/16', disabled: true }, '2026-11-01T00:00:00Z');
-// Applied over `main` later with another block size: shadowed, never allocated from.
-const LATE = pool('late', { cidr: '10.244.88.0/24', blockSize: 28 }, '2026-11-20T00:00:00Z');
-
-interface Shape {
-  cidr: string;
-  pool?: string;
-  node?: string | null;
-  /** ordinal → node holding it */
-  allocations?: Record<number, string>;
-  created?: string;
-  labels?: Record<string, string>;
-}
-
-/** A block as core writes it (labels recomputed on every allocation), then `labels` merged over. */
-function block(shape: Shape): IPAMBlock {
-  let b = newBlock({
-    cidr: mustParseCidr(shape.cidr),
-    pool: shape.pool ?? 'main',
-    node: shape.node === undefined ? 'node-2' : shape.node,
-    nowMs: T0,
-  });
-  for (const [ordinal, node] of Object.entries(shape.allocations ?? {}))
-    b = allocateOrdinal(b, Number(ordinal), { handle: `net.c${ordinal}.eth0`, node }, T0)!.block;
-  b.metadata.creationTimestamp = shape.created ?? '2026-12-01T00:00:00Z';
-  b.metadata.labels = { ...b.metadata.labels, ...shape.labels };
-  return b;
-}
 
 /** "name: reason" for the ignored blocks, "name" alone for the trusted ones, sorted. */
 function verdicts(blocks: IPAMBlock[], pools: IPPool[]): string[] {
@@ -54,8 +20,6 @@ function verdicts(blocks: IPAMBlock[], pools: IPPool[]): string[] {
     ...ignored.map((i) => `${i.block.metadata.name}: ${i.reason}`),
   ].sort();
 }
-
-const VICTIM = { cidr: '10.244.88.192/26', node: 'node-2', allocations: { 6: 'node-2' } };
 
 void describe('classifyBlocks', () => {
   const cases: { name: string; blocks: Shape[]; pools?: IPPool[]; want: string[] }[] = [
