@@ -22,19 +22,27 @@
  *     answers both node credentials: each may update blocks); DELETE it; mint a plugin token bound to
  *     node 2's Node, or an unbound one (the tokens policy; the plugin's account: RBAC), a node
  *     token bound to node 2's agent pod (RBAC); delete the pool;
- *  6. the controller's token creates a block and mints a node token;
- *  7. the reader creates, replaces and deletes a block, mints a token, edits the pool and the
- *     IPAMConfig.
+ *  6. the controller's writes: create node 2's IPAMNode (the route source), point it at node 1,
+ *     add node 2's block to node 1's own IPAMNode, delete node 2's; set node 2's block's Trusted
+ *     condition False (`ipamblocks/status`); add a pool to the claimable-pools ConfigMap (RBAC);
+ *  7. the controller's token creates a block and mints a node token;
+ *  8. the reader creates, replaces and deletes a block, mints a token, edits the pool and the
+ *     IPAMConfig, and tries the controller's writes of 6.
+ * The count per credential is asserted against docs/install.md §Security.
+ * With the policy in place, afterwards: borrowing (a one-block Manual pool whose block node 2
+ * holds; a pod of it on node 3 borrows, is admitted and answers a ping routed by the agents)
+ * and leak GC (an allocation naming a pod that does not exist is released by the controller).
  * Whenever the API gains a writable field (a new spec field, label or annotation that a reader
  * trusts), a probe writing it from another node's credential is added here.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { addressTextAt, newBlock, nodeLabel, parseCidr, rfc3339 } from 'blockipam/core';
-import type { IPAMBlock } from 'blockipam/core';
+import { addressTextAt, newBlock, nodeLabel, parseCidr, POOLS_ANNOTATION, rfc3339 } from 'blockipam/core';
+import type { IPAMBlock, IPAMNode } from 'blockipam/core';
 import { cluster, importImage, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
 import { CHART } from '../charts/helm.ts';
-import { allocations, busybox, ipamctl, nodeReady, pods, waitFor } from './blockipam.ts';
+import { allocations, busybox, inCidr, ipamctl, nodeReady, pods, waitFor } from './blockipam.ts';
 import type { PodObject } from './blockipam.ts';
 import {
   blockipamImage,
@@ -514,6 +522,98 @@ function nodeProbes(cred: Credential): Probe[] {
       run: () => as(cred, ['delete', 'ippool', POOL]),
       refusal: forbidden(user, 'delete', 'ippools'),
     },
+    // 6. the route source, the Trusted condition and the claimable pools: the controller's only
+    ...controllerWrites(cred, user),
+  ];
+}
+
+function ipamNode(name: string): IPAMNode {
+  return JSON.parse(kubectlOk(['get', 'ipamnode', name, '-o', 'json'])) as IPAMNode;
+}
+
+/**
+ * Writes only the controller makes, tried by `cred` (account `user`): node 2's IPAMNode (create,
+ * point at node 1's address, delete), node 1's own IPAMNode (add node 2's block: every agent
+ * would route it to node 1), node 2's block's `Trusted` condition (False: the data path would
+ * ignore it), and the claimable-pools ConfigMap (a pool of the attacker's). RBAC refuses each.
+ */
+function controllerWrites(cred: Credential, user: string): Probe[] {
+  const theirs = ipamNode(n2);
+  const mine = ipamNode(n1);
+  const n1Address = cluster().nodeIps[cluster().nodes.indexOf(n1)] ?? '';
+  const fresh: IPAMNode = {
+    apiVersion: theirs.apiVersion,
+    kind: 'IPAMNode',
+    metadata: { name: n2 },
+    spec: theirs.spec,
+  };
+  const untrusted = {
+    ...victimBlock,
+    status: {
+      conditions: [
+        {
+          type: 'Trusted',
+          status: 'False',
+          reason: 'Overlaps',
+          message: 'the attacker says so',
+          lastTransitionTime: rfc3339(Date.now()),
+        },
+      ],
+    },
+  };
+  const pools = `${PREFIX}-claim-pools`;
+  return [
+    {
+      who: cred,
+      what: `create IPAMNode ${n2}`,
+      run: () => as(cred, ['create', '-f', '-'], fresh),
+      refusal: forbidden(user, 'create', 'ipamnodes'),
+    },
+    {
+      who: cred,
+      what: `IPAMNode ${n2}'s address → ${n1}'s (${n1Address})`,
+      run: () =>
+        as(cred, ['replace', '-f', '-'], { ...theirs, spec: { ...theirs.spec, addresses: [n1Address] } }),
+      refusal: forbidden(user, 'update', 'ipamnodes'),
+    },
+    {
+      who: cred,
+      what: `IPAMNode ${n1} (its own) + ${n2}'s block ${victimBlock.spec.cidr}`,
+      run: () =>
+        as(cred, ['replace', '-f', '-'], {
+          ...mine,
+          spec: { ...mine.spec, blocks: [...mine.spec.blocks, victimBlock.spec.cidr].sort() },
+        }),
+      refusal: forbidden(user, 'update', 'ipamnodes'),
+    },
+    {
+      who: cred,
+      what: `delete IPAMNode ${n2}`,
+      run: () => as(cred, ['delete', 'ipamnode', n2]),
+      refusal: forbidden(user, 'delete', 'ipamnodes'),
+    },
+    {
+      who: cred,
+      what: `${victimBlock.metadata.name}'s status: Trusted False`,
+      run: () => as(cred, ['replace', '--subresource=status', '-f', '-'], untrusted),
+      refusal: forbidden(user, 'update', 'ipamblocks/status'),
+    },
+    {
+      who: cred,
+      what: `ConfigMap ${pools}: a pool 10.250.0.0/16 of its own`,
+      run: () =>
+        as(cred, [
+          '-n',
+          NAMESPACE,
+          'patch',
+          'configmap',
+          pools,
+          '--type=merge',
+          '-p',
+          JSON.stringify({ data: { attacker: '10.250.0.0/16 26 usable' } }),
+        ]),
+      refusal: forbidden(user, 'patch', 'configmaps'),
+    },
   ];
 }
 
@@ -601,7 +701,18 @@ function otherProbes(): Probe[] {
         ]),
       refusal: forbidden(r, 'patch', 'ipamconfigs'),
     },
+    ...controllerWrites(reader, r),
   ];
+}
+
+/**
+ * "<credential> <count>" for each credential in probe order, as docs/install.md §Security states
+ * it: the test counts, the doc must agree.
+ */
+function probeCounts(probes: readonly Probe[]): string {
+  const counts = new Map<string, number>();
+  for (const p of probes) counts.set(p.who.what, (counts.get(p.who.what) ?? 0) + 1);
+  return [...counts].map(([who, n]) => `${who} ${n}`).join(', ');
 }
 
 test('every probe is refused, naming what is wrong', () => {
@@ -619,6 +730,14 @@ test('every probe is refused, naming what is wrong', () => {
   }
   assert.deepEqual(admitted, [], 'admitted probes');
   assert.deepEqual(wrong, [], 'probes refused with another message than expected');
+  const stated = `Probes per credential: ${probeCounts(probes)}.`;
+  console.log(stated);
+  assert.ok(
+    readFileSync(new URL('../../docs/install.md', import.meta.url), 'utf8')
+      .replace(/\s+/g, ' ')
+      .includes(stated),
+    `docs/install.md §Security states "${stated}"`,
+  );
 });
 
 test('nothing moved: node 2’s block, the blocks, every agent’s routes (before + a sentinel = after); the victims answer', async () => {
@@ -701,8 +820,134 @@ test('node 2’s agent still pre-claims a block and releases it when idle; ipamc
   ).catch((error: unknown) => {
     throw new Error(`${(error as Error).message}; last check:\n${last}`);
   });
+});
+
+/** The one block of pool `tiny` (a /29 pool of /29 blocks), once a node has claimed it. */
+const TINY = { name: 'tiny', cidr: '10.245.0.0/29' };
+
+/** A busybox pod on `on` whose address comes from pool `tiny` (the pod annotation). */
+function tinyPod(name: string, on: string): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      labels: { app: 'tiny' },
+      annotations: { [POOLS_ANNOTATION]: JSON.stringify([TINY.name]) },
+    },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      nodeSelector: { 'kubernetes.io/hostname': on },
+      containers: [busybox('sleep', ['sleep', '3600'])],
+    },
+  };
+}
+
+function runningPod(name: string): Promise<PodObject> {
+  return waitFor(
+    `pod ${name} Running with an address`,
+    () => pods(ns).find((p) => p.metadata.name === name && p.status.phase === 'Running' && p.status.podIP),
+    300_000,
+  );
+}
+
+test('borrowing under the policy: node 3 borrows from node 2’s only block of a one-block pool; routed', async () => {
+  kubectlOk(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'ipam.blockipam.io/v1alpha1',
+      kind: 'IPPool',
+      metadata: { name: TINY.name },
+      spec: { cidr: TINY.cidr, blockSize: 29, assignmentMode: 'Manual' },
+    }),
+  );
+  // the event the claims policy waits on: the controller lists the pool as claimable
+  await waitFor(
+    `pool ${TINY.name} usable in ${PREFIX}-claim-pools`,
+    () => {
+      const r = kubectl(['-n', NAMESPACE, 'get', 'configmap', `${PREFIX}-claim-pools`, '-o', 'json']);
+      const data =
+        r.status === 0 ? (JSON.parse(r.stdout) as { data?: Record<string, string> }).data : undefined;
+      return data?.[TINY.name] === `${TINY.cidr} 29 usable` ? true : undefined;
+    },
+    120_000,
+  );
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(tinyPod('tiny-owner', n2)));
+  const owner = await runningPod('tiny-owner');
+  const tinyBlock = claim(TINY.cidr, null).metadata.name;
+  assert.equal(block(tinyBlock).spec.affinity, n2, `${n2} claimed ${TINY.cidr}, the pool's only block`);
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(tinyPod('tiny-borrower', n3)));
+  const borrower = await runningPod('tiny-borrower');
+  const ip = borrower.status.podIP ?? '';
+  assert.ok(inCidr(ip, TINY.cidr), `the borrower's ${ip} is in ${TINY.cidr}`);
+  const held = allocations().find((a) => a.pod === 'tiny-borrower');
+  assert.ok(held, `tiny-borrower (${ip}) has an allocation`);
+  assert.deepEqual(
+    { block: held.block, affinity: held.affinity, node: held.node },
+    { block: tinyBlock, affinity: n2, node: n3 },
+    'the borrower holds an address of node 2’s block, for node 3',
+  );
+  // the borrowed address is routed to node 3 on the others (longer than node 2's blackhole)
+  const via = `${ip} via ${cluster().nodeIps[cluster().nodes.indexOf(n3)]} `;
+  await waitFor(
+    `${n1} and ${n2} routing ${ip} via ${n3}`,
+    () => {
+      const routes = allAgentRoutes();
+      return [n1, n2].every((n) => (routes[n] ?? []).some((r) => `${r} `.startsWith(via))) ? true : undefined;
+    },
+    120_000,
+  );
+  const r = ping(owner, ip);
+  assert.equal(r.status, 0, `${n2} tiny-owner → ${n3} tiny-borrower (${ip}): ${r.stdout}${r.stderr}`);
+});
+
+test('leak GC under the policy: the controller releases an allocation whose pod does not exist', async () => {
+  setConfig({ leakGracePeriodSeconds: 0 });
+  const network = victimBlock.spec.allocations[String(victimOrdinal)]?.network ?? 'k8s-pod-network';
+  const handle = `${network}.${'0'.repeat(60)}dead.eth0`;
+  for (let attempt = 1; ; attempt++) {
+    const b = block(victimBlock.metadata.name);
+    const free = [...Array(64).keys()].find(
+      (o) =>
+        o > 0 && o < 63 && !(String(o) in b.spec.allocations) && !b.spec.freed.some((f) => f.ordinal === o),
+    );
+    assert.ok(free !== undefined, `a never-used ordinal in ${b.metadata.name}`);
+    const sequence = b.spec.sequence + 1;
+    const leaked = {
+      ...b,
+      spec: {
+        ...b.spec,
+        sequence,
+        allocations: {
+          ...b.spec.allocations,
+          [String(free)]: {
+            handle,
+            network,
+            namespace: ns,
+            pod: 'gone',
+            podUID: '00000000-0000-4000-8000-000000000000',
+            node: n2,
+            allocatedAt: rfc3339(Date.now()),
+            sequence,
+          },
+        },
+      },
+    };
+    const r = kubectl(['replace', '-f', '-'], JSON.stringify(leaked));
+    if (r.status === 0) break;
+    assert.ok(/the object has been modified/.test(r.stderr) && attempt < 5, r.stderr);
+  }
+  await waitFor(
+    `the controller releasing ${handle}`,
+    () => (allocations().some((a) => a.handle === handle) ? undefined : true),
+    180_000,
+  );
+  setConfig({ leakGracePeriodSeconds: null });
+});
+
+test('pods gone, helm uninstall', async () => {
   // pods before the uninstall: their DELs need the plugin's token, which dies with the agents
-  kubectlOk(['-n', ns, 'delete', 'deployments', '--all']);
+  kubectlOk(['-n', ns, 'delete', 'deployments,pods', '--all']);
   await waitFor('the test pods gone', () => (pods(ns).length === 0 ? true : undefined), 120_000);
   helmOk(['uninstall', RELEASE, '--namespace', NAMESPACE, '--wait']);
 });
