@@ -124,7 +124,8 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
   async function check(call: CheckCall, signal: AbortSignal): Promise<CheckOutcome> {
     const handle = handleOfAttachment(call.attachment);
     const found = await findByHandle(withSignal(ds, signal), handle, { node: call.node });
-    if (found.length === 0) return { kind: 'missing', message: `no address is allocated to ${handle}` };
+    if (found.length === 0)
+      return { kind: 'missing', message: `no address is allocated to ${handle} on node ${call.node}` };
     const have = new Set(found.map((f) => f.address));
     const stray = call.expectedIPs.filter((ip) => !have.has(ip));
     if (stray.length > 0)

@@ -216,6 +216,9 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     throw invalid(
       `ipam.agentSocket: ${Buffer.byteLength(i.agentSocket)} bytes, at most ${MAX_SOCKET_PATH} (a Unix socket path)`,
     );
+  // connect() refuses a path holding NUL (EINVAL), which would read as an unusable agent (code 11)
+  if (i.agentSocket?.includes('\0'))
+    throw invalid('ipam.agentSocket: holds a NUL byte, which no Unix socket path can');
   if (i.mode === 'agent' && i.agentSocket === undefined)
     throw invalid('ipam.mode: "agent" needs ipam.agentSocket (the node agent\'s socket path)');
   const runtimeIPs = staticList(c.runtimeConfig?.ips, 'runtimeConfig.ips');

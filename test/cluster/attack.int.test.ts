@@ -562,6 +562,11 @@ function controllerWrites(cred: Credential, user: string): Probe[] {
     },
   };
   const pools = `${PREFIX}-claim-pools`;
+  // a PUT of the published list plus a pool of the attacker's (kubectl patch would GET first)
+  const current = JSON.parse(kubectlOk(['-n', NAMESPACE, 'get', 'configmap', pools, '-o', 'json'])) as {
+    data?: Record<string, string>;
+  };
+  const hostilePools = { ...current, data: { ...current.data, attacker: '10.250.0.0/16 26 usable' } };
   return [
     {
       who: cred,
@@ -601,18 +606,8 @@ function controllerWrites(cred: Credential, user: string): Probe[] {
     {
       who: cred,
       what: `ConfigMap ${pools}: a pool 10.250.0.0/16 of its own`,
-      run: () =>
-        as(cred, [
-          '-n',
-          NAMESPACE,
-          'patch',
-          'configmap',
-          pools,
-          '--type=merge',
-          '-p',
-          JSON.stringify({ data: { attacker: '10.250.0.0/16 26 usable' } }),
-        ]),
-      refusal: forbidden(user, 'patch', 'configmaps'),
+      run: () => as(cred, ['replace', '-f', '-'], hostilePools),
+      refusal: forbidden(user, 'update', 'configmaps'),
     },
   ];
 }

@@ -338,7 +338,7 @@ void describe('node IPAM service: DEL, CHECK, GC, STATUS', () => {
     });
     assert.deepEqual(await check('x', []), {
       kind: 'missing',
-      message: 'no address is allocated to n.x.eth0',
+      message: 'no address is allocated to n.x.eth0 on node node-1',
     });
   });
 

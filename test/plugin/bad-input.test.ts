@@ -130,6 +130,15 @@ const cases: [string, Partial<Record<string, string>>, string, MemoryDatastore, 
     102,
     /pod annotation ipam\.blockipam\.io\/ip-addrs: NotInPool/,
   ],
+  // connect() refused the NUL (EINVAL): code 11 "node agent socket busy or unusable", no field
+  [
+    'NUL in agentSocket',
+    {},
+    netconf('1.0.0', { agentSocket: `${tmp}/agent\0.sock` }),
+    annotated({}),
+    7,
+    /ipam\.agentSocket: holds a NUL byte/,
+  ],
 ];
 
 for (const [name, env, stdin, ds, code, message] of cases) {

@@ -1,7 +1,7 @@
 /**
  * The block trust step (docs/design-controller.md §1): core's classifyBlocks over the watched
- * blocks and pools — the same verdict every agent's route planner and the allocator reach — and
- * on each block the `Trusted` condition through the status subresource, written only when its
+ * blocks and pools — the verdict that decides which blocks get routes (planIPAMNodes) and that
+ * each agent's allocator reaches for its own blocks — and on each block the `Trusted` condition through the status subresource, written only when its
  * status, reason or message changes (never because an allocation bumped the generation). A
  * trusted block that never carried the condition gets none: thousands of status writes at the
  * first pass would say nothing. An Event on each transition (ignored, trusted again); the gauge

@@ -38,6 +38,9 @@ const pathFields = [
   'ipam.cacheDir',
   'ipam.lockFile',
   'ipam.nodeCacheFile',
+  // the agent's socket: a path in the run's directory holds no socket (connect() fails: the
+  // direct path), a long one is over the 107 bytes of sun_path
+  'ipam.agentSocket',
 ];
 
 export interface Mutation {
@@ -288,6 +291,7 @@ const valueOf: Readonly<Record<string, fc.Arbitrary<unknown>>> = {
   'ipam.dns': fc.oneof(fc.record({ nameservers: list(address), domain: anyJson }), anyJson),
   'ipam.logLevel': fc.oneof(fc.constantFrom('INFO', 'trace'), anyJson),
   'ipam.lockQueue': anyJson,
+  'ipam.mode': fc.oneof(fc.constantFrom('agent', 'standalone', 'Agent', 'direct', 'agent\0', big), anyJson),
   'ipam.__proto__': anyJson,
   'ipam.constructor': anyJson,
   args: anyJson,
