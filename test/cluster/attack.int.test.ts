@@ -897,7 +897,8 @@ test('borrowing under the policy: node 3 borrows from node 2’s only block of a
 });
 
 test('leak GC under the policy: the controller releases an allocation whose pod does not exist', async () => {
-  setConfig({ leakGracePeriodSeconds: 0 });
+  // 1 s (0 turns leak reclaiming off): released at the first pass a second after it is seen
+  setConfig({ leakGracePeriodSeconds: 1 });
   const network = victimBlock.spec.allocations[String(victimOrdinal)]?.network ?? 'k8s-pod-network';
   const handle = `${network}.${'0'.repeat(60)}dead.eth0`;
   for (let attempt = 1; ; attempt++) {
