@@ -18,7 +18,7 @@ import type { InstallOptions } from './install/installer.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentOptions } from './options.ts';
-import { startAgentIpam } from './ipam/index.ts';
+import { createNodeBlocksView, followWatch, startAgentIpam } from './ipam/index.ts';
 import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
 import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
@@ -55,12 +55,19 @@ export async function runAgent(options: AgentOptions): Promise<void> {
   });
   lifecycle.onStop('http', () => server.close());
   log.info('agent starting', { [F.node]: options.nodeName, port: server.port, server: connection.server });
+  // The IPAM service's and upkeep's view of the node's blocks: each sees the other's writes.
+  const view = createNodeBlocksView({
+    node: options.nodeName,
+    ds: connection.datastore,
+    state: () => started.state,
+  });
   // Before the watches: a request before the first sync is answered "not ready", not refused.
   if (options.ipamSocket !== '')
     await startAgentIpam({
       path: options.ipamSocket,
       node: options.nodeName,
       ds: connection.datastore,
+      view,
       state: () => started.state,
       log,
       metrics,
@@ -68,11 +75,12 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     });
   const state = await AgentState.start({ node: options.nodeName, connection, log, metrics });
   started.state = state;
+  followWatch(view, state);
   const watched = state;
   lifecycle.onStop('watches', () => watched.stop());
   const upkeep = new Upkeep({
     state,
-    ds: connection.datastore,
+    ds: view,
     log,
     metrics,
     lifecycle,

@@ -104,6 +104,11 @@ export class AgentState {
     this.#listeners.push(listener);
   }
 
+  /** The watch of this node's blocks has listed and is connected (its view is current). */
+  get nodeBlocksCurrent(): boolean {
+    return this.#watches.blocks.synced && this.#watches.blocks.connected;
+  }
+
   /** Every watch has listed at least once. */
   get synced(): boolean {
     return Object.values(this.#watches).every((w) => w.synced);

@@ -33,6 +33,13 @@ export interface NodeInputs {
    * another node is outside the view by definition (the service refuses it as `misconfigured`).
    */
   pod(namespace: string, name: string, signal: AbortSignal): Awaitable<Pod | undefined>;
+  /**
+   * The pod read from the API server, for an implementation whose `pod` may answer from a watch:
+   * asked when that answer's metadata.uid differs from the runtime's K8S_POD_UID (the watch may
+   * still hold the predecessor of a recreated pod of the same name). Absent: `pod` reads the API
+   * server already.
+   */
+  podFromServer?(namespace: string, name: string, signal: AbortSignal): Awaitable<Pod | undefined>;
   /** The namespace (labels for namespaceSelectors, its pools annotation), or undefined. */
   namespace(name: string, signal: AbortSignal): Awaitable<Namespace | undefined>;
 }

@@ -6,6 +6,7 @@
 import type { PodRef } from '../allocator/types.ts';
 import { readAnnotations } from './annotations.ts';
 import type { NodeInputs } from './inputs.ts';
+import type { Pod } from '../resources.ts';
 import type { AddCall } from './protocol.ts';
 
 export interface PodContext {
@@ -30,8 +31,25 @@ export interface PodProblem {
 }
 
 /**
+ * The pod the context is made from: `inputs.pod`, unless the runtime gave a UID the answer does
+ * not carry — then the API server's copy (`inputs.podFromServer`), used whatever its UID, as a
+ * pod GET always was (a watch may hold the predecessor of a recreated pod of the same name; the
+ * API server's copy is the newest there is).
+ */
+async function podOf(
+  ref: NonNullable<AddCall['pod']>,
+  inputs: NodeInputs,
+  signal: AbortSignal,
+): Promise<Pod | undefined> {
+  const pod = await inputs.pod(ref.namespace, ref.name, signal);
+  const stale = ref.uid !== undefined && pod?.metadata.uid !== undefined && pod.metadata.uid !== ref.uid;
+  return stale && inputs.podFromServer ? inputs.podFromServer(ref.namespace, ref.name, signal) : pod;
+}
+
+/**
  * The pod context of `call`. The runtime's copy of the pod's annotations (`call.podAnnotations`,
  * from runtimeConfig) wins over the pod object's; the namespace annotation is the pods' default.
+ * A pod object whose UID is not the runtime's is read again from the API server (podOf).
  * @throws what the inputs throw
  */
 export async function podContextOf(
@@ -41,7 +59,7 @@ export async function podContextOf(
 ): Promise<PodContext | PodProblem> {
   if (!call.pod) return { namespaceLabels: {}, pools: [], ips: [] };
   const [pod, ns] = await Promise.all([
-    inputs.pod(call.pod.namespace, call.pod.name, signal),
+    podOf(call.pod, inputs, signal),
     inputs.namespace(call.pod.namespace, signal),
   ]);
   const choice = readAnnotations(call.podAnnotations ?? pod?.metadata.annotations, ns?.metadata.annotations);

@@ -27,6 +27,8 @@ import type {
   AttachmentRef,
   CheckCall,
   CheckOutcome,
+  DelCall,
+  DelOutcome,
   StatusCall,
   StatusOutcome,
 } from './protocol.ts';
@@ -36,6 +38,13 @@ import type { NodeIpam } from './types.ts';
 export interface NodeIpamOptions {
   /** Where the blocks are read and written (compare-and-swap); also what GC reads pods from. */
   readonly ds: Datastore;
+  /**
+   * Where a DEL or CHECK looks again when `ds` found nothing for its handle, before answering
+   * "released 0" or "missing": a datastore whose LIST of the node's blocks reaches the API server,
+   * given when `ds` answers that LIST from a watch (the agent's view), which may not have seen
+   * another writer's allocation yet. Default: none (`ds` is read at the API server already).
+   */
+  readonly authority?: Datastore;
   /** Snapshot, node labels, pod and namespace (inputs.ts; `datastoreInputs(ds)` reads each time). */
   readonly inputs: NodeInputs;
   /**
@@ -84,11 +93,12 @@ function decorate(out: AddOutcome, call: AddCall, pc: PodContext): AddOutcome {
  * snapshot and node labels from the inputs (passed into core's request: core reads neither
  * again), then core's assignIP (static: `call.staticIPs`, else the pod annotation's) or
  * autoAssign — warm: 1 LIST of the node's blocks + 1 UPDATE. DEL: core's releaseByHandle over the
- * node's blocks with the pod UID precondition. CHECK: findByHandle. GC: releaseForGC. STATUS:
- * poolStatus on the inputs' snapshot and labels.
+ * node's blocks with the pod UID precondition. CHECK: findByHandle. DEL and CHECK that find
+ * nothing for the handle look again through `authority` when given (1 more LIST). GC:
+ * releaseForGC. STATUS: poolStatus on the inputs' snapshot and labels.
  */
 export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
-  const { ds, inputs } = options;
+  const { ds, inputs, authority } = options;
   const core = (signal: AbortSignal): AllocatorOptions => ({ ...options.allocator, signal });
 
   async function add(call: AddCall, signal: AbortSignal): Promise<AddOutcome> {
@@ -121,9 +131,21 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
     return decorate(toAddOutcome(assigned), call, pc);
   }
 
+  async function del(call: DelCall, signal: AbortSignal): Promise<DelOutcome> {
+    const handle = handleOfAttachment(call.attachment);
+    const query = { node: call.node, ...(call.podUID !== undefined ? { podUID: call.podUID } : {}) };
+    let r = await releaseByHandle(ds, handle, query, core(signal));
+    // Nothing found (not merely refused): the view may lag another writer; ask the authority.
+    if (authority && r.released.length === 0 && r.refused.length === 0)
+      r = await releaseByHandle(authority, handle, query, core(signal));
+    return { released: r.released.length };
+  }
+
   async function check(call: CheckCall, signal: AbortSignal): Promise<CheckOutcome> {
     const handle = handleOfAttachment(call.attachment);
-    const found = await findByHandle(withSignal(ds, signal), handle, { node: call.node });
+    let found = await findByHandle(withSignal(ds, signal), handle, { node: call.node });
+    if (authority && found.length === 0)
+      found = await findByHandle(withSignal(authority, signal), handle, { node: call.node });
     if (found.length === 0)
       return { kind: 'missing', message: `no address is allocated to ${handle} on node ${call.node}` };
     const have = new Set(found.map((f) => f.address));
@@ -152,15 +174,7 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
 
   return {
     add: (call, signal) => bounded(signal, () => add(call, signal)),
-    del: (call, signal) =>
-      bounded(signal, () =>
-        releaseByHandle(
-          ds,
-          handleOfAttachment(call.attachment),
-          { node: call.node, ...(call.podUID !== undefined ? { podUID: call.podUID } : {}) },
-          core(signal),
-        ).then((r) => ({ released: r.released.length })),
-      ),
+    del: (call, signal) => bounded(signal, () => del(call, signal)),
     check: (call, signal) => bounded(signal, () => check(call, signal)),
     gc: (call, signal) =>
       bounded(signal, () =>

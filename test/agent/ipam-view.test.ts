@@ -2,23 +2,30 @@
  * The IPAM server's view of its node's blocks (block-controller/agent/ipam/view-datastore.ts) over
  * the memory datastore, and STATUS from the last known state (ipam/status.ts): a LIST of the
  * node's blocks is answered from the watch with the agent's own writes laid over it; a lost
- * compare-and-swap re-reads the block into the view; other reads pass through; when the API
- * server fails, STATUS answers from the node's own blocks and the last pools.
+ * compare-and-swap re-reads the block into the view; other reads pass through; while the watch is
+ * not current such a LIST goes to the API server; a DEL or CHECK that finds nothing in the view
+ * asks the API server (core's `authority`) before answering; upkeep's claims and releases through
+ * the view are seen at once; when the API server fails, STATUS answers from the node's own blocks
+ * and the last pools.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   affineSelector,
+  claimNodeBlock,
   familySelector,
   isConflict,
   MemoryDatastore,
   newBlock,
   parseCidr,
+  releaseIdleBlock,
   snapshotOf,
   UnavailableError,
 } from 'blockipam/core';
-import type { IPAMBlock, IPPool } from 'blockipam/core';
+import type { IPAMBlock, IPPool, Pod } from 'blockipam/core';
+import { createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import type { NodeInputs, NodeIpam } from 'blockipam/core/node-ipam';
+import { agentNodeIpam } from '../../block-controller/agent/ipam/service.ts';
 import { createViewDatastore, lastKnownDatastore } from '../../block-controller/agent/ipam/view-datastore.ts';
 import { withLastKnownStatus } from '../../block-controller/agent/ipam/status.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
@@ -36,16 +43,19 @@ const block = (cidr: string, node: string): IPAMBlock =>
   newBlock({ cidr: parseCidr(cidr)!, pool: 'v4', node, nowMs: NOW });
 
 /** A memory store with two blocks of n1 and one of n2, and a "watch" that holds what it is given. */
-async function setup(): Promise<{
+async function setup(
+  current: () => boolean = () => true,
+  pods: Pod[] = [],
+): Promise<{
   inner: MemoryDatastore;
   watch: IPAMBlock[];
   view: ReturnType<typeof createViewDatastore>;
 }> {
-  const inner = new MemoryDatastore({ pools: [pool()] });
+  const inner = new MemoryDatastore({ pools: [pool()], pods });
   for (const b of [block('10.70.0.0/26', NODE), block('10.70.0.64/26', NODE), block('10.70.0.128/26', 'n2')])
     await inner.blocks.create(b);
   const watch = await inner.blocks.list({ labelSelector: affineSelector(NODE) });
-  const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
+  const view = createViewDatastore({ inner, node: NODE, watched: () => watch, current });
   return { inner, watch, view };
 }
 
@@ -58,9 +68,9 @@ describe('IPAM view datastore', () => {
       '10-70-0-0-26',
       '10-70-0-64-26',
     ]);
-    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 0 });
+    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 0, directLists: 0 });
     assert.equal((await view.blocks.list({ labelSelector: familySelector(4) })).length, 3);
-    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 1 });
+    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 1, directLists: 0 });
   });
 
   test('its own UPDATE is seen at once, before the watch has it; then the watch wins again', async () => {
@@ -104,6 +114,137 @@ describe('IPAM view datastore', () => {
     await assert.rejects(view.blocks.update(stale), (e) => isConflict(e));
     const now = (await view.blocks.list({ labelSelector: affineSelector(NODE) }))[0];
     assert.equal(now?.metadata.annotations?.mark, 'theirs', 'the retry starts from the block as it is');
+  });
+});
+
+const sig = (): AbortSignal => AbortSignal.timeout(5_000);
+const quietLog = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
+const attachment = (containerID: string) => ({ network: 'net', containerID, ifname: 'eth0' });
+const addCall = (containerID: string) => ({
+  attachment: attachment(containerID),
+  node: NODE,
+  families: [4] as const,
+  pools: { 4: [], 6: [] },
+  staticIPs: [],
+});
+/** Handles allocated in the API server's (inner) blocks of the node. */
+const handles = async (inner: MemoryDatastore): Promise<string[]> =>
+  (await inner.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
+    Object.values(b.spec.allocations).map((a) => a.handle),
+  );
+
+describe('DEL and CHECK on a view that lags another writer', () => {
+  /** The agent's service as ipam/index.ts makes it: misses confirmed through `view.direct`. */
+  const agentIpam = (inner: MemoryDatastore, view: ReturnType<typeof createViewDatastore>): NodeIpam =>
+    agentNodeIpam({ node: NODE, view, authority: view.direct, inputs: datastoreInputs(inner), log: quietLog })
+      .ipam;
+
+  /** A view that has not seen the allocation of handle net.<id>.eth0 the direct path just wrote. */
+  const behind = async (id: string) => {
+    const { inner, view } = await setup();
+    // the plugin's direct path writes at the API server; the watch (frozen here) has not seen it
+    const added = await createNodeIpam({ ds: inner, inputs: datastoreInputs(inner) }).add(addCall(id), sig());
+    assert.equal(added.kind, 'allocated');
+    const ip = added.kind === 'allocated' ? (added.ips[0]?.address.split('/')[0] ?? '') : '';
+    return { inner, view, ip, ipam: agentIpam(inner, view) };
+  };
+
+  test('DEL of an allocation written behind the view releases it at the API server', async () => {
+    const { inner, view, ipam } = await behind('d1');
+    assert.deepEqual(await ipam.del({ attachment: attachment('d1'), node: NODE }, sig()), { released: 1 });
+    assert.deepEqual(await handles(inner), [], 'released, not leaked');
+    assert.equal(view.stats.directLists, 1, 'one LIST at the API server for the miss');
+    // the release is laid over the view: a repeated DEL releases nothing (after one more LIST)
+    assert.deepEqual(await ipam.del({ attachment: attachment('d1'), node: NODE }, sig()), { released: 0 });
+  });
+
+  test('CHECK of an allocation written behind the view finds it; the answer is laid over the view', async () => {
+    const { view, ip, ipam } = await behind('c1');
+    const check = { attachment: attachment('c1'), node: NODE, expectedIPs: [ip] };
+    assert.deepEqual(await ipam.check(check, sig()), { kind: 'ok' });
+    assert.equal(view.stats.directLists, 1);
+    // the block as listed at the API server is now in the view: no second LIST
+    assert.deepEqual(await ipam.check(check, sig()), { kind: 'ok' });
+    assert.equal(view.stats.directLists, 1);
+  });
+
+  test('a hit in the view asks nothing more; a handle held nowhere costs one LIST', async () => {
+    const { inner, view } = await setup();
+    const ipam = agentIpam(inner, view);
+    assert.equal((await ipam.add(addCall('own'), sig())).kind, 'allocated');
+    assert.deepEqual(await ipam.del({ attachment: attachment('own'), node: NODE }, sig()), { released: 1 });
+    assert.equal(view.stats.directLists, 0, 'its own allocation was in the view');
+    assert.deepEqual(await ipam.del({ attachment: attachment('never'), node: NODE }, sig()), { released: 0 });
+    assert.equal(view.stats.directLists, 1);
+  });
+
+  test('a pod UID mismatch found in the view is an answer, not a miss', async () => {
+    const pod: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p', namespace: 'ns', uid: 'uid-a' },
+      spec: { nodeName: NODE },
+    };
+    const { inner, view } = await setup(undefined, [pod]);
+    const ipam = agentIpam(inner, view);
+    const added = await ipam.add(
+      { ...addCall('u'), pod: { namespace: 'ns', name: 'p', uid: 'uid-a' } },
+      sig(),
+    );
+    assert.equal(added.kind, 'allocated');
+    const del = { attachment: attachment('u'), node: NODE, podUID: 'uid-b' };
+    assert.deepEqual(await ipam.del(del, sig()), { released: 0 });
+    assert.equal(view.stats.directLists, 0);
+  });
+
+  test('while the watch is not current, LISTs of the node’s blocks go to the API server', async () => {
+    let current = false;
+    const { inner, view } = await setup(() => current);
+    const added = await createNodeIpam({ ds: inner, inputs: datastoreInputs(inner) }).add(
+      addCall('d1'),
+      sig(),
+    );
+    assert.equal(added.kind, 'allocated');
+    const listed = await view.blocks.list({ labelSelector: affineSelector(NODE) });
+    assert.deepEqual(
+      listed.flatMap((b) => Object.values(b.spec.allocations).map((a) => a.handle)),
+      ['net.d1.eth0'],
+    );
+    assert.deepEqual([view.stats.viewLists, view.stats.directLists], [0, 1]);
+    // that answer was laid over the view: once current again, the view has the allocation
+    current = true;
+    const seen = await view.blocks.list({ labelSelector: affineSelector(NODE) });
+    assert.deepEqual(
+      seen.flatMap((b) => Object.values(b.spec.allocations).map((a) => a.handle)),
+      ['net.d1.eth0'],
+    );
+    // the last known state (STATUS in an outage) never asks the API server
+    current = false;
+    assert.equal(
+      (await lastKnownDatastore(view, NODE).blocks.list({ labelSelector: affineSelector(NODE) })).length,
+      2,
+    );
+    assert.equal(view.stats.directLists, 1);
+  });
+});
+
+describe('upkeep’s writes through the view', () => {
+  test('a pre-claimed block is in the view at once; an idle block released leaves it at once', async () => {
+    const { view } = await setup();
+    const snapshot = snapshotOf({ config: undefined, pools: [pool()], reservations: [] }, NOW);
+    const claimed = await claimNodeBlock(view, {
+      pool: pool(),
+      node: NODE,
+      reservations: snapshot.reservations,
+      held: 2,
+      maxBlocksPerNode: snapshot.settings.maxBlocksPerNode,
+      pools: snapshot.pools,
+    });
+    assert.ok(typeof claimed === 'object', `claimed: ${JSON.stringify(claimed)}`);
+    const own = async () => names(await view.blocks.list({ labelSelector: affineSelector(NODE) }));
+    assert.ok((await own()).includes(claimed.metadata.name), 'seen before the watch has it');
+    assert.equal(await releaseIdleBlock(view, claimed), true);
+    assert.ok(!(await own()).includes(claimed.metadata.name), 'gone before the watch says so');
   });
 });
 

@@ -305,6 +305,51 @@ void describe('node IPAM service: ADD', () => {
     assert.match(shown(await ipam.add(addCall('w2'), signal())), /^10\.80\./);
     assert.deepEqual([ds.stats.reads - before.reads, ds.stats.writes - before.writes], [1, 1]);
   });
+
+  void it('a pod object of another UID than the runtime’s is read again from the API server', async () => {
+    // The watch holds the predecessor of a recreated pod (same name, pool "auto"); the API server
+    // has the runtime's pod (pool "manual"), or another successor still (pool "manual" too).
+    const { ds } = setup();
+    const snapshot = await loadSnapshot(ds);
+    const pools = (list: string) => ({ 'ipam.blockipam.io/ippools': JSON.stringify([list]) });
+    const old = podObject('p1', {}, pools('auto'));
+    const cases: [string, Pod | undefined, string | undefined, RegExp, number][] = [
+      // the runtime's UID differs from the watched pod's: the API server's copy decides
+      [
+        'recreated',
+        { ...old, metadata: { ...old.metadata, uid: 'uid-new', annotations: pools('manual') } },
+        'uid-new',
+        /^10\.60\./,
+        1,
+      ],
+      // the API server's copy differs too: used as a pod GET always was (the newest there is)
+      [
+        'newer still',
+        { ...old, metadata: { ...old.metadata, uid: 'uid-newer', annotations: pools('manual') } },
+        'uid-new',
+        /^10\.60\./,
+        1,
+      ],
+      // the same UID: the watched pod, no read
+      ['same pod', undefined, 'uid-p1', /^10\.50\./, 0],
+      // no UID from the runtime: nothing to compare, no read
+      ['no uid', undefined, undefined, /^10\.50\./, 0],
+    ];
+    for (const [name, server, uid, want, reads] of cases) {
+      let asked = 0;
+      const inputs: NodeInputs = {
+        snapshot: () => snapshot,
+        nodeLabels: () => ({ zone: 'z1' }),
+        pod: () => old,
+        podFromServer: () => ((asked += 1), server),
+        namespace: (n) => ds.getNamespace(n),
+      };
+      const ipam = createNodeIpam({ ds, inputs });
+      const pod = { namespace: 'ns1', name: 'p1', ...(uid ? { uid } : {}) };
+      assert.match(shown(await ipam.add(addCall(`r-${name}`, { pod }), signal())), want, name);
+      assert.equal(asked, reads, `${name}: reads from the API server`);
+    }
+  });
 });
 
 void describe('node IPAM service: DEL, CHECK, GC, STATUS', () => {

@@ -1,8 +1,10 @@
 /**
  * The agent's IPAM server, wired (docs/design-agent.md §IPAM server): the socket server
  * (server.ts) answering with core's node IPAM service over the batching datastore over the view
- * of the node's blocks (service.ts, view-datastore.ts), with inputs from the watches (inputs.ts) and STATUS
- * falling back to the last known state (status.ts). The service is made at the first request
+ * of the node's blocks (service.ts, view-datastore.ts; DEL and CHECK confirm a miss through its `direct`
+ * side), with inputs from the watches (inputs.ts) and STATUS falling back to the last known state
+ * (status.ts). The view is made before the watches start and shared with upkeep (its claims and
+ * releases are laid over it like the service's writes). The service is made at the first request
  * after the agent's watches synced; before that, and once the agent is stopping, every request
  * is answered `notReady`.
  */
@@ -18,6 +20,7 @@ import { agentNodeIpam } from './service.ts';
 import type { IpamServer } from './server.ts';
 import { withLastKnownStatus } from './status.ts';
 import { createViewDatastore, lastKnownDatastore } from './view-datastore.ts';
+import type { ViewDatastore } from './view-datastore.ts';
 
 // 15 s: requests in flight at SIGTERM may finish (a warm ADD takes milliseconds; a claim under
 // load seconds), within the lifecycle's 20 s before the kubelet's SIGKILL at 30 s.
@@ -26,8 +29,10 @@ const DRAIN_MS = 15_000;
 export interface AgentIpamOptions {
   readonly path: string;
   readonly node: string;
-  /** The agent's datastore (KubeDatastore): writes and misses go there. */
+  /** The agent's datastore (KubeDatastore): the inputs' misses go there. */
   readonly ds: Datastore;
+  /** The view of the node's blocks over `ds` (createNodeBlocksView): the blocks go there. */
+  readonly view: ViewDatastore;
   /** The watched state once started (undefined before: requests are `notReady`). */
   readonly state: () => AgentState | undefined;
   readonly log: Logger;
@@ -61,15 +66,36 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
   return server;
 }
 
-/** The node IPAM service over the view, the batching datastore and the watched inputs. */
-function serviceFor(state: AgentState, options: AgentIpamOptions): NodeIpam {
-  const { node, log } = options;
-  const view = createViewDatastore({ inner: options.ds, node, watched: () => state.nodeBlocks() });
+/**
+ * The view of the node's blocks over `ds` (view-datastore.ts), fed by the agent's watch once
+ * `state()` gives it: empty and not current before (a LIST of the node's blocks reads `ds`).
+ * Call {@link followWatch} once the state exists.
+ */
+export function createNodeBlocksView(options: {
+  readonly node: string;
+  readonly ds: Datastore;
+  readonly state: () => AgentState | undefined;
+}): ViewDatastore {
+  return createViewDatastore({
+    inner: options.ds,
+    node: options.node,
+    watched: () => options.state()?.nodeBlocks() ?? [],
+    current: () => options.state()?.nodeBlocksCurrent ?? false,
+  });
+}
+
+/** Tells `view` of every block event of `state`'s watch (drops the overlays it caught up with). */
+export function followWatch(view: ViewDatastore, state: AgentState): void {
   state.onChange((kind, _event, object) => {
     if (kind === 'blocks') view.observe(object as IPAMBlock);
   });
+}
+
+/** The node IPAM service over the view, the batching datastore and the watched inputs. */
+function serviceFor(state: AgentState, options: AgentIpamOptions): NodeIpam {
+  const { node, log, view } = options;
   const inputs = agentInputs({ state, ds: options.ds });
-  const { ipam } = agentNodeIpam({ node, view, inputs, log });
+  const { ipam } = agentNodeIpam({ node, view, authority: view.direct, inputs, log });
   log.info('IPAM service ready', { [F.node]: node });
   return withLastKnownStatus({ ipam, lastKnown: lastKnownDatastore(view, node), inputs, log });
 }

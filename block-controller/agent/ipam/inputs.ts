@@ -2,7 +2,8 @@
  * The IPAM service's inputs (core's NodeInputs) served from the agent's watches: the pool
  * snapshot (made once per change of pools, reservations or IPAMConfig), this node's labels, the
  * node's pods and the namespaces. A pod not (yet) in the watch is read from the API server (a
- * pod's ADD can come before its watch event); so is any other node's labels.
+ * pod's ADD can come before its watch event); so is any other node's labels, and a pod whose
+ * watched UID is not the runtime's (podFromServer: core's pod context asks for it).
  */
 import { snapshotOf, withSignal } from 'blockipam/core';
 import type { Datastore, PoolSnapshot } from 'blockipam/core';
@@ -38,6 +39,7 @@ export function agentInputs(options: AgentInputsOptions): NodeInputs {
     },
     pod: (namespace, name, signal) =>
       state.pod(namespace, name) ?? withSignal(ds, signal).getPod(namespace, name),
+    podFromServer: (namespace, name, signal) => withSignal(ds, signal).getPod(namespace, name),
     namespace: (name, signal) => state.namespace(name) ?? withSignal(ds, signal).getNamespace(name),
   };
 }

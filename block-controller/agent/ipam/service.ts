@@ -16,6 +16,12 @@ export interface AgentServiceOptions {
   readonly node: string;
   /** Where the batching datastore reads and writes: the view of the node's blocks. */
   readonly view: Datastore;
+  /**
+   * Where a DEL or CHECK that found nothing for its handle in `view` looks again before answering
+   * (core's NodeIpamOptions.authority): the view's `direct` side, whose LIST of the node's blocks
+   * reaches the API server. Absent: `view` alone answers.
+   */
+  readonly authority?: Datastore;
   readonly inputs: NodeInputs;
   readonly log: Logger;
   /**
@@ -48,5 +54,11 @@ export function agentNodeIpam(options: AgentServiceOptions): AgentService {
         ...errorFields(f.error),
       }),
   };
-  return { ipam: createNodeIpam({ ds: batching, inputs: options.inputs, allocator }), batching };
+  const ipam = createNodeIpam({
+    ds: batching,
+    ...(options.authority ? { authority: options.authority } : {}),
+    inputs: options.inputs,
+    allocator,
+  });
+  return { ipam, batching };
 }

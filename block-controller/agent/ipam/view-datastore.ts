@@ -8,9 +8,14 @@
  * A LIST is "of this node's blocks" when its selector requires this node's label
  * (`node.ipam.blockipam.io/<key>` in matchLabels, or an Exists / In requirement on it): every
  * block it can select carries the label, so the watch holds them all; the answer is the watched
- * blocks that match the selector (core's matchesSelector). A stale answer is safe: every write
- * is a compare-and-swap, and a write that loses one re-reads that block (a GET, laid over the
- * view) before the error goes back to the allocator.
+ * blocks that match the selector (core's matchesSelector). A stale answer is safe for writes:
+ * every write is a compare-and-swap, and a write that loses one re-reads that block (a GET, laid
+ * over the view) before the error goes back to the allocator. It is not safe for a decision that
+ * a handle holds nothing (another writer's allocation the watch has not delivered yet), so:
+ * while the watch is not current (`current()` false: disconnected or not listed yet) such a LIST
+ * goes to the inner datastore, and `direct` is the same datastore with such LISTs always sent
+ * there — for a DEL or CHECK that found nothing in the view (core's NodeIpamOptions.authority).
+ * A LIST answered by the inner datastore is laid over the view like a write.
  */
 import { isConflict, isNotFound, matchesSelector, nodeLabel } from 'blockipam/core';
 import type {
@@ -28,6 +33,11 @@ export interface ViewDatastoreOptions {
   readonly node: string;
   /** The watched blocks carrying the node's label (AgentState.nodeBlocks). */
   readonly watched: () => readonly IPAMBlock[];
+  /**
+   * True while the watch of the node's blocks is connected and has listed (AgentState
+   * nodeBlocksCurrent); while false, LISTs of the node's blocks go to `inner`. Default: always.
+   */
+  readonly current?: () => boolean;
 }
 
 /** Counts for tests and metrics. */
@@ -36,10 +46,23 @@ export interface ViewStats {
   viewLists: number;
   /** Block reads sent to the inner datastore (GETs, other LISTs, re-reads after a conflict). */
   blockReads: number;
+  /** LISTs of the node's blocks sent to the inner datastore (watch not current, or `direct`). */
+  directLists: number;
 }
 
 export interface ViewDatastore extends Datastore {
   readonly stats: ViewStats;
+  /**
+   * The same datastore (writes laid over the view), except that LISTs of the node's blocks go to
+   * the inner datastore, their answer laid over the view: for a DEL or CHECK that found nothing
+   * for its handle in the view, before it answers so.
+   */
+  readonly direct: Datastore;
+  /**
+   * The node's blocks `selector` selects as last known (the watch with this agent's writes laid
+   * over it), whether or not the watch is current; no request. For STATUS during an outage.
+   */
+  lastKnown(selector: LabelSelector | undefined): IPAMBlock[];
   /** Tells the view of a watch event of one of the node's blocks (drops an overlay it caught up with). */
   observe(block: IPAMBlock): void;
 }
@@ -84,7 +107,8 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
   const { inner } = options;
   const key = nodeLabel(options.node);
   const overlays = new Map<string, Overlay>();
-  const stats: ViewStats = { viewLists: 0, blockReads: 0 };
+  const stats: ViewStats = { viewLists: 0, blockReads: 0, directLists: 0 };
+  const current = options.current ?? (() => true);
 
   const lay = (name: string, block: IPAMBlock | undefined, resourceVersion: string | undefined): void => {
     const current = overlays.get(name);
@@ -123,6 +147,14 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     }
   };
 
+  /** A LIST of the node's blocks from the inner datastore, laid over the view (never backwards). */
+  const fromInner = async (listOptions: ListOptions | undefined): Promise<IPAMBlock[]> => {
+    stats.directLists += 1;
+    const listed = await inner.blocks.list(listOptions);
+    for (const b of listed) lay(b.metadata.name, b, b.metadata.resourceVersion);
+    return listed;
+  };
+
   const blocks: ResourceStore<IPAMBlock> = {
     get(name, callOptions) {
       stats.blockReads += 1;
@@ -130,6 +162,7 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     },
     async list(listOptions?: ListOptions) {
       if (covers(listOptions?.labelSelector)) {
+        if (!current()) return fromInner(listOptions);
         listOptions?.signal?.throwIfAborted();
         return fromView(listOptions?.labelSelector);
       }
@@ -170,14 +203,14 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     },
   };
 
-  return {
-    stats,
-    observe(block) {
-      const overlay = overlays.get(block.metadata.name);
-      if (overlay && caughtUp(overlay, block.metadata.resourceVersion)) overlays.delete(block.metadata.name);
-    },
+  const direct: ResourceStore<IPAMBlock> = {
+    ...blocks,
+    list: (listOptions?: ListOptions) =>
+      covers(listOptions?.labelSelector) ? fromInner(listOptions) : blocks.list(listOptions),
+  };
+  const datastore = (store: ResourceStore<IPAMBlock>): Datastore => ({
     pools: inner.pools,
-    blocks,
+    blocks: store,
     configs: inner.configs,
     reservations: inner.reservations,
     getPod: (...a) => inner.getPod(...a),
@@ -187,6 +220,17 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     listNodes: (...a) => inner.listNodes(...a),
     listPodPage: (...a) => inner.listPodPage(...a),
     listNodePage: (...a) => inner.listNodePage(...a),
+  });
+
+  return {
+    ...datastore(blocks),
+    stats,
+    direct: datastore(direct),
+    lastKnown: (selector) => fromView(selector),
+    observe(block) {
+      const overlay = overlays.get(block.metadata.name);
+      if (overlay && caughtUp(overlay, block.metadata.resourceVersion)) overlays.delete(block.metadata.name);
+    },
   };
 }
 
@@ -205,7 +249,7 @@ export function lastKnownDatastore(view: ViewDatastore, node: string): Datastore
     ...view,
     blocks: {
       get: () => Promise.resolve(undefined),
-      list: (o) => (own(o?.labelSelector) ? view.blocks.list(o) : Promise.resolve([])),
+      list: (o) => Promise.resolve(own(o?.labelSelector) ? view.lastKnown(o?.labelSelector) : []),
       listMetadata: () => Promise.resolve([]),
       listPage: () => Promise.resolve({ items: [], resourceVersion: '' }),
       create: refuse,
