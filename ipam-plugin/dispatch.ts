@@ -120,11 +120,15 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
  * The client for this call (docs/design-plugin.md §Thin client): with `ipam.mode: agent`, a
  * connection to the agent's socket, or the direct path when connect() fails so that the agent
  * never saw the call (agent-client.ts FALLBACK_ERRNOS); with `standalone`, the direct path and
- * no connect(). The direct path's modules (core, the Kubernetes transport, the host lock) are
- * imported here, only when it is taken.
+ * no connect(). A STATUS that goes direct after trying the agent gets what is left of the one
+ * `ipam.timeoutMs` (§STATUS fallback). The direct path's modules (core, the Kubernetes
+ * transport, the host lock) are imported here, only when it is taken.
  */
 async function openClient(conf: NetConf, command: CniCommand, log: Logger, deps: Deps): Promise<IpamClient> {
   if (conf.mode === 'agent' && conf.agentSocket !== undefined) {
+    const started = performance.now();
+    /** What is left of the call's budget, ms (whole ms; ≤ 0 when spent). */
+    const leftMs = (): number => Math.floor(conf.timeoutMs - (performance.now() - started));
     const agent = await import('./backend/agent-client.ts');
     let c: Awaited<ReturnType<typeof agent.connectAgent>>;
     try {
@@ -136,13 +140,29 @@ async function openClient(conf: NetConf, command: CniCommand, log: Logger, deps:
     }
     if (c.ok)
       return command === 'STATUS'
-        ? statusWithFallback(c.client, () => openDirect(conf, log, deps), log, agent.agentStatusUnknown)
+        ? statusWithFallback({
+            agent: c.client,
+            direct: (timeoutMs) => openDirect({ ...conf, timeoutMs }, log, deps),
+            leftMs,
+            log,
+            undecided: agent.agentStatusUndecided,
+          })
         : c.client;
     log.log('warn', 'node agent unreachable: taking the direct path', {
       agentSocket: conf.agentSocket,
       errno: c.errno,
       error: c.message,
     });
+    if (command === 'STATUS') {
+      const left = leftMs();
+      if (left < 1)
+        throw new CniError(
+          CniCode.tryAgainLater,
+          'time budget exceeded',
+          `${conf.agentSocket}: ${c.errno}: ${c.message}; no time left of ipam.timeoutMs (${conf.timeoutMs} ms) for the direct path`,
+        );
+      return openDirect({ ...conf, timeoutMs: left }, log, deps);
+    }
   }
   return openDirect(conf, log, deps);
 }
@@ -159,18 +179,28 @@ async function openDirect(conf: NetConf, log: Logger, deps: Deps): Promise<IpamC
   });
 }
 
+interface StatusFallback {
+  /** The agent's client (connected). */
+  readonly agent: IpamClient;
+  /** The direct path's client with a budget of `timeoutMs` (ms). */
+  readonly direct: (timeoutMs: number) => Promise<IpamClient>;
+  /** What is left of the call's `ipam.timeoutMs`, ms. */
+  readonly leftMs: () => number;
+  readonly log: Logger;
+  /** Whether the agent's failure leaves the answer undecided (agent-client.ts agentStatusUndecided). */
+  readonly undecided: (e: unknown) => boolean;
+}
+
 /**
- * The agent's client for a STATUS call, asking the direct path when the agent did not decide
- * the answer (`unknown`: not synced yet, stopping, or no answer on the connection). A STATUS
- * reads only, so asking twice changes nothing; "not ready" from an agent that never synced
- * would otherwise make the kubelet report NetworkReady=false for the whole restart.
+ * The agent's client for a STATUS call, asking the direct path when the agent said it has not
+ * decided (`notReady`: not synced yet, stopping, busy), with what is left of the one budget —
+ * never a fresh one. A STATUS reads only, so asking twice changes nothing; "not ready" from an
+ * agent that never synced would otherwise make the kubelet report NetworkReady=false for the
+ * whole restart. A timeout, a malformed answer or a connection closed without one are the
+ * agent's answer (CNI 11 / 999), not asked again; nor is anything once the budget is spent.
  */
-function statusWithFallback(
-  agent: IpamClient,
-  direct: () => Promise<IpamClient>,
-  log: Logger,
-  unknown: (e: unknown) => boolean,
-): IpamClient {
+function statusWithFallback(o: StatusFallback): IpamClient {
+  const { agent, log } = o;
   let fallback: IpamClient | undefined;
   return {
     ...agent,
@@ -181,11 +211,13 @@ function statusWithFallback(
       try {
         return await agent.status(call);
       } catch (e) {
-        if (!unknown(e)) throw e;
+        const left = o.leftMs();
+        if (!o.undecided(e) || left < 1) throw e;
         log.log('warn', 'node agent gave no STATUS answer: asking the API server directly', {
           error: e instanceof CniError ? e.details : String(e),
+          timeoutMs: left,
         });
-        fallback = await direct();
+        fallback = await o.direct(left);
         return fallback.status(call);
       }
     },

@@ -6,6 +6,7 @@
 import type { PodRef } from '../allocator/types.ts';
 import { readAnnotations } from './annotations.ts';
 import type { NodeInputs } from './inputs.ts';
+import { nodeMismatchMessage } from './node-check.ts';
 import type { Pod } from '../resources.ts';
 import type { AddCall } from './protocol.ts';
 
@@ -80,7 +81,7 @@ export async function podContextOf(
   if (podNode !== undefined && podNode !== '' && podNode !== call.node)
     return {
       wrongNode: true,
-      problem: `pod ${call.pod.namespace}/${call.pod.name} runs on node "${podNode}", but this plugin's node name is "${call.node}" (ipam.nodeName, default the host name in lower case): set ipam.nodeName to the name of this host's Node object`,
+      problem: nodeMismatchMessage(`pod ${call.pod.namespace}/${call.pod.name} runs on`, podNode, call.node),
     };
   // The UID is the runtime's (K8S_POD_UID) or none: the pod object's current UID may be a
   // newer pod of the same name (a recreated StatefulSet pod), not the sandbox's.

@@ -9,7 +9,11 @@
  * allocator (docs/design-plugin.md §Runtime).
  */
 
-/** The protocol version this build speaks. A change of any shape below bumps it. */
+/**
+ * The protocol version this build speaks. A change of any shape below bumps it, but for an added
+ * error kind: an older plugin reports one it does not know as a malformed answer (CNI 999) to a
+ * call that fails either way, where a bump would fail every call between builds.
+ */
 export const NODE_IPAM_PROTOCOL = 1;
 
 /** Requests larger than this are refused (bytes of JSON; a netconf is a few KiB). */
@@ -157,7 +161,8 @@ export type NodeIpamRequest = {
 
 /**
  * Why a request failed, as the plugin maps it to a CNI code (docs/design-plugin.md §Errors):
- * - `notReady`: the agent has not synced its view yet, or is stopping (CNI 11);
+ * - `notReady`: the agent has not synced its view yet, is stopping, or is busy (its
+ *   `maxConnections` connections are open) (CNI 11);
  * - `unavailable`: the API server cannot be reached or answered 5xx (CNI 11);
  * - `timeout`: the request's budget ran out (CNI 11; a write may have landed: the runtime's
  *   DEL releases it);
@@ -165,10 +170,20 @@ export type NodeIpamRequest = {
  * - `apiRejected`: the API server rejected a request as invalid, or answered non-JSON (CNI 106);
  * - `badRequest`: the request does not parse, or is of another protocol version (CNI 999 — a
  *   plugin and an agent of mismatched builds: the message names both versions);
+ * - `misconfigured`: the call names another node than the agent serves — the netconf's
+ *   `ipam.nodeName` is wrong (CNI 7, "node name mismatch", as the direct path's ADD outcome
+ *   `misconfigured`); the message is core's node-check.ts `servedNodeProblem`;
  * - `internal`: anything else (CNI 999).
  */
 export type NodeIpamErrorKind =
-  'notReady' | 'unavailable' | 'timeout' | 'auth' | 'apiRejected' | 'badRequest' | 'internal';
+  | 'notReady'
+  | 'unavailable'
+  | 'timeout'
+  | 'auth'
+  | 'apiRejected'
+  | 'badRequest'
+  | 'misconfigured'
+  | 'internal';
 
 export const NODE_IPAM_ERROR_KINDS: readonly NodeIpamErrorKind[] = [
   'notReady',
@@ -177,6 +192,7 @@ export const NODE_IPAM_ERROR_KINDS: readonly NodeIpamErrorKind[] = [
   'auth',
   'apiRejected',
   'badRequest',
+  'misconfigured',
   'internal',
 ];
 

@@ -132,11 +132,7 @@ function agentClient(conn: UnixConn, reader: AnswerReader, o: AgentOptions, dead
       } as NodeIpamRequest;
       conn.write(`${JSON.stringify(request)}\n`);
       try {
-        const text = await reader.answer(Math.max(1, deadline - performance.now())).catch((e: unknown) => {
-          // a STATUS the connection gave no answer to (the agent killed, or restarting)
-          if (op === 'status' && e instanceof Error) unknownStatus.add(e);
-          throw e;
-        });
+        const text = await reader.answer(Math.max(1, deadline - performance.now()));
         return outcomeOf(op, text);
       } finally {
         conn.destroy();
@@ -245,6 +241,7 @@ const kindErrors: Readonly<Record<NodeIpamErrorKind, readonly [number, string]>>
   auth: [CniCode.authFailed, 'API server refused our credentials or TLS'],
   apiRejected: [CniCode.apiRejected, 'API server rejected the request'],
   badRequest: [CniCode.internal, 'node agent refused the request'],
+  misconfigured: [CniCode.invalidConfig, 'node name mismatch'],
   internal: [CniCode.internal, 'internal error'],
 };
 
@@ -265,20 +262,21 @@ export function outcomeOf<K extends NodeIpamOp>(op: K, text: string): NodeIpamOp
   const [code, msg] = kindErrors[r.error.kind];
   const statusDown = op === 'status' && (r.error.kind === 'notReady' || r.error.kind === 'unavailable');
   const error = new CniError(statusDown ? CniCode.notAvailable : code, msg, `node agent: ${r.error.message}`);
-  if (op === 'status' && r.error.kind === 'notReady') unknownStatus.add(error);
+  if (op === 'status' && r.error.kind === 'notReady') undecidedStatus.add(error);
   throw error;
 }
 
-/** STATUS failures the agent did not decide (see {@link agentStatusUnknown}). */
-const unknownStatus = new WeakSet<Error>();
+/** STATUS failures the agent said it has not decided (see {@link agentStatusUndecided}). */
+const undecidedStatus = new WeakSet<Error>();
 
 /**
- * Whether a failed STATUS was not decided by the agent: it had not synced yet or was stopping
- * (`notReady`), or the connection ended without an answer (the agent killed mid-call). STATUS
- * only reads, so the direct path may answer it instead (dispatch.ts): an agent restart must not
- * turn its node's network NotReady (found on the real cluster: the kubelet reported
- * NetworkReady=false while the agent synced, and the node was briefly tainted).
+ * Whether the agent said it has not decided a STATUS: it answered `notReady` (not synced yet,
+ * stopping, or busy). STATUS only reads, so the direct path may answer it instead, with what
+ * is left of the budget (dispatch.ts): an agent restart must not turn its node's network
+ * NotReady (found on the real cluster: the kubelet reported NetworkReady=false while the agent
+ * synced, and the node was briefly tainted). Not a timeout, a malformed answer or a connection
+ * closed without one: those are CNI 11 / 999 as for any command.
  */
-export function agentStatusUnknown(e: unknown): boolean {
-  return e instanceof Error && unknownStatus.has(e);
+export function agentStatusUndecided(e: unknown): boolean {
+  return e instanceof Error && undecidedStatus.has(e);
 }

@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -16,6 +15,7 @@ import { affineSelector, cidrContains, cidrOf, parseIP } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { MAX_REQUEST_BYTES, NODE_IPAM_PROTOCOL } from 'blockipam/core/node-ipam/protocol';
 import { kubectl } from '../helpers/control-plane.ts';
+import { askSocket } from '../helpers/ipam-socket.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
@@ -29,23 +29,8 @@ let agent: AgentProcess;
 let dir: string;
 let socket: string;
 
-/** One request over the socket (a few lines of node:net): the raw text, or a JSON document. */
-function ask(payload: unknown): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const s = connect(socket);
-    let answer = '';
-    s.on('data', (chunk) => (answer += chunk.toString()));
-    s.on('error', reject);
-    s.on('end', () => {
-      try {
-        resolve(JSON.parse(answer) as Record<string, unknown>);
-      } catch {
-        reject(new Error(`not a JSON answer: ${JSON.stringify(answer)}`));
-      }
-    });
-    s.end(typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : `${JSON.stringify(payload)}\n`);
-  });
-}
+/** One request over the socket: the raw text, or a JSON document. */
+const ask = (payload: unknown): Promise<Record<string, unknown>> => askSocket(socket, payload);
 
 const request = (op: string, call: Record<string, unknown>): Record<string, unknown> => ({
   v: NODE_IPAM_PROTOCOL,

@@ -1,21 +1,25 @@
 /**
  * The IPAM socket server (block-controller/agent/ipam/server.ts, socket-path.ts) with a stand-in
  * service: failures answered with their kind, any positive timeoutMs taken, the directory brought
- * to 0700, a stale socket replaced, a file that is not a socket refused. (With the real agent
- * and API server: ipam-server.int.test.ts.)
+ * to 0700, a stale socket replaced, a file that is not a socket refused; a trickling client
+ * closed at the read deadline, a connection past maxConnections answered busy, a call naming
+ * another node refused, a successor's socket at the same path left by close(). (With the real
+ * agent and API server: ipam-server.int.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { UnavailableError } from 'blockipam/core';
-import type { NodeIpam } from 'blockipam/core/node-ipam';
-import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
+import { servedNodeProblem, type NodeIpam } from 'blockipam/core/node-ipam';
+import { startIpamServer, type IpamServerOptions } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
+import { askSocket } from '../helpers/ipam-socket.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'ipam-socket-'));
 const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
@@ -26,18 +30,28 @@ const ipam: NodeIpam = {
   gc: () => Promise.resolve({ released: [], errors: [], aliveElsewhere: [] }),
   status: () => Promise.resolve({ kind: 'ready' }),
 };
-const start = (path: string, service: NodeIpam | string = ipam) =>
-  startIpamServer({ path, node: 'n1', ipam: () => service, log, metrics: createAgentMetrics() });
+const start = (path: string, service: NodeIpam | string = ipam, more: Partial<IpamServerOptions> = {}) =>
+  startIpamServer({ path, node: 'n1', ipam: () => service, log, metrics: createAgentMetrics(), ...more });
+const ask = askSocket;
 
-function ask(path: string, doc: unknown): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const s = connect(path);
-    let answer = '';
-    s.on('data', (c) => (answer += c.toString()));
-    s.on('error', reject);
-    s.on('end', () => resolve(JSON.parse(answer) as Record<string, unknown>));
-    s.end(`${JSON.stringify(doc)}\n`);
-  });
+/** A service whose DEL waits for `release()`; `entered(n)` resolves once `n` DELs are waiting. */
+function heldDel(): { service: NodeIpam; release: () => void; entered: (n: number) => Promise<void> } {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let calls = 0;
+  const waiters: { n: number; resolve: () => void }[] = [];
+  const service: NodeIpam = {
+    ...ipam,
+    del: async () => {
+      calls += 1;
+      for (const w of waiters.filter((x) => calls >= x.n)) w.resolve();
+      await held;
+      return { released: 0 };
+    },
+  };
+  const entered = (n: number): Promise<void> =>
+    calls >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }));
+  return { service, release, entered };
 }
 const del = (timeoutMs: number) => ({
   v: 1,
@@ -100,6 +114,85 @@ describe('IPAM socket server', () => {
     assert.equal(statSync(path).mode & 0o777, 0o600);
     assert.equal((await ask(path, del(1000))).ok, true);
     await server.close(1000);
+  });
+
+  test(
+    'a client that trickles its request is closed at the read deadline, unanswered',
+    { timeout: 20_000 },
+    async () => {
+      const path = join(root, 'e', 'ipam.sock');
+      const server = await start(path, ipam, { readDeadlineMs: 300 });
+      const s = connect(path);
+      let received = '';
+      s.on('data', (c: Buffer) => (received += c.toString()));
+      s.on('error', () => undefined);
+      // a space every 20 ms, for ever: never idle, never a complete request
+      const trickle = setInterval(() => s.write(' '), 20);
+      await once(s, 'close');
+      clearInterval(trickle);
+      assert.equal(received, '');
+      assert.equal((await ask(path, del(1000))).ok, true, 'and goes on serving');
+      await server.close(1000);
+    },
+  );
+
+  test('past maxConnections a connection is answered busy (notReady), the service not asked', async () => {
+    const path = join(root, 'f', 'ipam.sock');
+    const held = heldDel();
+    const server = await start(path, held.service, { maxConnections: 2 });
+    const first = [ask(path, del(5000)), ask(path, del(5000))];
+    await held.entered(2);
+    assert.deepEqual(await ask(path, del(5000)), {
+      v: 1,
+      ok: false,
+      error: { kind: 'notReady', message: 'busy: 2 connections open (maxConnections); try again' },
+    });
+    held.release();
+    for (const answer of await Promise.all(first)) assert.equal(answer.ok, true);
+    // their slots free as the server closes them (just after the client saw the answer's end)
+    let again = await ask(path, del(5000));
+    for (let i = 0; i < 100 && !again.ok; i++) again = await ask(path, del(5000));
+    assert.equal(again.ok, true, JSON.stringify(again));
+    await server.close(1000);
+  });
+
+  test('a call naming another node is refused misconfigured, synced or not', async () => {
+    const path = join(root, 'g', 'ipam.sock');
+    const wrong = { ...del(1000), call: { ...del(1000).call, node: 'n2' } };
+    const refused = {
+      v: 1,
+      ok: false,
+      error: { kind: 'misconfigured', message: servedNodeProblem('n2', 'n1') },
+    };
+    assert.match(
+      refused.error.message ?? '',
+      /serves node "n1", but this plugin's node name is "n2" \(ipam\.nodeName/,
+    );
+    const never: NodeIpam = { ...ipam, del: () => Promise.reject(new Error('must not be called')) };
+    const server = await start(path, never);
+    assert.deepEqual(await ask(path, wrong), refused);
+    await server.close(1000);
+    const notSynced = await start(path, 'the agent has not synced yet (ownBlocks)');
+    assert.deepEqual(await ask(path, wrong), refused);
+    await notSynced.close(1000);
+  });
+
+  test("close() leaves a successor's socket at the same path in place", async () => {
+    const path = join(root, 'h', 'ipam.sock');
+    const held = heldDel();
+    const first = await start(path, held.service);
+    const pending = ask(path, del(5000));
+    await held.entered(1);
+    const closing = first.close(5000); // stops accepting at once, drains the DEL in flight
+    const successor = await start(path); // the first no longer accepts: its socket is stale
+    const bound = statSync(path).ino;
+    held.release();
+    assert.equal((await pending).ok, true);
+    await closing;
+    assert.equal(statSync(path).ino, bound, "the successor's socket is still there");
+    assert.equal((await ask(path, del(1000))).ok, true);
+    await successor.close(1000);
+    assert.throws(() => statSync(path), /ENOENT/, 'the successor removes its own');
   });
 
   test('a file that is not a socket is refused, naming the path', async () => {

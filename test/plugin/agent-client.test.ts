@@ -155,6 +155,8 @@ void describe('thin client: failures', () => {
     ['auth', 105, 105],
     ['apiRejected', 106, 106],
     ['badRequest', 999, 999],
+    // a call naming another node than the agent's: ipam.nodeName is wrong, as the direct path says
+    ['misconfigured', 7, 7],
     ['internal', 999, 999],
   ];
   for (const [kind, addCode, statusCode] of kinds)
@@ -291,17 +293,42 @@ void describe('thin client: a STATUS the agent did not decide goes to the direct
       ['status'],
     );
   });
-  void it('closed without an answer → the direct path answers; its failure is STATUS 50', async () => {
-    reply = () => ({ close: true });
-    const ready = fakeBackend();
-    assert.equal((await invoke(env('STATUS'), conf('1.1.0'), ready)).code, 0);
-    assert.deepEqual(
-      ready.calls.map((c) => c.op),
-      ['status'],
-    );
+  void it('notReady → the direct path; its failure is STATUS 50', async () => {
+    reply = () => ({ error: { kind: 'notReady', message: 'stopping' } });
     const down = await invoke(env('STATUS'), conf('1.1.0'), fakeBackend({ unreachable: true }));
     assert.equal(down.json?.code, 50, down.stdout);
   });
+  void it('the direct path gets what is left of the one ipam.timeoutMs, not a fresh budget', async () => {
+    // the agent says notReady 300 ms after the request: at most 1000 - 300 ms are left
+    reply = () => ({
+      after: new Promise((resolve) => setTimeout(resolve, 300)),
+      then: { error: { kind: 'notReady', message: 'the agent has not synced yet (all)' } },
+    });
+    const backend = fakeBackend();
+    const given: number[] = [];
+    const r = await invoke(env('STATUS'), conf('1.1.0', { timeoutMs: 1000 }), (c) => {
+      given.push(c.timeoutMs);
+      return Promise.resolve(backend);
+    });
+    assert.equal(r.code, 0, r.stdout);
+    assert.equal(given.length, 1);
+    assert.ok((given[0] as number) <= 700, `the direct path was given ${given[0]} ms`);
+    assert.match(r.stderr, /asking the API server directly.*"timeoutMs":\d+/);
+  });
+  const decided: [string, AgentReply, number, RegExp][] = [
+    ['closed without an answer', { close: true }, 11, /closed the connection without an answer/],
+    ['no answer in time', { silent: true }, 11, /did not answer in time/],
+    ['a malformed answer', { raw: 'hello\n' }, 999, /answer malformed/],
+  ];
+  for (const [what, answer, code, msg] of decided)
+    void it(`${what} → ${code}, not asked again on the direct path`, async () => {
+      reply = () => answer;
+      const backend = fakeBackend();
+      const r = await invoke(env('STATUS'), conf('1.1.0', { timeoutMs: 300 }), backend);
+      assert.equal(r.json?.code, code, r.stdout);
+      assert.match(String(r.json?.msg), msg);
+      assert.deepEqual(backend.calls, []);
+    });
   void it('an outcome the agent decided (notReady: no free address) is not asked again', async () => {
     reply = () => ({ outcome: { kind: 'notReady', message: 'no free address' } });
     const backend = fakeBackend();

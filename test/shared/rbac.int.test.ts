@@ -11,7 +11,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,6 +26,7 @@ import { applyNode, eventually, scrape, startAgent } from '../agent/agent-proces
 import { blockObject, cleanCluster, createNamespace, poolObject } from '../cli/cluster.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
+import { askSocket } from '../helpers/ipam-socket.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const id = randomBytes(3).toString('hex');
@@ -139,26 +139,12 @@ async function serviceAccount(name: string, rules: Rules): Promise<string> {
 }
 
 /** One node IPAM request over the agent's socket: its JSON answer. */
-function askAgent(
+const askAgent = (
   socket: string,
   op: string,
   call: Record<string, unknown>,
-): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const s = connect(socket);
-    let answer = '';
-    s.on('data', (chunk) => (answer += chunk.toString()));
-    s.on('error', reject);
-    s.on('end', () => {
-      try {
-        resolve(JSON.parse(answer) as Record<string, unknown>);
-      } catch {
-        reject(new Error(`not a JSON answer: ${JSON.stringify(answer)}`));
-      }
-    });
-    s.end(`${JSON.stringify({ v: NODE_IPAM_PROTOCOL, op, timeoutMs: 20_000, call })}\n`);
-  });
-}
+): Promise<Record<string, unknown>> =>
+  askSocket(socket, { v: NODE_IPAM_PROTOCOL, op, timeoutMs: 20_000, call });
 
 /** The sum of blockipam_api_errors_total and the lines mentioning a refusal. */
 async function apiErrors(port: number, lines: Record<string, unknown>[]): Promise<string[]> {

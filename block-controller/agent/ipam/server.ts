@@ -4,11 +4,19 @@
  * connection sends one JSON request and a newline (at most MAX_REQUEST_BYTES); the server runs
  * the operation bounded by the request's `timeoutMs`, writes one JSON response and a newline,
  * and closes. Until the agent has synced its view (and once it is stopping) every request is
- * answered `notReady`, never from a guess.
+ * answered `notReady`, never from a guess; so is every connection past `maxConnections` (busy).
+ * A call naming another node than the agent's is refused `misconfigured` (core's
+ * `servedNodeProblem`).
  */
-import { unlinkSync } from 'node:fs';
+import { lstatSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { errorKindOf, MAX_REQUEST_BYTES, NODE_IPAM_PROTOCOL, parseRequest } from 'blockipam/core/node-ipam';
+import {
+  errorKindOf,
+  MAX_REQUEST_BYTES,
+  NODE_IPAM_PROTOCOL,
+  parseRequest,
+  servedNodeProblem,
+} from 'blockipam/core/node-ipam';
 import type {
   NodeIpam,
   NodeIpamErrorKind,
@@ -21,9 +29,20 @@ import type { Logger } from '../../shared/index.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import { listenRootOnly, prepareSocketDir, removeStaleSocket } from './socket-path.ts';
 
-// 10 s: a client that connected and sent no full request in this time is gone or broken (the
-// plugin writes its request right after connect); the connection is closed without an answer.
-const READ_TIMEOUT_MS = 10_000;
+/**
+ * 10 s from accept to a complete request (absolute, not idle: a client trickling a byte at a
+ * time is closed at it too): the plugin writes its request right after connect, so a client
+ * that has not finished by then is gone or broken; the connection is closed without an answer.
+ */
+export const READ_DEADLINE_MS = 10_000;
+/**
+ * 256 open connections at most. A node runs 110 pods by default (the kubelet's maxPods), so a
+ * restart of every pod at once is ~220 CNI calls (a DEL and an ADD each), plus STATUS polls;
+ * each connection holds a file descriptor, and 256 leaves most of a 1,024 descriptor limit to
+ * the agent's watches and HTTP server. Past it a connection is answered `notReady` (busy; the
+ * plugin's CNI 11, try again later) and closed, unread.
+ */
+export const MAX_CONNECTIONS = 256;
 // 2^31 - 1 ms (~24.8 days): Node's timer limit; a request's timeoutMs above it is taken as this.
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -38,6 +57,10 @@ export interface IpamServerOptions {
   readonly ipam: () => NodeIpam | string;
   readonly log: Logger;
   readonly metrics: Pick<AgentMetrics, 'ipamRequests' | 'ipamRequestSeconds'>;
+  /** ms from accept to a complete request, then the connection is closed. Default READ_DEADLINE_MS. */
+  readonly readDeadlineMs?: number;
+  /** Connections open at once; one more is answered busy. Default MAX_CONNECTIONS. */
+  readonly maxConnections?: number;
 }
 
 export interface IpamServer {
@@ -45,8 +68,9 @@ export interface IpamServer {
   /** Requests being served now. */
   readonly inFlight: number;
   /**
-   * Stops accepting, waits for the requests in flight (at most `drainMs`), removes the socket.
-   * Idempotent.
+   * Stops accepting, waits for the requests in flight (at most `drainMs`), removes the socket —
+   * only while the path is still the socket this server bound (same device and inode): a
+   * successor agent may have bound its own there meanwhile. Idempotent.
    */
   close(drainMs: number): Promise<void>;
 }
@@ -68,9 +92,17 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
   prepareSocketDir(options.path);
   await removeStaleSocket(options.path);
   const inFlight = new Set<Promise<void>>();
+  const maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
+  let open = 0;
   // allowHalfOpen: a client may end its side right after the request (the plugin does); the
   // answer still has to go out on ours.
   const server = createServer({ allowHalfOpen: true }, (socket) => {
+    if (open >= maxConnections) {
+      refuseBusy(socket, options, maxConnections);
+      return;
+    }
+    open += 1;
+    socket.once('close', () => (open -= 1));
     const work = serveConnection(socket, options);
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
@@ -79,6 +111,7 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
     log.warn('IPAM socket error', { [F.path]: options.path, ...errorFields(error) }),
   );
   await listenRootOnly(server, options.path);
+  const bound = statSync(options.path);
   log.info('IPAM server listening', { [F.node]: node, [F.path]: options.path });
   let closing: Promise<void> | undefined;
   return {
@@ -94,21 +127,54 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
         const drained = await Promise.race([Promise.allSettled([...inFlight]).then(() => true), timedOut]);
         clearTimeout(timer);
         if (!drained) log.warn('IPAM requests still in flight at shutdown', { [F.count]: inFlight.size });
-        try {
-          unlinkSync(options.path);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-        }
+        unlinkIfSame(options.path, bound, log);
         if (drained) await closed;
       })());
     },
   };
 }
 
+/**
+ * Removes `path` if it is still the socket `bound` (device and inode); a successor's socket
+ * there is left alone (logged). The check and the unlink are not atomic: a successor binding in
+ * between is not covered (it removes a stale socket first, so it binds after ours is gone).
+ */
+function unlinkIfSame(path: string, bound: { dev: number; ino: number }, log: Logger): void {
+  try {
+    const now = lstatSync(path);
+    if (now.dev !== bound.dev || now.ino !== bound.ino) {
+      log.info('IPAM socket path bound by another server: left in place', { [F.path]: path });
+      return;
+    }
+    unlinkSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}
+
+/**
+ * Answers a connection past `maxConnections` `notReady` (busy) without reading it, then closes:
+ * the rest of what the client sends is dropped, and the socket goes when the client closes or
+ * at the read deadline.
+ */
+function refuseBusy(socket: Socket, options: IpamServerOptions, maxConnections: number): void {
+  const response = failure(
+    'notReady',
+    `busy: ${maxConnections} connections open (maxConnections); try again`,
+  );
+  report(options, 'unknown', response, 0);
+  const timer = setTimeout(() => socket.destroy(), options.readDeadlineMs ?? READ_DEADLINE_MS);
+  socket.once('close', () => clearTimeout(timer));
+  socket.on('error', () => undefined);
+  socket.on('data', () => undefined);
+  socket.on('end', () => socket.destroy());
+  socket.end(`${JSON.stringify(response)}\n`);
+}
+
 /** Reads one request from `socket`, answers it, closes. Never rejects. */
 async function serveConnection(socket: Socket, options: IpamServerOptions): Promise<void> {
   const started = performance.now();
-  const read = await readRequest(socket);
+  const read = await readRequest(socket, options.readDeadlineMs ?? READ_DEADLINE_MS);
   if (read === undefined) {
     socket.destroy();
     return;
@@ -129,8 +195,13 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
   socket.destroySoon();
 }
 
-/** Runs a valid request: `notReady` before the service exists, errors mapped by errorKindOf. */
+/**
+ * Runs a valid request: `misconfigured` when it names another node, `notReady` before the
+ * service exists, errors mapped by errorKindOf.
+ */
 async function run(request: NodeIpamRequest, options: IpamServerOptions): Promise<Response> {
+  const wrongNode = servedNodeProblem(request.call.node, options.node);
+  if (wrongNode !== undefined) return failure('misconfigured', wrongNode);
   const ipam = options.ipam();
   if (typeof ipam === 'string') return failure('notReady', ipam);
   try {
@@ -147,10 +218,14 @@ async function run(request: NodeIpamRequest, options: IpamServerOptions): Promis
 
 /**
  * One request's text: up to the first newline (or the end of the stream), at most
- * MAX_REQUEST_BYTES. @returns the decoded JSON, a problem (too large, not JSON), or undefined
- * when the client went away or sent nothing in time
+ * MAX_REQUEST_BYTES, complete within `deadlineMs` of the call (accept). @returns the decoded
+ * JSON, a problem (too large, not JSON), or undefined when the client went away or did not
+ * finish in time
  */
-function readRequest(socket: Socket): Promise<{ doc: unknown } | { problem: string } | undefined> {
+function readRequest(
+  socket: Socket,
+  deadlineMs: number,
+): Promise<{ doc: unknown } | { problem: string } | undefined> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -158,7 +233,7 @@ function readRequest(socket: Socket): Promise<{ doc: unknown } | { problem: stri
     const finish = (result: { doc: unknown } | { problem: string } | undefined): void => {
       if (done) return;
       done = true;
-      socket.setTimeout(0);
+      clearTimeout(deadline);
       // Whatever more the client sends is read and dropped: a paused socket could stall a
       // client still writing an oversized request, which would then never read its answer.
       socket.removeAllListeners('data');
@@ -172,7 +247,7 @@ function readRequest(socket: Socket): Promise<{ doc: unknown } | { problem: stri
         finish({ problem: `request: not JSON (${(error as Error).message})` });
       }
     };
-    socket.setTimeout(READ_TIMEOUT_MS, () => finish(undefined));
+    const deadline = setTimeout(() => finish(undefined), deadlineMs);
     socket.on('error', () => finish(undefined));
     socket.on('end', () => (size === 0 ? finish(undefined) : decode(Buffer.concat(chunks))));
     socket.on('data', (chunk: Buffer) => {

@@ -19,7 +19,9 @@ export type AgentReply =
   /** Close the connection without answering. */
   | { readonly close: true }
   /** Keep the connection open and never answer. */
-  | { readonly silent: true };
+  | { readonly silent: true }
+  /** `then`, once `after` resolves (an agent slow to answer). */
+  | { readonly after: Promise<void>; readonly then: AgentReply };
 
 /** Outcomes that succeed, per operation. */
 export const okOutcomes: Readonly<Record<NodeIpamOp, unknown>> = {
@@ -75,14 +77,17 @@ export async function fakeAgent(
         return;
       }
       requests.push(req);
-      const r = reply(req);
-      if ('silent' in r) return;
-      if ('close' in r) s.end();
-      else if ('raw' in r) s.end(r.raw);
-      else if ('error' in r) s.end(`${JSON.stringify({ v: 1, ok: false, error: r.error })}\n`);
-      else s.end(`${JSON.stringify({ v: 1, ok: true, outcome: r.outcome })}\n`);
+      answer(s, reply(req));
     });
   });
+  const answer = (s: Socket, r: AgentReply): void => {
+    if ('silent' in r) return;
+    if ('after' in r) void r.after.then(() => answer(s, r.then));
+    else if ('close' in r) s.end();
+    else if ('raw' in r) s.end(r.raw);
+    else if ('error' in r) s.end(`${JSON.stringify({ v: 1, ok: false, error: r.error })}\n`);
+    else s.end(`${JSON.stringify({ v: 1, ok: true, outcome: r.outcome })}\n`);
+  };
   await new Promise<void>((resolve) => server.listen(socket, resolve));
   return {
     socket,

@@ -3,7 +3,7 @@
  * stdout/stderr.
  */
 import { dispatch } from '../../../ipam-plugin/dispatch.ts';
-import type { Backend } from '../../../ipam-plugin/backend/port.ts';
+import type { Backend, BackendFactory } from '../../../ipam-plugin/backend/port.ts';
 
 export interface Invocation {
   readonly code: number;
@@ -38,7 +38,8 @@ export function netconf(
 export async function invoke(
   env: Record<string, string | undefined>,
   stdin: string,
-  backend: Backend,
+  /** The direct path's backend, or a factory of it (which sees the netconf the path was given). */
+  backend: Backend | BackendFactory,
 ): Promise<Invocation> {
   let stdout = '';
   let stderr = '';
@@ -50,7 +51,7 @@ export async function invoke(
       stderr: { write: (s: string) => (stderr += s) },
     },
     {
-      backend: () => Promise.resolve(backend),
+      backend: typeof backend === 'function' ? backend : () => Promise.resolve(backend),
       lock: () => Promise.resolve({ waited: false, release: () => Promise.resolve() }),
     },
   );
