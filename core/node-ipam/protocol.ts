@@ -207,6 +207,21 @@ export type NodeIpamResponse<K extends NodeIpamOp = NodeIpamOp> =
 
 type Problem = { readonly problem: string };
 
+/** Longest value a problem quotes (characters of JSON); the rest is cut with "…". */
+const QUOTE_MAX = 64;
+
+/**
+ * A received value as a problem message names it: a scalar as its JSON (cut to QUOTE_MAX), an
+ * array or object by its type — never JSON.stringify of a whole value, which overflows the stack
+ * on a deeply nested one (100,000 levels fit in a 1 MiB request) and can echo 1 MiB back.
+ */
+function quote(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'object' && v !== null) return 'an object';
+  const text = v === undefined ? 'nothing' : JSON.stringify(v);
+  return text.length > QUOTE_MAX ? `${text.slice(0, QUOTE_MAX)}…` : text;
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 const isString = (v: unknown): v is string => typeof v === 'string';
@@ -272,10 +287,10 @@ export function parseRequest(doc: unknown): NodeIpamRequest | Problem {
   if (!isObject(doc)) return { problem: 'request: not a JSON object' };
   if (doc.v !== NODE_IPAM_PROTOCOL)
     return {
-      problem: `request: protocol version ${JSON.stringify(doc.v)}, this agent speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
+      problem: `request: protocol version ${quote(doc.v)}, this agent speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
     };
   if (!NODE_IPAM_OPS.includes(doc.op as NodeIpamOp))
-    return { problem: `request.op: ${JSON.stringify(doc.op)} is not one of ${NODE_IPAM_OPS.join(', ')}` };
+    return { problem: `request.op: ${quote(doc.op)} is not one of ${NODE_IPAM_OPS.join(', ')}` };
   if (typeof doc.timeoutMs !== 'number' || !Number.isFinite(doc.timeoutMs) || doc.timeoutMs <= 0)
     return { problem: 'request.timeoutMs: not a positive number' };
   const problem = callProblem(doc.op as NodeIpamOp, doc.call);
@@ -298,21 +313,19 @@ function outcomeProblem(op: NodeIpamOp, o: unknown): string | undefined {
         o.kind as string,
       )
         ? message()
-        : `outcome.kind: ${JSON.stringify(o.kind)}`;
+        : `outcome.kind: ${quote(o.kind)}`;
     case 'del':
       return typeof o.released === 'number' ? undefined : 'outcome.released: not a number';
     case 'check':
       if (o.kind === 'ok') return undefined;
-      return o.kind === 'missing' || o.kind === 'mismatch'
-        ? message()
-        : `outcome.kind: ${JSON.stringify(o.kind)}`;
+      return o.kind === 'missing' || o.kind === 'mismatch' ? message() : `outcome.kind: ${quote(o.kind)}`;
     case 'gc':
       return isStringList(o.released) && isStringList(o.errors) && isStringList(o.aliveElsewhere)
         ? undefined
         : 'outcome: needs lists released, errors, aliveElsewhere';
     case 'status':
       if (o.kind === 'ready') return undefined;
-      return o.kind === 'notReady' ? message() : `outcome.kind: ${JSON.stringify(o.kind)}`;
+      return o.kind === 'notReady' ? message() : `outcome.kind: ${quote(o.kind)}`;
   }
 }
 
@@ -324,7 +337,7 @@ export function parseResponse<K extends NodeIpamOp>(op: K, doc: unknown): NodeIp
   if (!isObject(doc)) return { problem: 'response: not a JSON object' };
   if (doc.v !== NODE_IPAM_PROTOCOL)
     return {
-      problem: `response: protocol version ${JSON.stringify(doc.v)}, this plugin speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
+      problem: `response: protocol version ${quote(doc.v)}, this plugin speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
     };
   if (doc.ok === false) {
     const e = doc.error;
