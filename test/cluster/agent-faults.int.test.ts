@@ -20,34 +20,38 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, test, type TestContext } from 'node:test';
-import { cluster, daemon, importImage, kubectl, kubectlOk } from '../helpers/cluster.ts';
-import { CHART } from '../charts/helm.ts';
-import { addressOf, allocations, nodeReady, pods, spreadDeployment, waitFor } from './blockipam.ts';
+import { cluster, daemon, kubectl, kubectlOk } from '../helpers/cluster.ts';
+import {
+  addressOf,
+  allocations,
+  allocationsOf,
+  checkClean,
+  nodesReady,
+  pinnedDeployment,
+  pods,
+  podsRunning,
+  spreadDeployment,
+  waitFor,
+} from './blockipam.ts';
 import type { PodObject } from './blockipam.ts';
 import {
-  blockipamImage,
-  cleanNodes,
-  harnessValues,
-  helm,
+  installWithPluginLog,
   NAMESPACE,
+  pluginLogOf,
   PREFIX,
-  prepareNodes,
-  RELEASE,
+  setUpChart,
+  tearDownChart,
+  waitRolledOut,
 } from './chart.ts';
 import {
   agentBack,
   agentOn,
-  allocationsOf,
   assertLedger,
-  checkClean,
   killAgent,
   kubeletLogOf,
   networkName,
   networkNotReady,
-  PLUGIN_LOG,
-  pinnedDeployment,
   pluginLines,
-  pluginLogOf,
   pluginSummary,
   sizeOf,
   standalonePlugin,
@@ -64,19 +68,16 @@ function scale(app: string, replicas: number): void {
 }
 
 /** Waits for exactly `count` pods of `app`, all Running with an address, none terminating. */
-function running(app: string, count: number, timeoutMs = 300_000): Promise<PodObject[]> {
-  return waitFor(
-    `${count} Running pods of ${app}`,
-    () => {
-      const all = pods(ns, `app=${app}`);
-      const ready = all.filter(
-        (p) => p.status.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp,
-      );
-      return ready.length === count && all.length === count ? ready : undefined;
-    },
-    timeoutMs,
+const running = (app: string, count: number, timeoutMs?: number): Promise<PodObject[]> =>
+  podsRunning(ns, app, count, timeoutMs);
+
+/** Waits until the namespace holds no allocation. */
+const released = (): Promise<true> =>
+  waitFor(
+    'every address of the namespace released',
+    () => (allocationsOf(ns).length === 0 ? true : undefined),
+    120_000,
   );
-}
 
 /** The Running pods of the namespace (every app). */
 const runningPods = (): PodObject[] =>
@@ -144,92 +145,66 @@ before(() => {
   const c = cluster();
   n2 = c.nodes[1] ?? 'node-2';
   n3 = c.nodes[2] ?? 'node-3';
-  const image = blockipamImage();
-  importImage(image.archive);
-  prepareNodes();
-  kubectlOk(['create', 'namespace', ns]);
-  const r = helm(4, [
-    'install',
-    RELEASE,
-    CHART,
-    '--namespace',
-    NAMESPACE,
-    ...harnessValues(),
-    '--set',
-    `image.tag=${image.ref.split(':')[1]},plugin.logFile=${PLUGIN_LOG}`,
-  ]);
-  assert.equal(r.status, 0, `helm install:\n${r.stdout}\n${r.stderr}`);
-  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `daemonset/${AGENTS}`, '--timeout=300s']);
-  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `deployment/${PREFIX}-controller`, '--timeout=300s']);
+  installWithPluginLog(setUpChart(ns));
+  waitRolledOut();
 });
 
-after(() => {
-  kubectl(['delete', 'namespace', ns, '--wait=false']);
-  helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
-  kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
-  cleanNodes();
-});
+after(() => tearDownChart(ns));
 
-test('1. the agent SIGKILLed during a burst of 30 ADDs on its node: every pod Running once it is back', async (t) => {
-  for (const node of cluster().nodes)
-    await waitFor(`${node} Ready`, () => (nodeReady(node) === 'True' ? true : undefined), 120_000);
-  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinnedDeployment('burst', n2)));
+/** The burst of scenarios 1 and 2: 30 pods of `burst` on n2. */
+const BURST = 30;
+
+/**
+ * Scenarios 1 and 2: deployment `burst` (on n2) scaled in `direction` — `up`: 0 → 30, a burst
+ * of ADDs; `down`: 30 → 0, a burst of DELs — and n2's agent SIGKILLed once 3 of the burst's
+ * addresses are allocated (up) or released (down). Then, the agent restarted and Ready meanwhile:
+ * every pod Running (up) or gone with every address released (down), the ledger exact and
+ * `ipamctl check` clean.
+ */
+async function killDuringBurst(t: TestContext, direction: 'up' | 'down'): Promise<void> {
+  const target = direction === 'up' ? BURST : 0;
   const offset = logOffsets(n2);
   const t0 = Date.now();
-  scale('burst', 30);
-  const under = await waitFor(
-    'the burst under way (3 of its addresses allocated)',
+  scale('burst', target);
+  const held = await waitFor(
+    `the burst under way (3 of its addresses ${direction === 'up' ? 'allocated' : 'released'})`,
     () => {
       const n = allocationsOf(ns).length;
-      return n >= 3 ? n : undefined;
+      return Math.abs(n - (BURST - target)) >= 3 ? n : undefined;
     },
     180_000,
     300,
   );
   const killed = killAgent(n2);
   const tKill = Date.now();
-  t.diagnostic(`agent PID ${killed.pid} on ${n2} SIGKILLed ${secs(t0)} after the scale, ${under} allocated`);
-  await agentBack(n2, killed.restarts);
-  t.diagnostic(`agent Ready again ${secs(tKill)} after the kill`);
-  await running('burst', 30, 420_000);
-  t.diagnostic(`30 pods Running ${secs(t0)} after the scale`);
-  assert.equal(new Set(assertLedger(ns, runningPods())).size, 30);
+  t.diagnostic(`agent PID ${killed.pid} on ${n2} SIGKILLed ${secs(t0)} after the scale, ${held} allocated`);
+  const burstDone = async (): Promise<void> => {
+    await running('burst', target, 420_000);
+    t.diagnostic(`${target} pods Running ${secs(t0)} after the scale`);
+    if (target > 0) return;
+    await released();
+    t.diagnostic(`all released ${secs(t0)} after the scale`);
+  };
+  await Promise.all([
+    agentBack(n2, killed.restarts).then(() =>
+      t.diagnostic(`agent Ready again ${secs(tKill)} after the kill`),
+    ),
+    burstDone(),
+  ]);
+  assert.equal(new Set(assertLedger(ns, runningPods())).size, target);
   report(t, n2, offset, 'burst', t0);
   await checkClean();
+}
+
+test('1. the agent SIGKILLed during a burst of 30 ADDs on its node: every pod Running once it is back', async (t) => {
+  await nodesReady(120_000);
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinnedDeployment('burst', n2)));
+  await killDuringBurst(t, 'up');
 });
 
 test('2. the agent SIGKILLed during the burst of 30 DELs: every address released', async (t) => {
-  assert.equal(allocationsOf(ns).length, 30, 'the 30 pods of scenario 1 hold their addresses');
-  const offset = logOffsets(n2);
-  const t0 = Date.now();
-  scale('burst', 0);
-  const left = await waitFor(
-    'the DELs under way (3 addresses released)',
-    () => {
-      const n = allocationsOf(ns).length;
-      return n <= 27 ? n : undefined;
-    },
-    180_000,
-    300,
-  );
-  const killed = killAgent(n2);
-  const tKill = Date.now();
-  t.diagnostic(
-    `agent PID ${killed.pid} on ${n2} SIGKILLed ${secs(t0)} after the scale, ${left} still allocated`,
-  );
-  await running('burst', 0, 300_000);
-  t.diagnostic(`0 pods left ${secs(t0)} after the scale`);
-  await waitFor(
-    'every address of the namespace released',
-    () => (allocationsOf(ns).length === 0 ? true : undefined),
-    120_000,
-  );
-  t.diagnostic(`all released ${secs(t0)} after the scale`);
-  await agentBack(n2, killed.restarts);
-  t.diagnostic(`agent Ready again ${secs(tKill)} after the kill`);
-  assertLedger(ns, []);
-  report(t, n2, offset, 'burst', t0);
-  await checkClean();
+  assert.equal(allocationsOf(ns).length, BURST, 'the 30 pods of scenario 1 hold their addresses');
+  await killDuringBurst(t, 'down');
 });
 
 test('3. the agent DaemonSet rolled while pods churn on every node: all Running or released, none stuck', async (t) => {
@@ -270,11 +245,7 @@ test('3. the agent DaemonSet rolled while pods churn on every node: all Running 
   assert.equal(ps.length, 6);
   scale('churn', 0);
   await running('churn', 0);
-  await waitFor(
-    'every address of the namespace released',
-    () => (allocationsOf(ns).length === 0 ? true : undefined),
-    120_000,
-  );
+  await released();
   assertLedger(ns, []);
   await checkClean();
 });
@@ -324,8 +295,7 @@ test('4. the API server stopped 30 s: no node’s network turns not ready, pods 
       `${n}: agent "STATUS answered from the last known state": ${logs.split('STATUS answered from the last known state').length - 1}×`,
     );
   }
-  for (const n of c.nodes)
-    await waitFor(`${n} Ready`, () => (nodeReady(n) === 'True' ? true : undefined), 180_000);
+  await nodesReady(180_000);
   const tPods = Date.now();
   scale('churn', 6);
   await running('churn', 6);
@@ -335,11 +305,7 @@ test('4. the API server stopped 30 s: no node’s network turns not ready, pods 
   assert.equal(new Set(assertLedger(ns, runningPods())).size, 6);
   scale('churn', 0);
   await running('churn', 0);
-  await waitFor(
-    'every address of the namespace released',
-    () => (allocationsOf(ns).length === 0 ? true : undefined),
-    120_000,
-  );
+  await released();
   await checkClean();
 });
 
@@ -403,10 +369,6 @@ test('5. a standalone plugin and the agent write one node’s blocks at once: ad
   report(t, n3, offset, 'mixed', t0);
   scale('mixed', 0);
   await running('mixed', 0);
-  await waitFor(
-    'every address of the namespace released',
-    () => (allocationsOf(ns).length === 0 ? true : undefined),
-    120_000,
-  );
+  await released();
   await checkClean();
 });

@@ -40,20 +40,30 @@ import { readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { addressTextAt, newBlock, nodeLabel, parseCidr, POOLS_ANNOTATION, rfc3339 } from 'blockipam/core';
 import type { IPAMBlock, IPAMNode } from 'blockipam/core';
-import { cluster, importImage, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
-import { CHART } from '../charts/helm.ts';
-import { allocations, busybox, inCidr, ipamctl, nodeReady, pods, waitFor } from './blockipam.ts';
+import { cluster, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
+import {
+  allocations,
+  busybox,
+  inCidr,
+  ipamctl,
+  nodesReady,
+  pinnedDeployment,
+  pods,
+  podsRunning,
+  waitFor,
+} from './blockipam.ts';
 import type { PodObject } from './blockipam.ts';
 import {
-  blockipamImage,
-  cleanNodes,
-  harnessValues,
   helm,
+  installWithPluginLog,
   NAMESPACE,
   PREFIX,
-  prepareNodes,
   RELEASE,
+  setUpChart,
+  tearDownChart,
+  waitRolledOut,
 } from './chart.ts';
+import type { ChartImage } from './chart.ts';
 import {
   allAgentRoutes,
   as,
@@ -87,7 +97,7 @@ let blocksBefore: string[] = [];
 let node: Credential[] = [];
 let controller: Credential;
 let reader: Credential;
-let image: { archive: string; ref: string };
+let image: ChartImage;
 
 function helmOk(args: readonly string[]): string {
   const r = helm(4, args);
@@ -95,41 +105,7 @@ function helmOk(args: readonly string[]): string {
   return r.stdout;
 }
 
-/** A Deployment of busybox `sleep` pods on one node. */
-function pinned(name: string, on: string, replicas: number): Record<string, unknown> {
-  const labels = { app: name };
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name },
-    spec: {
-      replicas,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          nodeSelector: { 'kubernetes.io/hostname': on },
-          containers: [busybox('sleep', ['sleep', '3600'])],
-        },
-      },
-    },
-  };
-}
-
-function running(app: string, count: number): Promise<PodObject[]> {
-  return waitFor(
-    `${count} Running pods of ${app}`,
-    () => {
-      const all = pods(ns, `app=${app}`);
-      const ready = all.filter(
-        (p) => p.status.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp,
-      );
-      return ready.length === count && all.length === count ? ready : undefined;
-    },
-    300_000,
-  );
-}
+const running = (app: string, count: number): Promise<PodObject[]> => podsRunning(ns, app, count);
 
 function blocks(): IPAMBlock[] {
   return (JSON.parse(kubectlOk(['get', 'ipamblocks', '-o', 'json'])) as { items: IPAMBlock[] }).items;
@@ -206,40 +182,23 @@ function agentPod(on: string): { name: string; uid: string } {
 }
 
 before(() => {
-  image = blockipamImage();
-  importImage(image.archive);
-  prepareNodes();
-  kubectlOk(['create', 'namespace', ns]);
+  image = setUpChart(ns);
   [n1, n2, n3] = cluster().nodes as [string, string, string];
 });
 after(() => {
-  kubectl(['delete', 'namespace', ns, '--wait=false']);
   kubectl(['delete', 'clusterrolebinding', READER]);
-  helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
-  kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
   if (n1) dropLoot(n1);
-  cleanNodes();
+  tearDownChart(ns);
 });
 
 test('helm install; victims on node 2, a pod on node 3 pinging them; every agent routes every block', async () => {
-  helmOk([
-    'install',
-    RELEASE,
-    CHART,
-    '--namespace',
-    NAMESPACE,
-    ...harnessValues(),
-    '--set',
-    // 0 until the start is quiet: a spare block from concurrent first ADDs goes at once
-    `image.tag=${image.ref.split(':')[1]},ipamConfig.emptyBlockReleaseSeconds=0`,
-  ]);
-  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `daemonset/${PREFIX}-agent`, '--timeout=300s']);
-  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `deployment/${PREFIX}-controller`, '--timeout=300s']);
-  for (const n of cluster().nodes)
-    await waitFor(`${n} Ready`, () => (nodeReady(n) === 'True' ? true : undefined), 120_000);
+  // 0 until the start is quiet: a spare block from concurrent first ADDs goes at once
+  installWithPluginLog(image, { set: ['ipamConfig.emptyBlockReleaseSeconds=0'] });
+  waitRolledOut();
+  await nodesReady(120_000);
 
-  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinned('victim', n2, 3)));
-  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinned('pinger', n3, 1)));
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinnedDeployment('victim', n2, 3)));
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinnedDeployment('pinger', n3, 1)));
   victims = await running('victim', 3);
   await running('pinger', 1);
   const [first] = victims;

@@ -215,6 +215,105 @@ export function busybox(name: string, command: readonly string[]): Record<string
   return { name, image: cluster().busyboxImage, imagePullPolicy: 'Never', command };
 }
 
+/** Every node of the cluster with its Ready condition True (polled every 500 ms). */
+export async function nodesReady(timeoutMs: number): Promise<void> {
+  for (const node of cluster().nodes)
+    await waitFor(`${node} Ready`, () => (nodeReady(node) === 'True' ? true : undefined), timeoutMs);
+}
+
+/**
+ * Waits for exactly `count` pods labelled app=`app` in `namespace`, all Running with an address,
+ * none terminating.
+ * @returns those pods
+ * @throws Error after `timeoutMs` (default 300 s)
+ */
+export function podsRunning(
+  namespace: string,
+  app: string,
+  count: number,
+  timeoutMs = 300_000,
+): Promise<PodObject[]> {
+  return waitFor(
+    `${count} Running pods of ${app}`,
+    () => {
+      const all = pods(namespace, `app=${app}`);
+      const ready = all.filter(
+        (p) => p.status.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp,
+      );
+      return ready.length === count && all.length === count ? ready : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** The allocations of namespace `ns` now. */
+export const allocationsOf = (ns: string): Allocation[] => allocations().filter((a) => a.namespace === ns);
+
+/** One pod's allocation in {@link ledger}: its address, node, block CIDR and the block's affinity. */
+export interface LedgerEntry {
+  readonly ip: string;
+  readonly node: string;
+  readonly block: string;
+  readonly affinity: string | null;
+}
+
+/** The allocations of namespace `ns` by pod name (a pod holding two: the last one listed). */
+export function ledger(ns: string): Map<string, LedgerEntry> {
+  return new Map(
+    allocationsOf(ns).map((a) => [
+      a.pod ?? '',
+      { ip: addressOf(a), node: a.node, block: a.cidr, affinity: a.affinity },
+    ]),
+  );
+}
+
+/**
+ * `ipamctl check` exit 0, retried every 2 s for 60 s (the controller's pool status may lag a
+ * moment).
+ * @throws Error with the last report after 60 s
+ */
+export function checkClean(): Promise<true> {
+  let last = '';
+  return waitFor(
+    'ipamctl check clean',
+    () => {
+      const r = ipamctl(['check']);
+      last = r.stdout + r.stderr;
+      return r.status === 0 ? true : undefined;
+    },
+    60_000,
+    2000,
+  ).catch((e: unknown) => {
+    throw new Error(`${(e as Error).message}; last report:\n${last}`);
+  });
+}
+
+/** A Deployment of `replicas` busybox `sleep 3600` pods labelled app=NAME, placed by `placement`. */
+function sleepDeployment(
+  name: string,
+  replicas: number,
+  graceSeconds: number,
+  placement: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          terminationGracePeriodSeconds: graceSeconds,
+          ...placement,
+          containers: [busybox('sleep', ['sleep', '3600'])],
+        },
+      },
+    },
+  };
+}
+
 /**
  * A Deployment of busybox `sleep 3600` pods labelled app=NAME, spread evenly over the nodes
  * (topologySpreadConstraints on the hostname, maxSkew 1, DoNotSchedule).
@@ -224,29 +323,19 @@ export function spreadDeployment(
   replicas: number,
   graceSeconds: number,
 ): Record<string, unknown> {
-  const labels = { app: name };
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name },
-    spec: {
-      replicas,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          terminationGracePeriodSeconds: graceSeconds,
-          topologySpreadConstraints: [
-            {
-              maxSkew: 1,
-              topologyKey: 'kubernetes.io/hostname',
-              whenUnsatisfiable: 'DoNotSchedule',
-              labelSelector: { matchLabels: labels },
-            },
-          ],
-          containers: [busybox('sleep', ['sleep', '3600'])],
-        },
+  return sleepDeployment(name, replicas, graceSeconds, {
+    topologySpreadConstraints: [
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'DoNotSchedule',
+        labelSelector: { matchLabels: { app: name } },
       },
-    },
-  };
+    ],
+  });
+}
+
+/** A Deployment of busybox `sleep 3600` pods pinned to one node (grace 1 s), `replicas` 0 unless given. */
+export function pinnedDeployment(name: string, node: string, replicas = 0): Record<string, unknown> {
+  return sleepDeployment(name, replicas, 1, { nodeSelector: { 'kubernetes.io/hostname': node } });
 }

@@ -9,12 +9,15 @@
  * hostPath for all. So each node's mount namespace gets a bind mount of its run directory's
  * `cni` folder on {@link NODE_CNI} (under the node's private tmpfs /run: nothing on the host);
  * the agent writes there and the runtime finds the files where it always looks.
+ *
+ * A test file's life with the chart: {@link setUpChart} in `before`, {@link installWithPluginLog}
+ * and {@link waitRolledOut}, {@link tearDownChart} in `after`.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cluster, inNode, type RunResult } from '../helpers/cluster.ts';
-import { helm as runHelm, REPO, type HelmMajor } from '../charts/helm.ts';
+import { cluster, importImage, inNode, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
+import { CHART, helm as runHelm, REPO, type HelmMajor } from '../charts/helm.ts';
 
 /** The CNI folder as every node's mount namespace sees it. */
 export const NODE_CNI = '/run/blockipam-cni';
@@ -23,6 +26,12 @@ export const RELEASE = 'bipam';
 /** The objects' name prefix (helpers: the release name + "-blockipam"). */
 export const PREFIX = 'bipam-blockipam';
 export const NAMESPACE = 'kube-system';
+/** The chart's plugin.logFile in the tests and benches (each node's /var/log is its run dir's log/). */
+export const PLUGIN_LOG = '/var/log/blockipam/plugin.log';
+
+/** {@link PLUGIN_LOG} of `node` as the host sees it. */
+export const pluginLogOf = (node: string): string =>
+  join(cluster().runDir, node, 'log', 'blockipam', 'plugin.log');
 
 function inNodeOk(node: string, cmd: string, args: readonly string[]): string {
   const r = inNode(node, cmd, args);
@@ -108,4 +117,63 @@ export function blockipamImage(): { archive: string; ref: string } {
     return line.slice(key.length + 1);
   };
   return { archive: value('ARCHIVE'), ref: value('IMAGE') };
+}
+
+/** The image a test installs: {@link blockipamImage}'s archive and reference. */
+export interface ChartImage {
+  readonly archive: string;
+  readonly ref: string;
+}
+
+/**
+ * What a test file does before its first `helm install`: the image built (or reused) and
+ * imported into every node, every node prepared ({@link prepareNodes}), and namespace `ns` (the
+ * test's pods) created when given.
+ * @returns the image
+ * @throws Error when the build, the import or kubectl fails
+ */
+export function setUpChart(ns?: string): ChartImage {
+  const image = blockipamImage();
+  importImage(image.archive);
+  prepareNodes();
+  if (ns !== undefined) kubectlOk(['create', 'namespace', ns]);
+  return image;
+}
+
+/**
+ * `helm install` of the chart as release {@link RELEASE} in {@link NAMESPACE} with Helm `major`
+ * (default 4): {@link harnessValues}, `image`'s tag, plugin.logFile = {@link PLUGIN_LOG}, then
+ * `set` (more `key=value` pairs, comma-joined into the same `--set`). Does not wait for the pods.
+ * @throws Error with Helm's output when it fails
+ */
+export function installWithPluginLog(
+  image: ChartImage,
+  options: { readonly major?: HelmMajor; readonly set?: readonly string[] } = {},
+): void {
+  const values = [`image.tag=${image.ref.split(':')[1] ?? ''}`, `plugin.logFile=${PLUGIN_LOG}`];
+  const args = ['install', RELEASE, CHART, '--namespace', NAMESPACE, ...harnessValues()];
+  const r = helm(options.major ?? 4, [...args, '--set', [...values, ...(options.set ?? [])].join(',')]);
+  if (r.status !== 0) throw new Error(`helm install failed (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
+}
+
+/**
+ * Waits for the agent DaemonSet's rollout, then the controller Deployment's (`kubectl rollout
+ * status`, 300 s each).
+ * @throws Error with kubectl's stderr when one does not complete
+ */
+export function waitRolledOut(): void {
+  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `daemonset/${PREFIX}-agent`, '--timeout=300s']);
+  kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `deployment/${PREFIX}-controller`, '--timeout=300s']);
+}
+
+/**
+ * What a test file does in `after`: namespace `ns` deleted (when given; not waited for), the
+ * release uninstalled, every IPAMBlock, IPPool and IPAMConfig deleted, the nodes cleaned
+ * ({@link cleanNodes}). Failures of the deletions are ignored (some may never have existed).
+ */
+export function tearDownChart(ns?: string): void {
+  if (ns !== undefined) kubectl(['delete', 'namespace', ns, '--wait=false']);
+  helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
+  kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
+  cleanNodes();
 }

@@ -9,12 +9,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cluster, inNode, kubectlOk } from '../helpers/cluster.ts';
-import { addressOf, allocations, ipamctl, pods, waitFor } from './blockipam.ts';
+import { addressOf, allocations, pods, waitFor } from './blockipam.ts';
 import type { Allocation, PodObject } from './blockipam.ts';
-import { NAMESPACE } from './chart.ts';
-
-/** The chart's plugin.logFile in these tests (each node's /var/log is its run dir's log/). */
-export const PLUGIN_LOG = '/var/log/blockipam/plugin.log';
+import { NAMESPACE, pluginLogOf } from './chart.ts';
 
 interface AgentPodObject {
   metadata: { name: string; uid: string };
@@ -108,7 +105,6 @@ export function readFrom(path: string, offset: number): string {
   return existsSync(path) ? readFileSync(path).subarray(offset).toString('utf8') : '';
 }
 
-export const pluginLogOf = (node: string): string => `${cluster().runDir}/${node}/log/blockipam/plugin.log`;
 export const kubeletLogOf = (node: string): string => `${cluster().runDir}/logs/kubelet-${node}.log`;
 
 /** One line of the plugin's JSON-lines log. */
@@ -157,23 +153,6 @@ export function networkNotReady(node: string, offset: number): string[] {
     .filter((l) => /NetworkReady=false|NetworkPluginNotReady|network not ready/.test(l));
 }
 
-/** `ipamctl check` exit 0 (retried for 60 s: the controller's pool status may lag a moment). */
-export function checkClean(): Promise<true> {
-  let last = '';
-  return waitFor(
-    'ipamctl check clean',
-    () => {
-      const r = ipamctl(['check']);
-      last = r.stdout + r.stderr;
-      return r.status === 0 ? true : undefined;
-    },
-    60_000,
-    2000,
-  ).catch((e: unknown) => {
-    throw new Error(`${(e as Error).message}; last report:\n${last}`);
-  });
-}
-
 /**
  * The ledger of namespace `ns`: asserts no address is allocated twice anywhere, every Running pod
  * of `ns` holds exactly one allocation — its address, its UID, its node — and no allocation of
@@ -206,38 +185,6 @@ export function assertLedger(ns: string, running: readonly PodObject[]): string[
     'no allocation of a pod that is gone',
   );
   return running.map((p) => p.status.podIP ?? '');
-}
-
-/** The allocations of namespace `ns` now. */
-export const allocationsOf = (ns: string): Allocation[] => allocations().filter((a) => a.namespace === ns);
-
-/** A Deployment of busybox `sleep` pods pinned to one node (grace 1 s), `replicas` 0 unless given. */
-export function pinnedDeployment(name: string, node: string, replicas = 0): Record<string, unknown> {
-  const labels = { app: name };
-  return {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name },
-    spec: {
-      replicas,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          nodeSelector: { 'kubernetes.io/hostname': node },
-          containers: [
-            {
-              name: 'sleep',
-              image: cluster().busyboxImage,
-              imagePullPolicy: 'Never',
-              command: ['sleep', '3600'],
-            },
-          ],
-        },
-      },
-    },
-  };
 }
 
 /** The network name of the conflist the agent installed on `node` (the handles' prefix). */

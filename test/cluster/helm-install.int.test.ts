@@ -14,24 +14,36 @@
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { after, before, test } from 'node:test';
-import { cluster, daemon, importImage, kubectl, kubectlOk } from '../helpers/cluster.ts';
+import { cluster, daemon, kubectl, kubectlOk } from '../helpers/cluster.ts';
 import { CHART } from '../charts/helm.ts';
-import { allocations, inCidr, ipamctl, nodeReady, pods, spreadDeployment, waitFor } from './blockipam.ts';
+import {
+  allocations,
+  checkClean,
+  inCidr,
+  ledger,
+  nodeReady,
+  nodesReady,
+  podsRunning,
+  spreadDeployment,
+  waitFor,
+} from './blockipam.ts';
 import type { PodObject } from './blockipam.ts';
 import {
-  blockipamImage,
-  cleanNodes,
-  harnessValues,
   helm,
+  installWithPluginLog,
   NAMESPACE,
+  PLUGIN_LOG,
+  pluginLogOf,
   PREFIX,
-  prepareNodes,
   RELEASE,
+  setUpChart,
+  tearDownChart,
 } from './chart.ts';
+import type { ChartImage } from './chart.ts';
 
 const ns = 'bipam-chart';
 const app = 'chart-spread';
-let image: { archive: string; ref: string };
+let image: ChartImage;
 
 function helmOk(major: 3 | 4, args: readonly string[]): string {
   const r = helm(major, args);
@@ -44,89 +56,27 @@ function scale(replicas: number): void {
 }
 
 /** Waits for exactly `count` Running pods with an address, none terminating. */
-function running(count: number, timeoutMs = 300_000): Promise<PodObject[]> {
-  return waitFor(
-    `${count} Running pods of ${app}`,
-    () => {
-      const all = pods(ns, `app=${app}`);
-      const ready = all.filter(
-        (p) => p.status.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp,
-      );
-      return ready.length === count && all.length === count ? ready : undefined;
-    },
-    timeoutMs,
-  );
-}
-
-/** The namespace's allocations by pod name: address and node. */
-function podAllocations(): Map<string, { ip: string; node: string; block: string; affinity: string | null }> {
-  const out = new Map<string, { ip: string; node: string; block: string; affinity: string | null }>();
-  for (const a of allocations().filter((x) => x.namespace === ns)) {
-    const [base] = a.cidr.split('/');
-    const n = (base ?? '').split('.').reduce((acc, o) => acc * 256 + Number(o), 0) + a.ordinal;
-    const ip = [24, 16, 8, 0].map((s) => Math.floor(n / 2 ** s) % 256).join('.');
-    out.set(a.pod ?? '', { ip, node: a.node, block: a.cidr, affinity: a.affinity });
-  }
-  return out;
-}
-
-function checkClean(): Promise<true> {
-  let last = '';
-  return waitFor(
-    `ipamctl check clean (last: ${last})`,
-    () => {
-      const r = ipamctl(['check']);
-      last = r.stdout + r.stderr;
-      return r.status === 0 ? true : undefined;
-    },
-    60_000,
-    2000,
-  );
-}
+const running = (count: number, timeoutMs?: number): Promise<PodObject[]> =>
+  podsRunning(ns, app, count, timeoutMs);
 
 function rollout(kind: string, name: string): void {
   kubectlOk(['-n', NAMESPACE, 'rollout', 'status', `${kind}/${name}`, '--timeout=300s']);
 }
 
 before(() => {
-  image = blockipamImage();
-  importImage(image.archive);
-  prepareNodes();
-  kubectlOk(['create', 'namespace', ns]);
+  image = setUpChart(ns);
 });
-after(() => {
-  kubectl(['delete', 'namespace', ns, '--wait=false']);
-  helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
-  kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
-  cleanNodes();
-});
-
-/** `helm install` of the chart at the harness with the test's image, by Helm `major`. */
-/** The chart's plugin.logFile in these tests (each node's /var/log is its run dir's log/). */
-const PLUGIN_LOG = '/var/log/blockipam/plugin.log';
+after(() => tearDownChart(ns));
 
 /** The plugin's `done` lines of ADDs on `node`, from its log file on that node. */
 function pluginAdds(node: string): { containerID?: string; path?: string }[] {
-  const file = `${cluster().runDir}/${node}/log/blockipam/plugin.log`;
+  const file = pluginLogOf(node);
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as { msg?: string; cmd?: string; containerID?: string; path?: string })
     .filter((l) => l.msg === 'done' && l.cmd === 'ADD');
-}
-
-function install(major: 3 | 4): void {
-  helmOk(major, [
-    'install',
-    RELEASE,
-    CHART,
-    '--namespace',
-    NAMESPACE,
-    ...harnessValues(),
-    '--set',
-    `image.tag=${image.ref.split(':')[1]},plugin.logFile=${PLUGIN_LOG}`,
-  ]);
 }
 
 /** Waits for the agents' rollout; asserts one agent pod on every node. */
@@ -140,7 +90,7 @@ function agentsOnEveryNode(): void {
 
 test('helm install (Helm 3): agents Ready on every node, the plugin and conflist installed by them', async () => {
   const c = cluster();
-  install(3);
+  installWithPluginLog(image, { major: 3 });
   agentsOnEveryNode();
   for (const node of c.nodes) {
     const dir = `${c.runDir}/${node}/cni`;
@@ -160,15 +110,14 @@ test('helm install (Helm 3): agents Ready on every node, the plugin and conflist
     assert.ok(existsSync(`${dir}/net.d/blockipam-kubeconfig`));
   }
   // the kubelet polls the runtime's network status every few seconds
-  for (const node of c.nodes)
-    await waitFor(`${node} Ready`, () => (nodeReady(node) === 'True' ? true : undefined), 60_000);
+  await nodesReady(60_000);
   rollout('deployment', `${PREFIX}-controller`);
 });
 
 test('a Deployment’s pods run with addresses from their nodes’ blocks, ping across nodes, check is clean', async () => {
   kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(spreadDeployment(app, 6, 1)));
   const ps = await running(6);
-  const byPod = podAllocations();
+  const byPod = ledger(ns);
   for (const p of ps) {
     const a = byPod.get(p.metadata.name);
     assert.ok(a, `${p.metadata.name} has an allocation`);
@@ -221,17 +170,17 @@ test('scale 0 → 30 → 0: every address unique, all released, check clean', as
   const ps = await running(30, 540_000);
   const ips = ps.map((p) => p.status.podIP);
   assert.equal(new Set(ips).size, 30, 'no address twice');
-  assert.equal([...podAllocations().keys()].length, 30);
+  assert.equal([...ledger(ns).keys()].length, 30);
   scale(0);
   await running(0);
-  await waitFor('the 30 addresses released', () => (podAllocations().size === 0 ? true : undefined), 120_000);
+  await waitFor('the 30 addresses released', () => (ledger(ns).size === 0 ? true : undefined), 120_000);
   await checkClean();
 });
 
 test('helm upgrade (Helm 4) with changed values keeps every allocation', async () => {
   scale(6);
   const ps = await running(6);
-  const before = podAllocations();
+  const before = ledger(ns);
   assert.equal(before.size, 6);
   helmOk(4, [
     'upgrade',
@@ -261,7 +210,7 @@ test('helm upgrade (Helm 4) with changed values keeps every allocation', async (
         : undefined,
     120_000,
   );
-  assert.deepEqual(podAllocations(), before, 'the same pods hold the same addresses');
+  assert.deepEqual(ledger(ns), before, 'the same pods hold the same addresses');
   const after = await running(6);
   assert.deepEqual(after.map((p) => p.metadata.uid).sort(), ps.map((p) => p.metadata.uid).sort());
   assert.equal(
@@ -334,16 +283,14 @@ test('helm uninstall: agents, controller, RBAC and policy go; CRDs, pools, IPAMC
 });
 
 test('a fresh helm install (Helm 4) over the kept IPAM data: agents Ready on every node, a pod gets its node’s address', async () => {
-  const c = cluster();
-  install(4);
+  installWithPluginLog(image);
   agentsOnEveryNode();
-  for (const node of c.nodes)
-    await waitFor(`${node} Ready`, () => (nodeReady(node) === 'True' ? true : undefined), 60_000);
+  await nodesReady(60_000);
   rollout('deployment', `${PREFIX}-controller`);
   scale(1);
   const [pod] = await running(1);
   assert.ok(pod);
-  const a = podAllocations().get(pod.metadata.name);
+  const a = ledger(ns).get(pod.metadata.name);
   assert.ok(a, `${pod.metadata.name} has an allocation`);
   assert.equal(a.ip, pod.status.podIP);
   assert.equal(a.affinity, pod.spec.nodeName, `${pod.metadata.name}'s block ${a.block} is its node's`);

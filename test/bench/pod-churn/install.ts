@@ -13,25 +13,21 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHART } from '../../charts/helm.ts';
 import {
-  blockipamImage,
-  cleanNodes,
-  harnessValues,
   helm,
+  installWithPluginLog,
   NAMESPACE,
-  PREFIX,
-  prepareNodes,
+  pluginLogOf,
   RELEASE,
+  setUpChart,
+  tearDownChart,
+  waitRolledOut,
 } from '../../cluster/chart.ts';
-import { importImage, kubectl, type Cluster } from '../../helpers/cluster.ts';
+import { kubectl, type Cluster } from '../../helpers/cluster.ts';
 import { percentile } from '../cost-curves/common.ts';
 import { POD_MTU, startAgents } from './network.ts';
 
 export type InstallMode = 'chart' | 'script';
-
-/** The chart's plugin.logFile in the bench; on the host: `<runDir>/<node>/log/blockipam/plugin.log`. */
-const PLUGIN_LOG = '/var/log/blockipam/plugin.log';
 
 interface PluginLine {
   level?: string;
@@ -55,10 +51,7 @@ interface PluginLine {
 export function pluginLogFigures(c: Cluster): string {
   const lines: PluginLine[] = [];
   for (const node of c.nodes)
-    for (const file of [
-      join(c.runDir, node, 'log', 'blockipam', 'plugin.log'),
-      join(c.runDir, node, 'log', 'blockipam.log'),
-    ])
+    for (const file of [pluginLogOf(node), join(c.runDir, node, 'log', 'blockipam.log')])
       if (existsSync(file))
         for (const text of readFileSync(file, 'utf8').split('\n'))
           if (text) lines.push(JSON.parse(text) as PluginLine);
@@ -89,11 +82,6 @@ export interface Installed {
   stop(): Promise<void>;
 }
 
-function ok(what: string, r: { status: number; stdout: string; stderr: string }): string {
-  if (r.status !== 0) throw new Error(`${what} failed (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
-  return r.stdout;
-}
-
 async function waitFor(what: string, test: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!test()) {
@@ -104,24 +92,9 @@ async function waitFor(what: string, test: () => boolean, timeoutMs: number): Pr
 
 async function installChart(c: Cluster, log: (text: string) => void): Promise<Installed> {
   log('chart: building (or reusing) the image and importing it into every node');
-  const image = blockipamImage();
-  importImage(image.archive);
-  prepareNodes();
-  const tag = image.ref.split(':')[1] ?? '';
+  const image = setUpChart();
   log(`chart: helm install ${RELEASE} (image ${image.ref})`);
-  ok(
-    'helm install',
-    helm(4, [
-      'install',
-      RELEASE,
-      CHART,
-      '--namespace',
-      NAMESPACE,
-      ...harnessValues(),
-      '--set',
-      `image.tag=${tag},cni.mtu=${POD_MTU},plugin.logFile=${PLUGIN_LOG}`,
-    ]),
-  );
+  installWithPluginLog(image, { set: [`cni.mtu=${POD_MTU}`] });
   const stop = async (): Promise<void> => {
     helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
     // the agents must be gone before their files are: a running one writes them again
@@ -140,18 +113,10 @@ async function installChart(c: Cluster, log: (text: string) => void): Promise<In
         ]).stdout.trim() === '',
       180_000,
     ).catch((error: unknown) => log(String(error)));
-    kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
-    cleanNodes();
+    tearDownChart(); // uninstalled already: the IPAM objects and the nodes' files go
   };
   try {
-    for (const [kind, name] of [
-      ['daemonset', `${PREFIX}-agent`],
-      ['deployment', `${PREFIX}-controller`],
-    ] as const)
-      ok(
-        `rollout of ${kind}/${name}`,
-        kubectl(['-n', NAMESPACE, 'rollout', 'status', `${kind}/${name}`, '--timeout=300s']),
-      );
+    waitRolledOut();
     await waitFor(
       "every node's conflist written by its agent",
       () =>
