@@ -3,7 +3,7 @@
  * docs/design-core.md §Batched block writes): the block's latest speculative state, the callers
  * whose changes are in the UPDATE in flight, and the callers queued on top of it. The queue never
  * waits on a caller — only on the inner UPDATE — so a caller that stops waiting (its signal fired)
- * cannot hold it up.
+ * cannot hold it up; its queued change leaves the queue (batching.ts #drop).
  */
 import type { IPAMBlock } from '../resources.ts';
 
@@ -11,6 +11,12 @@ import type { IPAMBlock } from '../resources.ts';
 export interface Waiter {
   resolve(block: IPAMBlock): void;
   reject(error: Error): void;
+  /**
+   * The speculative state this change was laid on, and its token; undefined when it is the first
+   * change of an idle block (laid on the server's state, not kept). Restored when the caller's
+   * signal fires while the change is queued.
+   */
+  before?: { readonly state: IPAMBlock; readonly token: string };
 }
 
 /** A busy block: a write in flight or held in the window, maybe changes queued on top. */
@@ -52,14 +58,21 @@ export function withVersion(block: IPAMBlock, resourceVersion: string): IPAMBloc
 }
 
 /**
- * A waiter settled at most once; it rejects with the signal's reason when `signal` fires first
- * (the change stays in the batch: a write already accepted may still land).
+ * A waiter settled at most once; it rejects with the signal's reason when `signal` fires first,
+ * after telling `aborted` (which drops the change when it is still queued).
  */
-export function waiterFor(signal: AbortSignal | undefined): { waiter: Waiter; promise: Promise<IPAMBlock> } {
+export function waiterFor(
+  signal: AbortSignal | undefined,
+  aborted: (waiter: Waiter) => void,
+): { waiter: Waiter; promise: Promise<IPAMBlock> } {
   let waiter!: Waiter;
   const promise = new Promise<IPAMBlock>((resolve, reject) => {
     let settled = false;
-    const onAbort = (): void => finish(() => reject(signal?.reason as Error));
+    const onAbort = (): void =>
+      finish(() => {
+        aborted(waiter);
+        reject(signal?.reason as Error);
+      });
     const finish = (settle: () => void): void => {
       if (settled) return;
       settled = true;

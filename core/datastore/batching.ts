@@ -15,10 +15,13 @@
  *   succeeded, with the block as written. When that UPDATE fails, every caller in it and every
  *   caller queued on top of it rejects — ConflictError on a 409 (re-read and re-apply), else the
  *   inner error (UnavailableError, NotFoundError, …) — and the speculative state is dropped.
- * - A caller whose signal fires stops waiting at once; its change may still be written with the
- *   batch (a write already accepted may still land, as with any sent write). The inner UPDATE
- *   carries no caller's signal: one caller's abort never fails the others' write; the inner
- *   store's own deadline (KubeTransport `timeoutMs`) bounds it.
+ * - A caller whose signal fires stops waiting at once, rejecting with the signal's reason. When
+ *   its change is still queued (not in an UPDATE sent) it is dropped and never sent: the
+ *   speculative state goes back to the one it was laid on, and the changes queued after it (laid
+ *   on it) reject with ConflictError, so their allocator loops re-read and re-apply. A change
+ *   already in an UPDATE sent may still land (as with any sent write). The inner UPDATE carries
+ *   no caller's signal: one caller's abort never fails the others' write; the inner store's own
+ *   deadline (KubeTransport `timeoutMs`) bounds it.
  * - `blocks.delete` with preconditions waits until the block is idle; an unconditional update of
  *   a busy block too. Everything else (create, other kinds, built-ins) passes through.
  * - The token of a state that was written (the last one of a batch) stands for the
@@ -52,16 +55,29 @@ export interface BatchingOptions {
 export interface BatchingStats {
   /** Block UPDATEs sent to the inner datastore. */
   updatesSent: number;
+  /** UPDATEs that succeeded. */
+  updatesWritten: number;
+  /** UPDATEs that failed other than by 409 (UnavailableError, NotFoundError, a timeout …). */
+  updatesFailed: number;
   /** Block updates (changes) accepted into a batch: the first of a block's write, or queued. */
   changesAccepted: number;
-  /** Accepted changes whose UPDATE succeeded. */
+  /** Accepted changes whose UPDATE succeeded (a caller that stopped waiting included). */
   changesWritten: number;
+  /**
+   * Accepted changes neither written nor dropped: their UPDATE (or one before it) failed, or a
+   * change queued before them was dropped (ConflictError: the allocator re-reads, re-applies).
+   */
+  changesRejected: number;
+  /** Accepted changes dropped unsent because their caller's signal fired while they were queued. */
+  changesAborted: number;
   /** Successful UPDATEs that carried more than one change. */
   batches: number;
   /** Updates refused locally with ConflictError (not computed on the latest speculative state). */
   localConflicts: number;
   /** UPDATEs the server refused with 409 Conflict (every change in and on top of it rejected). */
   serverConflicts: number;
+  // updatesSent = updatesWritten + serverConflicts + updatesFailed + the UPDATEs in flight;
+  // changesAccepted = changesWritten + changesRejected + changesAborted + the changes pending.
 }
 
 /** A Datastore whose block writes are batched, with its counters. */
@@ -104,8 +120,12 @@ export function batchedBackoffSleep(
 class BatchingBlocks implements ResourceStore<IPAMBlock> {
   readonly stats: BatchingStats = {
     updatesSent: 0,
+    updatesWritten: 0,
+    updatesFailed: 0,
     changesAccepted: 0,
     changesWritten: 0,
+    changesRejected: 0,
+    changesAborted: 0,
     batches: 0,
     localConflicts: 0,
     serverConflicts: 0,
@@ -224,21 +244,48 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     };
     this.#busy.set(name, fresh);
     const accepted = this.#accept(fresh, block, signal);
-    if (this.#windowMs > 0) void this.#sleep(this.#windowMs).then(() => this.#send(fresh));
+    if (this.#windowMs > 0)
+      void this.#sleep(this.#windowMs).then(() => {
+        if (this.#busy.get(name) === fresh && !fresh.sending) this.#send(fresh); // not dropped meanwhile
+      });
     else this.#send(fresh);
     return accepted;
   }
 
   /** Queues `block` as `busy`'s new speculative state; the promise settles with its write. */
   #accept(busy: BusyBlock, block: IPAMBlock, signal: AbortSignal | undefined): Promise<IPAMBlock> {
-    const { waiter, promise } = waiterFor(signal);
+    const { waiter, promise } = waiterFor(signal, (aborted) => this.#drop(busy, aborted));
     this.stats.changesAccepted += 1;
     if (busy.queued.length > 0 || busy.sending) {
+      waiter.before = { state: busy.state, token: busy.token };
       busy.state = block;
       busy.token = this.#mint(busy.baseVersion);
     }
     busy.queued.push(waiter);
     return promise;
+  }
+
+  /**
+   * `waiter`'s signal fired. Still queued: its change and the ones queued after it (laid on it)
+   * leave the queue, the state goes back to the one it was laid on (none: the block goes idle
+   * unsent), and those after it reject with ConflictError. In flight: nothing to undo.
+   */
+  #drop(busy: BusyBlock, waiter: Waiter): void {
+    const at = busy.queued.indexOf(waiter);
+    if (at < 0) return;
+    const after = busy.queued.splice(at).slice(1);
+    this.stats.changesAborted += 1;
+    this.stats.changesRejected += after.length;
+    if (waiter.before) {
+      busy.state = waiter.before.state;
+      busy.token = waiter.before.token;
+    } else this.#idle(busy);
+    const name = busy.name;
+    const conflict = new ConflictError(
+      `ipamblocks/${name}`,
+      `ipamblocks "${name}": a change queued before this one was dropped (its caller's signal fired)`,
+    );
+    for (const later of after) later.reject(conflict);
   }
 
   /** Sends `busy`'s latest state as one UPDATE carrying every queued change. */
@@ -257,6 +304,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
 
   /** The UPDATE succeeded: answer its callers; send what queued meanwhile, or go idle. */
   #succeeded(busy: BusyBlock, carried: Waiter[], token: string, written: IPAMBlock): void {
+    this.stats.updatesWritten += 1;
     this.stats.changesWritten += carried.length;
     if (carried.length > 1) this.stats.batches += 1;
     for (const waiter of carried) waiter.resolve(written);
@@ -273,6 +321,8 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
   #failed(busy: BusyBlock, error: Error): void {
     const everyone = [...busy.inFlight, ...busy.queued];
     if (isConflict(error)) this.stats.serverConflicts += 1;
+    else this.stats.updatesFailed += 1;
+    this.stats.changesRejected += everyone.length;
     this.#written.delete(busy.name);
     this.#idle(busy);
     for (const waiter of everyone) waiter.reject(error);

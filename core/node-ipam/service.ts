@@ -6,6 +6,8 @@
  * Every operation takes the caller's signal: it goes into core's calls (once it fires nothing more
  * is sent — no read, write, retry or rollback) and the operation rejects with `signal.reason` at
  * once; a write already sent may still land (the runtime's DEL after the failed ADD releases it).
+ * Over core's batching datastore (the agent's) a change still queued for a batch when the signal
+ * fires is dropped, never sent; one already in an UPDATE sent may land.
  * Expected outcomes are values; failures are thrown as core's errors and mapped by errorKindOf.
  */
 import { autoAssign } from '../allocator/auto-assign.ts';

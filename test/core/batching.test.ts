@@ -1,6 +1,6 @@
 // The batching decorator over the memory datastore: concurrent allocator calls on one block share
 // UPDATEs, no caller is answered before the write holding its change, a server 409 or failure
-// reaches every caller of the batch, deletes wait, an aborted caller cannot wedge the queue.
+// reaches every caller of the batch, deletes wait, an aborted caller's queued change is dropped.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
@@ -225,28 +225,59 @@ describe('batching datastore', () => {
     assert.equal(await w.ds.blocks.get(BLOCK), undefined);
   });
 
-  it('an aborted caller stops waiting at once; its change is still written, the queue moves on', async () => {
+  it('an aborted queued change is dropped unsent; the ones after it re-read; one in flight lands', async () => {
     const { p, bds } = await setup();
     const gate = deferred();
     p.gate = gate.promise;
+    const sent: string[][] = [];
+    p.onUpdate = (b) => sent.push(Object.keys(b.metadata.annotations ?? {}).sort());
     const read = async () => (await bds.blocks.get(BLOCK)) as IPAMBlock;
     const annotate = (b: IPAMBlock, key: string): IPAMBlock => ({
       ...b,
       metadata: { ...b.metadata, annotations: { ...b.metadata.annotations, [key]: 'y' } },
     });
-    const first = bds.blocks.update(annotate(await read(), 'first'));
+    const inFlight = new AbortController();
+    const first = bds.blocks.update(annotate(await read(), 'first'), { signal: inFlight.signal });
     const abort = new AbortController();
     const second = bds.blocks.update(annotate(await read(), 'second'), { signal: abort.signal });
     const third = bds.blocks.update(annotate(await read(), 'third'));
     abort.abort(new Error('budget spent'));
+    assert.equal(bds.stats().changesAborted, 1); // dropped at once, while the UPDATE is held
     await assert.rejects(second, /budget spent/);
+    await assert.rejects(third, isConflict); // laid on the dropped change: re-read, re-apply
+    assert.deepEqual(Object.keys((await read()).metadata.annotations ?? {}).sort(), ['first']);
+    const fourth = bds.blocks.update(annotate(await read(), 'fourth'));
+    inFlight.abort(new Error('first gave up'));
+    await assert.rejects(first, /first gave up/); // sent already: it lands
     gate.resolve();
-    await first;
-    const written = await third;
-    assert.deepEqual(Object.keys(written.metadata.annotations ?? {}).sort(), ['first', 'second', 'third']);
-    const after = await bds.blocks.update(annotate(await read(), 'fourth'));
-    assert.equal(after.metadata.annotations?.['fourth'], 'y');
-    assert.equal(p.counts.updates, 3);
+    const written = await fourth;
+    assert.deepEqual(Object.keys(written.metadata.annotations ?? {}).sort(), ['first', 'fourth']);
+    assert.deepEqual(sent, [['first'], ['first', 'fourth']]); // 'second' and 'third' never sent
+    const s = bds.stats();
+    assert.deepEqual(
+      [s.changesAccepted, s.changesWritten, s.changesAborted, s.changesRejected, s.updatesWritten],
+      [4, 2, 1, 1, 2],
+    );
+  });
+
+  it('an aborted change held in the window alone: no UPDATE, the block idle again', async () => {
+    const window = deferred();
+    const { p, bds } = await setup({ windowMs: 3, sleep: () => window.promise });
+    const b = (await bds.blocks.get(BLOCK)) as IPAMBlock;
+    const abort = new AbortController();
+    const held = bds.blocks.update(
+      { ...b, metadata: { ...b.metadata, annotations: { a: 'y' } } },
+      { signal: abort.signal },
+    );
+    abort.abort(new Error('budget spent'));
+    await assert.rejects(held, /budget spent/);
+    assert.deepEqual(await bds.blocks.get(BLOCK), await p.ds.blocks.get(BLOCK)); // not busy
+    window.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(p.counts.updates, 0);
+    // the server's state still writes (no stale busy block left behind)
+    await bds.blocks.update({ ...b, metadata: { ...b.metadata, annotations: { b: 'y' } } });
+    assert.equal(p.counts.updates, 1);
   });
 
   it('windowMs holds the first UPDATE so that changes made meanwhile join it', async () => {
