@@ -3,6 +3,7 @@
  * Every series carries `node`, so a federated view over all agents needs no relabelling.
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
+import type { BatchingStats } from 'blockipam/core';
 import { createMetrics, METRIC_PREFIX } from '../shared/index.ts';
 import type { DaemonMetrics } from '../shared/index.ts';
 
@@ -89,4 +90,58 @@ export function createAgentMetrics(): AgentMetrics {
       registers,
     }),
   };
+}
+
+/** result label → the BatchingStats counter it reads. */
+const UPDATE_RESULTS = {
+  written: 'updatesWritten',
+  conflict: 'serverConflicts',
+  failed: 'updatesFailed',
+} as const;
+const CHANGE_RESULTS = {
+  written: 'changesWritten',
+  rejected: 'changesRejected',
+  aborted: 'changesAborted',
+  refused: 'localConflicts',
+} as const;
+
+/**
+ * Exposes the IPAM server's batching datastore counters (core's BatchingStats) as
+ * `blockipam_agent_block_updates_total{node,result}` and
+ * `blockipam_agent_block_changes_total{node,result}`, read at scrape time (core counts; nothing
+ * is counted twice). Every series is there from the start, at 0 until the service exists.
+ * @param stats the counters now; undefined while the service is not made yet
+ */
+export function observeBatching(
+  metrics: Pick<AgentMetrics, 'registry'>,
+  node: string,
+  stats: () => BatchingStats | undefined,
+): void {
+  const counter = (name: string, help: string, results: Record<string, keyof BatchingStats>): void => {
+    const seen: Record<string, number> = {};
+    new Counter({
+      name: `${P}${name}`,
+      help,
+      labelNames: ['node', 'result'],
+      registers: [metrics.registry],
+      collect() {
+        const now = stats();
+        for (const [result, key] of Object.entries(results)) {
+          const count = now?.[key] ?? 0;
+          this.inc({ node, result }, Math.max(0, count - (seen[result] ?? 0)));
+          seen[result] = Math.max(count, seen[result] ?? 0);
+        }
+      },
+    });
+  };
+  counter(
+    'block_updates_total',
+    'Block UPDATEs the IPAM server sent (batched: one carries every change queued for the block), by result: written; conflict (409, another writer changed the block: its changes are re-read and re-applied); failed (any other error: its changes fail)',
+    UPDATE_RESULTS,
+  );
+  counter(
+    'block_changes_total',
+    "Block changes (one request's allocation or release in one block) handed to the IPAM server's batched writes, by result: written; rejected (their UPDATE failed, or a change queued before them was dropped); aborted (the request gave up while its change was queued: dropped, never sent); refused (not computed on the block's latest state: re-read at once)",
+    CHANGE_RESULTS,
+  );
 }

@@ -8,15 +8,17 @@
  * after the agent's watches synced; before that, and once the agent is stopping, every request
  * is answered `notReady`.
  */
-import type { Datastore, IPAMBlock } from 'blockipam/core';
+import type { BatchingDatastore, Datastore, IPAMBlock } from 'blockipam/core';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
+import { observeBatching } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import type { AgentState } from '../state.ts';
 import { agentInputs } from './inputs.ts';
 import { startIpamServer } from './server.ts';
 import { agentNodeIpam } from './service.ts';
+import type { AgentService } from './service.ts';
 import type { IpamServer } from './server.ts';
 import { withLastKnownStatus } from './status.ts';
 import { createViewDatastore, lastKnownDatastore } from './view-datastore.ts';
@@ -48,6 +50,8 @@ export interface AgentIpamOptions {
 export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamServer> {
   const { node, log, lifecycle } = options;
   let ipam: NodeIpam | undefined;
+  let batching: BatchingDatastore | undefined;
+  observeBatching(options.metrics, node, () => batching?.stats());
   const server = await startIpamServer({
     path: options.path,
     node,
@@ -57,7 +61,10 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
       if (lifecycle.stopping) return 'the agent is stopping';
       const state = options.state();
       if (!state?.synced) return `the agent has not synced yet (${(state?.unsynced ?? ['all']).join(', ')})`;
-      return (ipam ??= serviceFor(state, options));
+      if (ipam) return ipam;
+      const made = serviceFor(state, options);
+      batching = made.batching;
+      return (ipam = made.ipam);
     },
   });
   const close = (): Promise<void> => server.close(DRAIN_MS);
@@ -92,10 +99,11 @@ export function followWatch(view: ViewDatastore, state: AgentState): void {
 }
 
 /** The node IPAM service over the view, the batching datastore and the watched inputs. */
-function serviceFor(state: AgentState, options: AgentIpamOptions): NodeIpam {
+function serviceFor(state: AgentState, options: AgentIpamOptions): AgentService {
   const { node, log, view } = options;
   const inputs = agentInputs({ state, ds: options.ds });
-  const { ipam } = agentNodeIpam({ node, view, authority: view.direct, inputs, log });
+  const { ipam, batching } = agentNodeIpam({ node, view, authority: view.direct, inputs, log });
   log.info('IPAM service ready', { [F.node]: node });
-  return withLastKnownStatus({ ipam, lastKnown: lastKnownDatastore(view, node), inputs, log });
+  const lastKnown = lastKnownDatastore(view, node);
+  return { ipam: withLastKnownStatus({ ipam, lastKnown, inputs, log }), batching };
 }
