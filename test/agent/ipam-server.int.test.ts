@@ -2,7 +2,7 @@
  * The agent's IPAM server (block-controller/agent/ipam/) with the real agent process against the
  * real API server, through its Unix socket: "not ready" before the first sync; ADD, a repeated
  * ADD, CHECK, DEL, GC, STATUS; 50 concurrent ADDs (distinct addresses; block UPDATEs the API
- * server saw, through test/agent/api-gate.ts); the socket's and directory's modes; malformed,
+ * server saw, through test/agent/api-gate.ts, and the same in the agent's batching metrics); the socket's and directory's modes; malformed,
  * wrong-version and oversized requests answered badRequest while it keeps serving; SIGTERM
  * removes the socket.
  */
@@ -187,6 +187,17 @@ describe('agent IPAM server', () => {
   test('50 concurrent ADDs: distinct addresses, few block UPDATEs', async () => {
     const isBlockUpdate = (r: { method: string; url: URL }) =>
       r.method === 'PUT' && r.url.pathname.includes('/ipamblocks/');
+    /** The agent's batching counters: `<metric>:<result>` → value. */
+    const batching = async (): Promise<Record<string, number>> => {
+      const out: Record<string, number> = {};
+      const text = (await scrape(agent)).text;
+      for (const m of text.matchAll(
+        /^blockipam_agent_block_(updates|changes)_total\{[^}]*result="(\w+)"[^}]*\} (\S+)$/gm,
+      ))
+        out[`${m[1]}:${m[2]}`] = Number(m[3]);
+      return out;
+    };
+    const counted = await batching();
     const before = gate.requests.filter(isBlockUpdate).length;
     const from = gate.requests.length;
     const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => add(`burst-${i}`)));
@@ -195,6 +206,11 @@ describe('agent IPAM server', () => {
     const updates = gate.requests.filter(isBlockUpdate).length - before;
     console.log(`# 50 concurrent ADDs: ${updates} block UPDATEs (${(updates / 50).toFixed(2)} per ADD)`);
     assert.ok(updates < 50, `batched: ${updates} UPDATEs for 50 ADDs`);
+    // the agent's metrics count the same UPDATEs and the 50 changes
+    const now = await batching();
+    const delta = (key: string): number => (now[key] ?? NaN) - (counted[key] ?? NaN);
+    assert.equal(delta('updates:written') + delta('updates:conflict') + delta('updates:failed'), updates);
+    assert.equal(delta('changes:written'), 50, JSON.stringify(now));
     // warm: the view answers the block LIST and the watches the rest — nothing is read
     const reads = gate.requests
       .slice(from)
