@@ -156,9 +156,10 @@ describe('IPAM socket server', () => {
     await server.close(1000);
   });
 
-  test('a call naming another node is refused misconfigured, synced or not', async () => {
+  test('a call naming another node is refused misconfigured, synced or not; a DEL is served here', async () => {
     const path = join(root, 'g', 'ipam.sock');
-    const wrong = { ...del(1000), call: { ...del(1000).call, node: 'n2' } };
+    const call = { ...del(1000).call, node: 'n2' };
+    const wrong = { v: 1, op: 'check', timeoutMs: 1000, call: { ...call, expectedIPs: ['10.0.0.1'] } };
     const refused = {
       v: 1,
       ok: false,
@@ -168,9 +169,20 @@ describe('IPAM socket server', () => {
       refused.error.message ?? '',
       /serves node "n1", but this plugin's node name is "n2" \(ipam\.nodeName/,
     );
-    const never: NodeIpam = { ...ipam, del: () => Promise.reject(new Error('must not be called')) };
+    const delNodes: string[] = [];
+    const never: NodeIpam = {
+      ...ipam,
+      check: () => Promise.reject(new Error('must not be called')),
+      del: (c) => {
+        delNodes.push(c.node);
+        return Promise.resolve({ released: 1 });
+      },
+    };
     const server = await start(path, never);
     assert.deepEqual(await ask(path, wrong), refused);
+    // DEL of a container on this host: its address can only be in this node's blocks
+    assert.deepEqual(await ask(path, { ...del(1000), call }), { v: 1, ok: true, outcome: { released: 1 } });
+    assert.deepEqual(delNodes, ['n1']);
     await server.close(1000);
     const notSynced = await start(path, 'the agent has not synced yet (ownBlocks)');
     assert.deepEqual(await ask(path, wrong), refused);

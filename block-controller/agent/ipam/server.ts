@@ -196,12 +196,19 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
 }
 
 /**
- * Runs a valid request: `misconfigured` when it names another node, `notReady` before the
- * service exists, errors mapped by errorKindOf.
+ * Runs a valid request: `misconfigured` when it names another node (except DEL), `notReady`
+ * before the service exists, errors mapped by errorKindOf. A DEL naming another node is served
+ * for the agent's own node: the socket is this host's, so the attachment's container ran here and
+ * its address can only be in this node's blocks; refusing would leave the pod's sandbox
+ * undeletable until the netconf is fixed (the CNI spec asks DEL to complete whenever it can).
  */
 async function run(request: NodeIpamRequest, options: IpamServerOptions): Promise<Response> {
   const wrongNode = servedNodeProblem(request.call.node, options.node);
-  if (wrongNode !== undefined) return failure('misconfigured', wrongNode);
+  if (wrongNode !== undefined) {
+    if (request.op !== 'del') return failure('misconfigured', wrongNode);
+    options.log.warn('DEL naming another node served for this node', { [F.node]: options.node });
+    request = { ...request, call: { ...request.call, node: options.node } };
+  }
   const ipam = options.ipam();
   if (typeof ipam === 'string') return failure('notReady', ipam);
   try {
