@@ -45,7 +45,7 @@ import {
   allocations,
   busybox,
   inCidr,
-  ipamctl,
+  checkClean,
   nodesReady,
   pinnedDeployment,
   pods,
@@ -761,19 +761,7 @@ test('node 2’s agent still pre-claims a block and releases it when idle; ipamc
     120_000,
   );
   setConfig({ emptyBlockReleaseSeconds: null });
-  let last = '';
-  await waitFor(
-    'ipamctl check clean',
-    () => {
-      const r = ipamctl(['check']);
-      last = r.stdout + r.stderr;
-      return r.status === 0 ? true : undefined;
-    },
-    60_000,
-    2000,
-  ).catch((error: unknown) => {
-    throw new Error(`${(error as Error).message}; last check:\n${last}`);
-  });
+  await checkClean();
 });
 
 /** The one block of pool `tiny` (a /29 pool of /29 blocks), once a node has claimed it. */

@@ -17,6 +17,7 @@ import {
   cniCalls,
   inCidr,
   installBlockipam,
+  checkClean,
   ipamctl,
   nodeReady,
   pods,
@@ -72,23 +73,6 @@ async function released(gone: readonly PodObject[], since: bigint): Promise<void
   );
   for (const p of gone)
     deleted.push({ node: p.spec.nodeName ?? '', uid: p.metadata.uid, sandbox: sandboxOf(p), at: since });
-}
-
-/** Waits until `ipamctl check` exits 0 (a just-deleted pod may be reported for a few seconds). */
-function checkClean(): Promise<true> {
-  let last = '';
-  return waitFor(
-    'ipamctl check to be clean',
-    () => {
-      const r = ipamctl(['check']);
-      last = r.stdout + r.stderr;
-      return r.status === 0 ? true : undefined;
-    },
-    60_000,
-    2000,
-  ).catch((e: unknown) => {
-    throw new Error(`${String(e)}\nlast check:\n${last}`);
-  });
 }
 
 let spread: PodObject[] = [];

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, beforeEach, describe, it } from 'node:test';
-import { autoAssign, findByHandle, releaseAddresses } from 'blockipam/core';
-import type { Datastore, IPAMBlock, IPPool, ResourceStore } from 'blockipam/core';
+import { autoAssign, findByHandle, releaseAddresses, withBlocks } from 'blockipam/core';
+import type { IPAMBlock, IPPool, ResourceStore } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 
@@ -44,19 +44,7 @@ function abortingAfterFirstWrite(inner: KubeDatastore, controller: AbortControll
     update: async (b, o) => (writes.attempted++, fire(await inner.blocks.update(b, o))),
     delete: async (n, p, o) => (writes.attempted++, fire(await inner.blocks.delete(n, p, o))),
   };
-  const view: Datastore = {
-    pools: inner.pools,
-    blocks,
-    configs: inner.configs,
-    reservations: inner.reservations,
-    getPod: (ns, n, o) => inner.getPod(ns, n, o),
-    getNamespace: (n, o) => inner.getNamespace(n, o),
-    getNode: (n, o) => inner.getNode(n, o),
-    listPods: (o) => inner.listPods(o),
-    listNodes: (o) => inner.listNodes(o),
-    listPodPage: (o) => inner.listPodPage(o),
-    listNodePage: (o) => inner.listNodePage(o),
-  };
+  const view = withBlocks(inner, blocks);
   return { view, writes };
 }
 

@@ -13,12 +13,13 @@ import {
   releaseForGC,
   releaseNodeBlocks,
   UnavailableError,
+  withBlocks,
 } from 'blockipam/core';
 import type { AddressRelease, Datastore, IPAMBlock, ResourceStore } from 'blockipam/core';
 import { pod, pool, world } from './fixtures.ts';
 
 /** `ds` with some block calls replaced; everything else delegates. */
-function withBlocks(ds: Datastore, replaced: Partial<ResourceStore<IPAMBlock>>): Datastore {
+function replacingBlocks(ds: Datastore, replaced: Partial<ResourceStore<IPAMBlock>>): Datastore {
   const blocks: ResourceStore<IPAMBlock> = {
     get: (n, o) => ds.blocks.get(n, o),
     list: (o) => ds.blocks.list(o),
@@ -29,19 +30,7 @@ function withBlocks(ds: Datastore, replaced: Partial<ResourceStore<IPAMBlock>>):
     delete: (n, p, o) => ds.blocks.delete(n, p, o),
     ...replaced,
   };
-  return {
-    pools: ds.pools,
-    blocks,
-    configs: ds.configs,
-    reservations: ds.reservations,
-    getPod: (ns, n, o) => ds.getPod(ns, n, o),
-    getNamespace: (n, o) => ds.getNamespace(n, o),
-    getNode: (n, o) => ds.getNode(n, o),
-    listPods: (o) => ds.listPods(o),
-    listNodes: (o) => ds.listNodes(o),
-    listPodPage: (o) => ds.listPodPage(o),
-    listNodePage: (o) => ds.listNodePage(o),
-  };
+  return withBlocks(ds, blocks);
 }
 
 /** Two /28 blocks of n1 (13 addresses each), 20 pods: the items to release, in allocation order. */
@@ -104,7 +93,7 @@ describe('releaseAddresses (batched by block)', () => {
   it("a block whose write fails: its items are in `failed`, the other block's are released", async () => {
     const { w, items } = await twoFullishBlocks();
     const broken = items[0]!.block!;
-    const ds = withBlocks(w.ds, {
+    const ds = replacingBlocks(w.ds, {
       update: (block, o) =>
         block.metadata.name === broken
           ? Promise.reject(new UnavailableError(`PUT ${block.metadata.name}: API server unreachable`))
@@ -123,7 +112,7 @@ describe('releaseAddresses (batched by block)', () => {
   it('GC reports the failed ones (releaseForGC returns `failed`)', async () => {
     const { w, items } = await twoFullishBlocks();
     const broken = items[0]!.block!;
-    const ds = withBlocks(w.ds, {
+    const ds = replacingBlocks(w.ds, {
       update: (block, o) =>
         block.metadata.name === broken
           ? Promise.reject(new UnavailableError('unreachable'))
@@ -149,7 +138,7 @@ describe('releaseNodeBlocks (retry bound)', () => {
     let reads = 0;
     const conflict = (name: string): Promise<never> =>
       Promise.reject(new ConflictError(`ipamblocks/${name}`, 'the object has been modified'));
-    const ds = withBlocks(w.ds, {
+    const ds = replacingBlocks(w.ds, {
       update: (block) => (writes++, conflict(block.metadata.name)),
       delete: (name) => (writes++, conflict(name)),
       get: () => Promise.resolve(structuredClone(++reads % 5 === 4 ? empty : inUse)),

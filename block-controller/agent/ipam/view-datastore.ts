@@ -17,7 +17,7 @@
  * there — for a DEL or CHECK that found nothing in the view (core's NodeIpamOptions.authority).
  * A LIST answered by the inner datastore is laid over the view like a write.
  */
-import { isConflict, isNotFound, matchesSelector, nodeLabel } from 'blockipam/core';
+import { isConflict, isNotFound, matchesSelector, nodeLabel, withBlocks } from 'blockipam/core';
 import type {
   Datastore,
   DeletePreconditions,
@@ -208,19 +208,7 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     list: (listOptions?: ListOptions) =>
       covers(listOptions?.labelSelector) ? fromInner(listOptions) : blocks.list(listOptions),
   };
-  const datastore = (store: ResourceStore<IPAMBlock>): Datastore => ({
-    pools: inner.pools,
-    blocks: store,
-    configs: inner.configs,
-    reservations: inner.reservations,
-    getPod: (...a) => inner.getPod(...a),
-    getNamespace: (...a) => inner.getNamespace(...a),
-    getNode: (...a) => inner.getNode(...a),
-    listPods: (...a) => inner.listPods(...a),
-    listNodes: (...a) => inner.listNodes(...a),
-    listPodPage: (...a) => inner.listPodPage(...a),
-    listNodePage: (...a) => inner.listNodePage(...a),
-  });
+  const datastore = (store: ResourceStore<IPAMBlock>): Datastore => withBlocks(inner, store);
 
   return {
     ...datastore(blocks),
