@@ -139,7 +139,7 @@ describe('IPAM socket server', () => {
   test('past maxConnections a connection is answered busy (notReady), the service not asked', async () => {
     const path = join(root, 'f', 'ipam.sock');
     const held = heldDel();
-    const server = await start(path, held.service, { maxConnections: 2 });
+    const server = await start(path, held.service, { maxConnections: 2, readDeadlineMs: 600_000 });
     const first = [ask(path, del(5000)), ask(path, del(5000))];
     await held.entered(2);
     assert.deepEqual(await ask(path, del(5000)), {
@@ -147,6 +147,13 @@ describe('IPAM socket server', () => {
       ok: false,
       error: { kind: 'notReady', message: 'busy: 2 connections open (maxConnections); try again' },
     });
+    // a refused client that never ends its side is closed by the server once answered, not
+    // held open until the read deadline (so the cap bounds the server's descriptors)
+    const lingering = connect(path);
+    let busyAnswer = '';
+    lingering.on('data', (chunk) => (busyAnswer += chunk.toString()));
+    await once(lingering, 'close');
+    assert.match(busyAnswer, /"kind":"notReady"/);
     held.release();
     for (const answer of await Promise.all(first)) assert.equal(answer.ok, true);
     // their slots free as the server closes them (just after the client saw the answer's end)

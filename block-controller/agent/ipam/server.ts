@@ -43,6 +43,8 @@ export const READ_DEADLINE_MS = 10_000;
  * plugin's CNI 11, try again later) and closed, unread.
  */
 export const MAX_CONNECTIONS = 256;
+/** Busy refusals are logged at most once per this many ms (ms; each is counted in the metric). */
+const BUSY_LOG_INTERVAL_MS = 10_000;
 // 2^31 - 1 ms (~24.8 days): Node's timer limit; a request's timeoutMs above it is taken as this.
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -94,11 +96,22 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
   const inFlight = new Set<Promise<void>>();
   const maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
   let open = 0;
+  // busy refusals are counted in the request metric; the log gets one line per 10 s at most
+  const busy = { refused: 0, loggedAt: -Infinity };
   // allowHalfOpen: a client may end its side right after the request (the plugin does); the
   // answer still has to go out on ours.
   const server = createServer({ allowHalfOpen: true }, (socket) => {
     if (open >= maxConnections) {
       refuseBusy(socket, options, maxConnections);
+      busy.refused += 1;
+      if (performance.now() - busy.loggedAt >= BUSY_LOG_INTERVAL_MS) {
+        log.warn('IPAM connections refused: busy', {
+          [F.count]: busy.refused,
+          maxConnections,
+        });
+        busy.refused = 0;
+        busy.loggedAt = performance.now();
+      }
       return;
     }
     open += 1;
@@ -136,8 +149,9 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
 
 /**
  * Removes `path` if it is still the socket `bound` (device and inode); a successor's socket
- * there is left alone (logged). The check and the unlink are not atomic: a successor binding in
- * between is not covered (it removes a stale socket first, so it binds after ours is gone).
+ * there is left alone (logged). Closing the listener already removed our file (libuv unlinks a
+ * pipe server's path), so this is a guard for a runtime that does not; the check and the unlink
+ * are not atomic, and a successor binding in between is not covered.
  */
 function unlinkIfSame(path: string, bound: { dev: number; ino: number }, log: Logger): void {
   try {
@@ -153,22 +167,19 @@ function unlinkIfSame(path: string, bound: { dev: number; ino: number }, log: Lo
 }
 
 /**
- * Answers a connection past `maxConnections` `notReady` (busy) without reading it, then closes:
- * the rest of what the client sends is dropped, and the socket goes when the client closes or
- * at the read deadline.
+ * Answers a connection past `maxConnections` `notReady` (busy) without reading it, and closes it
+ * as soon as the answer is written: a refused connection holds no descriptor beyond that, so the
+ * cap bounds the server's open sockets. Counted in the request metric, not logged (the caller
+ * logs refusals at most once per BUSY_LOG_INTERVAL_MS).
  */
 function refuseBusy(socket: Socket, options: IpamServerOptions, maxConnections: number): void {
   const response = failure(
     'notReady',
     `busy: ${maxConnections} connections open (maxConnections); try again`,
   );
-  report(options, 'unknown', response, 0);
-  const timer = setTimeout(() => socket.destroy(), options.readDeadlineMs ?? READ_DEADLINE_MS);
-  socket.once('close', () => clearTimeout(timer));
+  report(options, 'unknown', response, 0, false);
   socket.on('error', () => undefined);
-  socket.on('data', () => undefined);
-  socket.on('end', () => socket.destroy());
-  socket.end(`${JSON.stringify(response)}\n`);
+  socket.end(`${JSON.stringify(response)}\n`, () => socket.destroy());
 }
 
 /** Reads one request from `socket`, answers it, closes. Never rejects. */
@@ -206,7 +217,10 @@ async function run(request: NodeIpamRequest, options: IpamServerOptions): Promis
   const wrongNode = servedNodeProblem(request.call.node, options.node);
   if (wrongNode !== undefined) {
     if (request.op !== 'del') return failure('misconfigured', wrongNode);
-    options.log.warn('DEL naming another node served for this node', { [F.node]: options.node });
+    options.log.warn('DEL naming another node served for this node', {
+      [F.node]: options.node,
+      callNode: request.call.node,
+    });
     request = { ...request, call: { ...request.call, node: options.node } };
   }
   const ipam = options.ipam();
@@ -277,10 +291,12 @@ function report(
   op: NodeIpamOp | 'unknown',
   response: Response,
   seconds: number,
+  logged = true,
 ): void {
   const outcome = response.ok ? outcomeKind(response.outcome) : `error_${response.error.kind}`;
   options.metrics.ipamRequests.inc({ node: options.node, op, outcome });
   options.metrics.ipamRequestSeconds.observe({ node: options.node, op }, seconds);
+  if (!logged) return;
   const fields = { [F.node]: options.node, op, outcome, [F.durationMs]: Math.round(seconds * 1000) };
   if (response.ok) options.log.debug('IPAM request', fields);
   else options.log.warn('IPAM request failed', { ...fields, [F.error]: response.error.message });
