@@ -145,3 +145,28 @@ export function observeBatching(
     CHANGE_RESULTS,
   );
 }
+
+/**
+ * Exposes the view's confirmation LISTs (ViewStats.confirmLists: LISTs of the node's blocks sent
+ * to the API server to confirm a DEL or CHECK that found nothing in the view) as
+ * `blockipam_agent_ipam_confirm_lists_total{node}`, read at scrape time; 0 from the start.
+ * @param count the count now (monotonic)
+ */
+export function observeConfirmLists(
+  metrics: Pick<AgentMetrics, 'registry'>,
+  node: string,
+  count: () => number,
+): void {
+  let seen = 0;
+  new Counter({
+    name: `${P}ipam_confirm_lists_total`,
+    help: "LISTs of the node's blocks the IPAM server sent to the API server to confirm a DEL or CHECK that found nothing for its handle in the view (concurrent ones share a LIST; a DEL of a handle the agent released lately sends none)",
+    labelNames: ['node'],
+    registers: [metrics.registry],
+    collect() {
+      const now = count();
+      this.inc({ node }, Math.max(0, now - seen));
+      seen = Math.max(now, seen);
+    },
+  });
+}

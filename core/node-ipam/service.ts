@@ -45,6 +45,9 @@ export interface NodeIpamOptions {
    * "released 0" or "missing": a datastore whose LIST of the node's blocks reaches the API server,
    * given when `ds` answers that LIST from a watch (the agent's view), which may not have seen
    * another writer's allocation yet. Default: none (`ds` is read at the API server already).
+   * A DEL's miss on a handle this service itself released (DEL or released-by-DEL, within the
+   * last 10 min, the last 4,096 such handles; an ADD of the handle forgets it) is taken as
+   * confirmed and does not look again: kubelet's second DEL of every pod costs no LIST.
    */
   readonly authority?: Datastore;
   /** Snapshot, node labels, pod and namespace (inputs.ts; `datastoreInputs(ds)` reads each time). */
@@ -90,18 +93,51 @@ function decorate(out: AddOutcome, call: AddCall, pc: PodContext): AddOutcome {
   return out.kind === 'allocated' && pc.podNotFound ? { ...out, podNotFound: true } : out;
 }
 
+/** How many handles this service released are remembered (FIFO), and for how long (ms). */
+const RELEASED_MAX = 4_096;
+const RELEASED_TTL_MS = 10 * 60_000;
+
+/**
+ * The handles this service released lately (handle → ms it was released): bounded FIFO of
+ * {@link RELEASED_MAX}, entries older than {@link RELEASED_TTL_MS} do not count.
+ */
+function releasedHandles(clock: () => number): {
+  add(handle: string): void;
+  has(handle: string): boolean;
+  forget(handle: string): void;
+} {
+  const at = new Map<string, number>();
+  return {
+    add(handle) {
+      at.delete(handle); // re-inserted last: FIFO by latest release
+      at.set(handle, clock());
+      while (at.size > RELEASED_MAX) at.delete(at.keys().next().value!);
+    },
+    has(handle) {
+      const t = at.get(handle);
+      if (t === undefined) return false;
+      if (clock() - t < RELEASED_TTL_MS) return true;
+      at.delete(handle);
+      return false;
+    },
+    forget: (handle) => void at.delete(handle),
+  };
+}
+
 /**
  * Creates the service. Per ADD: pod + namespace from the inputs when the call names a pod, the
  * snapshot and node labels from the inputs (passed into core's request: core reads neither
  * again), then core's assignIP (static: `call.staticIPs`, else the pod annotation's) or
  * autoAssign — warm: 1 LIST of the node's blocks + 1 UPDATE. DEL: core's releaseByHandle over the
  * node's blocks with the pod UID precondition. CHECK: findByHandle. DEL and CHECK that find
- * nothing for the handle look again through `authority` when given (1 more LIST). GC:
+ * nothing for the handle look again through `authority` when given (1 more LIST; not for a DEL
+ * of a handle this service released lately — see NodeIpamOptions.authority). GC:
  * releaseForGC. STATUS: poolStatus on the inputs' snapshot and labels.
  */
 export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
   const { ds, inputs, authority } = options;
   const core = (signal: AbortSignal): AllocatorOptions => ({ ...options.allocator, signal });
+  const released = releasedHandles(options.allocator?.clock ?? Date.now);
 
   async function add(call: AddCall, signal: AbortSignal): Promise<AddOutcome> {
     const [pc, snapshot, nodeLabels] = await Promise.all([
@@ -121,6 +157,7 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
       ...(pools.length > 0 ? { pools } : {}),
       snapshot,
     };
+    released.forget(base.handle); // allocated again: a later miss is a question for the authority
     const staticIPs = call.staticIPs.length > 0 ? call.staticIPs : pc.ips;
     const assigned =
       staticIPs.length > 0
@@ -137,9 +174,11 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
     const handle = handleOfAttachment(call.attachment);
     const query = { node: call.node, ...(call.podUID !== undefined ? { podUID: call.podUID } : {}) };
     let r = await releaseByHandle(ds, handle, query, core(signal));
-    // Nothing found (not merely refused): the view may lag another writer; ask the authority.
-    if (authority && r.released.length === 0 && r.refused.length === 0)
+    // Nothing found (not merely refused): the view may lag another writer; ask the authority —
+    // unless this service released the handle itself lately (kubelet's second DEL of a pod).
+    if (authority && r.released.length === 0 && r.refused.length === 0 && !released.has(handle))
       r = await releaseByHandle(authority, handle, query, core(signal));
+    if (r.released.length > 0) released.add(handle);
     return { released: r.released.length };
   }
 

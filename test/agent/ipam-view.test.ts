@@ -21,13 +21,15 @@ import {
   releaseIdleBlock,
   snapshotOf,
   UnavailableError,
+  withBlocks,
 } from 'blockipam/core';
-import type { IPAMBlock, IPPool, Pod } from 'blockipam/core';
+import type { Datastore, IPAMBlock, IPPool, ListOptions, Pod } from 'blockipam/core';
 import { createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import type { NodeInputs, NodeIpam } from 'blockipam/core/node-ipam';
 import { agentNodeIpam } from '../../block-controller/agent/ipam/service.ts';
 import { createViewDatastore, lastKnownDatastore } from '../../block-controller/agent/ipam/view-datastore.ts';
 import { withLastKnownStatus } from '../../block-controller/agent/ipam/status.ts';
+import { createAgentMetrics, observeConfirmLists } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
 import { Writable } from 'node:stream';
 
@@ -68,9 +70,9 @@ describe('IPAM view datastore', () => {
       '10-70-0-0-26',
       '10-70-0-64-26',
     ]);
-    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 0, directLists: 0 });
+    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 0, directLists: 0, confirmLists: 0 });
     assert.equal((await view.blocks.list({ labelSelector: familySelector(4) })).length, 3);
-    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 1, directLists: 0 });
+    assert.deepEqual(view.stats, { viewLists: 1, blockReads: 1, directLists: 0, confirmLists: 0 });
   });
 
   test('its own UPDATE is seen at once, before the watch has it; then the watch wins again', async () => {
@@ -285,4 +287,147 @@ describe('STATUS from the last known state', () => {
 
   test('a failure that is not the API server’s is not hidden', async () =>
     assert.rejects(status(failing(new Error('a bug')), [pool()]), /a bug/));
+});
+
+/** A promise and its resolve. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/**
+ * `inner` whose LISTs read the store at once but answer only once the gate set when they were
+ * sent (if any) resolves: a LIST in flight across whatever the test does meanwhile.
+ */
+function gatedInner(inner: MemoryDatastore): { ds: Datastore; gate: { promise?: Promise<void> } } {
+  const gate: { promise?: Promise<void> } = {};
+  const ds = withBlocks(inner, {
+    ...inner.blocks,
+    get: (n, o) => inner.blocks.get(n, o),
+    listMetadata: (o) => inner.blocks.listMetadata(o),
+    listPage: (o) => inner.blocks.listPage(o),
+    create: (b, o) => inner.blocks.create(b, o),
+    update: (b, o) => inner.blocks.update(b, o),
+    delete: (n, p, o) => inner.blocks.delete(n, p, o),
+    async list(o?: ListOptions) {
+      const held = gate.promise; // the gate as it is when the LIST is sent
+      const listed = await inner.blocks.list(o);
+      if (held) await held;
+      return listed;
+    },
+  });
+  return { ds, gate };
+}
+
+describe('confirmation LISTs', () => {
+  test('kubelet’s double DEL: the second DEL of a handle the agent released sends no LIST', async () => {
+    const { inner, view } = await setup();
+    const metrics = createAgentMetrics();
+    observeConfirmLists(metrics, NODE, () => view.stats.confirmLists);
+    const ipam = agentNodeIpam({
+      node: NODE,
+      view,
+      authority: view.direct,
+      inputs: datastoreInputs(inner),
+      log: quietLog,
+    }).ipam;
+    for (let i = 0; i < 20; i++) {
+      assert.equal((await ipam.add(addCall(`p${i}`), sig())).kind, 'allocated');
+      assert.deepEqual(await ipam.del({ attachment: attachment(`p${i}`), node: NODE }, sig()), {
+        released: 1,
+      });
+      assert.deepEqual(await ipam.del({ attachment: attachment(`p${i}`), node: NODE }, sig()), {
+        released: 0,
+      });
+    }
+    assert.deepEqual(await handles(inner), []);
+    assert.equal(view.stats.confirmLists, 0, 'no LIST for the 20 second DELs');
+    assert.equal(view.stats.directLists, 0);
+    const scraped = async (): Promise<string | undefined> =>
+      /^blockipam_agent_ipam_confirm_lists_total\{node="n1"[^}]*\} (\d+)$/m.exec(
+        await metrics.registry.metrics(),
+      )?.[1];
+    assert.equal(await scraped(), '0');
+    // a handle the agent never released still costs one LIST, and the metric counts it
+    assert.deepEqual(await ipam.del({ attachment: attachment('never'), node: NODE }, sig()), { released: 0 });
+    assert.equal(view.stats.confirmLists, 1);
+    assert.equal(await scraped(), '1');
+  });
+
+  test('concurrent misses share LISTs: at most one in flight and one pending', async () => {
+    const { inner: memory, watch } = await setup();
+    const { ds: inner, gate } = gatedInner(memory);
+    const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
+    const N = 12;
+    let asked = 0;
+    const allAsked = deferred();
+    // the authority as the service sees it: counts the misses that reach it
+    const authority = withBlocks(view.direct, {
+      ...view.direct.blocks,
+      list: (o?: ListOptions) => {
+        if (++asked === N) allAsked.resolve();
+        return view.direct.blocks.list(o);
+      },
+    });
+    const ipam = agentNodeIpam({
+      node: NODE,
+      view,
+      authority,
+      inputs: datastoreInputs(memory),
+      log: quietLog,
+    }).ipam;
+    const open = deferred();
+    gate.promise = open.promise;
+    const dels = Array.from({ length: N }, (_, i) =>
+      ipam.del({ attachment: attachment(`gone${i}`), node: NODE }, sig()),
+    );
+    await allAsked.promise; // every DEL missed in the view and asked while the first LIST is held
+    open.resolve();
+    assert.deepEqual(
+      await Promise.all(dels),
+      Array.from({ length: N }, () => ({ released: 0 })),
+    );
+    assert.equal(asked, N);
+    assert.ok(view.stats.confirmLists <= 2, `${view.stats.confirmLists} LISTs for ${N} misses`);
+    assert.equal(view.stats.confirmLists, 2, 'the first, and one shared by the misses after it');
+  });
+
+  /** A LIST of the node's blocks through `direct`, held in flight across upkeep's release of a block. */
+  const acrossDelete = async () => {
+    const { inner: memory, watch } = await setup();
+    const { ds: inner, gate } = gatedInner(memory);
+    const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
+    const own = async () => names(await view.blocks.list({ labelSelector: affineSelector(NODE) }));
+    const idle = watch[0]!;
+    const open = deferred();
+    gate.promise = open.promise;
+    const listing = view.direct.blocks.list({ labelSelector: affineSelector(NODE) });
+    gate.promise = undefined;
+    assert.equal(await releaseIdleBlock(view, idle), true);
+    assert.equal((await memory.blocks.list({ labelSelector: affineSelector(NODE) })).length, 1);
+    assert.ok(!(await own()).includes(idle.metadata.name), 'gone at once');
+    return { view, watch, own, idle, listing, open };
+  };
+
+  test('a LIST in flight across the agent’s delete does not bring the block back', async () => {
+    const { view, watch, own, idle, listing, open } = await acrossDelete();
+    open.resolve();
+    assert.ok(names(await listing).includes(idle.metadata.name), 'the LIST was read before the delete');
+    assert.ok(!(await own()).includes(idle.metadata.name), 'still gone with the LIST answered');
+    // then the watch delivers the DELETE
+    watch.splice(watch.indexOf(idle), 1);
+    view.observe(idle);
+    assert.deepEqual(await own(), ['10-70-0-64-26'], 'no zombie once the watch caught up');
+  });
+
+  test('a LIST answered after the watch delivered the delete does not bring the block back', async () => {
+    const { view, watch, own, idle, listing, open } = await acrossDelete();
+    watch.splice(watch.indexOf(idle), 1);
+    view.observe(idle);
+    assert.deepEqual(await own(), ['10-70-0-64-26'], 'the watch caught up (the overlay dropped)');
+    open.resolve();
+    assert.ok(names(await listing).includes(idle.metadata.name), 'the LIST was read before the delete');
+    assert.deepEqual(await own(), ['10-70-0-64-26'], 'no zombie');
+  });
 });

@@ -12,7 +12,7 @@ import type { BatchingDatastore, Datastore, IPAMBlock } from 'blockipam/core';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
-import { observeBatching } from '../metrics.ts';
+import { observeBatching, observeConfirmLists } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import type { AgentState } from '../state.ts';
 import { agentInputs } from './inputs.ts';
@@ -52,6 +52,7 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
   let ipam: NodeIpam | undefined;
   let batching: BatchingDatastore | undefined;
   observeBatching(options.metrics, node, () => batching?.stats());
+  observeConfirmLists(options.metrics, node, () => options.view.stats.confirmLists);
   const server = await startIpamServer({
     path: options.path,
     node,

@@ -15,7 +15,12 @@
  * while the watch is not current (`current()` false: disconnected or not listed yet) such a LIST
  * goes to the inner datastore, and `direct` is the same datastore with such LISTs always sent
  * there — for a DEL or CHECK that found nothing in the view (core's NodeIpamOptions.authority).
- * A LIST answered by the inner datastore is laid over the view like a write.
+ * Such confirmation LISTs are shared: one in flight at a time per selector, and the callers that
+ * arrive meanwhile share the next one (sent once the first has answered, so after they missed).
+ * A block a LIST answered by the inner datastore is laid over the view like a write, unless
+ * that could take the view backwards: when the view holds a deletion of it at the listed
+ * resourceVersion or later, or the watch holds no copy of it (a DELETE the watch delivered
+ * would leave such an overlay forever). The caller gets the LIST's answer either way.
  */
 import { isConflict, isNotFound, matchesSelector, nodeLabel, withBlocks } from 'blockipam/core';
 import type {
@@ -48,6 +53,8 @@ export interface ViewStats {
   blockReads: number;
   /** LISTs of the node's blocks sent to the inner datastore (watch not current, or `direct`). */
   directLists: number;
+  /** Of those, LISTs `direct` sent to confirm a miss (shared by concurrent callers). */
+  confirmLists: number;
 }
 
 export interface ViewDatastore extends Datastore {
@@ -55,7 +62,9 @@ export interface ViewDatastore extends Datastore {
   /**
    * The same datastore (writes laid over the view), except that LISTs of the node's blocks go to
    * the inner datastore, their answer laid over the view: for a DEL or CHECK that found nothing
-   * for its handle in the view, before it answers so.
+   * for its handle in the view, before it answers so. Concurrent callers with the same selector
+   * share LISTs: at most one in flight and one pending (sent when the first answers); each
+   * caller gets its own copy of the answer; a caller's signal rejects its own wait only.
    */
   readonly direct: Datastore;
   /**
@@ -102,12 +111,24 @@ function caughtUp(overlay: Overlay, seen: string | undefined): boolean {
   return overlay.block ? !later(overlay.resourceVersion, seen) : later(seen, overlay.resourceVersion);
 }
 
+/** One caller's copy of a shared answer; rejects with `signal`'s reason once it fires. */
+function shareOf(answer: Promise<IPAMBlock[]>, signal: AbortSignal | undefined): Promise<IPAMBlock[]> {
+  const copy = answer.then((list) => list.map((b) => structuredClone(b)));
+  if (!signal) return copy;
+  copy.catch(() => undefined); // observed: the caller may have left on its signal
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    copy.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** Builds the view over `options.inner`. */
 export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastore {
   const { inner } = options;
   const key = nodeLabel(options.node);
   const overlays = new Map<string, Overlay>();
-  const stats: ViewStats = { viewLists: 0, blockReads: 0, directLists: 0 };
+  const stats: ViewStats = { viewLists: 0, blockReads: 0, directLists: 0, confirmLists: 0 };
   const current = options.current ?? (() => true);
 
   const lay = (name: string, block: IPAMBlock | undefined, resourceVersion: string | undefined): void => {
@@ -147,12 +168,59 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     }
   };
 
-  /** A LIST of the node's blocks from the inner datastore, laid over the view (never backwards). */
+  /**
+   * A LIST of the node's blocks from the inner datastore, laid over the view (never backwards:
+   * not over a deletion at the listed version or later — the LIST was in flight across our
+   * DELETE — and not for a block the watch holds no copy of — its DELETE may be delivered
+   * already, and nothing would remove the overlay; the caller uses the answer regardless).
+   */
   const fromInner = async (listOptions: ListOptions | undefined): Promise<IPAMBlock[]> => {
     stats.directLists += 1;
     const listed = await inner.blocks.list(listOptions);
-    for (const b of listed) lay(b.metadata.name, b, b.metadata.resourceVersion);
+    const watched = new Set(options.watched().map((b) => b.metadata.name));
+    for (const b of listed) {
+      const { name, resourceVersion } = b.metadata;
+      const overlay = overlays.get(name);
+      if (overlay && !overlay.block && !later(resourceVersion, overlay.resourceVersion)) continue;
+      if (!watched.has(name)) continue;
+      lay(name, b, resourceVersion);
+    }
     return listed;
+  };
+
+  /** Confirmation LISTs per selector: the one in flight, and the one the later callers wait for. */
+  const confirming = new Map<string, { running?: Promise<IPAMBlock[]>; pending?: Promise<IPAMBlock[]> }>();
+
+  /** `direct`'s LIST of the node's blocks: shared as ViewDatastore.direct says. */
+  const confirm = (listOptions: ListOptions | undefined): Promise<IPAMBlock[]> => {
+    const { signal, ...shared } = listOptions ?? {};
+    signal?.throwIfAborted();
+    const k = JSON.stringify(shared.labelSelector ?? null);
+    let slot = confirming.get(k);
+    if (!slot) confirming.set(k, (slot = {}));
+    const s = slot;
+    const send = (): Promise<IPAMBlock[]> => {
+      stats.confirmLists += 1;
+      const p = fromInner(shared).finally(() => {
+        if (s.running === p) s.running = undefined;
+        if (!s.running && !s.pending) confirming.delete(k);
+      });
+      s.running = p;
+      return p;
+    };
+    let answer: Promise<IPAMBlock[]>;
+    if (s.pending) answer = s.pending;
+    else if (s.running) {
+      const pending = s.running.then(
+        () => undefined,
+        () => undefined,
+      );
+      answer = s.pending = pending.then(() => {
+        s.pending = undefined;
+        return send();
+      });
+    } else answer = send();
+    return shareOf(answer, signal);
   };
 
   const blocks: ResourceStore<IPAMBlock> = {
@@ -206,7 +274,7 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
   const direct: ResourceStore<IPAMBlock> = {
     ...blocks,
     list: (listOptions?: ListOptions) =>
-      covers(listOptions?.labelSelector) ? fromInner(listOptions) : blocks.list(listOptions),
+      covers(listOptions?.labelSelector) ? confirm(listOptions) : blocks.list(listOptions),
   };
   const datastore = (store: ResourceStore<IPAMBlock>): Datastore => withBlocks(inner, store);
 
