@@ -45,6 +45,8 @@ export const READ_DEADLINE_MS = 10_000;
 export const MAX_CONNECTIONS = 256;
 /** Busy refusals are logged at most once per this many ms (ms; each is counted in the metric). */
 const BUSY_LOG_INTERVAL_MS = 10_000;
+/** A refused (busy) connection is closed at most this long after its answer (ms). */
+const BUSY_LINGER_MS = 1000;
 // 2^31 - 1 ms (~24.8 days): Node's timer limit; a request's timeoutMs above it is taken as this.
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
@@ -168,8 +170,8 @@ function unlinkIfSame(path: string, bound: { dev: number; ino: number }, log: Lo
 
 /**
  * Answers a connection past `maxConnections` `notReady` (busy) without reading it, and closes it
- * as soon as the answer is written: a refused connection holds no descriptor beyond that, so the
- * cap bounds the server's open sockets. Counted in the request metric, not logged (the caller
+ * when the client ends or BUSY_LINGER_MS after the answer: a refused connection holds its
+ * descriptor at most that long, not up to the read deadline. Counted in the request metric, not logged (the caller
  * logs refusals at most once per BUSY_LOG_INTERVAL_MS).
  */
 function refuseBusy(socket: Socket, options: IpamServerOptions, maxConnections: number): void {
@@ -178,8 +180,14 @@ function refuseBusy(socket: Socket, options: IpamServerOptions, maxConnections: 
     `busy: ${maxConnections} connections open (maxConnections); try again`,
   );
   report(options, 'unknown', response, 0, false);
+  // what the client sends is read and dropped (closing with it unread resets the connection
+  // before the client reads the answer); the socket goes when the client ends, or 1 s after
+  const timer = setTimeout(() => socket.destroy(), BUSY_LINGER_MS);
+  socket.once('close', () => clearTimeout(timer));
   socket.on('error', () => undefined);
-  socket.end(`${JSON.stringify(response)}\n`, () => socket.destroy());
+  socket.on('data', () => undefined);
+  socket.on('end', () => socket.destroy());
+  socket.end(`${JSON.stringify(response)}\n`);
 }
 
 /** Reads one request from `socket`, answers it, closes. Never rejects. */
