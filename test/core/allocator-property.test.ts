@@ -213,7 +213,7 @@ it('random concurrent operation sequences keep every invariant and lose nothing'
         }
       },
     ),
-    { numRuns: 100 },
+    { numRuns: 100, seed: 20261203 }, // fixed: the coverage asserts below must not depend on luck
   );
   assert.ok(seen.borrowedDup > 0, 'some duplicate ADD hit a borrowed address');
   assert.ok(seen.borrowedGc > 0, 'some GC released a borrowed address');
