@@ -34,6 +34,8 @@ interface PluginLine {
   msg?: string;
   cmd?: string;
   code?: number;
+  /** Which path served the call: through the node agent's socket, or the direct path. */
+  path?: 'agent' | 'direct';
   lockWaitMs?: number;
   lockHeldMs?: number;
   /** ms from the process's start to the line (the `done` line: the call's whole time). */
@@ -45,8 +47,9 @@ interface PluginLine {
 /**
  * The plugin's own account of the run, from its log files on the nodes (the chart's
  * plugin.logFile; script mode's per-node blockipam.log): calls per command, failures per
- * command, CNI code and message, and of the ADDs and the DELs the whole call's time, lock wait
- * and hold p50 and p99 (nearest rank) and mean CPU, ms. One line; "" when there is no log.
+ * command, CNI code and message, and of the ADDs and the DELs the whole call's time p50 and p99
+ * (nearest rank), mean CPU (ms), how many the agent served, and — when the direct path served any
+ * — its host lock's wait and hold p50 and p99, ms. One line; "" when there is no log.
  */
 export function pluginLogFigures(c: Cluster): string {
   const lines: PluginLine[] = [];
@@ -69,7 +72,11 @@ export function pluginLogFigures(c: Cluster): string {
       calls.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : []));
     const [wait, held, total, cpu] = [ms('lockWaitMs'), ms('lockHeldMs'), ms('totalMs'), ms('cpuMs')];
     const cpuMean = cpu.length ? (cpu.reduce((a, b) => a + b, 0) / cpu.length).toFixed(1) : 'n/a';
-    return `${cmd} whole call p50 ${percentile(total, 50)} / p99 ${percentile(total, 99)} ms, lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms, CPU ${cpuMean} ms mean, ${calls.length} calls`;
+    const viaAgent = calls.filter((l) => l.path === 'agent').length;
+    const lock = wait.length
+      ? `, direct path's lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms`
+      : '';
+    return `${cmd} whole call p50 ${percentile(total, 50)} / p99 ${percentile(total, 99)} ms, CPU ${cpuMean} ms mean, ${calls.length} calls, ${viaAgent} served by the agent${lock}`;
   };
   return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ${[figures('ADD'), figures('DEL')].filter(Boolean).join('; ')}`;
 }
