@@ -1,6 +1,7 @@
 /**
  * The node agent (docs/design-agent.md): wires the watched state to its loops — the IPAM server
- * (ipam/), pre-claim and idle-block release (upkeep/), routes (routes/), install mode (install/) —
+ * (ipam/), pre-claim and idle-block release (upkeep/), routes (routes/), pod egress masquerade
+ * (masquerade/), install mode (install/) —
  * behind /metrics, /healthz, /readyz, with JSON logs and a graceful SIGTERM.
  */
 import {
@@ -19,6 +20,7 @@ import { createAgentMetrics } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentOptions } from './options.ts';
 import { createNodeBlocksView, followWatch, startAgentIpam } from './ipam/index.ts';
+import { MasqueradeProgrammer, NftTable, removeMasquerade } from './masquerade/index.ts';
 import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
 import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
@@ -123,6 +125,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       return routes.stop();
     });
   }
+  if (options.masquerade !== undefined) startMasquerade(options, watched, { log, metrics, lifecycle });
   if (options.installCni) {
     const installer = new CniInstaller(installOptions(options, connection), {
       transport: connection.transport,
@@ -137,6 +140,54 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     void installUntilDone(installer, lifecycle, log).then(() => (installed = true));
   }
   upkeep.kick();
+}
+
+/**
+ * `--masquerade`: the loop that keeps the rule, fed with the pools; `--masquerade=false`: the
+ * agent's table removed once (a failure is logged; the agent runs on).
+ */
+function startMasquerade(
+  options: AgentOptions,
+  watched: AgentState,
+  deps: { log: Logger; metrics: AgentMetrics; lifecycle: Lifecycle },
+): void {
+  const { log, metrics, lifecycle } = deps;
+  const table = new NftTable({ command: options.nftCommand });
+  const node = options.nodeName;
+  if (!options.masquerade) {
+    void removeMasquerade(table).then(
+      () => log.info('masquerade off: the table is gone', { [F.node]: node, table: table.table }),
+      (error: unknown) => log.warn('masquerade off: removing the table failed', errorFields(error)),
+    );
+    return;
+  }
+  const masq = new MasqueradeProgrammer({
+    table,
+    nonMasquerade: options.nonMasqueradeCidrs,
+    log,
+    onPass: (outcome, ms) => {
+      const why = outcome.status === 'written' ? (outcome.why ?? '') : '';
+      metrics.masqueradePasses.inc({ node, status: outcome.status, why });
+      log.debug('masquerade pass', { [F.node]: node, [F.durationMs]: Math.round(ms), ...outcome });
+    },
+  });
+  let handedSynced = false;
+  const update = (): void => {
+    handedSynced = watched.synced;
+    masq.update({ synced: handedSynced, pools: watched.pools() });
+  };
+  watched.onChange((kind) => {
+    if (kind === 'pools') update();
+  });
+  update();
+  // as for routes: the last watch to sync may bring no pool event
+  const syncCheck = setInterval(() => {
+    if (!handedSynced && watched.synced) update();
+  }, 1_000);
+  lifecycle.onStop('masquerade', () => {
+    clearInterval(syncCheck);
+    return masq.stop();
+  });
 }
 
 /** Install mode once (the `install` command): exits non-zero on failure. */

@@ -18,6 +18,7 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly atBlockLimit: Gauge<'node' | 'pool'>;
   readonly tokenRefreshes: Counter<'node' | 'result'>;
   readonly routePasses: Counter<'node' | 'status'>;
+  readonly masqueradePasses: Counter<'node' | 'status' | 'why'>;
   readonly ipamRequests: Counter<'node' | 'op' | 'outcome'>;
   readonly ipamRequestSeconds: Histogram<'node' | 'op'>;
 }
@@ -73,6 +74,12 @@ export function createAgentMetrics(): AgentMetrics {
       name: `${P}route_passes_total`,
       help: 'Route passes (--routes), by outcome: done, waiting (view not synced or own Node missing), error',
       labelNames: ['node', 'status'],
+      registers,
+    }),
+    masqueradePasses: new Counter({
+      name: `${P}masquerade_passes_total`,
+      help: 'Masquerade passes (--masquerade), by outcome: unchanged, written (why: start, plan, drift), waiting (pools not listed yet), error',
+      labelNames: ['node', 'status', 'why'],
       registers,
     }),
     ipamRequests: new Counter({

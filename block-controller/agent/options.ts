@@ -7,6 +7,8 @@
  */
 import yargs from 'yargs';
 import { isAbsolute } from 'node:path';
+import { parseCidr } from 'blockipam/core';
+import type { Cidr } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
 import type { PluginSettings } from './install/conflist.ts';
 import type { LogLevel } from '../shared/index.ts';
@@ -34,6 +36,15 @@ export interface AgentOptions {
   readonly routes: boolean;
   /** The `ip` command and leading arguments for routes, e.g. ["ip", "-n", "node1"]. */
   readonly ipCommand: readonly string[];
+  /**
+   * Pod egress masquerade (masquerade/): true = keep the rule; false = remove the agent's table
+   * at start; undefined (the flag not given) = never run `nft` at all.
+   */
+  readonly masquerade?: boolean;
+  /** Destinations that keep the pod's source address besides the pools (masked CIDRs). */
+  readonly nonMasqueradeCidrs: readonly Cidr[];
+  /** The `nft` command and leading arguments for masquerade, default ["nft"]. */
+  readonly nftCommand: readonly string[];
   /** Also do install mode at start-up, then keep the token fresh. */
   readonly installCni: boolean;
   readonly cniBinDir: string;
@@ -115,6 +126,23 @@ export async function parseOptions(
         array: true,
         default: ['ip'],
         describe: 'iproute2 command for --routes',
+      },
+      masquerade: {
+        type: 'boolean',
+        describe:
+          'Masquerade pod traffic leaving the pools (false: remove the rule; not given: leave nftables alone)',
+      },
+      'non-masquerade-cidr': {
+        type: 'string',
+        array: true,
+        default: [] as string[],
+        describe: 'Destination CIDR that keeps the pod source address besides the pools (repeatable)',
+      },
+      'nft-command': {
+        type: 'string',
+        array: true,
+        default: ['nft'],
+        describe: 'nftables command for --masquerade',
       },
       'install-cni': {
         type: 'boolean',
@@ -206,6 +234,11 @@ export async function parseOptions(
         throw new Error(
           `--ipam-socket must be an absolute path of at most 107 bytes, not ${JSON.stringify(socket)}`,
         );
+      for (const text of a['non-masquerade-cidr'])
+        if (!parseCidr(String(text)))
+          throw new Error(
+            `--non-masquerade-cidr must be a masked CIDR (address/prefix length, host bits 0), not ${JSON.stringify(text)}`,
+          );
       const logFile = a['plugin-log-file'];
       // the plugin's netconf refuses these too, but only at its first call: refused here at start-up
       if (logFile !== undefined && logFile !== '' && !isAbsolute(logFile))
@@ -255,6 +288,9 @@ export async function parseOptions(
     upkeepSeconds: parsed['upkeep-seconds'],
     routes: parsed.routes,
     ipCommand: parsed['ip-command'],
+    ...(parsed.masquerade === undefined ? {} : { masquerade: parsed.masquerade }),
+    nonMasqueradeCidrs: parsed['non-masquerade-cidr'].map((t) => parseCidr(String(t)) as Cidr),
+    nftCommand: parsed['nft-command'],
     installCni: parsed['install-cni'],
     cniBinDir: parsed['cni-bin-dir'],
     cniConfDir: parsed['cni-conf-dir'],

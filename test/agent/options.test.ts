@@ -57,4 +57,30 @@ describe('agent options', () => {
   for (const mtu of [576, 1450, 9000, 65535])
     test(`--mtu ${mtu} is taken`, async () =>
       assert.equal((await parseOptions([...base, '--mtu', String(mtu)], {})).mtu, mtu));
+
+  test('--masquerade: not given = undefined (nft left alone), true, false; --nft-command', async () => {
+    assert.equal((await parseOptions(base, {})).masquerade, undefined);
+    assert.equal((await parseOptions([...base, '--masquerade'], {})).masquerade, true);
+    assert.equal((await parseOptions([...base, '--masquerade=false'], {})).masquerade, false);
+    assert.deepEqual((await parseOptions(base, {})).nftCommand, ['nft']);
+  });
+  test('--non-masquerade-cidr: masked CIDRs of both families taken; anything else refused, named', async () => {
+    const o = await parseOptions(
+      [...base, '--non-masquerade-cidr=10.0.0.0/8', '--non-masquerade-cidr=fd00::/8'],
+      {},
+    );
+    assert.deepEqual(
+      o.nonMasqueradeCidrs.map((c) => [c.family, c.prefixLength]),
+      [
+        [4, 8],
+        [6, 8],
+      ],
+    );
+    assert.deepEqual((await parseOptions(base, {})).nonMasqueradeCidrs, []);
+    for (const bad of ['10.0.0.1/8', '10.0.0.0', '10.0.0.0/33', 'fd00::/129', 'nope', '010.0.0.0/8'])
+      await assert.rejects(
+        parseOptions([...base, `--non-masquerade-cidr=${bad}`], {}),
+        new RegExp(`--non-masquerade-cidr must be a masked CIDR .*not "${bad.replace(/[.]/g, '\\.')}"`),
+      );
+  });
 });
