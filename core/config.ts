@@ -28,6 +28,11 @@ export interface IPAMSettings {
    * (docs/design-agent.md §Pre-claim). 0 disables pre-claiming. Default 16.
    */
   readonly minFreeAddressesPerNode: number;
+  /**
+   * A pool is NearlyExhausted (its status condition) once this percentage of its capacity is
+   * allocated or reserved (docs/design-controller.md §Pool conditions), 1–100. Default 90.
+   */
+  readonly poolNearlyExhaustedPercent: number;
 }
 
 export const DEFAULT_SETTINGS: IPAMSettings = {
@@ -42,6 +47,8 @@ export const DEFAULT_SETTINGS: IPAMSettings = {
   // Deployment) never claims on the ADD path, while a node with a few pods keeps one /26 block
   // (61 usable addresses) until 45 are in use.
   minFreeAddressesPerNode: 16,
+  // 90 %: on a /16 of /26 blocks, 6 500 addresses (about 100 blocks) left when it turns True.
+  poolNearlyExhaustedPercent: 90,
 };
 
 /** The numeric settings. */
@@ -60,6 +67,7 @@ export const SETTING_LIMITS: Readonly<Record<NumericSetting, { min: number; max:
   emptyBlockReleaseSeconds: { min: 0, max: 86_400 },
   leakGracePeriodSeconds: { min: 0, max: 86_400 },
   minFreeAddressesPerNode: { min: 0, max: 65_536 },
+  poolNearlyExhaustedPercent: { min: 1, max: 100 },
 };
 
 /** Fills the defaults into a stored IPAMConfig (or none). */
@@ -73,6 +81,8 @@ export function settingsOf(config: IPAMConfigObject | undefined): IPAMSettings {
     emptyBlockReleaseSeconds: spec.emptyBlockReleaseSeconds ?? DEFAULT_SETTINGS.emptyBlockReleaseSeconds,
     leakGracePeriodSeconds: spec.leakGracePeriodSeconds ?? DEFAULT_SETTINGS.leakGracePeriodSeconds,
     minFreeAddressesPerNode: spec.minFreeAddressesPerNode ?? DEFAULT_SETTINGS.minFreeAddressesPerNode,
+    poolNearlyExhaustedPercent:
+      spec.poolNearlyExhaustedPercent ?? DEFAULT_SETTINGS.poolNearlyExhaustedPercent,
   };
 }
 

@@ -7,6 +7,8 @@
  * Validation:   validatePool, checkBlockInvariants, configProblems
  * Trust:        classifyBlocks, trustedAffine (which blocks routes, allocation and
  *               maxBlocksPerNode act on; docs/design-core.md §Trusted blocks)
+ * Pool health:  poolUtilization, poolConditions, setConditions, nodeHeadroom (IPPool.status's
+ *               figures, conditions and short nodes; docs/design-controller.md §Pool conditions)
  * Routes:       planIPAMNodes, sameIPAMNodeSpec, internalIPs (the per-node route source,
  *               docs/design-controller.md §IPAMNode)
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
@@ -59,6 +61,17 @@ export { claimPoolsData, parseClaimPool, sameClaimPoolsData } from './allocator/
 export type { ClaimPool, ClaimPoolState } from './allocator/claim-admission.ts';
 export { poolUtilization } from './allocator/utilization.ts';
 export type { PoolUtilization } from './allocator/utilization.ts';
+export { POOL_CONDITIONS, POOL_STATES, poolConditions } from './allocator/pool-conditions.ts';
+export type {
+  PoolConditionInput,
+  PoolConditionType,
+  PoolState,
+  PoolVerdict,
+} from './allocator/pool-conditions.ts';
+export { blockFree, nodeHeadroom, SHORT_REASONS } from './allocator/headroom.ts';
+export type { HeadroomNode, NodeHeadroom, NodeHeadroomInput, ShortReason } from './allocator/headroom.ts';
+export { becameTrue, conditionOf, setConditions } from './conditions.ts';
+export type { ConditionVerdict } from './conditions.ts';
 export { newStats } from './allocator/context.ts';
 export type { AllocatorOptions, AllocatorStats, RollbackFailure } from './allocator/context.ts';
 export { handleOf } from './allocator/types.ts';

@@ -76,6 +76,17 @@ export interface Condition {
   observedGeneration?: number;
 }
 
+/** A node short of addresses in a pool (core's nodeHeadroom): below the watermark, unable to claim. */
+export interface ShortNodeStatus {
+  node: string;
+  /** Free addresses in the node's affine blocks of the pool. */
+  free: number;
+  /** The node's affine blocks of the pool. */
+  blocks: number;
+  /** AutoAllocateOff, MaxBlocksPerNode or NoUnclaimedBlocks. */
+  reason: string;
+}
+
 /** Written by the cluster controller through the status subresource. */
 export interface IPPoolStatus {
   /** Effective block prefix length (spec.blockSize, else 26 / 122): the BLOCK SIZE column. */
@@ -88,6 +99,21 @@ export interface IPPoolStatus {
   allocated?: number;
   free?: number;
   blocks?: number;
+  /** Ready, NearlyExhausted, Exhausted, Disabled, Terminating or CIDROverlap: the STATE column. */
+  state?: string;
+  /** Block-sized ranges of the pool no block holds (and not wholly reserved): what nodes can still claim. */
+  unclaimedBlocks?: number;
+  /** Free addresses inside claimed blocks (for their nodes, or by borrowing). */
+  freeInClaimedBlocks?: number;
+  /** Free addresses in the unclaimed ranges (free − freeInClaimedBlocks). */
+  freeInUnclaimedBlocks?: number;
+  /** Allocations in the pool's blocks for a node other than the block's. */
+  borrowed?: number;
+  /** Nodes short of addresses in this pool, fewest free first, at most 10. */
+  shortNodes?: ShortNodeStatus[];
+  /** How many nodes are short (shortNodes lists the first 10). */
+  shortNodeCount?: number;
+  /** Ready, Allocatable, NearlyExhausted, Exhausted, Disabled (core's poolConditions). */
   conditions?: Condition[];
 }
 
@@ -160,6 +186,7 @@ export interface IPAMConfigSpec {
   emptyBlockReleaseSeconds?: number;
   leakGracePeriodSeconds?: number;
   minFreeAddressesPerNode?: number;
+  poolNearlyExhaustedPercent?: number;
 }
 
 export interface IPAMConfigObject extends KubeObject {

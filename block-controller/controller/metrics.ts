@@ -1,22 +1,37 @@
 /**
  * The controller's metrics: Calico kube-controllers' IPAM set under the blockipam_ prefix (same
- * names after the prefix, same `ippool` / `node` labels, so dashboards port over), plus
- * leadership and pass counters. The shared registry (block-controller/shared/metrics.ts)
- * carries API requests, conflicts and watch restarts.
+ * names after the prefix, same `ippool` / `node` labels, so dashboards port over), blockipam's
+ * own pool, node-headroom, leak and block-churn figures where Calico has none, plus leadership
+ * and pass counters. The shared registry (block-controller/shared/metrics.ts) carries API
+ * requests, conflicts and watch restarts. Every label value comes from a bounded set: pools,
+ * Nodes that exist (or nodes that hold allocations), fixed reasons — never a pod or an address.
+ * The table with each metric's cardinality bound is docs/design-controller.md §Metrics.
  *
- * | metric                                         | type    | labels       | meaning |
- * | ---------------------------------------------- | ------- | ------------ | ------- |
- * | blockipam_ipam_allocations_in_use              | gauge   | ippool, node | allocated addresses (node = the allocation's node) |
- * | blockipam_ipam_allocations_borrowed            | gauge   | ippool, node | of those, in a block affine to another node (or unowned) |
- * | blockipam_ipam_blocks                          | gauge   | ippool, node | blocks (node = affinity, "" when unowned) |
- * | blockipam_ipam_allocations_gc_candidates       | gauge   | ippool, node | allocations that look leaked, waiting for their grace period |
- * | blockipam_ipam_allocations_gc_reclamations_total | counter | ippool, node | leaked allocations released |
- * | blockipam_ipam_ippool_size                     | gauge   | ippool       | assignable addresses of the pool (saturates at 2^53−1) |
- * | blockipam_ipam_ippool_reserved                 | gauge   | ippool       | addresses of the pool inside IPReservations |
- * | blockipam_ipam_blocks_unrouted                 | gauge   | reason       | trusted blocks given no route (covers-node-address) |
- * | blockipam_ipamnode_writes_total                | counter | op           | IPAMNodes created, updated, deleted |
- * | blockipam_controller_leader                    | gauge   |              | 1 while this replica leads |
- * | blockipam_controller_passes_total              | counter | outcome      | reconcile passes (done, skipped, failed) |
+ * | metric                                           | type    | labels                | meaning |
+ * | ------------------------------------------------ | ------- | --------------------- | ------- |
+ * | blockipam_ipam_allocations_in_use                | gauge   | ippool, node          | allocated addresses (node = the allocation's node) |
+ * | blockipam_ipam_allocations_borrowed              | gauge   | ippool, node          | of those, in a block affine to another node (or unowned) |
+ * | blockipam_ipam_blocks                            | gauge   | ippool, node          | blocks (node = affinity, "" when unowned) |
+ * | blockipam_ipam_allocations_gc_candidates         | gauge   | ippool, node          | allocations that look leaked, waiting for their grace period |
+ * | blockipam_ipam_allocations_gc_reclamations_total | counter | ippool, node          | leaked allocations released |
+ * | blockipam_ipam_leaks_found_total                 | counter | ippool, reason        | allocations first seen leaked (a new leader counts the standing ones again) |
+ * | blockipam_ipam_ippool_size                       | gauge   | ippool                | assignable addresses of the pool (saturates at 2^53−1) |
+ * | blockipam_ipam_ippool_reserved                   | gauge   | ippool                | addresses of the pool inside IPReservations |
+ * | blockipam_ipam_ippool_allocated                  | gauge   | ippool                | allocated addresses in the pool's blocks |
+ * | blockipam_ipam_ippool_free                       | gauge   | ippool                | size − allocated − reserved |
+ * | blockipam_ipam_ippool_free_in_claimed_blocks     | gauge   | ippool                | of free, inside claimed blocks (fragmentation) |
+ * | blockipam_ipam_ippool_blocks_claimed             | gauge   | ippool                | blocks inside the pool |
+ * | blockipam_ipam_ippool_blocks_unclaimed           | gauge   | ippool                | block-sized ranges a node can still claim |
+ * | blockipam_ipam_ippool_condition                  | gauge   | ippool, condition     | 1 while the pool's status condition is True, else 0 |
+ * | blockipam_ipam_node_headroom                     | gauge   | ippool, node          | free addresses in an existing node's blocks of an eligible pool |
+ * | blockipam_ipam_node_short                        | gauge   | ippool, node, reason  | 1 for a node short in the pool (below the watermark, cannot claim) |
+ * | blockipam_ipam_block_claims_total                | counter | ippool                | blocks that gained an affinity (by anyone), seen between passes |
+ * | blockipam_ipam_block_releases_total              | counter | ippool                | blocks deleted or made unowned, seen between passes |
+ * | blockipam_ipam_blocks_ignored                    | gauge   | reason                | blocks with Trusted=False |
+ * | blockipam_ipam_blocks_unrouted                   | gauge   | reason                | trusted blocks given no route (covers-node-address) |
+ * | blockipam_ipamnode_writes_total                  | counter | op                    | IPAMNodes created, updated, deleted |
+ * | blockipam_controller_leader                      | gauge   |                       | 1 while this replica leads |
+ * | blockipam_controller_passes_total                | counter | outcome               | reconcile passes (done, skipped, failed) |
  */
 import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
@@ -29,8 +44,19 @@ export interface ControllerMetrics {
   blocks: Gauge<'ippool' | 'node'>;
   gcCandidates: Gauge<'ippool' | 'node'>;
   gcReclamations: Counter<'ippool' | 'node'>;
+  leaksFound: Counter<'ippool' | 'reason'>;
   poolSize: Gauge<'ippool'>;
   poolReserved: Gauge<'ippool'>;
+  poolAllocated: Gauge<'ippool'>;
+  poolFree: Gauge<'ippool'>;
+  poolFreeInClaimedBlocks: Gauge<'ippool'>;
+  poolBlocksClaimed: Gauge<'ippool'>;
+  poolBlocksUnclaimed: Gauge<'ippool'>;
+  poolCondition: Gauge<'ippool' | 'condition'>;
+  nodeHeadroom: Gauge<'ippool' | 'node'>;
+  nodeShort: Gauge<'ippool' | 'node' | 'reason'>;
+  blockClaims: Counter<'ippool'>;
+  blockReleases: Counter<'ippool'>;
   blocksIgnored: Gauge<'reason'>;
   blocksUnrouted: Gauge<'reason'>;
   ipamNodeWrites: Counter<'op'>;
@@ -62,8 +88,49 @@ export function controllerMetrics(registry: Registry): ControllerMetrics {
       'Leaked allocations released, by pool and node',
       ['ippool', 'node'],
     ),
+    leaksFound: counter(
+      'ipam_leaks_found_total',
+      'Allocations first seen leaked (pod-gone, pod-uid-differs, node-gone), by pool and reason',
+      ['ippool', 'reason'],
+    ),
     poolSize: gauge('ipam_ippool_size', 'Assignable addresses of the pool', ['ippool']),
     poolReserved: gauge('ipam_ippool_reserved', 'Addresses of the pool inside IPReservations', ['ippool']),
+    poolAllocated: gauge('ipam_ippool_allocated', "Allocated addresses in the pool's blocks", ['ippool']),
+    poolFree: gauge('ipam_ippool_free', 'Free addresses of the pool (size - allocated - reserved)', [
+      'ippool',
+    ]),
+    poolFreeInClaimedBlocks: gauge(
+      'ipam_ippool_free_in_claimed_blocks',
+      'Free addresses of the pool inside claimed blocks (for their nodes, or by borrowing)',
+      ['ippool'],
+    ),
+    poolBlocksClaimed: gauge('ipam_ippool_blocks_claimed', 'Blocks claimed inside the pool', ['ippool']),
+    poolBlocksUnclaimed: gauge(
+      'ipam_ippool_blocks_unclaimed',
+      'Block-sized ranges of the pool a node can still claim',
+      ['ippool'],
+    ),
+    poolCondition: gauge(
+      'ipam_ippool_condition',
+      '1 while the IPPool status condition is True (Ready, Allocatable, NearlyExhausted, Exhausted, Disabled)',
+      ['ippool', 'condition'],
+    ),
+    nodeHeadroom: gauge(
+      'ipam_node_headroom',
+      "Free addresses in an existing node's affine blocks of a pool it may claim in",
+      ['ippool', 'node'],
+    ),
+    nodeShort: gauge(
+      'ipam_node_short',
+      '1 for a node below the watermark in a pool that cannot claim a block there, by reason',
+      ['ippool', 'node', 'reason'],
+    ),
+    blockClaims: counter('ipam_block_claims_total', 'Blocks that gained a node affinity, by pool', [
+      'ippool',
+    ]),
+    blockReleases: counter('ipam_block_releases_total', 'Blocks deleted or made unowned, by pool', [
+      'ippool',
+    ]),
     blocksIgnored: gauge(
       'ipam_blocks_ignored',
       'IPAM blocks routes and allocation ignore (status condition Trusted=False), by reason',

@@ -16,6 +16,7 @@ import type {
   StatusResourceStore,
 } from 'blockipam/core';
 import { claimPoolsStep } from './admission/claim-pools.ts';
+import { BlockAffinities } from './block-churn.ts';
 import type { ClaimPoolsSink, ClaimPoolsStep } from './admission/claim-pools.ts';
 import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
 import type { EventSink } from './events.ts';
@@ -31,7 +32,7 @@ import { ipamNodeStep } from './routes/ipam-node-step.ts';
 import type { IPAMNodeStep } from './routes/ipam-node-step.ts';
 import { blockTrustStep } from './status/block-trust.ts';
 import type { BlockTrustStep } from './status/block-trust.ts';
-import { poolStatusStep } from './status/status-pass.ts';
+import { PoolEventLimiter, poolStatusStep } from './status/status-pass.ts';
 import type { StatusStep } from './status/status-pass.ts';
 import type { ClusterView } from './view.ts';
 
@@ -76,6 +77,9 @@ export interface PassResult {
 
 export class Reconciler {
   readonly candidates = new LeakCandidates();
+  /** NearlyExhausted / Exhausted Events sent, per pool (rate limit). */
+  readonly poolEvents = new PoolEventLimiter();
+  readonly #affinities = new BlockAffinities();
   readonly stats: AllocatorStats;
   /** Blocks the last pass found unrouted (the IPAMNode step logs changes only). */
   readonly #unrouted = new Set<string>();
@@ -133,7 +137,7 @@ export class Reconciler {
     const leaks = await leakStep(ctx, this.candidates);
     const nodes = await deletedNodeStep(ctx, leaks);
     const unownedBlocks = await unownedBlockStep(ctx);
-    const status = await poolStatusStep(ctx);
+    const status = await poolStatusStep(ctx, this.poolEvents);
     const trust = await blockTrustStep(ctx);
     this.#usageMetrics(leaks, view);
     await events.flush();
@@ -175,6 +179,9 @@ export class Reconciler {
     set(m.borrowed, borrowed);
     set(m.blocks, blocks);
     set(m.gcCandidates, candidates);
+    const churn = this.#affinities.observe(view.blocks());
+    for (const ippool of churn.claims) m.blockClaims.inc({ ippool });
+    for (const ippool of churn.releases) m.blockReleases.inc({ ippool });
   }
 }
 

@@ -18,7 +18,7 @@ export interface ClusterView {
   notReady(): string | undefined;
   pods(): readonly WatchedPod[];
   nodeNames(): readonly string[];
-  /** The Nodes: name, uid (an IPAMNode's owner) and status.addresses (its InternalIPs). */
+  /** The Nodes: name, uid (an IPAMNode's owner), labels and status.addresses (its InternalIPs). */
   nodes(): readonly WatchedNode[];
   /** The IPAMNodes as stored (the IPAMNode step's compare-and-swap base). */
   ipamNodes(): readonly IPAMNode[];
@@ -31,5 +31,10 @@ export interface ClusterView {
 
 /** A Node as the controller reads it. */
 export interface WatchedNode extends AddressedNode {
-  readonly metadata: { readonly name: string; readonly uid?: string };
+  readonly metadata: {
+    readonly name: string;
+    readonly uid?: string;
+    /** Pools' nodeSelectors are matched against them (node headroom). */
+    readonly labels?: Readonly<Record<string, string>>;
+  };
 }

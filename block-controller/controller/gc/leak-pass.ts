@@ -20,7 +20,8 @@ export async function leakStep(ctx: PassContext, candidates: LeakCandidates): Pr
   const owners = ownerIndex(ctx.view.pods(), ctx.view.nodeNames());
   const scan = scanAllocations(ctx.view.blocks(), owners);
   const nowMs = ctx.clock();
-  candidates.observe(scan.candidates, nowMs);
+  for (const c of candidates.observe(scan.candidates, nowMs))
+    ctx.metrics?.leaksFound.inc({ ippool: c.pool, reason: c.reason });
   const graceMs = settingsOf(ctx.view.config()).leakGracePeriodSeconds * 1000;
   const due = dueHandles(scan, candidates, nowMs, graceMs);
   const empty: ReclaimResult = { released: [], kept: [], skipped: [], failed: [] };

@@ -73,12 +73,21 @@ export class LeakCandidates {
   readonly #firstSeenMs = new Map<string, number>();
   #current = new Map<string, LeakCandidate>();
 
-  /** Replaces the candidate set with `found`, keeping the first-seen times of those still there. */
-  observe(found: readonly LeakCandidate[], nowMs: number): void {
+  /**
+   * Replaces the candidate set with `found`, keeping the first-seen times of those still there.
+   * @returns the candidates seen for the first time (the leaks-found counter)
+   */
+  observe(found: readonly LeakCandidate[], nowMs: number): LeakCandidate[] {
     const next = new Map(found.map((c) => [c.key, c]));
     for (const key of this.#firstSeenMs.keys()) if (!next.has(key)) this.#firstSeenMs.delete(key);
-    for (const key of next.keys()) if (!this.#firstSeenMs.has(key)) this.#firstSeenMs.set(key, nowMs);
+    const fresh: LeakCandidate[] = [];
+    for (const [key, candidate] of next)
+      if (!this.#firstSeenMs.has(key)) {
+        this.#firstSeenMs.set(key, nowMs);
+        fresh.push(candidate);
+      }
     this.#current = next;
+    return fresh;
   }
 
   /** True when `key` is a candidate whose grace period is over (`node-gone`: at once). */

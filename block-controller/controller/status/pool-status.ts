@@ -1,11 +1,20 @@
 /**
- * IPPool.status as the controller maintains it (pure; issue 10 item 8): usage from core's
- * poolUtilization, the effective block size (so `kubectl get ippools` shows BLOCK SIZE for a pool
- * applied without spec.blockSize), and one condition, `Allocatable` (Calico's reasons: OK,
- * CIDROverlap, PoolDisabled, Terminating).
+ * IPPool.status as the controller maintains it (pure): figures from core's poolUtilization, the
+ * effective block size (so `kubectl get ippools` shows BLOCK SIZE for a pool applied without
+ * spec.blockSize), the conditions and state from core's poolConditions (kept by core's
+ * setConditions: lastTransitionTime moves only with a status), and the nodes short of addresses
+ * from core's nodeHeadroom (docs/design-controller.md §Pool conditions).
  */
-import { parseCidr, poolUtilization } from 'blockipam/core';
-import type { Condition, IPAMBlock, IPPool, IPPoolStatus, IPReservation, ShadowedPool } from 'blockipam/core';
+import { parseCidr, poolConditions, poolUtilization, setConditions } from 'blockipam/core';
+import type {
+  IPAMBlock,
+  IPAMSettings,
+  IPPool,
+  IPPoolStatus,
+  IPReservation,
+  NodeHeadroom,
+  PoolUtilization,
+} from 'blockipam/core';
 
 export const ALLOCATABLE = 'Allocatable';
 
@@ -13,67 +22,78 @@ export const ALLOCATABLE = 'Allocatable';
 // (and int64) holds exactly, so counts saturate here ("9007199254740991" reads as "huge").
 export const MAX_COUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
+// 10: every agent watches IPPools, so the status stays small; shortNodeCount gives the total.
+export const MAX_SHORT_NODES = 10;
+
 /** The status fields the controller owns, as written. */
 export interface ControllerPoolStatus extends IPPoolStatus {
   blockSize: number;
   reserved: number;
+  state: string;
   observedGeneration?: number;
 }
 
-/** The Allocatable condition's status, reason and message (no time). */
-export function allocatable(
-  pool: IPPool,
-  shadowed: readonly ShadowedPool[],
-): Omit<Condition, 'type' | 'lastTransitionTime'> {
-  const shadow = shadowed.find((s) => s.pool === pool.metadata.name);
-  if (pool.metadata.deletionTimestamp)
-    return {
-      status: 'False',
-      reason: 'Terminating',
-      message: 'the pool is being deleted: no new allocations',
-    };
-  if (shadow)
-    return {
-      status: 'False',
-      reason: 'CIDROverlap',
-      message: `${pool.spec.cidr} overlaps the older IP pool "${shadow.by}": no allocations from this pool`,
-    };
-  if (pool.spec.disabled)
-    return { status: 'False', reason: 'PoolDisabled', message: 'spec.disabled is true' };
-  return { status: 'True', reason: 'OK', message: 'addresses are allocated from this pool' };
+/** Each pool's utilisation by name, from the blocks and the reservations (parsed once). */
+export function poolFigures(
+  pools: readonly IPPool[],
+  blocks: readonly IPAMBlock[],
+  reservations: readonly IPReservation[],
+): Map<string, PoolUtilization> {
+  const cidrs = reservations.flatMap((r) =>
+    r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined),
+  );
+  return new Map(pools.map((pool) => [pool.metadata.name, poolUtilization(pool, blocks, cidrs)]));
+}
+
+/** A bigint as a status count (saturating at MAX_COUNT). */
+export function count(n: bigint): number {
+  return Number(n > MAX_COUNT ? MAX_COUNT : n);
 }
 
 /**
- * The status `pool` should have. `lastTransitionTime` is kept from the stored condition when its
+ * The status `pool` should have. `lastTransitionTime` is kept from each stored condition whose
  * status did not change, else `nowIso`.
+ * @param input.headroom core's nodeHeadroom entries (any pool: this pool's are picked)
  */
 export function desiredStatus(
   pool: IPPool,
   input: {
-    blocks: readonly IPAMBlock[];
-    reservations: readonly IPReservation[];
-    shadowed: readonly ShadowedPool[];
+    usage: PoolUtilization;
+    shadowedBy?: string;
+    settings: Pick<IPAMSettings, 'poolNearlyExhaustedPercent'>;
+    headroom: readonly NodeHeadroom[];
   },
   nowIso: string,
 ): ControllerPoolStatus {
-  const cidrs = input.reservations.flatMap((r) =>
-    r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined),
-  );
-  const usage = poolUtilization(pool, input.blocks, cidrs);
-  const count = (n: bigint): number => Number(n > MAX_COUNT ? MAX_COUNT : n);
-  const condition = allocatable(pool, input.shadowed);
-  const previous = pool.status?.conditions?.find((c) => c.type === ALLOCATABLE);
-  const since = previous && previous.status === condition.status && previous.lastTransitionTime;
-  const others = (pool.status?.conditions ?? []).filter((c) => c.type !== ALLOCATABLE);
+  const { usage } = input;
+  const verdict = poolConditions({
+    pool,
+    usage,
+    ...(input.shadowedBy === undefined ? {} : { shadowedBy: input.shadowedBy }),
+    nearlyExhaustedPercent: input.settings.poolNearlyExhaustedPercent,
+  });
+  const short = input.headroom
+    .filter((h) => h.pool === pool.metadata.name && h.short !== undefined)
+    .sort((a, b) => a.free - b.free || a.node.localeCompare(b.node));
+  const generation = pool.metadata.generation;
   return {
-    ...(pool.metadata.generation === undefined ? {} : { observedGeneration: pool.metadata.generation }),
+    ...(generation === undefined ? {} : { observedGeneration: generation }),
     blockSize: usage.blockSize,
     capacity: count(usage.capacity),
     allocated: count(usage.allocated),
     free: count(usage.free),
     reserved: count(usage.reserved),
     blocks: usage.blocks,
-    conditions: [...others, { type: ALLOCATABLE, ...condition, lastTransitionTime: since || nowIso }],
+    state: verdict.state,
+    unclaimedBlocks: count(usage.unclaimedBlocks),
+    freeInClaimedBlocks: count(usage.freeInClaimedBlocks),
+    freeInUnclaimedBlocks: count(usage.freeInUnclaimedBlocks),
+    borrowed: count(usage.borrowed),
+    shortNodes: short
+      .slice(0, MAX_SHORT_NODES)
+      .map((h) => ({ node: h.node, free: h.free, blocks: h.blocks, reason: h.short ?? '' })),
+    shortNodeCount: short.length,
+    conditions: setConditions(pool.status?.conditions, verdict.conditions, nowIso, generation),
   };
 }
 

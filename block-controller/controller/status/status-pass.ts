@@ -1,27 +1,89 @@
 /**
- * The IPPool status step: each pool's desired status from the watched blocks and reservations,
- * written through the status subresource only when it differs (compare-and-swap on the
- * resourceVersion watched: a 409 means the pool changed, and the next pass sees the change).
- * An Event when the Allocatable condition changes (e.g. a pool applied over an older one).
+ * The IPPool status step: each pool's desired status from the watched blocks, reservations,
+ * Nodes and IPAMConfig, written through the status subresource only when it differs
+ * (compare-and-swap on the resourceVersion watched: a 409 means the pool changed, and the next
+ * pass sees the change). The pool and node-headroom gauges from the same figures. Events: when
+ * the Allocatable condition changes (e.g. a pool applied over an older one), and when the pool
+ * becomes NearlyExhausted or Exhausted (once per transition, at most one per pool and condition
+ * per PoolEventLimiter interval).
  */
-import { isConflict, isNotFound, rfc3339, usablePools } from 'blockipam/core';
+import {
+  becameTrue,
+  conditionOf,
+  isConflict,
+  isNotFound,
+  nodeHeadroom,
+  POOL_CONDITIONS,
+  rfc3339,
+  settingsOf,
+  usablePools,
+} from 'blockipam/core';
+import type { IPPool, NodeHeadroom, PoolUtilization } from 'blockipam/core';
+import type { ControllerMetrics } from '../metrics.ts';
 import type { PassContext } from '../pass.ts';
-import { ALLOCATABLE, desiredStatus, statusDiffers } from './pool-status.ts';
+import { ALLOCATABLE, count, desiredStatus, poolFigures, statusDiffers } from './pool-status.ts';
+import type { ControllerPoolStatus } from './pool-status.ts';
 
 export interface StatusStep {
   written: string[];
 }
 
-export async function poolStatusStep(ctx: PassContext): Promise<StatusStep> {
+// 10 min: a pool hovering at the threshold flips NearlyExhausted with each pod started or
+// deleted; one Event per pool and condition in 10 min says it without flooding `kubectl describe`.
+export const POOL_EVENT_INTERVAL_MS = 600_000;
+
+/** The Warning Event of each condition that is news when it becomes True. */
+const ALERTS: Readonly<Record<string, string>> = {
+  NearlyExhausted: 'PoolNearlyExhausted',
+  Exhausted: 'PoolExhausted',
+};
+
+/** At most one Event per (pool, reason) per `intervalMs` (in memory: a new leader starts afresh). */
+export class PoolEventLimiter {
+  readonly #last = new Map<string, number>();
+  readonly #intervalMs: number;
+  constructor(intervalMs = POOL_EVENT_INTERVAL_MS) {
+    this.#intervalMs = intervalMs;
+  }
+  /** True (and remembered) when an Event for `key` may go out at `nowMs`. */
+  allow(key: string, nowMs: number): boolean {
+    const last = this.#last.get(key);
+    if (last !== undefined && nowMs - last < this.#intervalMs) return false;
+    this.#last.set(key, nowMs);
+    return true;
+  }
+}
+
+export async function poolStatusStep(
+  ctx: PassContext,
+  limiter: PoolEventLimiter = new PoolEventLimiter(),
+): Promise<StatusStep> {
   const result: StatusStep = { written: [] };
   const pools = ctx.view.pools();
-  const { shadowed } = usablePools(pools);
-  const input = { blocks: ctx.view.blocks(), reservations: ctx.view.reservations(), shadowed };
+  const blocks = ctx.view.blocks();
+  const { usable, shadowed } = usablePools(pools);
+  const settings = settingsOf(ctx.view.config());
+  const figures = poolFigures(pools, blocks, ctx.view.reservations());
+  const headroom = nodeHeadroom({
+    pools: usable,
+    nodes: ctx.view.nodes(),
+    blocks,
+    settings,
+    unclaimedBlocks: new Map([...figures].map(([name, u]) => [name, u.unclaimedBlocks])),
+  });
   const nowIso = rfc3339(ctx.clock());
-  for (const pool of pools) {
-    const status = desiredStatus(pool, input, nowIso);
-    ctx.metrics?.poolSize.set({ ippool: pool.metadata.name }, status.capacity ?? 0);
-    ctx.metrics?.poolReserved.set({ ippool: pool.metadata.name }, status.reserved);
+  const wanted = pools.map((pool) => {
+    const shadowedBy = shadowed.find((s) => s.pool === pool.metadata.name)?.by;
+    const usage = figures.get(pool.metadata.name) as PoolUtilization;
+    const status = desiredStatus(
+      pool,
+      { usage, ...(shadowedBy === undefined ? {} : { shadowedBy }), settings, headroom },
+      nowIso,
+    );
+    return { pool, usage, status };
+  });
+  if (ctx.metrics) setGauges(ctx.metrics, wanted, headroom);
+  for (const { pool, status } of wanted) {
     if (!statusDiffers(pool.status, status) || !ctx.mayWrite()) continue;
     try {
       await ctx.ds.pools.updateStatus({ ...pool, status });
@@ -35,20 +97,84 @@ export async function poolStatusStep(ctx: PassContext): Promise<StatusStep> {
       });
       continue;
     }
-    const before = pool.status?.conditions?.find((c) => c.type === ALLOCATABLE);
-    const after = status.conditions?.find((c) => c.type === ALLOCATABLE);
-    if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
-      ctx.log.info('IPPool condition changed', { pool: pool.metadata.name, reason: after.reason });
-      ctx.events.emit({
-        kind: 'IPPool',
-        name: pool.metadata.name,
-        ...(pool.metadata.uid ? { uid: pool.metadata.uid } : {}),
-        type: after.status === 'True' ? 'Normal' : 'Warning',
-        reason: after.reason ?? ALLOCATABLE,
-        action: 'UpdateStatus',
-        note: `Allocatable=${after.status}: ${after.message ?? ''}`,
-      });
-    }
+    transitionEvents(ctx, limiter, pool, status);
   }
   return result;
+}
+
+/** The Events of a written status: Allocatable changed; NearlyExhausted / Exhausted became True. */
+function transitionEvents(
+  ctx: PassContext,
+  limiter: PoolEventLimiter,
+  pool: IPPool,
+  status: ControllerPoolStatus,
+): void {
+  const regarding = {
+    kind: 'IPPool' as const,
+    name: pool.metadata.name,
+    ...(pool.metadata.uid ? { uid: pool.metadata.uid } : {}),
+  };
+  const before = conditionOf(pool.status?.conditions, ALLOCATABLE);
+  const after = conditionOf(status.conditions, ALLOCATABLE);
+  if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
+    ctx.log.info('IPPool condition changed', { pool: pool.metadata.name, reason: after.reason });
+    ctx.events.emit({
+      ...regarding,
+      type: after.status === 'True' ? 'Normal' : 'Warning',
+      reason: after.reason ?? ALLOCATABLE,
+      action: 'UpdateStatus',
+      note: `Allocatable=${after.status}: ${after.message ?? ''}`,
+    });
+  }
+  for (const type of becameTrue(pool.status?.conditions, status.conditions)) {
+    const reason = ALERTS[type];
+    if (!reason) continue;
+    const condition = conditionOf(status.conditions, type);
+    ctx.log.warn(`IPPool ${type}`, { pool: pool.metadata.name, reason: condition?.reason });
+    if (!limiter.allow(`${pool.metadata.name}/${type}`, ctx.clock())) continue;
+    ctx.events.emit({
+      ...regarding,
+      type: 'Warning',
+      reason,
+      action: 'UpdateStatus',
+      note: `${type} (${condition?.reason ?? ''}): ${condition?.message ?? ''}`,
+    });
+  }
+}
+
+/** The pool and node gauges, reset and set in one go (no scrape sees a half-set family). */
+function setGauges(
+  m: ControllerMetrics,
+  wanted: readonly { pool: IPPool; usage: PoolUtilization; status: ControllerPoolStatus }[],
+  headroom: readonly NodeHeadroom[],
+): void {
+  const pools = [
+    m.poolSize,
+    m.poolReserved,
+    m.poolAllocated,
+    m.poolFree,
+    m.poolFreeInClaimedBlocks,
+    m.poolBlocksClaimed,
+    m.poolBlocksUnclaimed,
+  ];
+  for (const gauge of [...pools, m.poolCondition, m.nodeHeadroom, m.nodeShort]) gauge.reset();
+  for (const { pool, usage, status } of wanted) {
+    const ippool = pool.metadata.name;
+    m.poolSize.set({ ippool }, count(usage.capacity));
+    m.poolReserved.set({ ippool }, count(usage.reserved));
+    m.poolAllocated.set({ ippool }, count(usage.allocated));
+    m.poolFree.set({ ippool }, count(usage.free));
+    m.poolFreeInClaimedBlocks.set({ ippool }, count(usage.freeInClaimedBlocks));
+    m.poolBlocksClaimed.set({ ippool }, usage.blocks);
+    m.poolBlocksUnclaimed.set({ ippool }, count(usage.unclaimedBlocks));
+    for (const condition of POOL_CONDITIONS)
+      m.poolCondition.set(
+        { ippool, condition },
+        conditionOf(status.conditions, condition)?.status === 'True' ? 1 : 0,
+      );
+  }
+  for (const h of headroom) {
+    m.nodeHeadroom.set({ ippool: h.pool, node: h.node }, h.free);
+    if (h.short) m.nodeShort.set({ ippool: h.pool, node: h.node, reason: h.short }, 1);
+  }
 }

@@ -1,0 +1,115 @@
+/**
+ * Node headroom, cluster-wide (pure): per existing node and per pool it may pre-claim in, the
+ * free addresses in the node's affine blocks of that pool — the node agent's measure
+ * (docs/design-agent.md §Pre-claim) — and whether the node is **short**: below the watermark with
+ * no way to claim another block. The controller reports short nodes in IPPool.status and the
+ * headroom as a metric; the agent acts on its own node's headroom.
+ *
+ * Rules:
+ * - A pool is eligible for a node when it is usable (the caller passes core's usablePools),
+ *   `Automatic`, and its nodeSelector matches the node's labels.
+ * - free = Σ over the node's affine blocks of the pool (spec.affinity, pool label) of assignable
+ *   ordinals − allocations; addresses the node borrowed elsewhere do not count.
+ * - short when free < max(minFreeAddressesPerNode, 1) and the node cannot claim: autoAllocateBlocks
+ *   is false (`AutoAllocateOff`), the node holds maxBlocksPerNode affine blocks of the pool's
+ *   family (`MaxBlocksPerNode`), or the pool has no unclaimed block (`NoUnclaimedBlocks`),
+ *   checked in that order.
+ */
+import { capacityOf, cidrOf } from '../block/block.ts';
+import { POOL_LABEL } from '../block/labels.ts';
+import type { IPAMSettings } from '../config.ts';
+import type { IPAMBlock, IPPool } from '../resources.ts';
+import { matchesSelector } from '../selector.ts';
+import { poolCidr } from './pools.ts';
+
+export const SHORT_REASONS = ['AutoAllocateOff', 'MaxBlocksPerNode', 'NoUnclaimedBlocks'] as const;
+export type ShortReason = (typeof SHORT_REASONS)[number];
+
+/** A node as the headroom reads it (a Node object fits). */
+export interface HeadroomNode {
+  readonly metadata: { readonly name: string; readonly labels?: Readonly<Record<string, string>> };
+}
+
+export interface NodeHeadroomInput {
+  /** The usable pools (core's usablePools(...).usable); Manual ones are skipped here. */
+  readonly pools: readonly IPPool[];
+  /** The nodes that exist. */
+  readonly nodes: readonly HeadroomNode[];
+  /** Every block (any pool, any node). */
+  readonly blocks: readonly IPAMBlock[];
+  readonly settings: Pick<
+    IPAMSettings,
+    'minFreeAddressesPerNode' | 'maxBlocksPerNode' | 'autoAllocateBlocks'
+  >;
+  /** Per pool name, poolUtilization's unclaimedBlocks; a pool missing here counts as having some. */
+  readonly unclaimedBlocks: ReadonlyMap<string, bigint>;
+}
+
+/** One node's headroom in one pool. */
+export interface NodeHeadroom {
+  readonly node: string;
+  readonly pool: string;
+  /** Free addresses in the node's affine blocks of the pool. */
+  readonly free: number;
+  /** The node's affine blocks of the pool. */
+  readonly blocks: number;
+  /** Set when the node is short in this pool. */
+  readonly short?: ShortReason;
+}
+
+/** Free addresses of one block: assignable ordinals minus allocations, never below 0. */
+export function blockFree(block: IPAMBlock): number {
+  return Math.max(0, capacityOf(block) - Object.keys(block.spec.allocations).length);
+}
+
+/**
+ * One entry per (eligible pool, node), pools in the given order, nodes by name.
+ * Cost: O(blocks + pools × nodes).
+ */
+export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
+  const { settings } = input;
+  const key = (node: string, pool: string): string => `${node}\u0000${pool}`;
+  const free = new Map<string, number>();
+  const count = new Map<string, number>();
+  const held = new Map<string, number>();
+  for (const block of input.blocks) {
+    const node = block.spec.affinity;
+    if (node === null) continue;
+    const k = key(node, block.metadata.labels?.[POOL_LABEL] ?? '');
+    free.set(k, (free.get(k) ?? 0) + blockFree(block));
+    count.set(k, (count.get(k) ?? 0) + 1);
+    const f = key(node, String(cidrOf(block).family));
+    held.set(f, (held.get(f) ?? 0) + 1);
+  }
+  const watermark = Math.max(settings.minFreeAddressesPerNode, 1);
+  const nodes = [...input.nodes].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  const result: NodeHeadroom[] = [];
+  for (const pool of input.pools) {
+    if ((pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic') continue;
+    const name = pool.metadata.name;
+    const family = String(poolCidr(pool).family);
+    const noUnclaimed = (input.unclaimedBlocks.get(name) ?? 1n) <= 0n;
+    for (const node of nodes) {
+      if (!matchesSelector(pool.spec.nodeSelector, node.metadata.labels ?? {})) continue;
+      const n = node.metadata.name;
+      const room = {
+        node: n,
+        pool: name,
+        free: free.get(key(n, name)) ?? 0,
+        blocks: count.get(key(n, name)) ?? 0,
+      };
+      const short: ShortReason | undefined =
+        room.free >= watermark
+          ? undefined
+          : !settings.autoAllocateBlocks
+            ? 'AutoAllocateOff'
+            : (held.get(key(n, family)) ?? 0) >= settings.maxBlocksPerNode
+              ? 'MaxBlocksPerNode'
+              : noUnclaimed
+                ? 'NoUnclaimedBlocks'
+                : undefined;
+      result.push(short ? { ...room, short } : room);
+    }
+  }
+  return result;
+}
