@@ -189,6 +189,38 @@ describe('the chart’s RBAC and admission policy', () => {
     );
   });
 
+  test('the controller: IPPool status, and Events (a pool exhausted) only created, only in default', () => {
+    const controller = credential(CONTROLLER_SA, 'controller');
+    const event = (namespace: string): object => ({
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { generateName: `${POOL}-`, namespace },
+      eventTime: '2026-12-03T00:00:00.000000Z',
+      reportingController: 'ipam.blockipam.io/controller',
+      reportingInstance: 'rbac-test',
+      action: 'UpdateStatus',
+      reason: 'PoolExhausted',
+      type: 'Warning',
+      note: 'Exhausted (NoFreeAddresses)',
+      regarding: { apiVersion: 'ipam.blockipam.io/v1alpha1', kind: 'IPPool', name: POOL },
+    });
+    allowed(as(controller, ['create', '-f', '-'], event('default')), 'the controller records a pool Event');
+    refused(
+      as(controller, ['create', '-f', '-'], event(NS)),
+      forbidden(CONTROLLER_SA, 'create', 'events'),
+      'the controller records an Event outside default',
+    );
+    refused(
+      as(controller, ['get', 'events.events.k8s.io', '-n', 'default']),
+      forbidden(CONTROLLER_SA, 'list', 'events'),
+      'the controller reads Events',
+    );
+    const can = (args: string[]): string => as(controller, ['auth', 'can-i', ...args]).stdout.trim();
+    assert.equal(can(['update', 'ippools.ipam.blockipam.io', '--subresource=status']), 'yes');
+    assert.equal(can(['patch', 'ippools.ipam.blockipam.io', '--subresource=status']), 'no');
+    assert.equal(can(['update', 'ippools.ipam.blockipam.io']), 'no');
+  });
+
   test('IPAMNode: only the controller writes it; node credentials only read (no policy rule needed)', () => {
     const controller = credential(CONTROLLER_SA, 'controller');
     const ipamNode = (name: string): object => ({

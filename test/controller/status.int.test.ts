@@ -1,8 +1,11 @@
 // IPPool status and unowned empty blocks on the real API server: every `kubectl get ippools`
-// column filled (BLOCK SIZE for a pool applied without blockSize), the Allocatable condition
+// column filled (BLOCK SIZE for a pool applied without blockSize), the conditions and state
 // for an overlapping / disabled pool with an Event, no write when nothing changed, the usage
-// metrics, and unowned empty blocks released only after emptyBlockReleaseSeconds.
+// metrics; a full pool seen by `kubectl wait --for=condition=Exhausted` through the real CRD
+// with its Events; and unowned empty blocks released only after emptyBlockReleaseSeconds.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import { IPAM_CONFIG_NAME, newBlock, parseCidr } from 'blockipam/core';
@@ -11,7 +14,7 @@ import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubeEventSink } from '../../block-controller/controller/events.ts';
 import { controllerMetrics } from '../../block-controller/controller/metrics.ts';
 import { Reconciler } from '../../block-controller/controller/reconciler.ts';
-import { kubectl } from '../helpers/control-plane.ts';
+import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import {
   blockObject,
   cleanClusterHooks,
@@ -46,6 +49,19 @@ async function events(name: string): Promise<EventObject[]> {
       e.regarding.name === name &&
       e.reportingController === 'ipam.blockipam.io/controller' &&
       e.reportingInstance === ns,
+  );
+}
+
+/** kubectl in the background: resolves when it exits (a `kubectl wait` blocks on a watch). */
+function kubectlAsync(args: readonly string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const cp = controlPlane();
+  const child = spawn(join(cp.bin, 'kubectl'), ['--kubeconfig', cp.adminKubeconfig, ...args]);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) =>
+    child.on('close', (code) => resolve({ status: code ?? -1, stdout, stderr })),
   );
 }
 
@@ -94,31 +110,59 @@ describe('controller: IPPool status', () => {
       free: 62464 - 2 - 256,
       reserved: 256,
       blocks: 1,
+      state: 'Ready',
+      // 1,024 ranges less the reserved /24's four and the claimed one
+      unclaimedBlocks: 1019,
+      freeInClaimedBlocks: 59,
+      freeInUnclaimedBlocks: 62206 - 59,
+      borrowed: 0,
+      shortNodes: [],
+      shortNodeCount: 0,
     });
     assert.deepEqual(
-      conditions?.map((c) => [c.type, c.status, c.reason]),
-      [['Allocatable', 'True', 'OK']],
+      conditions?.map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
+      [
+        ['Ready', 'True', 'OK', older.metadata.generation],
+        ['Allocatable', 'True', 'OK', older.metadata.generation],
+        ['NearlyExhausted', 'False', 'BelowThreshold', older.metadata.generation],
+        ['Exhausted', 'False', 'FreeAddresses', older.metadata.generation],
+        ['Disabled', 'False', 'Enabled', older.metadata.generation],
+      ],
     );
     const overlap = (await ds.pools.get('ctl-overlap')) as IPPool;
     assert.deepEqual(
-      overlap.status?.conditions?.map((c) => [c.status, c.reason]),
-      [['False', 'CIDROverlap']],
+      overlap.status?.conditions?.map((c) => [c.type, c.status, c.reason]),
+      [
+        ['Ready', 'False', 'CIDROverlap'],
+        ['Allocatable', 'False', 'CIDROverlap'],
+        ['NearlyExhausted', 'False', 'CIDROverlap'],
+        ['Exhausted', 'False', 'CIDROverlap'],
+        ['Disabled', 'False', 'Enabled'],
+      ],
     );
+    assert.equal(overlap.status?.state, 'CIDROverlap');
     assert.match(overlap.status?.conditions?.[0]?.message ?? '', /older IP pool "ctl-nosize"/);
     assert.equal((await ds.pools.get('ctl-off'))?.status?.conditions?.[0]?.reason, 'PoolDisabled');
 
     const table = kubectl(['get', 'ippools', 'ctl-nosize', '--no-headers', '-o', 'wide']);
     assert.equal(table.status, 0, table.stderr);
-    // NAME CIDR BLOCK-SIZE USED FREE BLOCKS RESERVED ALLOCATABLE MODE DISABLED AGE
+    // NAME CIDR BLOCK-SIZE USED FREE STATE BLOCKS UNCLAIMED SHORT-NODES RESERVED READY
+    // NEARLY-EXHAUSTED EXHAUSTED ALLOCATABLE MODE DISABLED AGE
     const cols = table.stdout.trim().split(/\s+/);
-    assert.deepEqual(cols.slice(0, 10), [
+    assert.deepEqual(cols.slice(0, 16), [
       'ctl-nosize',
       '10.71.0.0/16',
       '26',
       '2',
       '62206',
+      'Ready',
       '1',
+      '1019',
+      '0',
       '256',
+      'True',
+      'False',
+      'False',
       'True',
       'Automatic',
       'false',
@@ -138,6 +182,64 @@ describe('controller: IPPool status', () => {
     // Nothing changed: nothing written.
     const again = await r.pass({ view: await listedView(ds) });
     assert.deepEqual(again.status?.written, []);
+  });
+});
+
+describe('controller: pool exhaustion through the real CRD', () => {
+  test('kubectl wait --for=condition=Exhausted returns once a pass finds the pool full; Events recorded', async () => {
+    // one /28 block: 13 assignable addresses
+    await ds.pools.create(poolObject('ctl-tiny', '10.73.0.0/28', 28));
+    const r = new Reconciler({
+      ds,
+      view: await listedView(ds),
+      log: memoryLog(),
+      clock: Date.now,
+      events: kubeEventSink(ds.transport, { namespace: 'default', instance: ns }),
+    });
+    await r.pass();
+    const wait = (condition: string, timeout: string) =>
+      kubectl(['wait', `--for=condition=${condition}`, 'ippool/ctl-tiny', `--timeout=${timeout}`]);
+    assert.equal(wait('Ready', '0s').status, 0, 'Ready before the fill');
+    assert.notEqual(wait('Exhausted', '0s').status, 0, 'not exhausted yet');
+    const waiting = kubectlAsync(['wait', '--for=condition=Exhausted', 'ippool/ctl-tiny', '--timeout=120s']);
+    const allocations = Array.from({ length: 13 }, (_, i) => ({
+      ordinal: i + 2,
+      handle: `net.tiny${i}.eth0`,
+      node: 'ctl-n1',
+    }));
+    await ds.blocks.create(
+      blockObject({ cidr: '10.73.0.0/28', pool: 'ctl-tiny', affinity: 'ctl-n1', allocations }),
+    );
+    const pass = await r.pass({ view: await listedView(ds) });
+    assert.deepEqual(pass.status?.written, ['ctl-tiny']);
+    const waited = await waiting;
+    assert.equal(waited.status, 0, waited.stderr);
+    assert.match(waited.stdout, /ippool.ipam.blockipam.io\/ctl-tiny condition met/);
+    assert.equal(wait('Ready=false', '0s').status, 0);
+    assert.equal(wait('NearlyExhausted', '0s').status, 0);
+    const row = kubectl(['get', 'ippools', 'ctl-tiny', '--no-headers']);
+    // NAME CIDR BLOCK-SIZE USED FREE STATE AGE
+    assert.deepEqual(row.stdout.trim().split(/\s+/).slice(0, 6), [
+      'ctl-tiny',
+      '10.73.0.0/28',
+      '28',
+      '13',
+      '0',
+      'Exhausted',
+    ]);
+    assert.deepEqual(
+      (await events('ctl-tiny'))
+        .filter((e) => e.reason.startsWith('PoolNearly') || e.reason === 'PoolExhausted')
+        .map((e) => [e.type, e.reason, e.regarding.kind])
+        .sort(),
+      [
+        ['Warning', 'PoolExhausted', 'IPPool'],
+        ['Warning', 'PoolNearlyExhausted', 'IPPool'],
+      ],
+    );
+    // an unchanged pass writes nothing and records no further Event
+    assert.deepEqual((await r.pass({ view: await listedView(ds) })).status?.written, []);
+    assert.equal((await events('ctl-tiny')).filter((e) => e.reason === 'PoolExhausted').length, 1);
   });
 });
 

@@ -48,7 +48,20 @@ const empty = (row: Record<string, unknown> | undefined): string[] =>
     .filter(([, v]) => v === null || v === undefined || v === '')
     .map(([k]) => k);
 
-const STATUS_COLUMNS = ['Block Size', 'Used', 'Free', 'Blocks', 'Reserved', 'Allocatable'];
+const STATUS_COLUMNS = [
+  'Block Size',
+  'Used',
+  'Free',
+  'State',
+  'Blocks',
+  'Unclaimed',
+  'Short Nodes',
+  'Reserved',
+  'Ready',
+  'Nearly Exhausted',
+  'Exhausted',
+  'Allocatable',
+];
 
 describe('printer columns resolve on the objects blockipam writes', () => {
   it('IPPool: status columns empty before the controller, every column filled after its pass', async () => {
@@ -72,6 +85,10 @@ describe('printer columns resolve on the objects blockipam writes', () => {
       'the effective size of a pool made without --block-size',
     );
     assert.equal(rows.get('pc6')?.['Block Size'], 122);
+    assert.deepEqual(
+      ['State', 'Ready', 'Nearly Exhausted', 'Exhausted'].map((c) => rows.get('pc4')?.[c]),
+      ['Ready', 'True', 'False', 'False'],
+    );
   });
 
   it('IPAMBlock (claimed through core), IPAMConfig (config set), IPReservation: every column', async () => {
