@@ -177,6 +177,16 @@ describe('IPAMConfig schema', () => {
       config('default', { minFreeAddressesPerNode: -1 }),
       [/spec\.minFreeAddressesPerNode/],
     ],
+    [
+      'poolNearlyExhaustedPercent 0',
+      config('default', { poolNearlyExhaustedPercent: 0 }),
+      [/spec\.poolNearlyExhaustedPercent/],
+    ],
+    [
+      'poolNearlyExhaustedPercent above 100',
+      config('default', { poolNearlyExhaustedPercent: 101 }),
+      [/spec\.poolNearlyExhaustedPercent/],
+    ],
   ];
   for (const [title, object, patterns] of cases)
     it(`rejects ${title}`, () => rejected(ds.configs.create(object), ...patterns));
@@ -192,6 +202,7 @@ describe('IPAMConfig schema', () => {
       emptyBlockReleaseSeconds: 300,
       leakGracePeriodSeconds: 900,
       minFreeAddressesPerNode: 16,
+      poolNearlyExhaustedPercent: 90,
     });
     await ds.configs.delete('default');
   });
