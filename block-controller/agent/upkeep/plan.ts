@@ -19,7 +19,7 @@
  *   again: ping-pong). If every block of the family is idle, the first by name stays (core's
  *   releaseEmptyBlocks keeps the same one).
  */
-import { capacityOf, cidrOf, emptySinceMs, matchesSelector, POOL_LABEL, poolCidr } from 'blockipam/core';
+import { blockFree, cidrOf, emptySinceMs, matchesSelector, POOL_LABEL, poolCidr } from 'blockipam/core';
 import type { IPAMBlock, IPFamily, IPPool, PoolSnapshot } from 'blockipam/core';
 
 /** What the planner looks at. */
@@ -56,9 +56,9 @@ export interface UpkeepPlan {
   readonly watermark: number;
 }
 
-/** Free addresses of one block: assignable ordinals minus allocations. */
+/** Free addresses of one block: assignable ordinals minus allocations (core's blockFree). */
 export function freeOf(block: IPAMBlock): number {
-  return Math.max(0, capacityOf(block) - Object.keys(block.spec.allocations).length);
+  return blockFree(block);
 }
 
 /** The usable Automatic pools whose nodeSelector matches the node. */
