@@ -33,16 +33,16 @@ export interface ControllerPoolStatus extends IPPoolStatus {
   observedGeneration?: number;
 }
 
-/** Each pool's utilisation by name, from the blocks and the reservations (parsed once). */
+/** Each pool with its utilisation, from the blocks and the reservations (parsed once). */
 export function poolFigures(
   pools: readonly IPPool[],
   blocks: readonly IPAMBlock[],
   reservations: readonly IPReservation[],
-): Map<string, PoolUtilization> {
+): { pool: IPPool; usage: PoolUtilization }[] {
   const cidrs = reservations.flatMap((r) =>
     r.spec.reservedCIDRs.map((text) => parseCidr(text, { strict: false })).filter((c) => c !== undefined),
   );
-  return new Map(pools.map((pool) => [pool.metadata.name, poolUtilization(pool, blocks, cidrs)]));
+  return pools.map((pool) => ({ pool, usage: poolUtilization(pool, blocks, cidrs) }));
 }
 
 /** A bigint as a status count (saturating at MAX_COUNT). */

@@ -69,12 +69,11 @@ export async function poolStatusStep(
     nodes: ctx.view.nodes(),
     blocks,
     settings,
-    unclaimedBlocks: new Map([...figures].map(([name, u]) => [name, u.unclaimedBlocks])),
+    unclaimedBlocks: new Map(figures.map(({ pool, usage }) => [pool.metadata.name, usage.unclaimedBlocks])),
   });
   const nowIso = rfc3339(ctx.clock());
-  const wanted = pools.map((pool) => {
+  const wanted = figures.map(({ pool, usage }) => {
     const shadowedBy = shadowed.find((s) => s.pool === pool.metadata.name)?.by;
-    const usage = figures.get(pool.metadata.name) as PoolUtilization;
     const status = desiredStatus(
       pool,
       { usage, ...(shadowedBy === undefined ? {} : { shadowedBy }), settings, headroom },
