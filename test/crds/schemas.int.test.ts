@@ -143,12 +143,43 @@ describe('IPPool schema', () => {
     await ds.pools.updateStatus({
       ...sized,
       // BLOCK SIZE reads status.blockSize (the effective size, written by the controller).
-      status: { blockSize: 26, capacity: 1000, allocated: 12, free: 988, blocks: 1 },
+      status: {
+        blockSize: 26,
+        capacity: 1000,
+        allocated: 12,
+        free: 988,
+        blocks: 1,
+        state: 'Ready',
+        shortNodes: [{ node: 'n1', free: 0, blocks: 1, reason: 'MaxBlocksPerNode' }],
+        shortNodeCount: 1,
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'OK',
+            lastTransitionTime: '2026-12-03T00:00:00Z',
+            observedGeneration: sized.metadata.generation ?? 1,
+          },
+        ],
+      },
     });
     const out = kubectl(['get', 'ipp', 'sized']);
     assert.equal(out.status, 0, out.stderr);
-    assert.match(out.stdout, /NAME\s+CIDR\s+BLOCK SIZE\s+USED\s+FREE\s+AGE/);
-    assert.match(out.stdout, /sized\s+10\.72\.0\.0\/16\s+26\s+12\s+988/);
+    assert.match(out.stdout, /NAME\s+CIDR\s+BLOCK SIZE\s+USED\s+FREE\s+STATE\s+AGE/);
+    assert.match(out.stdout, /sized\s+10\.72\.0\.0\/16\s+26\s+12\s+988\s+Ready/);
+    const stored = (await ds.pools.get('sized'))!;
+    assert.equal(stored.status?.conditions?.[0]?.observedGeneration, sized.metadata.generation ?? 1);
+    await rejected(
+      ds.pools.updateStatus({ ...stored, status: { ...stored.status, state: 'Fine' } }),
+      /status\.state/,
+    );
+    await rejected(
+      ds.pools.updateStatus({
+        ...stored,
+        status: { ...stored.status, shortNodes: [{ node: 'n1', free: 0, blocks: 1, reason: 'Tired' }] },
+      }),
+      /status\.shortNodes\[0\]\.reason/,
+    );
     const all = kubectl(['get', 'blockipam']);
     assert.match(all.stdout, /ippool\.ipam\.blockipam\.io\/sized/);
   });
