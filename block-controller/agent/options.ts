@@ -67,6 +67,12 @@ export interface AgentOptions {
   readonly tokenAudiences: readonly string[];
   readonly tokenExpirationSeconds: number;
   readonly tokenRefreshSeconds?: number;
+  /**
+   * With installCni: the agent's own DaemonSet (in `namespace`); once it is deleted (`helm
+   * uninstall`) the agent removes the conflist and the plugin's kubeconfig (install/owner.ts).
+   * Undefined: the files stay whatever happens.
+   */
+  readonly ownerDaemonSet?: string;
 }
 
 /** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
@@ -203,6 +209,11 @@ export async function parseOptions(
         type: 'number',
         describe: 'Refresh after this instead of half the lifetime',
       },
+      'owner-daemonset': {
+        type: 'string',
+        describe:
+          'The agent’s own DaemonSet in --namespace: when it is deleted (uninstall), remove the conflist and the plugin’s kubeconfig (never on a restart)',
+      },
     })
     .check((a) => {
       if (a.help || a.version) return true; // nothing else is required then
@@ -255,6 +266,8 @@ export async function parseOptions(
         throw new Error(
           'install mode needs --service-account and --namespace (or $SERVICE_ACCOUNT_NAME, $POD_NAMESPACE)',
         );
+      if (a['owner-daemonset'] && !a['install-cni'])
+        throw new Error('--owner-daemonset needs --install-cni (it removes what install mode wrote)');
       if (a['plugin-binary'] === PLUGIN_BINARY_SELF && selfExecutable() === undefined)
         throw new Error(
           '--plugin-binary self needs the multi-call blockipam executable (this process is not one: name a file)',
@@ -318,5 +331,6 @@ export async function parseOptions(
     tokenAudiences: parsed['token-audience'],
     tokenExpirationSeconds: parsed['token-expiration-seconds'],
     tokenRefreshSeconds: parsed['token-refresh-seconds'],
+    ownerDaemonSet: opt(parsed['owner-daemonset']),
   };
 }

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -26,6 +26,8 @@ const NS = 'install-ns';
 const SA = 'blockipam-plugin';
 const NODE = 'in-1';
 const POOL = 'install-pool';
+/** The agent's DaemonSet (only an object here: no controller runs it). */
+const OWNER = 'install-agent';
 let podUID: string;
 let dir: string;
 /** The real plugin executable the agent installs. */
@@ -294,6 +296,53 @@ describe('agent install mode', () => {
     agent = undefined;
   });
 
+  test('uninstall signal: a restart keeps the conflist; the agent’s DaemonSet deleted removes it and the kubeconfig', async () => {
+    applyNode(NODE);
+    const conflist = join(dir, 'net.d', '10-blockipam.conflist');
+    const kubeconfig = join(dir, 'net.d', 'blockipam-kubeconfig');
+    const owned = (): AgentProcess =>
+      startAgent(NODE, ['--install-cni', ...installArgs(), '--owner-daemonset', OWNER]);
+    apply(daemonSet(OWNER));
+    // a restart (SIGTERM, the DaemonSet in place): the shutdown checks the DaemonSet and keeps both files
+    agent = owned();
+    await agent.waitFor((l) => l.message === 'conflist written', 'conflist written');
+    agent.child.kill('SIGTERM');
+    assert.equal(await agent.exited(), 0);
+    assert.ok(existsSync(conflist), 'a restart keeps the conflist');
+    assert.ok(existsSync(kubeconfig), 'a restart keeps the kubeconfig');
+    assert.equal(agent.lines.filter((l) => l.message === 'conflist and plugin kubeconfig removed').length, 0);
+    // a DaemonSet of another name going does not count
+    apply(daemonSet(`${OWNER}-other`));
+    agent = owned();
+    await agent.waitFor((l) => l.message === 'conflist written', 'conflist written');
+    assert.equal(kubectl(['delete', 'daemonset', `${OWNER}-other`, '-n', NS]).status, 0);
+    // the uninstall: the agent's own DaemonSet deleted while the agent runs
+    assert.equal(kubectl(['delete', 'daemonset', OWNER, '-n', NS]).status, 0);
+    const removed = await agent.waitFor(
+      (l) => l.message === 'conflist and plugin kubeconfig removed',
+      'conflist and plugin kubeconfig removed',
+    );
+    assert.equal(removed.path, conflist);
+    assert.ok(!existsSync(conflist), 'the conflist is gone');
+    assert.ok(!existsSync(kubeconfig), 'the kubeconfig is gone');
+    assert.ok(existsSync(join(dir, 'bin', 'blockipam')), 'the plugin executable stays');
+    // it writes nothing afterwards (no token refresh), and its own shutdown is clean
+    agent.child.kill('SIGTERM');
+    assert.equal(await agent.exited(), 0);
+    assert.ok(!existsSync(conflist) && !existsSync(kubeconfig));
+    // an agent whose DaemonSet was never there (a wrong name): a restart removes nothing
+    agent = owned();
+    await agent.waitFor(
+      (l) => l.message === 'own DaemonSet not found: the conflist stays when the agent is removed',
+      'not found warning',
+    );
+    await agent.waitFor((l) => l.message === 'conflist written', 'conflist written');
+    agent.child.kill('SIGTERM');
+    assert.equal(await agent.exited(), 0);
+    assert.ok(existsSync(conflist), 'never seen: the conflist stays');
+    agent = undefined;
+  });
+
   /** true once the token in `kubeconfig` is refused (401), else undefined. */
   async function refusal(kubeconfig: string): Promise<true | undefined> {
     try {
@@ -302,6 +351,19 @@ describe('agent install mode', () => {
     } catch (error) {
       return /401|Unauthorized/i.test(String(error)) ? true : undefined;
     }
+  }
+
+  function daemonSet(name: string): unknown {
+    const labels = { app: name };
+    return {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name, namespace: NS },
+      spec: {
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'agent', image: 'busybox' }] } },
+      },
+    };
   }
 
   const nodeUID = (): string => kubectl(['get', 'node', NODE, '-o', 'jsonpath={.metadata.uid}']).stdout;

@@ -83,4 +83,16 @@ describe('agent options', () => {
         new RegExp(`--non-masquerade-cidr must be a masked CIDR .*not "${bad.replace(/[.]/g, '\\.')}"`),
       );
   });
+  test('--owner-daemonset: taken with --install-cni, refused without it', async () => {
+    const install = ['--install-cni', '--service-account', 'p', '--namespace', 'kube-system'];
+    assert.equal(
+      (await parseOptions([...base, ...install, '--owner-daemonset', 'blockipam-agent'], {})).ownerDaemonSet,
+      'blockipam-agent',
+    );
+    assert.equal((await parseOptions([...base, ...install], {})).ownerDaemonSet, undefined);
+    await assert.rejects(
+      parseOptions([...base, '--owner-daemonset', 'blockipam-agent'], {}),
+      /--owner-daemonset needs --install-cni/,
+    );
+  });
 });

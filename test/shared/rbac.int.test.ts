@@ -5,7 +5,9 @@
 // the controller takes the lease, releases a leak, a deleted node's block and an unowned empty
 // block, writes pool status and an Event; the agent pre-claims, releases an idle block, writes
 // installs the plugin (TokenRequest bound to its Node) and, as its node's IPAM server, allocates
-// for a pod it has not watched yet and releases it — with no API error at all (a 403 would be
+// for a pod it has not watched yet and releases it, and, its DaemonSet deleted (the uninstall
+// signal, watched by name: a scope "…, name --owner-daemonset" row is a Role rule with that
+// resourceName, as the chart's), removes its conflist — with no API error at all (a 403 would be
 // counted in blockipam_api_errors_total and logged).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -39,7 +41,10 @@ interface Rule {
   apiGroups: string[];
   resources: string[];
   verbs: string[];
+  resourceNames?: string[];
 }
+/** The agent's DaemonSet (`--owner-daemonset`; an object only: no controller runs it). */
+const OWNER = 'rb-agent';
 interface Rules {
   cluster: Rule[];
   /** Each with the namespace its Role goes to. */
@@ -65,6 +70,7 @@ function rbacTable(doc: string, heading: RegExp): Rules {
       apiGroups: [group === '""' ? '' : (group ?? '')],
       resources: [resource ?? ''],
       verbs: (verbs ?? '').split(',').map((v) => v.trim()),
+      ...(scope?.endsWith(', name --owner-daemonset') ? { resourceNames: [OWNER] } : {}),
     };
     if (scope === 'cluster') rows.push(rule);
     else {
@@ -104,7 +110,12 @@ async function serviceAccount(name: string, rules: Rules): Promise<string> {
   for (const namespace of new Set(rules.namespaced.map((r) => r.namespace))) {
     const own = rules.namespaced
       .filter((r) => r.namespace === namespace)
-      .map(({ apiGroups, resources, verbs }) => ({ apiGroups, resources, verbs }));
+      .map(({ apiGroups, resources, verbs, resourceNames }) => ({
+        apiGroups,
+        resources,
+        verbs,
+        ...(resourceNames ? { resourceNames } : {}),
+      }));
     await send('POST', `${rbac}/namespaces/${namespace}/roles`, { metadata: { name: full }, rules: own });
     await send('POST', `${rbac}/namespaces/${namespace}/rolebindings`, {
       metadata: { name: full },
@@ -299,6 +310,16 @@ describe('RBAC: the documented rules are enough', () => {
     await ds.blocks.create(blockObject({ cidr: '10.79.0.0/26', pool: 'rb-p4', affinity: 'rb-n2' }));
     await ds.blocks.create(blockObject({ cidr: '10.79.0.64/26', pool: 'rb-p4', affinity: 'rb-n2' }));
     writeFileSync(join(dir, 'plugin-source'), '#!/bin/sh\necho plugin\n');
+    const labels = { app: OWNER };
+    await send('POST', `/apis/apps/v1/namespaces/${NS}/daemonsets`, {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: OWNER },
+      spec: {
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'agent', image: 'busybox' }] } },
+      },
+    });
     const socket = join(dir, 'agent', 'ipam.sock');
     const agent = startAgent('rb-n2', [
       ...['--install-cni', '--cni-bin-dir', join(dir, 'bin'), '--cni-conf-dir', join(dir, 'net.d')],
@@ -309,7 +330,7 @@ describe('RBAC: the documented rules are enough', () => {
         join(dir, 'net.d', 'blockipam.kubeconfig'),
       ],
       ...['--service-account', 'plugin', '--namespace', NS, '--kubeconfig', kubeconfig],
-      ...['--ipam-socket', socket],
+      ...['--ipam-socket', socket, '--owner-daemonset', OWNER],
     ]);
     try {
       await eventually(
@@ -358,6 +379,11 @@ describe('RBAC: the documented rules are enough', () => {
       assert.equal((added.outcome as { kind: string }).kind, 'allocated', JSON.stringify(added));
       const released = await askAgent(socket, 'del', { attachment, node: 'rb-n2' });
       assert.deepEqual(released, { v: NODE_IPAM_PROTOCOL, ok: true, outcome: { released: 1 } });
+      await ds.transport.request('DELETE', `/apis/apps/v1/namespaces/${NS}/daemonsets/${OWNER}`);
+      await agent.waitFor(
+        (l) => l.message === 'conflist and plugin kubeconfig removed',
+        'the conflist removed once its DaemonSet is deleted',
+      );
       assert.deepEqual(await apiErrors(await agent.port(), agent.lines), [], 'no request was refused');
     } catch (error) {
       console.log(

@@ -11,6 +11,7 @@
  * watched Node comes back with another uid (deleted and registered again: the API server revoked
  * the token), {@link CniInstaller.nodeSeen} refreshes at once instead of at the next schedule.
  */
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeTransport } from 'blockipam/core/kube';
 import { errorFields, F } from '../../shared/index.ts';
@@ -59,6 +60,9 @@ export class CniInstaller {
   #timer: NodeJS.Timeout | undefined;
   #token: IssuedToken | undefined;
   #stopped = false;
+  #uninstalled = false;
+  /** The install or refresh in progress (uninstall waits for it, so nothing is written after). */
+  #busy: Promise<unknown> = Promise.resolve();
   /** The Node uid a refresh was last brought forward for ({@link nodeSeen}). */
   #rebindFor: string | undefined;
 
@@ -82,14 +86,20 @@ export class CniInstaller {
    * Installs the three files once.
    * @throws the fs or API error (nothing after the failing step is written)
    */
-  async install(): Promise<void> {
+  install(): Promise<void> {
+    return this.#serial(() => this.#install());
+  }
+
+  async #install(): Promise<void> {
     const o = this.#o;
+    if (this.#uninstalled) return;
     if (o.pluginBinary !== undefined) {
       const target = join(o.cniBinDir, PLUGIN_NAME);
       const copied = await copyFileAtomic(o.pluginBinary, target, MODE_EXECUTABLE);
       this.#log.info(copied ? 'plugin installed' : 'plugin already installed', { [F.path]: target });
     }
     await this.#refresh();
+    if (this.#uninstalled) return;
     const conflist = join(o.cniConfDir, o.conflistName);
     const document = conflistFor({ ...o.conflist, kubeconfig: o.kubeconfigPath });
     await writeFileAtomic(conflist, `${JSON.stringify(document, null, 2)}\n`, MODE_PUBLIC);
@@ -114,9 +124,44 @@ export class CniInstaller {
     this.#schedule(0);
   }
 
+  /** Stops the token refresh; every file stays (a restart or rollout: the node keeps its CNI). */
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
+  }
+
+  /**
+   * Uninstall (the agent's DaemonSet is gone): stops, waits for an install or refresh in
+   * progress, then removes the conflist — the runtime falls back to the next network
+   * configuration in `cniConfDir`, if any — and then the plugin's kubeconfig (its token dies with
+   * the release). The plugin executable stays (a runtime may still run a DEL of it). Idempotent;
+   * a missing file is not an error.
+   * @throws the fs error of a removal that failed (the file then stays)
+   */
+  async uninstall(): Promise<void> {
+    this.stop();
+    if (this.#uninstalled) return;
+    this.#uninstalled = true;
+    await this.#busy.catch(() => undefined);
+    const conflist = join(this.#o.cniConfDir, this.#o.conflistName);
+    await rm(conflist, { force: true });
+    await rm(this.#o.kubeconfigPath, { force: true });
+    this.#log.info('conflist and plugin kubeconfig removed', {
+      [F.path]: conflist,
+      kubeconfig: this.#o.kubeconfigPath,
+    });
+  }
+
+  /** True once {@link uninstall} began. */
+  get uninstalled(): boolean {
+    return this.#uninstalled;
+  }
+
+  /** Runs `work` after the install or refresh in progress, and records it as in progress. */
+  #serial<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#busy.catch(() => undefined).then(work);
+    this.#busy = run;
+    return run;
   }
 
   #schedule(delayMs: number): void {
@@ -124,7 +169,7 @@ export class CniInstaller {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(
       () => {
-        this.#refresh().then(
+        this.#serial(() => this.#refresh()).then(
           () => this.start(),
           (error: unknown) => {
             this.#log.error('token refresh failed; retrying', {
@@ -152,6 +197,7 @@ export class CniInstaller {
       this.#metrics.apiErrors.inc({ operation: 'token', reason: (error as Error).name ?? 'Error' });
       throw error;
     }
+    if (this.#uninstalled) return;
     await writeFileAtomic(this.#o.kubeconfigPath, this.#kubeconfig(token.token), MODE_SECRET);
     this.#token = token;
     this.#metrics.tokenRefreshes.inc({ node: this.#node, result: 'ok' });

@@ -1,0 +1,113 @@
+/**
+ * The uninstall signal (docs/design-agent.md §Uninstall): the agent's own DaemonSet deleted.
+ * `helm uninstall` deletes the DaemonSet before anything else of the agent's (Helm deletes
+ * workloads before RBAC and ServiceAccounts), and the agent's watch of it — authorised when it
+ * was opened — streams the deletion; a restart, a rollout, a crash, a drain or a node reboot
+ * leaves the DaemonSet in place. So "the DaemonSet is gone" tells an uninstall from a restart,
+ * with no hook and no state on the node.
+ *
+ * Watched by name (field selector `metadata.name`, which RBAC's `resourceNames` admits for list
+ * and watch) in the agent's namespace. Gone means: a delete event (also one a re-LIST derives
+ * when the object vanished), an object with `metadata.deletionTimestamp` (foreground deletion),
+ * or at shutdown a GET answering 404 for a DaemonSet this agent has seen
+ * ({@link OwnerWatch.confirmGone}). Nothing else — not an error, not a 401 or 403, not a
+ * DaemonSet never seen (a wrong name must not turn every restart into an uninstall) — counts.
+ */
+import { isNotFound } from 'blockipam/core';
+import type { KubeTransport } from 'blockipam/core/kube';
+import { errorFields, F, watchKind } from '../../shared/index.ts';
+import type { DaemonMetrics, KubeConnection, Logger, WatchedKind, WatchEvent } from '../../shared/index.ts';
+
+/** The fields of a DaemonSet the signal reads. */
+export interface OwnerObject {
+  metadata: { name: string; namespace?: string; uid?: string; deletionTimestamp?: string };
+}
+
+/**
+ * Whether a watch event says the owner is being deleted (pure).
+ * @returns true for a delete event or an object carrying a deletionTimestamp
+ */
+export function ownerGone(event: WatchEvent, object: OwnerObject): boolean {
+  return event === 'delete' || Boolean(object.metadata.deletionTimestamp);
+}
+
+export interface OwnerWatchOptions {
+  /** The DaemonSet's namespace (the agent's own). */
+  readonly namespace: string;
+  /** The DaemonSet's name, e.g. `blockipam-agent`. */
+  readonly name: string;
+  readonly connection: KubeConnection;
+  readonly log: Logger;
+  readonly metrics?: DaemonMetrics;
+  /** Called once, the first time the DaemonSet is seen gone; `reason` says how. */
+  readonly onGone: (reason: string) => void;
+}
+
+export interface OwnerWatch {
+  /** True once the DaemonSet was seen gone. */
+  readonly gone: boolean;
+  /**
+   * At shutdown, when no event said so: GETs the DaemonSet, if it was ever seen; 404 → gone
+   * (onGone called). Never seen, any other answer or an error → not gone (a restart must never
+   * look like an uninstall).
+   */
+  confirmGone(): Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+/** Starts the watch; resolves once its first LIST landed or failed (it retries then). */
+export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch> {
+  const path = `/apis/apps/v1/namespaces/${options.namespace}/daemonsets`;
+  const where = { [F.resource]: `daemonset/${options.namespace}/${options.name}` };
+  let gone = false;
+  let seen = false;
+  const markGone = (reason: string): void => {
+    if (gone) return;
+    gone = true;
+    options.log.info('own DaemonSet deleted: uninstalling the CNI configuration', { ...where, reason });
+    options.onGone(reason);
+  };
+  const watch: WatchedKind<OwnerObject> = await watchKind<OwnerObject>({
+    resource: 'daemonset',
+    path,
+    fieldSelector: `metadata.name=${options.name}`,
+    kubeConfig: options.connection.kubeConfig,
+    transport: options.connection.transport,
+    log: options.log,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
+    onEvent: (event, object) => {
+      if (object.metadata.name !== options.name) return;
+      seen = true;
+      if (ownerGone(event, object)) markGone(event === 'delete' ? 'deleted' : 'deletion started');
+    },
+  });
+  if (watch.synced && watch.get(options.name, options.namespace) === undefined)
+    options.log.warn('own DaemonSet not found: the conflist stays when the agent is removed', where);
+  return {
+    get gone() {
+      return gone;
+    },
+    async confirmGone() {
+      if (gone || !seen) return gone;
+      if (await notFound(options.connection.transport, `${path}/${options.name}`, options.log))
+        markGone('not found at shutdown');
+      return gone;
+    },
+    stop: () => watch.stop(),
+  };
+}
+
+/** True when GET `path` answers 404; false on success or any other error (logged). */
+async function notFound(transport: KubeTransport, path: string, log: Logger): Promise<boolean> {
+  try {
+    await transport.request('GET', path);
+    return false;
+  } catch (error) {
+    if (isNotFound(error)) return true;
+    log.warn('own DaemonSet unreadable at shutdown: the conflist stays', {
+      [F.resource]: path,
+      ...errorFields(error),
+    });
+    return false;
+  }
+}
