@@ -106,6 +106,8 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         '--portmap=true',
         // in the mounted /var/run/blockipam: the plugin on the host finds the socket there
         '--ipam-socket=/var/run/blockipam/agent/ipam.sock',
+        // the uninstall signal: its own DaemonSet's deletion removes the conflist
+        '--owner-daemonset=blockipam-agent',
       ])
         assert.ok(agent.args.includes(arg), `${arg} in ${agent.args.join(' ')}`);
       assert.ok(!agent.args.some((a) => a.startsWith('--mtu')), 'mtu 0: ptp decides');
