@@ -16,7 +16,7 @@ import {
 import type { Logger } from '../shared/index.ts';
 import { CniInstaller } from './install/installer.ts';
 import type { InstallOptions } from './install/installer.ts';
-import { watchOwner } from './install/owner.ts';
+import { followOwner } from './install/owner.ts';
 import { createAgentMetrics } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentOptions } from './options.ts';
@@ -138,7 +138,18 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       if (kind === 'node') installer.nodeSeen(state.nodeObject()?.metadata.uid);
     });
     void installUntilDone(installer, lifecycle, log).then(() => (installed = true));
-    await followOwner(options, { installer, connection, log, metrics, lifecycle });
+    await followOwner(
+      options.ownerDaemonSet === undefined
+        ? undefined
+        : { name: options.ownerDaemonSet, namespace: options.namespace ?? '' },
+      {
+        installer,
+        connection,
+        log,
+        metrics,
+        lifecycle,
+      },
+    );
   }
   upkeep.kick();
 }
@@ -205,45 +216,6 @@ export async function runInstall(options: AgentOptions): Promise<void> {
   } finally {
     connection.close();
   }
-}
-
-/**
- * The uninstall signal (install/owner.ts): with --owner-daemonset, the DaemonSet's deletion
- * removes the conflist and the kubeconfig; at shutdown a 404 for it does too, anything else
- * (a restart, a rollout) only stops the token refresh.
- */
-async function followOwner(
-  options: AgentOptions,
-  deps: {
-    installer: CniInstaller;
-    connection: ReturnType<typeof connectKube>;
-    log: Logger;
-    metrics: AgentMetrics;
-    lifecycle: Lifecycle;
-  },
-): Promise<void> {
-  const { installer, log } = deps;
-  const uninstall = (): Promise<void> =>
-    installer.uninstall().catch((error: unknown) => {
-      log.error('removing the conflist failed', errorFields(error));
-    });
-  if (options.ownerDaemonSet === undefined || options.namespace === undefined) {
-    deps.lifecycle.onStop('install', () => installer.stop());
-    return;
-  }
-  const owner = await watchOwner({
-    namespace: options.namespace,
-    name: options.ownerDaemonSet,
-    connection: deps.connection,
-    log,
-    metrics: deps.metrics,
-    onGone: () => void deps.lifecycle.track(uninstall()),
-  });
-  deps.lifecycle.onStop('install', async () => {
-    installer.stop();
-    if (await owner.confirmGone()) await uninstall();
-    await owner.stop();
-  });
 }
 
 async function installUntilDone(installer: CniInstaller, lifecycle: Lifecycle, log: Logger): Promise<void> {

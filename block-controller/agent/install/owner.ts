@@ -16,7 +16,15 @@
 import { isNotFound } from 'blockipam/core';
 import type { KubeTransport } from 'blockipam/core/kube';
 import { errorFields, F, watchKind } from '../../shared/index.ts';
-import type { DaemonMetrics, KubeConnection, Logger, WatchedKind, WatchEvent } from '../../shared/index.ts';
+import type {
+  DaemonMetrics,
+  KubeConnection,
+  Lifecycle,
+  Logger,
+  WatchedKind,
+  WatchEvent,
+} from '../../shared/index.ts';
+import type { CniInstaller } from './installer.ts';
 
 /** The fields of a DaemonSet the signal reads. */
 export interface OwnerObject {
@@ -110,4 +118,44 @@ async function notFound(transport: KubeTransport, path: string, log: Logger): Pr
     });
     return false;
   }
+}
+
+/**
+ * Wires the signal to the installer for the agent: `owner` undefined (no --owner-daemonset) →
+ * the shutdown only stops the token refresh. Otherwise the DaemonSet's deletion removes the
+ * conflist and the kubeconfig at once ({@link CniInstaller.uninstall}, tracked by the lifecycle);
+ * at shutdown {@link OwnerWatch.confirmGone} decides; anything else (a restart, a rollout) only
+ * stops the token refresh. A failed removal is logged.
+ */
+export async function followOwner(
+  owner: { readonly name: string; readonly namespace: string } | undefined,
+  deps: {
+    readonly installer: CniInstaller;
+    readonly connection: KubeConnection;
+    readonly log: Logger;
+    readonly metrics?: DaemonMetrics;
+    readonly lifecycle: Lifecycle;
+  },
+): Promise<void> {
+  const { installer, log, lifecycle } = deps;
+  if (owner === undefined) {
+    lifecycle.onStop('install', () => installer.stop());
+    return;
+  }
+  const uninstall = (): Promise<void> =>
+    installer.uninstall().catch((error: unknown) => {
+      log.error('removing the conflist failed', errorFields(error));
+    });
+  const watch = await watchOwner({
+    ...owner,
+    connection: deps.connection,
+    log,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    onGone: () => void lifecycle.track(uninstall()),
+  });
+  lifecycle.onStop('install', async () => {
+    installer.stop();
+    if (await watch.confirmGone()) await uninstall();
+    await watch.stop();
+  });
 }
