@@ -170,7 +170,7 @@ test('image and chart: built, packaged and pushed; the registry serves the archi
   };
   // the archive's image manifest, as its index names it
   const index = JSON.parse(
-    execFileSync('tar', ['-xOf', image.archive, 'index.json'], { encoding: 'utf8' }),
+    execFileSync('tar', ['-xOf', image.archive, './index.json'], { encoding: 'utf8' }),
   ) as {
     manifests: { digest: string }[];
   };
