@@ -139,6 +139,7 @@ export { MemoryDatastore } from './datastore/memory.ts';
 export { withSignal } from './datastore/with-signal.ts';
 export { batchedBackoffSleep, createBatchingDatastore } from './datastore/batching.ts';
 export { withBlocks } from './datastore/with-blocks.ts';
+export { isLaterVersion } from './datastore/resource-version.ts';
 export type { BatchingDatastore, BatchingOptions, BatchingStats } from './datastore/batching.ts';
 export { DEFAULT_PAGE_SIZE, listAll } from './datastore/paging.ts';
 export type { ListAllOptions } from './datastore/paging.ts';

@@ -20,6 +20,7 @@ import { createViewDatastore } from '../../block-controller/agent/ipam/view-data
 import type { ViewDatastore } from '../../block-controller/agent/ipam/view-datastore.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
+import { ipamCalls } from '../helpers/ipam-calls.ts';
 
 const NODE = 'lag-1';
 const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
@@ -32,14 +33,7 @@ after(async () => {
 
 const pool: IPPool = { metadata: { name: 'lag' }, spec: { cidr: '10.93.0.0/24', blockSize: 26 } };
 const sig = (): AbortSignal => AbortSignal.timeout(20_000);
-const attachment = (containerID: string) => ({ network: 'net', containerID, ifname: 'eth0' });
-const addCall = (containerID: string) => ({
-  attachment: attachment(containerID),
-  node: NODE,
-  families: [4] as const,
-  pools: { 4: [], 6: [] },
-  staticIPs: [],
-});
+const { attachment, addCall } = ipamCalls(NODE);
 const addressOf = (out: AddOutcome): string => {
   assert.equal(out.kind, 'allocated', JSON.stringify(out));
   return out.kind === 'allocated' ? (out.ips[0]?.address.split('/')[0] ?? '') : '';

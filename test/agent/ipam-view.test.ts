@@ -32,6 +32,7 @@ import { withLastKnownStatus } from '../../block-controller/agent/ipam/status.ts
 import { createAgentMetrics, observeConfirmLists } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
 import { Writable } from 'node:stream';
+import { ipamCalls } from '../helpers/ipam-calls.ts';
 
 const NODE = 'n1';
 const NOW = Date.parse('2026-12-01T00:00:00Z');
@@ -121,14 +122,7 @@ describe('IPAM view datastore', () => {
 
 const sig = (): AbortSignal => AbortSignal.timeout(5_000);
 const quietLog = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
-const attachment = (containerID: string) => ({ network: 'net', containerID, ifname: 'eth0' });
-const addCall = (containerID: string) => ({
-  attachment: attachment(containerID),
-  node: NODE,
-  families: [4] as const,
-  pools: { 4: [], 6: [] },
-  staticIPs: [],
-});
+const { attachment, addCall } = ipamCalls(NODE);
 /** Handles allocated in the API server's (inner) blocks of the node. */
 const handles = async (inner: MemoryDatastore): Promise<string[]> =>
   (await inner.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
@@ -296,15 +290,29 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
+/** The gate of {@link gatedInner}: held while `promise` is set; `sent` is told of each read it holds. */
+interface Gate {
+  promise?: Promise<void>;
+  sent?: () => void;
+}
+
 /**
- * `inner` whose LISTs read the store at once but answer only once the gate set when they were
- * sent (if any) resolves: a LIST in flight across whatever the test does meanwhile.
+ * `inner` whose LISTs and GETs of blocks read the store at once but answer only once the gate set
+ * when they were sent (if any) resolves: a read in flight across whatever the test does meanwhile.
  */
-function gatedInner(inner: MemoryDatastore): { ds: Datastore; gate: { promise?: Promise<void> } } {
-  const gate: { promise?: Promise<void> } = {};
+function gatedInner(inner: MemoryDatastore): { ds: Datastore; gate: Gate } {
+  const gate: Gate = {};
   const ds = withBlocks(inner, {
     ...inner.blocks,
-    get: (n, o) => inner.blocks.get(n, o),
+    async get(n, o) {
+      const held = gate.promise;
+      const got = await inner.blocks.get(n, o);
+      if (held) {
+        gate.sent?.();
+        await held;
+      }
+      return got;
+    },
     listMetadata: (o) => inner.blocks.listMetadata(o),
     listPage: (o) => inner.blocks.listPage(o),
     create: (b, o) => inner.blocks.create(b, o),
@@ -313,7 +321,10 @@ function gatedInner(inner: MemoryDatastore): { ds: Datastore; gate: { promise?: 
     async list(o?: ListOptions) {
       const held = gate.promise; // the gate as it is when the LIST is sent
       const listed = await inner.blocks.list(o);
-      if (held) await held;
+      if (held) {
+        gate.sent?.();
+        await held;
+      }
       return listed;
     },
   });
@@ -429,5 +440,66 @@ describe('confirmation LISTs', () => {
     open.resolve();
     assert.ok(names(await listing).includes(idle.metadata.name), 'the LIST was read before the delete');
     assert.deepEqual(await own(), ['10-70-0-64-26'], 'no zombie');
+  });
+
+  test('a re-read after a lost compare-and-swap, answered after the watch’s DELETE, brings nothing back', async () => {
+    const { inner: memory, watch } = await setup();
+    const { ds: inner, gate } = gatedInner(memory);
+    const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
+    const own = async () => names(await view.blocks.list({ labelSelector: affineSelector(NODE) }));
+    const stale = watch[0]!;
+    // another writer changes the block (the watch has not delivered it): our UPDATE loses
+    const theirs = await memory.blocks.update({
+      ...stale,
+      metadata: { ...stale.metadata, annotations: { mark: 'theirs' } },
+    });
+    const open = deferred();
+    const reading = deferred();
+    gate.promise = open.promise;
+    gate.sent = reading.resolve;
+    const losing = view.blocks.update(stale);
+    await reading.promise; // the re-read has read the block, its answer held
+    gate.promise = undefined;
+    // meanwhile the block is deleted and the watch delivers the DELETE
+    await memory.blocks.delete(theirs.metadata.name, { resourceVersion: theirs.metadata.resourceVersion! });
+    watch.splice(watch.indexOf(stale), 1);
+    view.observe(theirs);
+    open.resolve();
+    await assert.rejects(losing, (e) => isConflict(e));
+    assert.deepEqual(await own(), ['10-70-0-64-26'], 'no zombie: the re-read’s older copy is not laid');
+  });
+
+  test('a copy read before the watch’s newer one never replaces it', async () => {
+    const { inner: memory, watch } = await setup();
+    const { ds: inner, gate } = gatedInner(memory);
+    const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
+    const stale = watch[0]!;
+    const theirs = await memory.blocks.update({
+      ...stale,
+      metadata: { ...stale.metadata, annotations: { mark: 'theirs' } },
+    });
+    const open = deferred();
+    const reading = deferred();
+    gate.promise = open.promise;
+    gate.sent = reading.resolve;
+    const losing = view.blocks.update(stale);
+    await reading.promise;
+    gate.promise = undefined;
+    // a later write arrives through the watch before the re-read answers
+    const newest = await memory.blocks.update({
+      ...theirs,
+      metadata: { ...theirs.metadata, annotations: { mark: 'newest' } },
+    });
+    watch[0] = newest;
+    view.observe(newest);
+    open.resolve();
+    await assert.rejects(losing, (e) => isConflict(e));
+    // deleting it without preconditions takes the view's resourceVersion: the watch's, not the re-read's
+    await view.blocks.delete(newest.metadata.name);
+    assert.deepEqual(
+      names(await view.blocks.list({ labelSelector: affineSelector(NODE) })),
+      ['10-70-0-64-26'],
+      'the deletion is laid at the newest resourceVersion: the watch’s copy does not show through',
+    );
   });
 });

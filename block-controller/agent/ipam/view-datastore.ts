@@ -17,12 +17,22 @@
  * there — for a DEL or CHECK that found nothing in the view (core's NodeIpamOptions.authority).
  * Such confirmation LISTs are shared: one in flight at a time per selector, and the callers that
  * arrive meanwhile share the next one (sent once the first has answered, so after they missed).
- * A block a LIST answered by the inner datastore is laid over the view like a write, unless
- * that could take the view backwards: when the view holds a deletion of it at the listed
- * resourceVersion or later, or the watch holds no copy of it (a DELETE the watch delivered
- * would leave such an overlay forever). The caller gets the LIST's answer either way.
+ * Every copy of a block laid over the view — a write's answer, the re-read after a lost
+ * compare-and-swap, a LIST answered by the inner datastore — keeps the newer copy (`fresher`, one
+ * rule): it is not laid when the view already has the block at a later resourceVersion (an
+ * overlay of ours, or the watch's copy), nor over a deletion of ours at its resourceVersion or
+ * later, nor, for a copy read rather than written, when the watch holds no copy of the block (a
+ * DELETE the watch delivered would leave such an overlay forever). The caller gets what it read
+ * either way.
  */
-import { isConflict, isNotFound, matchesSelector, nodeLabel, withBlocks } from 'blockipam/core';
+import {
+  isConflict,
+  isLaterVersion as later,
+  isNotFound,
+  matchesSelector,
+  nodeLabel,
+  withBlocks,
+} from 'blockipam/core';
 import type {
   Datastore,
   DeletePreconditions,
@@ -82,16 +92,6 @@ interface Overlay {
   readonly resourceVersion: string;
 }
 
-/**
- * True when `a` is a later resourceVersion than `b`. Kubernetes' are etcd revisions (decimal
- * integers) in practice; anything else is taken as not later, so a watch event always replaces
- * an overlay it cannot be compared with.
- */
-function later(a: string | undefined, b: string | undefined): boolean {
-  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
-  return BigInt(a) > BigInt(b);
-}
-
 /** True when every object `selector` selects carries label `key` (matchLabels, Exists, In). */
 function requiresLabel(selector: LabelSelector | undefined, key: string): boolean {
   return (
@@ -131,10 +131,33 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
   const stats: ViewStats = { viewLists: 0, blockReads: 0, directLists: 0, confirmLists: 0 };
   const current = options.current ?? (() => true);
 
-  const lay = (name: string, block: IPAMBlock | undefined, resourceVersion: string | undefined): void => {
+  /**
+   * True when a copy of block `name` at `resourceVersion` is not older than what the view has:
+   * no overlay of ours at a later resourceVersion, no deletion of ours at this one or later (the
+   * copy was read before the delete), no watched copy at a later one; and, for a copy `read`
+   * rather than written, a watched copy at all (the watch may have delivered its DELETE already).
+   * resourceVersions that cannot be compared count as equally new (core's isLaterVersion).
+   */
+  const fresher = (name: string, resourceVersion: string | undefined, read: boolean): boolean => {
+    const overlay = overlays.get(name);
+    if (overlay?.block && later(overlay.resourceVersion, resourceVersion)) return false;
+    if (overlay && !overlay.block && !later(resourceVersion, overlay.resourceVersion)) return false;
+    const seen = options.watched().find((b) => b.metadata.name === name);
+    return seen ? !later(seen.metadata.resourceVersion, resourceVersion) : !read;
+  };
+
+  /** Lays `block` (a write's answer, or `read` from the inner datastore) over the view when `fresher`. */
+  const lay = (block: IPAMBlock, read: boolean): void => {
+    const { name, resourceVersion } = block.metadata;
+    if (!fresher(name, resourceVersion, read)) return;
+    overlays.set(name, { block: structuredClone(block), resourceVersion: resourceVersion ?? '' });
+  };
+
+  /** Lays our deletion of `name`, known at `resourceVersion`, unless an overlay of ours is later. */
+  const layDeletion = (name: string, resourceVersion: string | undefined): void => {
     const current = overlays.get(name);
     if (current && later(current.resourceVersion, resourceVersion)) return;
-    overlays.set(name, { block: block && structuredClone(block), resourceVersion: resourceVersion ?? '' });
+    overlays.set(name, { block: undefined, resourceVersion: resourceVersion ?? '' });
   };
 
   const covers = (selector: LabelSelector | undefined): boolean => requiresLabel(selector, key);
@@ -162,29 +185,21 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     stats.blockReads += 1;
     try {
       const fresh = await inner.blocks.get(name, signal ? { signal } : {});
-      if (fresh) lay(name, fresh, fresh.metadata.resourceVersion);
+      if (fresh) lay(fresh, true);
     } catch {
       // the caller's own error goes back; the watch will catch up
     }
   };
 
   /**
-   * A LIST of the node's blocks from the inner datastore, laid over the view (never backwards:
-   * not over a deletion at the listed version or later — the LIST was in flight across our
-   * DELETE — and not for a block the watch holds no copy of — its DELETE may be delivered
-   * already, and nothing would remove the overlay; the caller uses the answer regardless).
+   * A LIST of the node's blocks from the inner datastore, each block laid over the view when
+   * `fresher` (the LIST may have been in flight across our DELETE, or the watch's); the caller
+   * uses the answer regardless.
    */
   const fromInner = async (listOptions: ListOptions | undefined): Promise<IPAMBlock[]> => {
     stats.directLists += 1;
     const listed = await inner.blocks.list(listOptions);
-    const watched = new Set(options.watched().map((b) => b.metadata.name));
-    for (const b of listed) {
-      const { name, resourceVersion } = b.metadata;
-      const overlay = overlays.get(name);
-      if (overlay && !overlay.block && !later(resourceVersion, overlay.resourceVersion)) continue;
-      if (!watched.has(name)) continue;
-      lay(name, b, resourceVersion);
-    }
+    for (const b of listed) lay(b, true);
     return listed;
   };
 
@@ -241,18 +256,18 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     listPage: (o) => inner.blocks.listPage(o),
     async create(object, callOptions) {
       const created = await inner.blocks.create(object, callOptions);
-      lay(created.metadata.name, created, created.metadata.resourceVersion);
+      lay(created, false);
       return created;
     },
     async update(object, callOptions) {
       const name = object.metadata.name;
       try {
         const updated = await inner.blocks.update(object, callOptions);
-        lay(name, updated, updated.metadata.resourceVersion);
+        lay(updated, false);
         return updated;
       } catch (error) {
         if (isConflict(error)) await reread(name, callOptions?.signal);
-        if (isNotFound(error)) lay(name, undefined, object.metadata.resourceVersion);
+        if (isNotFound(error)) layDeletion(name, object.metadata.resourceVersion);
         throw error;
       }
     },
@@ -264,10 +279,10 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
       try {
         await inner.blocks.delete(name, preconditions, callOptions);
       } catch (error) {
-        if (isNotFound(error)) lay(name, undefined, known);
+        if (isNotFound(error)) layDeletion(name, known);
         throw error;
       }
-      lay(name, undefined, known);
+      layDeletion(name, known);
     },
   };
 
