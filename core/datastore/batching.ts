@@ -34,7 +34,8 @@ import type { IPAMBlock } from '../resources.ts';
 import { abortable, idleOf, isToken, tokenMinter, waiterFor, withVersion } from './batching-queue.ts';
 import type { BusyBlock, Waiter } from './batching-queue.ts';
 import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
-import type { CallOptions, Datastore, DeletePreconditions, ResourceStore } from './datastore.ts';
+import type { CallOptions, Datastore, DeletePreconditions, ListOptions, ResourceStore } from './datastore.ts';
+import { isLaterVersion } from './resource-version.ts';
 import { withBlocks } from './with-blocks.ts';
 
 /** Options of {@link createBatchingDatastore}. */
@@ -84,6 +85,17 @@ export interface BatchingStats {
 export interface BatchingDatastore extends Datastore {
   /** A copy of the counters. */
   stats(): BatchingStats;
+  /**
+   * This datastore — the same batched block writes, busy blocks and counters — with block LISTs
+   * read from `reads` instead of `inner` (a datastore over the same blocks: the node agent's view
+   * answers from a watch, `reads` at the API server), the busy blocks' speculative states laid
+   * over them as over `inner`'s. A busy block `reads` lists at a later resourceVersion than the
+   * one its batch was computed on (core's isLaterVersion: another writer changed it, so that
+   * UPDATE will lose its compare-and-swap) is not overlaid: the LIST waits until that block is
+   * idle and answers `reads`' copy. Everything else as this datastore.
+   * @param reads where block LISTs go; its other stores are not used
+   */
+  readingFrom(reads: Datastore): Datastore;
 }
 
 /**
@@ -94,7 +106,11 @@ export interface BatchingDatastore extends Datastore {
  */
 export function createBatchingDatastore(inner: Datastore, options: BatchingOptions = {}): BatchingDatastore {
   const blocks = new BatchingBlocks(inner.blocks, options);
-  return { ...withBlocks(inner, blocks), stats: () => ({ ...blocks.stats }) } satisfies BatchingDatastore;
+  return {
+    ...withBlocks(inner, blocks),
+    stats: () => ({ ...blocks.stats }),
+    readingFrom: (reads) => withBlocks(inner, blocks.readingFrom(reads.blocks)),
+  } satisfies BatchingDatastore;
 }
 
 // 10 ms: about one API-server write round trip (~8 ms measured). A 409 under batching means
@@ -179,6 +195,32 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
   async list(...args: Parameters<ResourceStore<IPAMBlock>['list']>): Promise<IPAMBlock[]> {
     const got = await this.#inner.list(...args);
     return overlayList(got, this.#states(), args[0]?.labelSelector);
+  }
+
+  /** This store with LISTs from `reads` (BatchingDatastore.readingFrom). */
+  readingFrom(reads: ResourceStore<IPAMBlock>): ResourceStore<IPAMBlock> {
+    return {
+      get: (name, options) => this.get(name, options),
+      list: (options) => this.#listFrom(reads, options),
+      listMetadata: (options) => this.listMetadata(options),
+      listPage: (options) => this.listPage(options),
+      create: (object, options) => this.create(object, options),
+      update: (object, options) => this.update(object, options),
+      delete: (name, preconditions, options) => this.delete(name, preconditions, options),
+    };
+  }
+
+  /**
+   * `reads`' LIST with the speculative states laid over it, except a busy block listed at a later
+   * resourceVersion than its batch's base: waited for until idle, `reads`' copy kept.
+   */
+  async #listFrom(reads: ResourceStore<IPAMBlock>, options?: ListOptions): Promise<IPAMBlock[]> {
+    const listed = await reads.list(options);
+    const version = new Map(listed.map((b) => [b.metadata.name, b.metadata.resourceVersion]));
+    const behind = (busy: BusyBlock): boolean => isLaterVersion(version.get(busy.name), busy.baseVersion);
+    await Promise.all([...this.#busy.values()].filter(behind).map((busy) => idleOf(busy, options?.signal)));
+    const states = [...this.#busy.values()].filter((busy) => !behind(busy)).map((b) => this.#speculative(b));
+    return overlayList(listed, states, options?.labelSelector);
   }
 
   async listMetadata(...args: Parameters<ResourceStore<IPAMBlock>['listMetadata']>) {

@@ -502,4 +502,34 @@ describe('confirmation LISTs', () => {
       'the deletion is laid at the newest resourceVersion: the watch’s copy does not show through',
     );
   });
+
+  test('concurrent DELs confirmed at the API server release in batched UPDATEs', async () => {
+    const { inner, view } = await setup();
+    // the plugin's direct path allocated N addresses in the node's block; the view has none
+    const direct = createNodeIpam({ ds: inner, inputs: datastoreInputs(inner) });
+    const N = 12;
+    for (let i = 0; i < N; i++) assert.equal((await direct.add(addCall(`b${i}`), sig())).kind, 'allocated');
+    const { ipam, batching } = agentNodeIpam({
+      node: NODE,
+      view,
+      authority: view.direct,
+      inputs: datastoreInputs(inner),
+      log: quietLog,
+      sleep: () => Promise.resolve(), // a lost race retries at once: the memory store answers in a tick
+    });
+    const writesBefore = inner.stats.writes;
+    const dels = await Promise.all(
+      Array.from({ length: N }, (_, i) => ipam.del({ attachment: attachment(`b${i}`), node: NODE }, sig())),
+    );
+    assert.deepEqual(
+      dels,
+      Array.from({ length: N }, () => ({ released: 1 })),
+    );
+    assert.deepEqual(await handles(inner), [], 'every address released at the API server');
+    assert.ok(view.stats.confirmLists >= 1, 'the DELs were confirmed at the API server');
+    const puts = inner.stats.writes - writesBefore;
+    assert.equal(puts, batching.stats().updatesSent, 'every block UPDATE went through the batches');
+    assert.equal(batching.stats().changesWritten, N);
+    assert.ok(puts <= 3, `${puts} block UPDATEs for ${N} DELs: ${JSON.stringify(batching.stats())}`);
+  });
 });

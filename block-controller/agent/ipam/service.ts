@@ -3,7 +3,8 @@
  * service over core's batching datastore over the view of the node's blocks, with the allocator
  * options batching calls for — core's backoff capped at 10 ms between compare-and-swap retries
  * (core's `batchedBackoffSleep`): a 409 under batching means another writer, and the callers of
- * the failed batch come back together in one UPDATE.
+ * the failed batch come back together in one UPDATE. The authority that confirms a miss is read
+ * through the same batching datastore, so a confirmed DEL's release is batched too.
  */
 import { batchedBackoffSleep, createBatchingDatastore } from 'blockipam/core';
 import type { AllocatorOptions, BatchingDatastore, Datastore } from 'blockipam/core';
@@ -19,7 +20,9 @@ export interface AgentServiceOptions {
   /**
    * Where a DEL or CHECK that found nothing for its handle in `view` looks again before answering
    * (core's NodeIpamOptions.authority): the view's `direct` side, whose LIST of the node's blocks
-   * reaches the API server. Absent: `view` alone answers.
+   * reaches the API server. Only its LISTs are used: the service reads them through the batching
+   * datastore (BatchingDatastore.readingFrom), so what such a DEL releases goes out in the same
+   * batched UPDATEs as every other change. Absent: `view` alone answers.
    */
   readonly authority?: Datastore;
   readonly inputs: NodeInputs;
@@ -56,7 +59,8 @@ export function agentNodeIpam(options: AgentServiceOptions): AgentService {
   };
   const ipam = createNodeIpam({
     ds: batching,
-    ...(options.authority ? { authority: options.authority } : {}),
+    // a confirmed DEL writes through the same batches as every other change
+    ...(options.authority ? { authority: batching.readingFrom(options.authority) } : {}),
     inputs: options.inputs,
     allocator,
   });
