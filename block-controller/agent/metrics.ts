@@ -155,7 +155,7 @@ export function observeBatching(
 
 /**
  * Exposes the view's confirmation LISTs (ViewStats.confirmLists: LISTs of the node's blocks sent
- * to the API server to confirm a DEL or CHECK that found nothing in the view) as
+ * to the API server to confirm a DEL or CHECK the view may answer only in part) as
  * `blockipam_agent_ipam_confirm_lists_total{node}`, read at scrape time; 0 from the start.
  * @param count the count now (monotonic)
  */
@@ -167,7 +167,7 @@ export function observeConfirmLists(
   let seen = 0;
   new Counter({
     name: `${P}ipam_confirm_lists_total`,
-    help: "LISTs of the node's blocks the IPAM server sent to the API server to confirm a DEL or CHECK that found nothing for its handle in the view (concurrent ones share a LIST; a DEL of a handle the agent released lately sends none)",
+    help: "LISTs of the node's blocks the IPAM server sent to the API server to confirm a DEL or CHECK the view may answer only in part (concurrent ones share a LIST; a DEL of a handle the agent allocated or released lately, found whole in the view, sends none)",
     labelNames: ['node'],
     registers: [metrics.registry],
     collect() {

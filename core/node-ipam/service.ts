@@ -16,7 +16,7 @@ import { releaseForGC } from '../allocator/gc.ts';
 import { findByHandle, releaseByHandle } from '../allocator/release.ts';
 import { assignIP } from '../allocator/static-assign.ts';
 import { handleOf } from '../allocator/types.ts';
-import type { AssignRequestBase } from '../allocator/types.ts';
+import type { AllocatedAddress, AssignRequestBase, ReleaseResult } from '../allocator/types.ts';
 import { IP_ADDRS_ANNOTATION } from '../annotations.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import { withSignal } from '../datastore/with-signal.ts';
@@ -34,6 +34,7 @@ import type {
   StatusCall,
   StatusOutcome,
 } from './protocol.ts';
+import { allocatedHandles, releasedHandles } from './handle-memory.ts';
 import { poolStatus } from './status.ts';
 import type { NodeIpam } from './types.ts';
 
@@ -41,13 +42,21 @@ export interface NodeIpamOptions {
   /** Where the blocks are read and written (compare-and-swap); also what GC reads pods from. */
   readonly ds: Datastore;
   /**
-   * Where a DEL or CHECK looks again when `ds` found nothing for its handle, before answering
-   * "released 0" or "missing": a datastore whose LIST of the node's blocks reaches the API server,
-   * given when `ds` answers that LIST from a watch (the agent's view), which may not have seen
-   * another writer's allocation yet. Default: none (`ds` is read at the API server already).
-   * A DEL's miss on a handle this service itself released (DEL or released-by-DEL, within the
-   * last 10 min, the last 4,096 such handles; an ADD of the handle forgets it) is taken as
-   * confirmed and does not look again: kubelet's second DEL of every pod costs no LIST.
+   * A datastore whose LIST of the node's blocks reaches the API server, given when `ds` answers
+   * that LIST from a watch (the agent's view), which may not have seen another writer's
+   * allocation yet; its writes should go where `ds`'s go (the agent's: the same batches).
+   * Default: none (`ds` is read at the API server already, and alone answers).
+   *
+   * A DEL answers from `ds` alone only when `ds` accounts for every allocation of the handle:
+   * this service's ADD allocated the handle (the last 4,096 such handles) and `ds` found each of
+   * those addresses (released, or refused for another pod UID); or this service released the
+   * handle lately (DEL, within 10 min, the last 4,096; an ADD forgets it)
+   * and `ds` finds nothing of it — kubelet's second DEL of every pod costs no LIST. Otherwise —
+   * a handle another writer allocated (the plugin's direct path, or before this service
+   * started: `ds` may hold part of it or nothing), or one `ds` holds less of than this service
+   * allocated — the DEL releases through `authority` (1 LIST + the UPDATEs). A CHECK looks
+   * again through `authority` when `ds` finds nothing for the handle or not every expected
+   * address.
    */
   readonly authority?: Datastore;
   /** Snapshot, node labels, pod and namespace (inputs.ts; `datastoreInputs(ds)` reads each time). */
@@ -93,34 +102,12 @@ function decorate(out: AddOutcome, call: AddCall, pc: PodContext): AddOutcome {
   return out.kind === 'allocated' && pc.podNotFound ? { ...out, podNotFound: true } : out;
 }
 
-/** How many handles this service released are remembered (FIFO), and for how long (ms). */
-const RELEASED_MAX = 4_096;
-const RELEASED_TTL_MS = 10 * 60_000;
-
-/**
- * The handles this service released lately (handle → ms it was released): bounded FIFO of
- * {@link RELEASED_MAX}, entries older than {@link RELEASED_TTL_MS} do not count.
- */
-function releasedHandles(clock: () => number): {
-  add(handle: string): void;
-  has(handle: string): boolean;
-  forget(handle: string): void;
-} {
-  const at = new Map<string, number>();
+/** Both releases' results, each address once (the second ran after the first had written). */
+function merged(a: ReleaseResult, b: ReleaseResult): ReleaseResult {
+  const seen = new Set(a.released.map((x) => x.address));
   return {
-    add(handle) {
-      at.delete(handle); // re-inserted last: FIFO by latest release
-      at.set(handle, clock());
-      while (at.size > RELEASED_MAX) at.delete(at.keys().next().value!);
-    },
-    has(handle) {
-      const t = at.get(handle);
-      if (t === undefined) return false;
-      if (clock() - t < RELEASED_TTL_MS) return true;
-      at.delete(handle);
-      return false;
-    },
-    forget: (handle) => void at.delete(handle),
+    released: [...a.released, ...b.released.filter((x) => !seen.has(x.address))],
+    refused: b.refused,
   };
 }
 
@@ -129,15 +116,16 @@ function releasedHandles(clock: () => number): {
  * snapshot and node labels from the inputs (passed into core's request: core reads neither
  * again), then core's assignIP (static: `call.staticIPs`, else the pod annotation's) or
  * autoAssign — warm: 1 LIST of the node's blocks + 1 UPDATE. DEL: core's releaseByHandle over the
- * node's blocks with the pod UID precondition. CHECK: findByHandle. DEL and CHECK that find
- * nothing for the handle look again through `authority` when given (1 more LIST; not for a DEL
- * of a handle this service released lately — see NodeIpamOptions.authority). GC:
- * releaseForGC. STATUS: poolStatus on the inputs' snapshot and labels.
+ * node's blocks with the pod UID precondition. CHECK: findByHandle. With `authority`, a DEL or
+ * CHECK that `ds` may answer only in part goes to it (1 more LIST; the rule: see
+ * NodeIpamOptions.authority). GC: releaseForGC. STATUS: poolStatus on the inputs' snapshot and
+ * labels.
  */
 export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
   const { ds, inputs, authority } = options;
   const core = (signal: AbortSignal): AllocatorOptions => ({ ...options.allocator, signal });
   const released = releasedHandles(options.allocator?.clock ?? Date.now);
+  const allocated = allocatedHandles();
 
   async function add(call: AddCall, signal: AbortSignal): Promise<AddOutcome> {
     const [pc, snapshot, nodeLabels] = await Promise.all([
@@ -167,25 +155,44 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
             { ...base, ipv4: call.families.includes(4), ipv6: call.families.includes(6) },
             core(signal),
           );
+    if (assigned.ok)
+      allocated.set(
+        base.handle,
+        [assigned.ipv4, assigned.ipv6].flatMap((a) => (a ? [a.address] : [])),
+      );
     return decorate(toAddOutcome(assigned), call, pc);
   }
 
   async function del(call: DelCall, signal: AbortSignal): Promise<DelOutcome> {
     const handle = handleOfAttachment(call.attachment);
     const query = { node: call.node, ...(call.podUID !== undefined ? { podUID: call.podUID } : {}) };
-    let r = await releaseByHandle(ds, handle, query, core(signal));
-    // Nothing found (not merely refused): the view may lag another writer; ask the authority —
-    // unless this service released the handle itself lately (kubelet's second DEL of a pod).
-    if (authority && r.released.length === 0 && r.refused.length === 0 && !released.has(handle))
-      r = await releaseByHandle(authority, handle, query, core(signal));
-    if (r.released.length > 0) released.add(handle);
+    const release = (store: Datastore): Promise<ReleaseResult> =>
+      releaseByHandle(store, handle, query, core(signal));
+    const mine = allocated.get(handle);
+    let r: ReleaseResult;
+    if (!authority) r = await release(ds);
+    else if (!mine && !released.has(handle))
+      r = await release(authority); // another writer's: ds may hold part
+    else {
+      // NodeIpamOptions.authority: ds answers when it accounts for every allocation of the handle
+      r = await release(ds);
+      const found = [...r.released, ...r.refused].map((a) => a.address);
+      const whole = mine ? mine.every((a) => found.includes(a)) : found.length === 0;
+      if (!whole) r = merged(r, await release(authority));
+    }
+    if (r.released.length > 0) {
+      allocated.forget(handle);
+      released.add(handle);
+    }
     return { released: r.released.length };
   }
 
   async function check(call: CheckCall, signal: AbortSignal): Promise<CheckOutcome> {
     const handle = handleOfAttachment(call.attachment);
     let found = await findByHandle(withSignal(ds, signal), handle, { node: call.node });
-    if (authority && found.length === 0)
+    const lacks = (f: readonly AllocatedAddress[]): boolean =>
+      f.length === 0 || call.expectedIPs.some((ip) => !f.some((a) => a.address === ip));
+    if (authority && lacks(found))
       found = await findByHandle(withSignal(authority, signal), handle, { node: call.node });
     if (found.length === 0)
       return { kind: 'missing', message: `no address is allocated to ${handle} on node ${call.node}` };

@@ -193,6 +193,40 @@ describe('DEL and CHECK on a view that lags another writer', () => {
     assert.equal(view.stats.directLists, 0);
   });
 
+  test('DEL of a dual-stack handle the view holds only in part releases both addresses', async () => {
+    const v6 = pool({ cidr: 'fd00:70::/112', blockSize: 122 });
+    const inner = new MemoryDatastore({
+      pools: [pool(), { ...v6, metadata: { ...v6.metadata, name: 'v6' } }],
+    });
+    const b4 = block('10.70.0.0/26', NODE);
+    const b6 = newBlock({ cidr: parseCidr('fd00:70::/122')!, pool: 'v6', node: NODE, nowMs: NOW });
+    for (const b of [b4, b6]) await inner.blocks.create(b);
+    const before6 = await inner.blocks.get(b6.metadata.name);
+    // the plugin's direct path allocates both families under one handle
+    const added = await createNodeIpam({ ds: inner, inputs: datastoreInputs(inner) }).add(
+      addCall('ds1', [4, 6]),
+      sig(),
+    );
+    assert.equal(added.kind === 'allocated' ? added.ips.length : 0, 2, JSON.stringify(added));
+    // the watch delivered the IPv4 block's UPDATE, not yet the IPv6 block's
+    const watch = [(await inner.blocks.get(b4.metadata.name))!, before6!];
+    const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
+    const ipam = agentIpam(inner, view);
+    const ips = added.kind === 'allocated' ? added.ips.map((ip) => ip.address.split('/')[0] ?? '') : [];
+    const check = { attachment: attachment('ds1'), node: NODE, expectedIPs: ips };
+    assert.deepEqual(
+      await ipam.check(check, sig()),
+      { kind: 'ok' },
+      'CHECK confirms the address the view lacks',
+    );
+    assert.deepEqual(await ipam.del({ attachment: attachment('ds1'), node: NODE }, sig()), { released: 2 });
+    const left = (await inner.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
+      Object.values(b.spec.allocations).map((a) => a.handle),
+    );
+    assert.deepEqual(left, [], 'both released at the API server: no leak');
+    assert.equal(view.stats.confirmLists, 2, 'CHECK, then DEL of a handle the agent did not allocate');
+  });
+
   test('while the watch is not current, LISTs of the node’s blocks go to the API server', async () => {
     let current = false;
     const { inner, view } = await setup(() => current);

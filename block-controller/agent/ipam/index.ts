@@ -1,7 +1,7 @@
 /**
  * The agent's IPAM server, wired (docs/design-agent.md §IPAM server): the socket server
  * (server.ts) answering with core's node IPAM service over the batching datastore over the view
- * of the node's blocks (service.ts, view-datastore.ts; DEL and CHECK confirm a miss through its `direct`
+ * of the node's blocks (service.ts, view-datastore.ts; DEL and CHECK the view may answer only in part confirm through its `direct`
  * side), with inputs from the watches (inputs.ts) and STATUS falling back to the last known state
  * (status.ts). The view is made before the watches start and shared with upkeep (its claims and
  * releases are laid over it like the service's writes). The service is made at the first request

@@ -3,7 +3,7 @@
  * service over core's batching datastore over the view of the node's blocks, with the allocator
  * options batching calls for — core's backoff capped at 10 ms between compare-and-swap retries
  * (core's `batchedBackoffSleep`): a 409 under batching means another writer, and the callers of
- * the failed batch come back together in one UPDATE. The authority that confirms a miss is read
+ * the failed batch come back together in one UPDATE. The authority that confirms a DEL or CHECK is read
  * through the same batching datastore, so a confirmed DEL's release is batched too.
  */
 import { batchedBackoffSleep, createBatchingDatastore } from 'blockipam/core';
@@ -18,7 +18,7 @@ export interface AgentServiceOptions {
   /** Where the batching datastore reads and writes: the view of the node's blocks. */
   readonly view: Datastore;
   /**
-   * Where a DEL or CHECK that found nothing for its handle in `view` looks again before answering
+   * Where a DEL or CHECK that `view` may answer only in part looks (core's rule, NodeIpamOptions.authority) before answering
    * (core's NodeIpamOptions.authority): the view's `direct` side, whose LIST of the node's blocks
    * reaches the API server. Only its LISTs are used: the service reads them through the batching
    * datastore (BatchingDatastore.readingFrom), so what such a DEL releases goes out in the same

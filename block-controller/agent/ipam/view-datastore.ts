@@ -14,7 +14,7 @@
  * a handle holds nothing (another writer's allocation the watch has not delivered yet), so:
  * while the watch is not current (`current()` false: disconnected or not listed yet) such a LIST
  * goes to the inner datastore, and `direct` is the same datastore with such LISTs always sent
- * there — for a DEL or CHECK that found nothing in the view (core's NodeIpamOptions.authority).
+ * there — for a DEL or CHECK the view may answer only in part (core's NodeIpamOptions.authority).
  * Such confirmation LISTs are shared: one in flight at a time per selector, and the callers that
  * arrive meanwhile share the next one (sent once the first has answered, so after they missed).
  * Every copy of a block laid over the view — a write's answer, the re-read after a lost
@@ -63,7 +63,7 @@ export interface ViewStats {
   blockReads: number;
   /** LISTs of the node's blocks sent to the inner datastore (watch not current, or `direct`). */
   directLists: number;
-  /** Of those, LISTs `direct` sent to confirm a miss (shared by concurrent callers). */
+  /** Of those, LISTs `direct` sent to confirm a DEL or CHECK (shared by concurrent callers). */
   confirmLists: number;
 }
 
@@ -71,8 +71,8 @@ export interface ViewDatastore extends Datastore {
   readonly stats: ViewStats;
   /**
    * The same datastore (writes laid over the view), except that LISTs of the node's blocks go to
-   * the inner datastore, their answer laid over the view: for a DEL or CHECK that found nothing
-   * for its handle in the view, before it answers so. Concurrent callers with the same selector
+   * the inner datastore, their answer laid over the view: for a DEL or CHECK the view may answer
+   * only in part (core's NodeIpamOptions.authority). Concurrent callers with the same selector
    * share LISTs: at most one in flight and one pending (sent when the first answers); each
    * caller gets its own copy of the answer; a caller's signal rejects its own wait only.
    */
