@@ -155,6 +155,9 @@ export type { AllocationAnnotation, AllocationAnnotations } from './annotations.
 
 export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts';
 export { ApiError, isApiError } from './errors/api-error.ts';
+export { apiRefusalOf, deniedBy } from './errors/api-refusal.ts';
+export type { ApiRefusal, ApiRefusalKind } from './errors/api-refusal.ts';
+export { boundMessage, MAX_MESSAGE_CHARS } from './errors/bounded-message.ts';
 export { ConflictError, isConflict } from './errors/conflict.ts';
 export { DecodeError, isDecodeError } from './errors/decode-error.ts';
 export { ExpiredError, isExpired } from './errors/expired.ts';

@@ -7,10 +7,13 @@ export class ApiError extends Error {
   override readonly name: string = 'ApiError';
   /** HTTP status, 0 when no response. */
   readonly status: number;
+  /** The Kubernetes Status `reason` of the answer ("Forbidden", "Unauthorized" …), when it gave one. */
+  readonly reason?: string;
 
-  constructor(message: string, status: number, options?: { cause?: unknown }) {
+  constructor(message: string, status: number, options?: { cause?: unknown; reason?: string }) {
     super(message, options);
     this.status = status;
+    if (options?.reason) this.reason = options.reason;
   }
 }
 

@@ -6,10 +6,13 @@ export class InvalidError extends Error {
   override readonly name = 'InvalidError';
   /** HTTP status (422 or 400). */
   readonly status: number;
+  /** The Kubernetes Status `reason` ("Invalid", "BadRequest" …), when the answer gave one. */
+  readonly reason?: string;
 
-  constructor(message: string, status = 422) {
+  constructor(message: string, status = 422, options?: { reason?: string }) {
     super(message);
     this.status = status;
+    if (options?.reason) this.reason = options.reason;
   }
 }
 

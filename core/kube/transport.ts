@@ -265,9 +265,10 @@ export function errorFor(status: number, text: string, what: string): Error {
       ? new AlreadyExistsError(object, message)
       : new ConflictError(object, message);
   if (status === 410) return new ExpiredError(what, `${what}: HTTP 410: ${message}`);
-  if (status === 422 || status === 400) return new InvalidError(message, status);
+  const reason = parsed.reason ? { reason: parsed.reason } : {};
+  if (status === 422 || status === 400) return new InvalidError(message, status, reason);
   if (status === 429 || status >= 500) return new UnavailableError(`${what}: HTTP ${status}: ${message}`);
-  return new ApiError(`${what}: HTTP ${status}: ${message}`, status);
+  return new ApiError(`${what}: HTTP ${status}: ${message}`, status, reason);
 }
 
 // A TLS failure, by the socket error's code (Node's and Bun's: OpenSSL verification codes,

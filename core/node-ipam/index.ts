@@ -6,8 +6,8 @@
  */
 export * from './protocol.ts';
 export type { NodeIpam } from './types.ts';
-export { errorKindOf } from './errors.ts';
-export { nodeMismatchMessage, servedNodeProblem } from './node-check.ts';
+export { errorKindOf, nodeIpamErrorOf } from './errors.ts';
+export { credentialNodeProblem, nodeMismatchMessage, servedNodeProblem } from './node-check.ts';
 export { createNodeIpam } from './service.ts';
 export type { NodeIpamOptions } from './service.ts';
 export { datastoreInputs } from './inputs.ts';

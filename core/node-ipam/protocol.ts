@@ -5,8 +5,9 @@
  * newline, then closes. Both ends validate what they receive with {@link parseRequest} /
  * {@link parseResponse}; a document of another `v` is refused by name, never guessed at.
  *
- * Dependency-free on purpose: the plugin's start-up path loads this module and nothing of the
- * allocator (docs/design-plugin.md §Runtime).
+ * Dependency-free on purpose: the plugin's start-up path loads this module (and the
+ * dependency-free bounded-message.ts it re-exports) and nothing of the allocator
+ * (docs/design-plugin.md §Runtime).
  */
 
 /**
@@ -15,6 +16,14 @@
  * call that fails either way, where a bump would fail every call between builds.
  */
 export const NODE_IPAM_PROTOCOL = 1;
+
+/**
+ * An error's `message` on the wire is at most MAX_MESSAGE_CHARS characters, shaped by
+ * boundMessage (the agent bounds it; the plugin bounds the CNI error's details the same way):
+ * a refusal's text travels whole up to that, and past it loses echoed values and its middle,
+ * never the part that names the field, node, pool or policy.
+ */
+export { boundMessage, MAX_MESSAGE_CHARS } from '../errors/bounded-message.ts';
 
 /** Requests larger than this are refused (bytes of JSON; a netconf is a few KiB). */
 export const MAX_REQUEST_BYTES = 1 << 20;
@@ -166,7 +175,10 @@ export type NodeIpamRequest = {
  * - `unavailable`: the API server cannot be reached or answered 5xx (CNI 11);
  * - `timeout`: the request's budget ran out (CNI 11; a write may have landed: the runtime's
  *   DEL releases it);
- * - `auth`: the API server refused the agent's credentials (CNI 105);
+ * - `auth`: the API server did not accept the agent's credentials (401) or TLS (CNI 105);
+ * - `forbidden`: the API server's authorizer (RBAC) denied the request (403; CNI 105);
+ * - `admission`: an admission policy denied the write — the message names the policy and
+ *   carries its reason whole (CNI 107);
  * - `apiRejected`: the API server rejected a request as invalid, or answered non-JSON (CNI 106);
  * - `badRequest`: the request does not parse, or is of another protocol version (CNI 999 — a
  *   plugin and an agent of mismatched builds: the message names both versions);
@@ -180,6 +192,8 @@ export type NodeIpamErrorKind =
   | 'unavailable'
   | 'timeout'
   | 'auth'
+  | 'forbidden'
+  | 'admission'
   | 'apiRejected'
   | 'badRequest'
   | 'misconfigured'
@@ -190,6 +204,8 @@ export const NODE_IPAM_ERROR_KINDS: readonly NodeIpamErrorKind[] = [
   'unavailable',
   'timeout',
   'auth',
+  'forbidden',
+  'admission',
   'apiRejected',
   'badRequest',
   'misconfigured',

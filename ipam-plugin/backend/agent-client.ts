@@ -15,13 +15,12 @@
 import {
   NODE_IPAM_PROTOCOL,
   parseResponse,
-  type NodeIpamErrorKind,
   type NodeIpamOp,
   type NodeIpamOps,
   type NodeIpamRequest,
 } from 'blockipam/core/node-ipam/protocol';
 import type { IpamClient } from './client.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { CniCode, CniError, errorOfKind } from '../cni/errors.ts';
 import { connectUnix, type ConnectError, type UnixConn, type UnixEvents } from '../host/unix-socket.ts';
 
 /**
@@ -233,18 +232,6 @@ function answerReader(o: AgentOptions): AnswerReader {
   };
 }
 
-/** CNI code and message per error kind (docs/design-plugin.md §Errors). */
-const kindErrors: Readonly<Record<NodeIpamErrorKind, readonly [number, string]>> = {
-  notReady: [CniCode.tryAgainLater, 'node agent not ready'],
-  unavailable: [CniCode.tryAgainLater, 'datastore unreachable'],
-  timeout: [CniCode.tryAgainLater, 'time budget exceeded'],
-  auth: [CniCode.authFailed, 'API server refused our credentials or TLS'],
-  apiRejected: [CniCode.apiRejected, 'API server rejected the request'],
-  badRequest: [CniCode.internal, 'node agent refused the request'],
-  misconfigured: [CniCode.invalidConfig, 'node name mismatch'],
-  internal: [CniCode.internal, 'internal error'],
-};
-
 /**
  * The outcome in an answer, or its error as a CniError: the kind's code (STATUS: `notReady` and
  * `unavailable` are 50, an ADD cannot be served now), 999 for an answer that does not parse.
@@ -259,9 +246,12 @@ export function outcomeOf<K extends NodeIpamOp>(op: K, text: string): NodeIpamOp
   const r = parseResponse(op, doc);
   if ('problem' in r) throw new CniError(CniCode.internal, 'node agent answer malformed', r.problem);
   if (r.ok) return r.outcome;
-  const [code, msg] = kindErrors[r.error.kind];
   const statusDown = op === 'status' && (r.error.kind === 'notReady' || r.error.kind === 'unavailable');
-  const error = new CniError(statusDown ? CniCode.notAvailable : code, msg, `node agent: ${r.error.message}`);
+  const error = errorOfKind(
+    r.error.kind,
+    `node agent: ${r.error.message}`,
+    statusDown ? CniCode.notAvailable : undefined,
+  );
   if (op === 'status' && r.error.kind === 'notReady') undecidedStatus.add(error);
   throw error;
 }

@@ -15,6 +15,8 @@ export interface CoreBackendOptions {
   readonly close?: () => Promise<void>;
   /** Transport counters; merged into {@link Backend.stats}. */
   readonly stats?: () => Readonly<Record<string, unknown>>;
+  /** {@link Backend.credentialNode}. */
+  readonly credentialNode?: string;
 }
 
 export function createCoreBackend(o: CoreBackendOptions): Backend {
@@ -25,6 +27,7 @@ export function createCoreBackend(o: CoreBackendOptions): Backend {
   };
   return {
     ipam: createNodeIpam({ ds: o.ds, inputs: datastoreInputs(o.ds), allocator: { onRollbackFailure } }),
+    ...(o.credentialNode === undefined ? {} : { credentialNode: o.credentialNode }),
     close: () => o.close?.() ?? Promise.resolve(),
     stats: () => ({ ...o.stats?.(), ...(rollbackFailed.length > 0 ? { rollbackFailed } : {}) }),
   };

@@ -8,10 +8,12 @@
  * lock module.
  *
  * Its failures are mapped to CNI errors here ({@link directFailure}): the agent path never meets
- * core's error classes.
+ * core's error classes. A call naming another node than its credential's is refused before any
+ * write ({@link ownNode}).
  */
 import { isKubeconfigError } from 'blockipam/core/kube';
 import { isRetriesExhausted, isUnavailable } from 'blockipam/core';
+import { credentialNodeProblem } from 'blockipam/core/node-ipam';
 import type { Backend, BackendFactory } from './port.ts';
 import type { IpamClient } from './client.ts';
 import { acquireHostLock, isLockFileError, isLockTimeoutError, type HostLock } from '../host/lock.ts';
@@ -47,11 +49,12 @@ export function createDirectClient(o: DirectOptions): IpamClient {
   /** The budget of a call that takes no lock. */
   const budget = (): AbortSignal => AbortSignal.timeout(conf.timeoutMs);
   const mapped =
-    <C, R>(op: CniCommand, f: (call: C, b: Backend) => Promise<R>) =>
+    <C extends { readonly node: string }, R>(op: CniCommand, f: (call: C, b: Backend) => Promise<R>) =>
     async (call: C): Promise<R> => {
       try {
         // The backend first (kubeconfig, connection opened ahead): its TLS handshake overlaps the wait.
-        return await f(call, await get());
+        const b = await get();
+        return await f(ownNode(op, call, b, log), b);
       } catch (e) {
         throw directFailure(op, e);
       }
@@ -69,6 +72,30 @@ export function createDirectClient(o: DirectOptions): IpamClient {
     },
     stats: () => ({ ...backend?.stats?.() }),
   };
+}
+
+/**
+ * The call as the direct path may serve it with `b`'s credential (core's credentialNodeProblem,
+ * before any write): one naming another node than the Node the credential belongs to is CNI 7
+ * "node name mismatch" with the message the agent gives for the same mistake — except DEL, served
+ * for the credential's node, as the agent serves it for its own (the attachment ran on this host;
+ * the CNI spec asks DEL to complete whenever it can), with a `warn` line.
+ * @throws CniError 7 on a mismatch (not DEL)
+ */
+export function ownNode<C extends { readonly node: string }>(
+  op: CniCommand,
+  call: C,
+  b: Pick<Backend, 'credentialNode'>,
+  log: Logger,
+): C {
+  const problem = credentialNodeProblem(call.node, b.credentialNode);
+  if (problem === undefined || b.credentialNode === undefined) return call;
+  if (op !== 'DEL') throw new CniError(CniCode.invalidConfig, 'node name mismatch', problem);
+  log.log('warn', "DEL naming another node served for the credential's node", {
+    callNode: call.node,
+    credentialNode: b.credentialNode,
+  });
+  return { ...call, node: b.credentialNode };
 }
 
 /**

@@ -12,6 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import {
+  credentialNodeName,
   KubeDatastore,
   KubeconfigError,
   isKubeconfigError,
@@ -59,7 +60,9 @@ export async function createKubeBackend(conf: NetConf): Promise<Backend> {
   // One connection, requests in sequence (serial-transport.ts): one TLS handshake per call,
   // opened now so that it overlaps the host lock's wait.
   const transport = new SerialTransport(cfg, { timeoutMs: Math.min(requestTimeoutMs, conf.timeoutMs) });
+  const credentialNode = credentialNodeName(cfg);
   return createCoreBackend({
+    ...(credentialNode === undefined ? {} : { credentialNode }),
     ds: new KubeDatastore(transport),
     close: () => {
       transport.close();

@@ -11,6 +11,12 @@ import type { NetConf } from '../cni/netconf.ts';
 export interface Backend {
   /** ADD, DEL, CHECK, GC and STATUS, each bounded by its signal. */
   readonly ipam: NodeIpam;
+  /**
+   * The Node the backend's credential belongs to (its token's node claim: core/kube's
+   * credentialNodeName), undefined when it names none (a client certificate, an unbound token).
+   * The direct path refuses a call naming another node before any write.
+   */
+  readonly credentialNode?: string;
   /** Frees connections; idempotent. */
   close(): Promise<void>;
   /** Counters of this invocation (API requests …), logged with the outcome. */

@@ -4,9 +4,14 @@
  * Codes (SPEC.md §6, "Error"): 1 incompatible version, 2 unsupported field,
  * 3 unknown container, 4 invalid environment variables, 5 I/O failure, 6 undecodable content,
  * 7 invalid network config, 11 try again later, 50/51 STATUS unavailability; 100+ are
- * plugin-specific (105 credentials/TLS refused, 106 request rejected as invalid or answer not JSON); 999 is the Go library's "internal error", reused for unexpected failures.
- * Loads nothing of core: the agent path's start-up evaluates it (docs/design-plugin.md §Thin client).
+ * plugin-specific (105 credentials/TLS refused or RBAC denied, 106 request rejected as invalid or
+ * answer not JSON, 107 an admission policy denied the write); 999 is the Go library's "internal
+ * error", reused for unexpected failures.
+ * Loads nothing of core but the dependency-free protocol module: the agent path's start-up
+ * evaluates it (docs/design-plugin.md §Thin client).
  */
+import { boundMessage, MAX_MESSAGE_CHARS } from 'blockipam/core/node-ipam/protocol';
+import type { NodeIpamErrorKind } from 'blockipam/core/node-ipam/protocol';
 
 /** CNI error codes used by blockipam. Plugin-specific codes start at 100 (spec: 0–99 reserved). */
 export const CniCode = {
@@ -29,7 +34,10 @@ export const CniCode = {
   requestRejected: 104,
   /** CHECK found no allocation, or one that differs from prevResult. */
   checkFailed: 103,
-  /** The API server refused our credentials (HTTP 401/403) or its TLS certificate is not trusted. */
+  /**
+   * The API server did not accept our credentials (HTTP 401), its authorizer (RBAC) denied the
+   * request (403), or TLS failed (its certificate not trusted, or our own material unusable).
+   */
   authFailed: 105,
   /**
    * An API failure that is not transient: a request the API server rejected as invalid (HTTP
@@ -37,6 +45,11 @@ export const CniCode = {
    * proxy's login page: core's DecodeError, naming the path).
    */
   apiRejected: 106,
+  /**
+   * An admission policy (ValidatingAdmissionPolicy, or a webhook) denied the write: the details
+   * carry its message whole — which node, block, pool or field, and why.
+   */
+  admissionDenied: 107,
   internal: 999,
 } as const;
 
@@ -78,14 +91,38 @@ export function toErrorDocument(e: unknown, cniVersion: string): CniErrorDocumen
 }
 
 /**
- * At most 2,000 characters of `details` reach the runtime (the full text is in the log line):
- * the kubelet copies the error into the pod's events on every retry, and a message can quote a
- * hostile annotation (a 200 KB pool name was echoed whole into each event).
+ * At most MAX_MESSAGE_CHARS (4 KiB) of `details` reach the runtime (the full text is in the log
+ * line): the kubelet copies the error into the pod's events on every retry, and a message can
+ * quote a hostile annotation (a 200 KB pool name was echoed whole into each event). Shaped by
+ * core's boundMessage, as the agent shapes its answers: echoed values and then the middle go,
+ * never the part that names the field, node, pool or policy.
  */
-export const MAX_DETAILS = 2_000;
+export const MAX_DETAILS = MAX_MESSAGE_CHARS;
 
 function cut(details: string): string {
-  return details.length <= MAX_DETAILS
-    ? details
-    : `${details.slice(0, MAX_DETAILS)}… (${details.length - MAX_DETAILS} more characters in the plugin's log)`;
+  return boundMessage(details, MAX_DETAILS);
+}
+
+/** CNI code and message per node IPAM error kind (docs/design-plugin.md §Errors): both paths use it. */
+const KIND_ERRORS: Readonly<Record<NodeIpamErrorKind, readonly [number, string]>> = {
+  notReady: [CniCode.tryAgainLater, 'node agent not ready'],
+  unavailable: [CniCode.tryAgainLater, 'datastore unreachable'],
+  timeout: [CniCode.tryAgainLater, 'time budget exceeded'],
+  auth: [CniCode.authFailed, 'API server did not accept our credentials or TLS'],
+  forbidden: [CniCode.authFailed, 'API server denied permission (RBAC)'],
+  admission: [CniCode.admissionDenied, 'admission policy denied the write'],
+  apiRejected: [CniCode.apiRejected, 'API server rejected the request'],
+  badRequest: [CniCode.internal, 'node agent refused the request'],
+  misconfigured: [CniCode.invalidConfig, 'node name mismatch'],
+  internal: [CniCode.internal, 'internal error'],
+};
+
+/**
+ * The CniError of a failure of `kind` (its code and message from the table above), the refusal's
+ * text as `details`.
+ * @param code overrides the kind's code (STATUS answers 50 for an agent that cannot serve)
+ */
+export function errorOfKind(kind: NodeIpamErrorKind, details: string, code?: number): CniError {
+  const [kindCode, msg] = KIND_ERRORS[kind];
+  return new CniError(code ?? kindCode, msg, details);
 }

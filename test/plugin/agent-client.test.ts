@@ -153,6 +153,9 @@ void describe('thin client: failures', () => {
     ['unavailable', 11, 50],
     ['timeout', 11, 11],
     ['auth', 105, 105],
+    ['forbidden', 105, 105],
+    // an admission policy's denial: its own code, apart from credentials (105)
+    ['admission', 107, 107],
     ['apiRejected', 106, 106],
     ['badRequest', 999, 999],
     // a call naming another node than the agent's: ipam.nodeName is wrong, as the direct path says
@@ -174,6 +177,14 @@ void describe('thin client: failures', () => {
         'no fallback after a request was sent (but a STATUS the agent did not decide)',
       );
     });
+  void it("the agent's refusal reaches the CNI error whole: policy, node and pool past 300 characters", async () => {
+    const why = `ValidatingAdmissionPolicy 'r-blockipam-node-claims' denied the request (HTTP 403 Forbidden): POST /apis/ipam.blockipam.io/v1alpha1/ipamblocks: HTTP 403: ipamblocks.ipam.blockipam.io "10-78-0-0-26" is forbidden: ValidatingAdmissionPolicy 'r-blockipam-node-claims' with binding 'r-blockipam-node-claims' denied request: blockipam: node n1 may claim IPAMBlock 10-78-0-0-26 only in a usable IPPool; label ipam.blockipam.io/pool is "claims-pool", which the controller has not listed in ConfigMap ns/r-blockipam-claim-pools`;
+    reply = () => ({ error: { kind: 'admission', message: why } });
+    const r = await invoke(env('ADD'), conf('1.0.0'), fakeBackend());
+    assert.equal(r.json?.code, 107, r.stdout);
+    assert.equal(r.json?.msg, 'admission policy denied the write');
+    assert.equal(r.json?.details, `node agent: ${why}`);
+  });
   const malformed: [string, string, RegExp][] = [
     ['not JSON', 'hello\n', /not JSON/],
     ['another protocol version', '{"v":2,"ok":true,"outcome":{}}\n', /protocol version 2/],

@@ -11,9 +11,10 @@
 import { lstatSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import {
-  errorKindOf,
+  boundMessage,
   MAX_REQUEST_BYTES,
   NODE_IPAM_PROTOCOL,
+  nodeIpamErrorOf,
   parseRequest,
   servedNodeProblem,
 } from 'blockipam/core/node-ipam';
@@ -81,10 +82,11 @@ export interface IpamServer {
 
 type Response = NodeIpamResponse;
 
+/** An error answer; its message bounded as the protocol says (boundMessage: names survive). */
 const failure = (kind: NodeIpamErrorKind, message: string): Response => ({
   v: NODE_IPAM_PROTOCOL,
   ok: false,
-  error: { kind, message },
+  error: { kind, message: boundMessage(message) },
 });
 
 /**
@@ -216,7 +218,7 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
 
 /**
  * Runs a valid request: `misconfigured` when it names another node (except DEL), `notReady`
- * before the service exists, errors mapped by errorKindOf. A DEL naming another node is served
+ * before the service exists, errors mapped by core's nodeIpamErrorOf. A DEL naming another node is served
  * for the agent's own node: the socket is this host's, so the attachment's container ran here and
  * its address can only be in this node's blocks; refusing would leave the pod's sandbox
  * undeletable until the netconf is fixed (the CNI spec asks DEL to complete whenever it can).
@@ -241,7 +243,9 @@ async function run(request: NodeIpamRequest, options: IpamServerOptions): Promis
     );
     return { v: NODE_IPAM_PROTOCOL, ok: true, outcome } as Response;
   } catch (error) {
-    return failure(errorKindOf(error), error instanceof Error ? error.message : String(error));
+    // core's one rule: the kind, and the API server's refusal whole (labelled, bounded)
+    const { kind, message } = nodeIpamErrorOf(error);
+    return failure(kind, message);
   }
 }
 

@@ -17,7 +17,8 @@ import type { Logger } from '../../shared/index.ts';
 // that has not answered the STATUS reads by then is taken as away, and the view answers.
 export const STATUS_API_MS = 2_000;
 
-const API_TROUBLE = new Set(['unavailable', 'timeout', 'auth']);
+// forbidden: an RBAC 403, refused credentials as much as auth's 401
+const API_TROUBLE = new Set(['unavailable', 'timeout', 'auth', 'forbidden']);
 
 export interface LastKnownStatusOptions {
   readonly ipam: NodeIpam;
