@@ -57,6 +57,8 @@ export { classifyBlocks, DISTRUST_REASONS, trustedAffine } from './allocator/blo
 export type { BlockTrust, DistrustReason, IgnoredBlock } from './allocator/block-trust.ts';
 export { internalIPs, planIPAMNodes, sameIPAMNodeSpec } from './routes/ipam-node.ts';
 export type { AddressedNode, IPAMNodePlan, UnroutedBlock } from './routes/ipam-node.ts';
+export { noInternalIPMessage, routeNextHop, unroutableDestinations } from './routes/reachability.ts';
+export type { UnroutableDestination, UnroutableReason } from './routes/reachability.ts';
 export { claimPoolsData, parseClaimPool, sameClaimPoolsData } from './allocator/claim-admission.ts';
 export type { ClaimPool, ClaimPoolState } from './allocator/claim-admission.ts';
 export { poolUtilization } from './allocator/utilization.ts';

@@ -17,12 +17,12 @@ import type { Logger } from '../shared/index.ts';
 import { CniInstaller } from './install/installer.ts';
 import type { InstallOptions } from './install/installer.ts';
 import { followOwner } from './install/owner.ts';
-import { createAgentMetrics } from './metrics.ts';
+import { createAgentMetrics, setRouteSkips } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentOptions } from './options.ts';
 import { createNodeBlocksView, followWatch, startAgentIpam } from './ipam/index.ts';
 import { MasqueradeProgrammer, NftTable, removeMasquerade } from './masquerade/index.ts';
-import { IpRouteTable, RouteProgrammer } from './routes/index.ts';
+import { IpRouteTable, RouteProgrammer, skipCounts } from './routes/index.ts';
 import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
 import { Upkeep } from './upkeep/runner.ts';
@@ -97,6 +97,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       log,
       onPass: (outcome) => {
         metrics.routePasses.inc({ node: options.nodeName, status: outcome.status });
+        if (outcome.status === 'done') setRouteSkips(metrics, options.nodeName, skipCounts(outcome.skipped));
         log.debug('route pass', { [F.node]: options.nodeName, ...routeFields(outcome) });
       },
     });

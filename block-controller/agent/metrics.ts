@@ -19,6 +19,7 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly tokenRefreshes: Counter<'node' | 'result'>;
   readonly routePasses: Counter<'node' | 'status'>;
   readonly masqueradePasses: Counter<'node' | 'status' | 'why'>;
+  readonly routesSkipped: Gauge<'node' | 'family' | 'reason'>;
   readonly ipamRequests: Counter<'node' | 'op' | 'outcome'>;
   readonly ipamRequestSeconds: Histogram<'node' | 'op'>;
 }
@@ -82,6 +83,12 @@ export function createAgentMetrics(): AgentMetrics {
       labelNames: ['node', 'status', 'why'],
       registers,
     }),
+    routesSkipped: new Gauge({
+      name: `${P}routes_skipped`,
+      help: 'Routes the last route pass could not plan, by family (4, 6; unknown for an entry that is no CIDR) and reason (no-internal-ip: the target node has no InternalIP of the family; covers-node-address, duplicate-dst, invalid-cidr)',
+      labelNames: ['node', 'family', 'reason'],
+      registers,
+    }),
     ipamRequests: new Counter({
       name: `${P}ipam_requests_total`,
       help: 'IPAM socket requests by op (add, del, check, gc, status; unknown when unparsable) and outcome (the outcome kind, or error_<kind>)',
@@ -97,6 +104,29 @@ export function createAgentMetrics(): AgentMetrics {
       registers,
     }),
   };
+}
+
+/** Label pairs (family, reason) each registry has seen skip: they drop to 0, never vanish. */
+const seenSkips = new WeakMap<AgentMetrics['routesSkipped'], Set<string>>();
+
+/**
+ * Sets `blockipam_agent_routes_skipped{node,family,reason}` to a pass's counts (skip-report.ts
+ * skipCounts): a pair seen before and absent now is set to 0, so a resolved skip shows as 0.
+ */
+export function setRouteSkips(
+  metrics: Pick<AgentMetrics, 'routesSkipped'>,
+  node: string,
+  counts: readonly { family: string; reason: string; count: number }[],
+): void {
+  const gauge = metrics.routesSkipped;
+  const seen = seenSkips.get(gauge) ?? new Set<string>();
+  seenSkips.set(gauge, seen);
+  const now = new Map(counts.map((c) => [`${c.family}\u0000${c.reason}`, c.count]));
+  for (const key of new Set([...seen, ...now.keys()])) {
+    const [family = '', reason = ''] = key.split('\u0000');
+    gauge.set({ node, family, reason }, now.get(key) ?? 0);
+    seen.add(key);
+  }
 }
 
 /** result label → the BatchingStats counter it reads. */

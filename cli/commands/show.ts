@@ -12,6 +12,7 @@ import { lookupAddress, parseAddress } from '../lookup.ts';
 import { print, renderTable } from '../output.ts';
 import type { Format } from '../output.ts';
 import { nodeHeadroom } from '../show/node.ts';
+import { nodeRouting, type NodeRouting } from '../show/routes.ts';
 import { blockUsage, poolUsage } from '../show/usage.ts';
 import { withConnection } from './with-connection.ts';
 
@@ -35,7 +36,7 @@ export function showCommand(ctx: CommandContext) {
           requiresArg: true,
           coerce: nonEmptyFlag('node', 'a node name'),
           describe:
-            "NODE's affine blocks with free counts, the agent's watermark per pool, and every address allocated for it",
+            "NODE's affine blocks with free counts, the agent's watermark per pool, which of its blocks other nodes cannot route to and why, and every address allocated for it",
         })
         .option('ip', {
           type: 'string',
@@ -107,14 +108,16 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
 }
 
 async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io): Promise<void> {
-  const [affine, allocations, nodeObject, config, pools, reservations] = await Promise.all([
+  const [affine, allocations, nodeObject, config, pools, reservations, ipamNode] = await Promise.all([
     ds.blocks.list({ labelSelector: affineSelector(node) }),
     listNodeAllocations(ds, node),
     ds.getNode(node),
     ds.configs.get(IPAM_CONFIG_NAME),
     ds.pools.list(),
     ds.reservations.list(),
+    ds.ipamNodes.get(node),
   ]);
+  const routing = nodeRouting({ node, ipamNode, affine });
   const headroom = nodeHeadroom({
     node,
     nodeLabels: nodeObject?.metadata.labels ?? (nodeObject ? {} : undefined),
@@ -132,6 +135,7 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     autoAllocateBlocks: headroom.autoAllocateBlocks,
     pools: headroom.pools,
     blocks: headroom.blocks,
+    routing,
     allocations: allocations.map((a) => ({
       address: a.address,
       block: a.block,
@@ -171,6 +175,7 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
         String(b.free),
       ]),
     }),
+    routingSection(node, routing),
     renderTable({
       headers: ['ADDRESS', 'BLOCK', 'BORROWED', 'POD', 'HANDLE'],
       rows: data.allocations.map((a) => [
@@ -183,6 +188,22 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     }),
   ];
   println(io.stdout, sections.join('\n\n'));
+}
+
+/**
+ * The routing lines of `show --node`: the next hops other nodes use, then one line per block (or
+ * borrowed address) they cannot route to, saying why.
+ */
+function routingSection(node: string, routing: NodeRouting): string {
+  const hops = routing.addresses.length > 0 ? routing.addresses.join(', ') : 'none';
+  const head = routing.ipamNode
+    ? `ROUTES from other nodes to ${node}: next hops ${hops}`
+    : `ROUTES from other nodes to ${node}: no IPAMNode`;
+  if (routing.unrouted.length === 0) return `${head}; every block routed`;
+  return [
+    `${head}; ${routing.unrouted.length} not routed:`,
+    ...routing.unrouted.map((u) => `  ${u.block ?? u.dst} (${u.dst}): ${u.message}`),
+  ].join('\n');
 }
 
 async function showIP(ds: KubeDatastore, text: string, format: Format, io: Io): Promise<ExitCode> {

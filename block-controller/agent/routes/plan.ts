@@ -19,8 +19,16 @@
  *   following N's default route out. Not for a block holding a node's address (any IPAMNode's,
  *   or any of N's own `status.addresses`).
  */
-import { blockNameOf, cidrContains, formatCidr, parseCidr, parseIP, trustedAffine } from 'blockipam/core';
-import type { Cidr, IPAMNode, IPFamily } from 'blockipam/core';
+import {
+  blockNameOf,
+  cidrContains,
+  formatCidr,
+  parseCidr,
+  parseIP,
+  routeNextHop,
+  trustedAffine,
+} from 'blockipam/core';
+import type { Cidr, IPAMNode } from 'blockipam/core';
 import type { DesiredRoute, RouteView, SkippedRoute } from './types.ts';
 
 export interface PlanOptions {
@@ -96,13 +104,8 @@ export function planRoutes(view: RouteView, options: PlanOptions): Plan {
     }
     const dst = formatCidr(cidr);
     const block = reason === 'block' ? { block: blockNameOf(cidr) } : {};
-    const gateway = internalIP(node, cidr.family);
+    const gateway = routeNextHop(node.spec.addresses, cidr.family); // core's rule, as ipamctl's
     if (gateway) want({ dst, family: cidr.family, type: 'unicast', gateway, reason, node: name, ...block });
     else skipped.push({ block: block.block ?? '', dst, node: name, why: 'no-internal-ip' });
   }
-}
-
-/** The node's InternalIP of `family` from its IPAMNode (canonical text); undefined when it has none. */
-export function internalIP(node: IPAMNode, family: IPFamily): string | undefined {
-  return node.spec.addresses.find((a) => parseIP(a)?.family === family);
 }

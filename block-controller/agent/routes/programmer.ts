@@ -10,10 +10,12 @@
  * someone deleted by hand comes back (flannel's host-gw checks its routes every 10 s, too).
  * Until an update with a synced view that holds this node and its IPAMNode arrives, no pass reads or
  * changes any route. A pass that fails (the `ip` command, or anything else) is reported through
- * `onPass` as `{status: 'error'}` and logged; the loop keeps running.
+ * `onPass` as `{status: 'error'}` and logged; the loop keeps running. Skipped routes are logged
+ * when they change, not on every pass (skip-report.ts).
  */
 import { isRouteCommandError } from './route-command-error.ts';
 import { reconcileRoutes, type PassOutcome } from './reconcile.ts';
+import { SkipReporter, skipLine } from './skip-report.ts';
 import type { RouteTable, RouteView } from './types.ts';
 
 /** The two log levels the loop uses; a winston Logger fits. */
@@ -47,6 +49,7 @@ export class RouteProgrammer {
   #again = false;
   #stopped = false;
   #last: PassOutcome | undefined;
+  readonly #skips = new SkipReporter();
 
   constructor(options: RouteProgrammerOptions) {
     this.#options = options;
@@ -103,6 +106,22 @@ export class RouteProgrammer {
     });
   }
 
+  /** Logs the skips that changed since the last pass: new or changed groups warn, gone ones info. */
+  #reportSkips(skipped: Extract<PassOutcome, { status: 'done' }>['skipped']): void {
+    const { log } = this.#options;
+    const { appeared, resolved } = this.#skips.changes(skipped);
+    for (const g of appeared) {
+      const { message, fields } = skipLine(g);
+      log?.warn(message, fields);
+    }
+    for (const g of resolved)
+      log?.info('routes no longer skipped', {
+        routeNode: g.node,
+        reason: g.reason,
+        family: g.family === undefined ? 'unknown' : `IPv${g.family}`,
+      });
+  }
+
   async #pass(): Promise<void> {
     const { log, onPass } = this.#options;
     let outcome: PassOutcome | { status: 'error'; error: string };
@@ -116,6 +135,7 @@ export class RouteProgrammer {
         log?.info('routes reconciled', summary(outcome));
       for (const f of outcome.status === 'done' ? outcome.failed : [])
         log?.warn('route change refused', { op: f.change.op, dst: f.change.route.dst, error: f.error });
+      if (outcome.status === 'done') this.#reportSkips(outcome.skipped);
     } catch (error) {
       // The loop outlives any one pass: a failed `ip` (RouteCommandError) or anything else
       // (an object the planner could not read) is reported and the next pass tries again.
