@@ -26,6 +26,11 @@ interface ShownNode {
   }[];
   blocks: { name: string; cidr: string; pool: string; capacity: number; used: number; free: number }[];
   allocations: { address: string; borrowed: boolean }[];
+  routing: {
+    ipamNode: boolean;
+    addresses: string[];
+    unrouted: { dst: string; block?: string; family?: number; reason: string; message: string }[];
+  };
 }
 
 async function seed(spec: Record<string, unknown>): Promise<void> {
@@ -138,6 +143,38 @@ describe('ipamctl show --node (real API server)', () => {
     assert.deepEqual(
       shown.blocks.map((b) => [b.name, b.free]),
       [['10-245-0-128-26', 61]],
+    );
+  });
+
+  test('the blocks other nodes cannot route to: an IPv6 block of a node without an IPv6 InternalIP', async () => {
+    await seed({});
+    await ds.blocks.create(blockObject({ cidr: 'fd00:245::/122', pool: 'p6', affinity: 'sn1' }));
+    // before the controller wrote sn1's IPAMNode, no block is routed
+    let shown = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
+    assert.equal(shown.routing.ipamNode, false);
+    assert.deepEqual(
+      shown.routing.unrouted.map((u) => [u.dst, u.reason]),
+      [
+        ['10.245.0.0/26', 'no-ipamnode'],
+        ['fd00:245::/122', 'no-ipamnode'],
+      ],
+    );
+    // the IPAMNode as the controller writes it for a Node with only an IPv4 InternalIP
+    await ds.ipamNodes.create({
+      metadata: { name: 'sn1' },
+      spec: { addresses: ['192.0.2.1'], blocks: ['10.245.0.0/26', 'fd00:245::/122'], borrowed: [] },
+    });
+    shown = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
+    assert.deepEqual(shown.routing.addresses, ['192.0.2.1']);
+    assert.deepEqual(
+      shown.routing.unrouted.map((u) => [u.block, u.dst, u.family, u.reason]),
+      [['fd00-245---122', 'fd00:245::/122', 6, 'no-internal-ip']],
+    );
+    const table = await ipamctl(['show', '--node', 'sn1']);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(
+      table.stdout,
+      /\nROUTES from other nodes to sn1: next hops 192\.0\.2\.1; 1 not routed:\n {2}fd00-245---122 \(fd00:245::\/122\): node sn1 has no IPv6 InternalIP /,
     );
   });
 });
