@@ -22,8 +22,8 @@ const RELEASE = 'refusals';
 const chart = new ChartIdentities(NS, RELEASE);
 const NODES = ['refusals-n1', 'refusals-n2'] as const;
 const [N1, N2] = NODES;
-/** A long (legal) pool name: the policy's message names it last, past 300 characters. */
-const POOL = 'refusals-pool-whose-name-the-admission-policy-quotes-at-the-very-end-of-its-message';
+/** The policy's message names the pool last, past the 300 characters it was once cut at. */
+const POOL = 'refusals-pool-named-last-in-the-admission-message'; // names: ≤ 63
 const CONFIGMAP = `${NS}/${RELEASE}-blockipam-claim-pools`;
 
 /** The claims policy's reason for a claim by `node` of a block in POOL (the chart's words). */
