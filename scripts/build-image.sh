@@ -3,8 +3,8 @@
 # (docs/image.md):
 #   1. tools: Debian's mmdebstrap and buildah (+ libgpgme11, libassuan0), `apt-get download` +
 #      `dpkg-deb -x` into the cache — nothing is installed on the host;
-#   2. base: `mmdebstrap --mode=unshare --variant=extract --include=iproute2 bookworm` (the
-#      essential packages + iproute2, no shell), its /dev nodes dropped — cached;
+#   2. base: `mmdebstrap --mode=unshare --variant=extract --include=iproute2,nftables bookworm`
+#      (the essential packages + iproute2 + nftables, no shell), its /dev nodes dropped — cached;
 #   3. the multi-call executable (scripts/build-plugin.ts --multi-call) when older than its sources;
 #   4. the build context: Containerfile, base.tar, app.tar (/usr/local/bin/blockipam + role links);
 #   5. `buildah bud --timestamp 0` of the repo's Containerfile, confined so that it writes no host
@@ -41,7 +41,7 @@ log() { echo "[image build] $*" >&2; }
 
 # Bump when the tool set or the base recipe changes (the cache paths carry them).
 TOOLS=$CACHE/tools/image-tools-bookworm-1
-BASE=$CACHE/images/base-bookworm-iproute2-1.tar
+BASE=$CACHE/images/base-bookworm-iproute2-nftables-1.tar
 mkdir -p "$CACHE/tools" "$CACHE/images"
 exec 7>"$CACHE/.image-build.lock"
 # say who holds it when another run is building (a silent wait looked like a hang)
@@ -74,7 +74,7 @@ base() {
   tmp=$(mktemp -d "$CACHE/images/.base.XXXXXX")
   # SOURCE_DATE_EPOCH: mmdebstrap clamps the tarball's mtimes to it.
   TMPDIR=$tmp SOURCE_DATE_EPOCH=0 PATH="$TOOLS/usr/bin:$PATH" "$TOOLS/usr/bin/mmdebstrap" --quiet \
-    --mode=unshare --variant=extract --include=iproute2 bookworm "$tmp/base-dev.tar" "$mirror" >&2
+    --mode=unshare --variant=extract --include=iproute2,nftables bookworm "$tmp/base-dev.tar" "$mirror" >&2
   "$TOOLS/usr/bin/mmtarfilter" --path-exclude='/dev/*' <"$tmp/base-dev.tar" >"$tmp/base.tar"
   mv "$tmp/base.tar" "$BASE"
   rm -rf "$tmp"

@@ -2,10 +2,11 @@
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 # Sourced by scripts/test.sh and scripts/demo.sh: installs what a fresh machine lacks.
 # Idempotent and cheap when everything is present.
-echo "== system packages (Debian: reference CNI plugins 1.1.1, iptables for portmap, ping)" >&2
+echo "== system packages (Debian: reference CNI plugins 1.1.1, iptables for portmap, nftables for the masquerade tests, ping)" >&2
 missing=()
 [ -x /usr/lib/cni/ptp ] || missing+=(containernetworking-plugins)
 command -v iptables >/dev/null || missing+=(iptables)
+command -v nft >/dev/null || missing+=(nftables)
 command -v ping >/dev/null || missing+=(iputils-ping)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v openssl >/dev/null || missing+=(openssl)

@@ -102,6 +102,7 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       for (const arg of [
         '--install-cni',
         '--routes=true',
+        '--masquerade',
         '--cni-version=1.1.0',
         '--portmap=true',
         // in the mounted /var/run/blockipam: the plugin on the host finds the socket there
@@ -138,13 +139,13 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         type: 'DirectoryOrCreate',
       });
 
-      // values: routes off drops NET_ADMIN; mtu, portmap, cniVersion, API server override, IPv6
+      // values: routes and masquerade off drop NET_ADMIN; mtu, portmap, cniVersion, API server override, IPv6
       const tuned = podSpec(
         find(
           render(major, [
             'blockipam',
             '--set',
-            'agent.routes=false,cni.mtu=1400,cni.portmap=false,cni.cniVersion=1.0.0,apiServer.host=10.99.0.1',
+            'agent.routes=false,masquerade.enabled=false,cni.mtu=1400,cni.portmap=false,cni.cniVersion=1.0.0,apiServer.host=10.99.0.1',
             '-f',
             valuesFile(DUAL_STACK),
           ]),
@@ -163,6 +164,33 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         '--assign-ipv6',
       ])
         assert.ok(tuned.args.includes(arg), `${arg} in ${tuned.args.join(' ')}`);
+      assert.ok(!tuned.args.some((a) => a.startsWith('--masquerade')), 'no NET_ADMIN: nft is never run');
+    });
+
+    test('masquerade: on by default with NET_ADMIN, its CIDRs as flags; off: the agent removes the table', () => {
+      const agentOf = (...set: string[]): PodSpec['containers'][number] => {
+        const c = podSpec(
+          find(
+            render(major, ['blockipam', ...set.flatMap((v) => ['--set', v])]),
+            'DaemonSet',
+            'blockipam-agent',
+          ),
+        ).containers[0];
+        assert.ok(c);
+        return c;
+      };
+      const masq = (c: PodSpec['containers'][number]): string[] =>
+        c.args.filter((a) => a.startsWith('--masquerade') || a.startsWith('--non-masquerade-cidr'));
+      // on, with routes off: NET_ADMIN for the masquerade alone
+      const on = agentOf('agent.routes=false', 'masquerade.nonMasqueradeCIDRs={10.99.0.0/24,fd99::/64}');
+      assert.deepEqual(masq(on), [
+        '--masquerade',
+        '--non-masquerade-cidr=10.99.0.0/24',
+        '--non-masquerade-cidr=fd99::/64',
+      ]);
+      assert.deepEqual(on.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN'] });
+      // off (routes on, so NET_ADMIN): the agent removes its table left by an earlier release
+      assert.deepEqual(masq(agentOf('masquerade.enabled=false')), ['--masquerade=false']);
     });
 
     test('the controller: 2 replicas, one per node, PodDisruptionBudget, probes, its own lease', () => {
@@ -426,6 +454,22 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         [['--set-string', 'agent.maxUnavailable=0%'], /\/agent\/maxUnavailable/],
         [['--set-string', 'agent.maxUnavailable=101%'], /\/agent\/maxUnavailable/],
         [['--set', 'agent.maxUnavailable=0'], /\/agent\/maxUnavailable/],
+        [['--set', 'masquerade.enabled=yes'], /\/masquerade\/enabled/],
+        [['--set', 'masquerade.nonMasqueradeCIDRs={10.0.0.0/33}'], /\/masquerade\/nonMasqueradeCIDRs\/0/],
+        [
+          ['--set', 'masquerade.nonMasqueradeCIDRs={10.0.0.0/8,10.0.0.0}'],
+          /\/masquerade\/nonMasqueradeCIDRs\/1/,
+        ],
+        [['--set', 'masquerade.nonMasqueradeCIDRs={FD00::/8}'], /\/masquerade\/nonMasqueradeCIDRs\/0/],
+        // templates/_masquerade.tpl: what the schema cannot say
+        [
+          ['--set', 'masquerade.nonMasqueradeCIDRs={10.99.0.1/24}'],
+          /masquerade\.nonMasqueradeCIDRs\[0\] "10\.99\.0\.1\/24" has host bits set .*the network is 10\.99\.0\.0\/24/,
+        ],
+        [
+          ['--set', 'masquerade.nonMasqueradeCIDRs={fd00::1/64}'],
+          /masquerade\.nonMasqueradeCIDRs\[0\] "fd00::1\/64" has host bits set .*the network is fd00::\/64/,
+        ],
       ];
       for (const [args, message] of cases) {
         const r = helm(major, templateArgs(['blockipam', ...args]));

@@ -60,7 +60,8 @@ export function prepareNodes(): void {
 
 /**
  * Undoes what the chart left on the nodes for the next test file (which installs the harness's
- * own plugin and conflist): the agent's conflist, kubeconfig, plugin executable and routes, its
+ * own plugin and conflist): the agent's conflist, kubeconfig, plugin executable, routes and
+ * masquerade table, its
  * run directory (the IPAM socket), the bind mount.
  */
 export function cleanNodes(): void {
@@ -71,7 +72,7 @@ export function cleanNodes(): void {
     execFileSync('rm', ['-f', `${dir}/bin/blockipam`]); // install-blockipam.sh puts its recorder back
     inNode(node, 'sh', [
       '-c',
-      `ip route flush proto 210; ip -6 route flush proto 210; rm -rf /run/blockipam /var/log/blockipam; umount -n ${NODE_CNI} 2>/dev/null; rmdir ${NODE_CNI} 2>/dev/null; true`,
+      `ip route flush proto 210; ip -6 route flush proto 210; nft delete table inet blockipam 2>/dev/null; rm -rf /run/blockipam /var/log/blockipam; umount -n ${NODE_CNI} 2>/dev/null; rmdir ${NODE_CNI} 2>/dev/null; true`,
     ]);
   }
 }

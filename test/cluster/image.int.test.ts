@@ -58,7 +58,7 @@ describe('the blockipam image', () => {
     kubectl(['delete', 'namespace', ns, '--wait=false']);
   });
 
-  test('the archive: one image tagged with the package version, amd64, the executable and its links, iproute2, no /dev nodes, no shell', () => {
+  test('the archive: one image tagged with the package version, amd64, the executable and its links, iproute2, nftables, no /dev nodes, no shell', () => {
     const index = JSON.parse(tarFile(archive, './index.json').toString()) as {
       manifests: { digest: string; annotations: Record<string, string>; platform: Record<string, string> }[];
     };
@@ -104,6 +104,7 @@ describe('the blockipam image', () => {
     for (const link of ['ipamctl', 'blockipam-agent', 'blockipam-controller'])
       assert.match(entry(`usr/local/bin/${link}`) ?? '', new RegExp(`${link} -> blockipam$`));
     assert.ok(entry('bin/ip'), 'iproute2 is in the image');
+    assert.ok(entry('usr/sbin/nft'), 'nftables is in the image (the agent’s --masquerade)');
     assert.equal(entry('bin/sh'), undefined, 'no shell');
     assert.deepEqual(
       listing.filter((l) => / dev\/./.test(l)),
@@ -144,6 +145,7 @@ describe('the blockipam image', () => {
       { name: 'sub-agent', command: ['blockipam', 'agent', '--help'], expect: /--install-cni/ },
       { name: 'sub-ipamctl', command: ['blockipam', 'ipamctl', '--help'], expect: /ipamctl <command>/ },
       { name: 'ip', command: ['ip', '-V'], expect: /iproute2/ },
+      { name: 'nft', command: ['nft', '--version'], expect: /^nftables v1\./ },
     ];
     runs.forEach((r, i) => {
       kubectlOk(
