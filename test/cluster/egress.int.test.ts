@@ -65,10 +65,33 @@ function pinned(name: string, node: string, command: readonly string[]): Record<
   };
 }
 
+/** The last failed fetch's output, for the failure message. */
+let lastFailure = '';
+
 /** `wget` from pod `from` → the body, or undefined when it failed (the caller polls). */
 function fetchFrom(from: string, url: string): string | undefined {
   const r = kubectl(['-n', ns, 'exec', from, '--', 'wget', '-q', '-T', '5', '-O', '-', url]);
-  return r.status === 0 ? r.stdout.trim() : undefined;
+  if (r.status === 0) return r.stdout.trim();
+  lastFailure = `${url}: exit ${r.status}: ${r.stdout}${r.stderr}`;
+  return undefined;
+}
+
+/** Polls {@link fetchFrom} for up to 60 s; throws with the last failure. */
+async function fetched(from: string, url: string): Promise<string> {
+  try {
+    return await waitFor(`an answer from ${url}`, () => fetchFrom(from, url), 60_000, 1_000);
+  } catch (error) {
+    // what the packets did: node-1's connection tracking towards 10.99.0.1, the listeners
+    const tracked = inNode(cluster().nodes[0] ?? '', 'grep', [
+      '-F',
+      'dst=10.99.0.1 ',
+      '/proc/net/nf_conntrack',
+    ]);
+    const listening = inNode('cluster', 'ss', ['-ltnp']);
+    throw new Error(
+      `${(error as Error).message}; last failure: ${lastFailure}\nnode-1 conntrack:\n${tracked.stdout}\ncluster listeners:\n${listening.stdout}`,
+    );
+  }
 }
 
 let client: PodObject;
@@ -90,20 +113,10 @@ test('a pod reaches the control-plane host with its node’s address; another no
   );
   const n1Ip = cluster().nodeIps[0];
   // 10.99.0.1 knows no pool: only a masqueraded packet is answered
-  const seen = await waitFor(
-    'an answer from 10.99.0.1',
-    () => fetchFrom('client', `http://10.99.0.1:${PORT}/`),
-    60_000,
-    1_000,
-  );
+  const seen = await fetched('client', `http://10.99.0.1:${PORT}/`);
   assert.equal(seen, n1Ip, `the control-plane host saw ${seen}, not node-1's ${n1Ip}`);
   // across nodes, pod to pod: no masquerade (the server's httpd may still be starting: polled)
-  const peer = await waitFor(
-    'an answer from the server pod',
-    () => fetchFrom('client', `http://${server.status.podIP}:8080/cgi-bin/peer`),
-    60_000,
-    1_000,
-  );
+  const peer = await fetched('client', `http://${server.status.podIP}:8080/cgi-bin/peer`);
   assert.equal(
     peer,
     client.status.podIP,
@@ -129,5 +142,5 @@ test('each agent keeps its table in its node’s namespace and re-creates it whe
   // the agent's repair pass (every 10 s) writes it back
   const back = await waitFor(`${n1}: the table back`, () => list(n1), 60_000, 1_000);
   assert.match(back, /elements = \{ 10\.244\.0\.0\/16 \}/);
-  assert.equal(fetchFrom('client', `http://10.99.0.1:${PORT}/`), cluster().nodeIps[0]);
+  assert.equal(await fetched('client', `http://10.99.0.1:${PORT}/`), cluster().nodeIps[0]);
 });
