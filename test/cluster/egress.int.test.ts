@@ -68,18 +68,32 @@ function pinned(name: string, node: string, command: readonly string[]): Record<
 /** The last failed fetch's output, for the failure message. */
 let lastFailure = '';
 
-/** `wget` from pod `from` → the body, or undefined when it failed (the caller polls). */
-function fetchFrom(from: string, url: string): string | undefined {
-  const r = kubectl(['-n', ns, 'exec', from, '--', 'wget', '-q', '-T', '5', '-O', '-', url]);
-  if (r.status === 0) return r.stdout.trim();
-  lastFailure = `${url}: exit ${r.status}: ${r.stdout}${r.stderr}`;
+/**
+ * An HTTP GET from pod `from` to `host`:`port` `path` with busybox `nc` (busybox 1.35's `wget`
+ * segfaults in these pods) → the body, or undefined when it failed (the caller polls).
+ */
+function fetchFrom(from: string, host: string, port: number, path = '/'): string | undefined {
+  const request = `printf 'GET ${path} HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${host} ${port}`;
+  const r = kubectl(['-n', ns, 'exec', from, '--', 'sh', '-c', request]);
+  const body = r.stdout
+    .split(/\r?\n\r?\n/)
+    .slice(1)
+    .join('\n\n')
+    .trim();
+  if (r.status === 0 && / 200 /.test(r.stdout.split('\n')[0] ?? '')) return body;
+  lastFailure = `${host}:${port}${path}: exit ${r.status}: ${r.stdout}${r.stderr}`;
   return undefined;
 }
 
 /** Polls {@link fetchFrom} for up to 60 s; throws with the last failure. */
-async function fetched(from: string, url: string): Promise<string> {
+async function fetched(from: string, host: string, port: number, path = '/'): Promise<string> {
   try {
-    return await waitFor(`an answer from ${url}`, () => fetchFrom(from, url), 60_000, 1_000);
+    return await waitFor(
+      `an answer from ${host}:${port}`,
+      () => fetchFrom(from, host, port, path),
+      60_000,
+      1_000,
+    );
   } catch (error) {
     // what the packets did: node-1's connection tracking towards 10.99.0.1, the listeners
     const tracked = inNode(cluster().nodes[0] ?? '', 'grep', [
@@ -90,6 +104,7 @@ async function fetched(from: string, url: string): Promise<string> {
     const listening = inNode('cluster', 'ss', ['-ltnp']);
     throw new Error(
       `${(error as Error).message}; last failure: ${lastFailure}\nnode-1 conntrack:\n${tracked.stdout}\ncluster listeners:\n${listening.stdout}`,
+      { cause: error },
     );
   }
 }
@@ -113,10 +128,10 @@ test('a pod reaches the control-plane host with its node’s address; another no
   );
   const n1Ip = cluster().nodeIps[0];
   // 10.99.0.1 knows no pool: only a masqueraded packet is answered
-  const seen = await fetched('client', `http://10.99.0.1:${PORT}/`);
+  const seen = await fetched('client', '10.99.0.1', PORT);
   assert.equal(seen, n1Ip, `the control-plane host saw ${seen}, not node-1's ${n1Ip}`);
   // across nodes, pod to pod: no masquerade (the server's httpd may still be starting: polled)
-  const peer = await fetched('client', `http://${server.status.podIP}:8080/cgi-bin/peer`);
+  const peer = await fetched('client', server.status.podIP ?? '', 8080, '/cgi-bin/peer');
   assert.equal(
     peer,
     client.status.podIP,
@@ -142,5 +157,5 @@ test('each agent keeps its table in its node’s namespace and re-creates it whe
   // the agent's repair pass (every 10 s) writes it back
   const back = await waitFor(`${n1}: the table back`, () => list(n1), 60_000, 1_000);
   assert.match(back, /elements = \{ 10\.244\.0\.0\/16 \}/);
-  assert.equal(await fetched('client', `http://10.99.0.1:${PORT}/`), cluster().nodeIps[0]);
+  assert.equal(await fetched('client', '10.99.0.1', PORT), cluster().nodeIps[0]);
 });
