@@ -14,8 +14,9 @@ import { isInvalid } from './invalid.ts';
 import { isTlsError } from './tls-error.ts';
 
 /**
- * - `admission`: an admission policy or webhook denied the request (any status: a policy's
- *   `reason` picks it — Forbidden 403, Invalid 422, …);
+ * - `admission`: an admission policy or webhook denied the request: HTTP 400, 403 or 422 (the
+ *   statuses a policy's `reason` or a webhook gives a denial) whose Status message opens with the
+ *   API server's denial phrase;
  * - `forbidden`: 403 from the authorizer (RBAC): the credential may not do this at all;
  * - `auth`: 401 (the credential is not accepted) or no TLS session (ours or the server's
  *   certificate);
@@ -35,14 +36,30 @@ export interface ApiRefusal {
   readonly policy?: string;
 }
 
-const POLICY = /ValidatingAdmissionPolicy '([^']+)'/;
-const WEBHOOK = /admission webhook "([^"]+)" denied/;
+// The API server's denial phrases, at the start of its Status message: bare (a webhook; a policy
+// whose reason is Invalid) or after NewForbidden's `<resource> ["<name>"] is forbidden: `. Anchored
+// so that a phrase quoted inside another refusal (a schema error echoing a hostile value, a 5xx
+// body) is not taken for a denial.
+const DENIAL_HEAD = String.raw`^(?:(?:[A-Za-z0-9.-]+(?: "[^"]*")? is )?(?:forbidden|invalid): )?`;
+const POLICY = new RegExp(
+  `${DENIAL_HEAD}ValidatingAdmissionPolicy '([^']+)' with binding '[^']*' denied request`,
+);
+const WEBHOOK = new RegExp(`${DENIAL_HEAD}admission webhook "([^"]+)" denied the request`);
+/** The statuses an admission denial comes with (a policy's reason Forbidden/Invalid/BadRequest; webhooks). */
+const DENIAL_STATUSES: ReadonlySet<number> = new Set([400, 403, 422]);
+/** The request and status core/kube's transport puts before the API server's message of an ApiError. */
+const REQUEST_HEAD = /^[A-Z]+ \S+: HTTP \d+: /;
 
-/** The admission policy or webhook an API message names as the denier, or undefined. */
+/**
+ * The admission policy or webhook that denied a request, from the API server's Status message
+ * (`message`: that message alone, or core/kube's `<METHOD> <path>: HTTP <status>: <message>`), or
+ * undefined when the message does not open with a denial phrase.
+ */
 export function deniedBy(message: string): { readonly kind: string; readonly name: string } | undefined {
-  const policy = POLICY.exec(message);
+  const text = message.replace(REQUEST_HEAD, '');
+  const policy = POLICY.exec(text);
   if (policy?.[1]) return { kind: 'ValidatingAdmissionPolicy', name: policy[1] };
-  const webhook = WEBHOOK.exec(message);
+  const webhook = WEBHOOK.exec(text);
   return webhook?.[1] ? { kind: 'admission webhook', name: webhook[1] } : undefined;
 }
 
@@ -72,7 +89,7 @@ export function apiRefusalOf(e: unknown): ApiRefusal | undefined {
   if (status === undefined) return undefined;
   const reason = (e as { reason?: string }).reason;
   const http = `HTTP ${status}${reason ? ` ${reason}` : ''}`;
-  const denier = deniedBy(raw);
+  const denier = DENIAL_STATUSES.has(status) ? deniedBy(raw) : undefined;
   if (denier)
     return refusal('admission', `${denier.kind} '${denier.name}' denied the request (${http})`, denier.name);
   if (isInvalid(e)) return refusal('apiRejected', `the API server rejected the request as invalid (${http})`);

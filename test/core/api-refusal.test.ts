@@ -167,6 +167,52 @@ void describe('apiRefusalOf', () => {
       kind: undefined,
     },
     { what: 'another status: none', error: new ApiError('GET /x: HTTP 405: nope', 405), kind: undefined },
+    {
+      what: 'a denial phrase on a status no denial comes with (405): none, not admission',
+      error: errorFor(405, status(405, 'MethodNotAllowed', denial('p', 'no')), 'PATCH /x'),
+      kind: undefined,
+    },
+    {
+      what: 'a denial phrase on a 401: auth, not admission',
+      error: errorFor(401, status(401, 'Unauthorized', denial('p', 'no')), 'GET /x'),
+      kind: 'auth',
+    },
+    {
+      what: 'a schema 422 echoing a denial phrase inside a value: apiRejected, not admission',
+      error: errorFor(
+        422,
+        status(
+          422,
+          'Invalid',
+          `IPAMBlock.ipam.blockipam.io "b" is invalid: spec.allocations.0.handle: Invalid value: "${denial('fake', 'x', 'a')}": must match`,
+        ),
+        'PUT /x',
+      ),
+      kind: 'apiRejected',
+    },
+    {
+      what: 'an RBAC 403 naming a policy after its own words: forbidden, not admission',
+      error: errorFor(
+        403,
+        status(
+          403,
+          'Forbidden',
+          `User "u" cannot update: see ValidatingAdmissionPolicy 'p' with binding 'p' denied request`,
+        ),
+        'PUT /x',
+      ),
+      kind: 'forbidden',
+    },
+    {
+      what: "a policy denial with no object name (NewForbidden's `<resource> is forbidden: `): admission",
+      error: errorFor(
+        403,
+        status(403, 'Forbidden', denial('p', 'no', 'ipamblocks.ipam.blockipam.io')),
+        'POST /x',
+      ),
+      kind: 'admission',
+      policy: 'p',
+    },
   ];
   for (const c of cases)
     void it(c.what, () => {
