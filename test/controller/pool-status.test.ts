@@ -2,7 +2,8 @@
 // tiny pool filled pod by pod moves Ready → NearlyExhausted (no unclaimed block) → Exhausted and
 // back; one Warning Event per transition, none on a pass without change, none for a flap within
 // the rate limit; lastTransitionTime moves only with a status; short nodes listed; the pool,
-// node and churn metrics.
+// node and churn metrics; a pool flapping Allocatable says each state once per interval, and a
+// deleted pool is forgotten by the rate limit.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
@@ -50,7 +51,7 @@ function setup() {
     (await registry.getSingleMetric(`blockipam_${name}`)?.get())?.values.find((v) =>
       Object.entries(labels).every(([k, value]) => v.labels[k] === value),
     )?.value;
-  return { w, clock, fill, release, pass, status, condition, alerts, metric, next: () => next };
+  return { w, r, events, clock, fill, release, pass, status, condition, alerts, metric, next: () => next };
 }
 
 const brief = (c: Condition) => [c.status, c.reason];
@@ -149,6 +150,46 @@ void describe('controller: pool conditions', () => {
     assert.equal((await t.status())?.state, 'Ready');
     assert.deepEqual(brief(await t.condition('NearlyExhausted')), ['False', 'BelowThreshold']);
     assert.deepEqual((await t.status())?.shortNodes, []);
+  });
+
+  void it('Allocatable flapping: one Event per state per interval; a deleted pool is forgotten', async () => {
+    const t = setup();
+    const allocatable = () =>
+      t.events.filter((e) => e.note?.startsWith('Allocatable=')).map((e) => [e.type, e.reason]);
+    const disable = async (disabled: boolean) => {
+      const p = (await t.w.ds.pools.get('tiny')) ?? assert.fail('pool tiny');
+      await t.w.ds.pools.update({ ...p, spec: { ...p.spec, disabled } });
+    };
+    await t.pass();
+    assert.deepEqual(allocatable(), [['Normal', 'OK']]);
+    // disabled and enabled three times within 10 min: each state once, not one Event per flip
+    for (let flip = 0; flip < 3; flip += 1) {
+      t.clock.advance(60);
+      await disable(true);
+      assert.deepEqual(await t.pass(), ['tiny']);
+      await disable(false);
+      assert.deepEqual(await t.pass(), ['tiny']);
+    }
+    assert.deepEqual(allocatable(), [
+      ['Normal', 'OK'],
+      ['Warning', 'PoolDisabled'],
+    ]);
+    // after the interval, the next change is news again
+    t.clock.advance(600);
+    await disable(true);
+    await t.pass();
+    assert.deepEqual(allocatable().at(-1), ['Warning', 'PoolDisabled']);
+    assert.equal(allocatable().length, 3);
+
+    // the pool deleted: its entries go at the next pass; re-created, its first status says so
+    assert.equal(t.r.poolEvents.pools, 1);
+    await t.w.ds.pools.delete('tiny');
+    await t.pass();
+    assert.equal(t.r.poolEvents.pools, 0);
+    await t.w.ds.pools.create(pool('tiny', { cidr: '10.80.0.0/26', blockSize: 28, disabled: true }));
+    await t.pass();
+    assert.deepEqual(allocatable().at(-1), ['Warning', 'PoolDisabled']);
+    assert.equal(allocatable().length, 4);
   });
 
   void it('metrics: pool figures, node headroom, block claims and releases, leaks found', async () => {

@@ -3,9 +3,9 @@
  * Nodes and IPAMConfig, written through the status subresource only when it differs
  * (compare-and-swap on the resourceVersion watched: a 409 means the pool changed, and the next
  * pass sees the change). The pool and node-headroom gauges from the same figures. Events: when
- * the Allocatable condition changes (e.g. a pool applied over an older one), and when the pool
- * becomes NearlyExhausted or Exhausted (once per transition, at most one per pool and condition
- * per PoolEventLimiter interval).
+ * the Allocatable condition changes (e.g. a pool applied over an older one; at most one per pool
+ * and Allocatable state per PoolEventLimiter interval), and when the pool becomes NearlyExhausted
+ * or Exhausted (once per transition, at most one per pool and condition per interval).
  */
 import {
   becameTrue,
@@ -38,19 +38,35 @@ const ALERTS: Readonly<Record<string, string>> = {
   Exhausted: 'PoolExhausted',
 };
 
-/** At most one Event per (pool, reason) per `intervalMs` (in memory: a new leader starts afresh). */
+/**
+ * At most one Event per (pool, key) per `intervalMs` (in memory: a new leader starts afresh). The
+ * keys of a pool are forgotten when the pool is gone ({@link PoolEventLimiter.retain}), so the
+ * memory is bounded by the pools that exist times the keys of each (a handful: the alerting
+ * conditions and the Allocatable states).
+ */
 export class PoolEventLimiter {
-  readonly #last = new Map<string, number>();
+  /** pool name → key → when its last Event went out (ms since the epoch). */
+  readonly #last = new Map<string, Map<string, number>>();
   readonly #intervalMs: number;
   constructor(intervalMs = POOL_EVENT_INTERVAL_MS) {
     this.#intervalMs = intervalMs;
   }
-  /** True (and remembered) when an Event for `key` may go out at `nowMs`. */
-  allow(key: string, nowMs: number): boolean {
-    const last = this.#last.get(key);
+  /** True (and remembered) when an Event about `pool` for `key` may go out at `nowMs`. */
+  allow(pool: string, key: string, nowMs: number): boolean {
+    let keys = this.#last.get(pool);
+    const last = keys?.get(key);
     if (last !== undefined && nowMs - last < this.#intervalMs) return false;
-    this.#last.set(key, nowMs);
+    if (!keys) this.#last.set(pool, (keys = new Map<string, number>()));
+    keys.set(key, nowMs);
     return true;
+  }
+  /** Forgets every pool not in `pools` (deleted pools: a pool re-created later starts afresh). */
+  retain(pools: ReadonlySet<string>): void {
+    for (const pool of this.#last.keys()) if (!pools.has(pool)) this.#last.delete(pool);
+  }
+  /** The pools remembered (bounded by the pools that exist; for tests and debugging). */
+  get pools(): number {
+    return this.#last.size;
   }
 }
 
@@ -60,6 +76,7 @@ export async function poolStatusStep(
 ): Promise<StatusStep> {
   const result: StatusStep = { written: [] };
   const pools = ctx.view.pools();
+  limiter.retain(new Set(pools.map((p) => p.metadata.name)));
   const blocks = ctx.view.blocks();
   const { usable, shadowed } = usablePools(pools);
   const settings = settingsOf(ctx.view.config());
@@ -117,20 +134,25 @@ function transitionEvents(
   const after = conditionOf(status.conditions, ALLOCATABLE);
   if (after && (before?.status !== after.status || before?.reason !== after.reason)) {
     ctx.log.info('IPPool condition changed', { pool: pool.metadata.name, reason: after.reason });
-    ctx.events.emit({
-      ...regarding,
-      type: after.status === 'True' ? 'Normal' : 'Warning',
-      reason: after.reason ?? ALLOCATABLE,
-      action: 'UpdateStatus',
-      note: `Allocatable=${after.status}: ${after.message ?? ''}`,
-    });
+    // keyed by the state reached: a pool flapping (disabled and enabled, applied over an older one
+    // and back) says each state once per interval, never one Event per flip
+    if (
+      limiter.allow(pool.metadata.name, `${ALLOCATABLE}=${after.status}/${after.reason ?? ''}`, ctx.clock())
+    )
+      ctx.events.emit({
+        ...regarding,
+        type: after.status === 'True' ? 'Normal' : 'Warning',
+        reason: after.reason ?? ALLOCATABLE,
+        action: 'UpdateStatus',
+        note: `Allocatable=${after.status}: ${after.message ?? ''}`,
+      });
   }
   for (const type of becameTrue(pool.status?.conditions, status.conditions)) {
     const reason = ALERTS[type];
     if (!reason) continue;
     const condition = conditionOf(status.conditions, type);
     ctx.log.warn(`IPPool ${type}`, { pool: pool.metadata.name, reason: condition?.reason });
-    if (!limiter.allow(`${pool.metadata.name}/${type}`, ctx.clock())) continue;
+    if (!limiter.allow(pool.metadata.name, type, ctx.clock())) continue;
     ctx.events.emit({
       ...regarding,
       type: 'Warning',
