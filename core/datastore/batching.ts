@@ -35,6 +35,7 @@ import { abortable, idleOf, isToken, tokenMinter, waiterFor, withVersion } from 
 import type { BusyBlock, Waiter } from './batching-queue.ts';
 import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
 import type { CallOptions, Datastore, DeletePreconditions, ListOptions, ResourceStore } from './datastore.ts';
+import { matchesSelector } from '../selector.ts';
 import { isLaterVersion } from './resource-version.ts';
 import { withBlocks } from './with-blocks.ts';
 
@@ -91,8 +92,12 @@ export interface BatchingDatastore extends Datastore {
    * answers from a watch, `reads` at the API server), the busy blocks' speculative states laid
    * over them as over `inner`'s. A busy block `reads` lists at a later resourceVersion than the
    * one its batch was computed on (core's isLaterVersion: another writer changed it, so that
-   * UPDATE will lose its compare-and-swap) is not overlaid: the LIST waits until that block is
-   * idle and answers `reads`' copy. Everything else as this datastore.
+   * UPDATE will lose its compare-and-swap; or `reads` saw our own UPDATE before its answer), or
+   * does not list although its speculative state matches the selector (deleted, or not yet seen
+   * by `reads`), is not overlaid: the LIST waits until that block is idle and reads it afresh
+   * (this datastore's GET), so it answers the block as written or without it when it is gone —
+   * never `reads`' copy from before the wait, nor a state laid over a deleted block. Everything
+   * else as this datastore.
    * @param reads where block LISTs go; its other stores are not used
    */
   readingFrom(reads: Datastore): Datastore;
@@ -211,16 +216,37 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
   }
 
   /**
-   * `reads`' LIST with the speculative states laid over it, except a busy block listed at a later
-   * resourceVersion than its batch's base: waited for until idle, `reads`' copy kept.
+   * `reads`' LIST with the speculative states laid over it, except a busy block that `reads` lists
+   * at a later resourceVersion than its batch's base (another writer changed it, or `reads` — a
+   * watch — saw our own UPDATE before its answer came), or does not list although its speculative
+   * state matches the selector (deleted meanwhile, or not yet seen by `reads`). What `reads` says
+   * of such a block can neither be laid over nor trusted once the batch settles, so the LIST waits
+   * until the block is idle and reads it afresh (this store's GET: the block as it now is, or gone
+   * and so not listed).
    */
   async #listFrom(reads: ResourceStore<IPAMBlock>, options?: ListOptions): Promise<IPAMBlock[]> {
+    const signal = options?.signal;
+    const selector = options?.labelSelector;
     const listed = await reads.list(options);
     const version = new Map(listed.map((b) => [b.metadata.name, b.metadata.resourceVersion]));
-    const behind = (busy: BusyBlock): boolean => isLaterVersion(version.get(busy.name), busy.baseVersion);
-    await Promise.all([...this.#busy.values()].filter(behind).map((busy) => idleOf(busy, options?.signal)));
-    const states = [...this.#busy.values()].filter((busy) => !behind(busy)).map((b) => this.#speculative(b));
-    return overlayList(listed, states, options?.labelSelector);
+    const unsure = [...this.#busy.values()].filter((busy) =>
+      version.has(busy.name)
+        ? isLaterVersion(version.get(busy.name), busy.baseVersion)
+        : matchesSelector(selector, busy.state.metadata.labels),
+    );
+    await Promise.all(unsure.map((busy) => idleOf(busy, signal)));
+    const reread = new Set(unsure.map((busy) => busy.name));
+    const fresh = await Promise.all(
+      unsure.map((busy) => this.get(busy.name, signal ? { signal } : undefined)),
+    );
+    const kept = listed.filter((b) => !reread.has(b.metadata.name));
+    for (const block of fresh)
+      if (block && matchesSelector(selector, block.metadata.labels)) kept.push(block);
+    kept.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+    const states = [...this.#busy.values()]
+      .filter((busy) => !reread.has(busy.name))
+      .map((busy) => this.#speculative(busy));
+    return overlayList(kept, states, selector);
   }
 
   async listMetadata(...args: Parameters<ResourceStore<IPAMBlock>['listMetadata']>) {

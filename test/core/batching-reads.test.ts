@@ -1,13 +1,24 @@
 // The batching decorator's reads from another datastore (BatchingDatastore.readingFrom): a LIST
 // from `reads` sees the busy blocks' speculative states, so a change computed on it joins the
 // batch; a block `reads` has at a later resourceVersion than the batch's base (another writer)
-// is waited for until idle and answered as `reads` has it, never hidden by a doomed batch.
+// is waited for until idle and read afresh, never hidden by a doomed batch; nor answered from the
+// copy listed before the wait (our own write seen early), nor laid over a block deleted meanwhile.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { affineSelector, createBatchingDatastore, isConflict, mustParseCidr, newBlock } from 'blockipam/core';
+import {
+  affineSelector,
+  autoAssign,
+  createBatchingDatastore,
+  isConflict,
+  isNotFound,
+  mustParseCidr,
+  newBlock,
+  releaseByHandle,
+  withBlocks,
+} from 'blockipam/core';
 import type { IPAMBlock } from 'blockipam/core';
 import { deferred, foreignTouch, probe } from './batching-probe.ts';
-import { T0, world } from './fixtures.ts';
+import { pod, T0, world } from './fixtures.ts';
 
 const BLOCK = '10-244-0-0-26';
 
@@ -69,5 +80,96 @@ describe('batching datastore reading from another datastore', () => {
     const stored = await w.ds.blocks.get(BLOCK);
     assert.equal(listed?.metadata.resourceVersion, stored?.metadata.resourceVersion, 'the copy as stored');
     assert.equal(listed?.metadata.annotations?.['test/touch'], '1', 'the other writer’s change is seen');
+  });
+
+  it('our own write seen by `reads` before its answer: the LIST answers the block as last written', async () => {
+    const w = world();
+    await w.ds.blocks.create(
+      newBlock({ cidr: mustParseCidr('10.244.0.0/26'), pool: 'default-v4', node: 'n1', nowMs: T0 }),
+    );
+    // an inner store whose UPDATE lands at once but answers only when `answer` opens (as a watch
+    // delivering our write's event before the API server's answer arrives)
+    const answer = deferred();
+    const landed = deferred();
+    const b = w.ds.blocks;
+    const inner = withBlocks(w.ds, {
+      get: (name, o) => b.get(name, o),
+      list: (o) => b.list(o),
+      listMetadata: (o) => b.listMetadata(o),
+      listPage: (o) => b.listPage(o),
+      create: (object, o) => b.create(object, o),
+      delete: (name, pre, o) => b.delete(name, pre, o),
+      update: async (block, o) => {
+        const written = await b.update(block, o);
+        landed.resolve();
+        await answer.promise;
+        return written;
+      },
+    });
+    const bds = createBatchingDatastore(inner);
+    const mark = (b: IPAMBlock, value: string): IPAMBlock => ({
+      ...b,
+      metadata: { ...b.metadata, annotations: { mark: value } },
+    });
+    const first = bds.blocks.update(mark((await bds.blocks.get(BLOCK)) as IPAMBlock, 'first'));
+    await landed.promise;
+    // a change queued on the speculative state: it goes out once the first UPDATE is answered
+    const second = bds.blocks.update(mark((await bds.blocks.get(BLOCK)) as IPAMBlock, 'second'));
+    // `reads` lists the block at our first write's resourceVersion, before that write is answered
+    const listed1 = deferred();
+    const reads = withBlocks(w.ds, {
+      get: (name, o) => b.get(name, o),
+      list: async (o) => {
+        const got = await b.list(o);
+        listed1.resolve();
+        return got;
+      },
+      listMetadata: (o) => b.listMetadata(o),
+      listPage: (o) => b.listPage(o),
+      create: (object, o) => b.create(object, o),
+      delete: (name, pre, o) => b.delete(name, pre, o),
+      update: (block, o) => b.update(block, o),
+    });
+    const listing = bds.readingFrom(reads).blocks.list({ labelSelector: affineSelector('n1') });
+    await listed1.promise;
+    answer.resolve();
+    await Promise.all([first, second]);
+    const [listed] = await listing;
+    const stored = await w.ds.blocks.get(BLOCK);
+    assert.equal(listed?.metadata.annotations?.mark, 'second', 'the state as last written');
+    assert.equal(listed?.metadata.resourceVersion, stored?.metadata.resourceVersion);
+    // a change computed on it is written without a conflict
+    await bds.blocks.update(mark(listed, 'third'));
+    assert.equal(bds.stats().serverConflicts, 0);
+  });
+
+  it('a busy block deleted meanwhile: the LIST leaves it out and a DEL answers "released 0"', async () => {
+    const w = world();
+    await w.ds.blocks.create(
+      newBlock({ cidr: mustParseCidr('10.244.0.0/26'), pool: 'default-v4', node: 'n1', nowMs: T0 }),
+    );
+    const got = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    assert.ok(got.ok);
+    const p = probe(w.ds);
+    const bds = createBatchingDatastore(p.ds);
+    const open = deferred();
+    p.gate = open.promise;
+    const arrived = deferred();
+    p.onUpdate = () => arrived.resolve();
+    const read = (await bds.blocks.get(BLOCK)) as IPAMBlock;
+    const batch = bds.blocks.update({ ...read, metadata: { ...read.metadata, annotations: { mark: 'b' } } });
+    batch.catch(() => undefined);
+    await arrived.promise;
+    await w.ds.blocks.delete(BLOCK); // the block goes (an operator, say) while the batch is in flight
+    const reading = bds.readingFrom(w.ds);
+    // listed while the batch is still in flight: never the speculative state of a deleted block
+    const listing = reading.blocks.list({ labelSelector: affineSelector('n1') });
+    const releasing = releaseByHandle(reading, 'net.a.eth0', { node: 'n1' }, w.options);
+    open.resolve();
+    await assert.rejects(batch, (e) => isNotFound(e));
+    assert.deepEqual(await listing, [], 'the deleted block is not listed');
+    const released = await releasing;
+    assert.deepEqual(released.released, [], 'nothing to release: the block is gone');
+    assert.equal(p.counts.updates, 1, 'no release UPDATE queued on the deleted block');
   });
 });
