@@ -5,8 +5,10 @@
 #      `dpkg-deb -x` into the cache — nothing is installed on the host;
 #   2. base: `mmdebstrap --mode=unshare --variant=extract --include=iproute2,nftables bookworm`
 #      (the essential packages + iproute2 + nftables, no shell), its /dev nodes dropped — cached;
-#   3. the multi-call executable (scripts/build-plugin.ts --multi-call) when older than its sources;
-#   4. the build context: Containerfile, base.tar, app.tar (/usr/local/bin/blockipam + role links);
+#   3. the multi-call executable (scripts/build-plugin.ts --multi-call) when older than its sources,
+#      and the native forwarder (scripts/build-plugin.ts --forwarder: Go, ipam-plugin/forwarder/);
+#   4. the build context: Containerfile, base.tar, app.tar (/usr/local/bin/blockipam + role links,
+#      /usr/local/bin/blockipam-forwarder, which the agent installs as the plugin: docs/image.md);
 #   5. `buildah bud --timestamp 0` of the repo's Containerfile, confined so that it writes no host
 #      path (own containers.conf, storage and run dirs under the cache; a private mount namespace
 #      with tmpfs over /var/lib and /run, where buildah would otherwise write its blob-info cache
@@ -81,6 +83,11 @@ base() {
   log "base ready in $((SECONDS - t0)) s ($(du -m "$BASE" | cut -f1) MB)"
 }
 
+forwarder() { # rebuilt by the script only when a source is newer
+  (cd "$repo" && "$NODE" scripts/build-plugin.ts --forwarder >/dev/null) ||
+    { log "the forwarder build failed (it needs Go 1.26+): run node scripts/build-plugin.ts --forwarder"; exit 1; }
+}
+
 executable() {
   local exe=$repo/build/bin/blockipam
   if [ -x "$exe" ] && [ -z "$(find "$repo"/{cmd,ipam-plugin,core,cli,block-controller} -name '*.ts' -newer "$exe" -print -quit)" ]; then
@@ -109,6 +116,8 @@ write_context() { # write_context DIR
   cp "$repo/build/bin/blockipam" "$app/usr/local/bin/blockipam"
   chmod 0755 "$app/usr/local/bin/blockipam"
   for n in ipamctl blockipam-agent blockipam-controller; do ln -s blockipam "$app/usr/local/bin/$n"; done
+  cp "$repo/build/forwarder/blockipam-forwarder" "$app/usr/local/bin/blockipam-forwarder"
+  chmod 0755 "$app/usr/local/bin/blockipam-forwarder"
   tar_tree "$app" "$d/app.tar"
   rm -rf "$app"
 }
@@ -117,6 +126,7 @@ tools
 base
 [ -z "$prepare" ] || exit 0
 executable
+forwarder
 if [ -n "$context" ]; then
   write_context "$context"
   log "build context in $context: docker build -f $context/Containerfile --build-arg VERSION=$VERSION -t $IMAGE $context"
@@ -127,7 +137,7 @@ manifest_digest() { # manifest_digest INDEX_JSON_TEXT
   "$NODE" -p 'JSON.parse(process.argv[1]).manifests[0].digest' "$1"
 }
 # Up to date: newer than everything it is made of (a changed source rebuilt the executable above).
-if [ -s "$out" ] && [ -z "$(find "$repo/build/bin/blockipam" "$BASE" "$repo/Containerfile" "$0" -newer "$out" -print -quit)" ]; then
+if [ -s "$out" ] && [ -z "$(find "$repo/build/bin/blockipam" "$repo/build/forwarder/blockipam-forwarder" "$BASE" "$repo/Containerfile" "$0" -newer "$out" -print -quit)" ]; then
   printf 'IMAGE=%s\nARCHIVE=%s\nDIGEST=%s\n' "$IMAGE" "$out" "$(manifest_digest "$(tar -xOf "$out" ./index.json)")"
   exit 0
 fi

@@ -14,9 +14,16 @@
  *      `--bytecode --format=esm --splitting` (each role its own chunk, so the plugin role loads
  *      only the plugin's code; plain `--bytecode` implies CommonJS, and the roles' top-level
  *      await then fails to compile).
+ *   4. with --forwarder instead: the native forwarder build/forwarder/blockipam-forwarder, Go
+ *      source in ipam-plugin/forwarder/ (standard library only; docs/design-plugin.md
+ *      §"Start-up"): `CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags='-s -w -buildid='`,
+ *      a static executable whose bytes depend only on the sources and the Go version; rebuilt
+ *      only when a source is newer. Go's caches live under BLOCKIPAM_CACHE (default
+ *      ~/.cache/blockipam)/go, with the module proxy off (it has no dependencies).
  *
- * Usage: node scripts/build-plugin.ts [--multi-call] [--target T] [--codegen-only] [--check-codegen]
+ * Usage: node scripts/build-plugin.ts [--multi-call | --forwarder] [--target T] [--codegen-only] [--check-codegen]
  *   --multi-call     build the multi-call executable (step 3) instead of the plugin alone
+ *   --forwarder      build the forwarder (step 4) only; no codegen, no Bun
  *   --target         Bun's cross-compile target, default bun-linux-x64 (needs AVX2; use
  *                    bun-linux-x64-baseline for older x86-64 CPUs, bun-linux-arm64 for arm64)
  *   --codegen-only   step 1 only
@@ -24,7 +31,18 @@
  * Prints the executable's path on stdout.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -37,8 +55,11 @@ const multiOutDir = join(root, 'build', 'bin');
 const roleLinks = ['ipamctl', 'blockipam-agent', 'blockipam-controller'];
 const generatedPath = join(root, 'ipam-plugin', 'cni', 'netconf-validate.generated.ts');
 
-function run(cmd: string, args: readonly string[]): void {
-  const r = spawnSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+const forwarderSrc = join(root, 'ipam-plugin', 'forwarder');
+const forwarderPath = join(root, 'build', 'forwarder', 'blockipam-forwarder');
+
+function run(cmd: string, args: readonly string[], o: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): void {
+  const r = spawnSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], ...o });
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed with ${r.status ?? r.signal}`);
 }
 
@@ -86,16 +107,57 @@ function multiCall(target: string): string {
   return exe;
 }
 
+/** The Go toolchain: `go` on PATH, else the official install location. */
+function goBinary(): string {
+  const onPath = spawnSync('go', ['version'], { stdio: 'ignore' });
+  if (onPath.status === 0) return 'go';
+  if (existsSync('/usr/local/go/bin/go')) return '/usr/local/go/bin/go';
+  throw new Error('the forwarder needs Go 1.26 or later (go.dev/dl) on PATH or in /usr/local/go');
+}
+
+/**
+ * The forwarder build/forwarder/blockipam-forwarder, rebuilt only when missing or older than a
+ * file of ipam-plugin/forwarder/ (step 4 above). Returns its path.
+ */
+export function buildForwarder(): string {
+  const newest = Math.max(...readdirSync(forwarderSrc).map((f) => statSync(join(forwarderSrc, f)).mtimeMs));
+  if (existsSync(forwarderPath) && statSync(forwarderPath).mtimeMs > newest) return forwarderPath;
+  const cache =
+    process.env.BLOCKIPAM_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'blockipam');
+  mkdirSync(dirname(forwarderPath), { recursive: true });
+  const tmp = `${forwarderPath}.tmp`;
+  run(goBinary(), ['build', '-trimpath', '-buildvcs=false', '-ldflags=-s -w -buildid=', '-o', tmp, '.'], {
+    cwd: forwarderSrc,
+    env: {
+      ...process.env,
+      CGO_ENABLED: '0',
+      GOTOOLCHAIN: 'local',
+      GOFLAGS: '',
+      GOENV: 'off',
+      GOPROXY: 'off',
+      GOCACHE: join(cache, 'go', 'build-cache'),
+      GOPATH: join(cache, 'go', 'path'),
+    },
+  });
+  renameSync(tmp, forwarderPath);
+  return forwarderPath;
+}
+
 function main(argv: readonly string[]): void {
   const { values } = parseArgs({
     args: [...argv],
     options: {
       'multi-call': { type: 'boolean', default: false },
+      forwarder: { type: 'boolean', default: false },
       target: { type: 'string', default: 'bun-linux-x64' },
       'codegen-only': { type: 'boolean', default: false },
       'check-codegen': { type: 'boolean', default: false },
     },
   });
+  if (values.forwarder) {
+    console.log(buildForwarder());
+    return;
+  }
   const code = generateValidator();
   if (values['check-codegen']) {
     if (readFileSync(generatedPath, 'utf8') !== code) {
@@ -122,4 +184,4 @@ function main(argv: readonly string[]): void {
   );
 }
 
-main(process.argv.slice(2));
+if (process.argv[1] === fileURLToPath(import.meta.url)) main(process.argv.slice(2));

@@ -245,6 +245,7 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
   return {
     cniBinDir: options.cniBinDir,
     ...(options.pluginBinary ? { pluginBinary: options.pluginBinary } : {}),
+    ...(options.pluginBinary && options.forwarderBinary ? { forwarderBinary: options.forwarderBinary } : {}),
     cniConfDir: options.cniConfDir,
     conflistName: options.conflistName,
     conflist: {

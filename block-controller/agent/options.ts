@@ -7,6 +7,7 @@
  */
 import yargs from 'yargs';
 import { isAbsolute } from 'node:path';
+import { existsSync } from 'node:fs';
 import { parseCidr } from 'blockipam/core';
 import type { Cidr } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
@@ -50,6 +51,11 @@ export interface AgentOptions {
   readonly cniBinDir: string;
   readonly cniConfDir: string;
   readonly pluginBinary?: string;
+  /**
+   * The native forwarder installed as the plugin, `pluginBinary` beside it as `blockipam-direct`
+   * (install/installer.ts); undefined: `pluginBinary` is the plugin.
+   */
+  readonly forwarderBinary?: string;
   readonly conflistName: string;
   readonly networkName: string;
   readonly cniVersion: string;
@@ -78,6 +84,12 @@ export interface AgentOptions {
 /** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
 export const MAX_PORT = 65_535;
 
+/**
+ * The image's native forwarder (scripts/build-image.sh): `--forwarder-binary`'s default when the
+ * file exists.
+ */
+export const IMAGE_FORWARDER = '/usr/local/bin/blockipam-forwarder';
+
 /** `--plugin-binary self`: copy the running executable (the image's multi-call blockipam). */
 export const PLUGIN_BINARY_SELF = 'self';
 
@@ -89,6 +101,12 @@ export const PLUGIN_BINARY_SELF = 'self';
  */
 function selfExecutable(): string | undefined {
   return process.argv[1]?.startsWith('/$bunfs/') ? process.execPath : undefined;
+}
+
+/** `--forwarder-binary`: the file named, none for "", else the image's forwarder when present. */
+function forwarderOf(flag: string | undefined): { forwarderBinary?: string } {
+  if (flag !== undefined) return flag === '' ? {} : { forwarderBinary: flag };
+  return existsSync(IMAGE_FORWARDER) ? { forwarderBinary: IMAGE_FORWARDER } : {};
 }
 
 /**
@@ -160,6 +178,10 @@ export async function parseOptions(
       'plugin-binary': {
         type: 'string',
         describe: 'Plugin executable to copy into --cni-bin-dir ("self": this multi-call executable)',
+      },
+      'forwarder-binary': {
+        type: 'string',
+        describe: `Native forwarder installed as the plugin, --plugin-binary beside it as blockipam-direct (default ${IMAGE_FORWARDER} when it exists; "" for none)`,
       },
       'conflist-name': { type: 'string', default: '10-blockipam.conflist' },
       'network-name': { type: 'string', default: 'blockipam' },
@@ -309,6 +331,7 @@ export async function parseOptions(
     cniConfDir: parsed['cni-conf-dir'],
     pluginBinary:
       parsed['plugin-binary'] === PLUGIN_BINARY_SELF ? selfExecutable() : opt(parsed['plugin-binary']),
+    ...forwarderOf(parsed['forwarder-binary']),
     conflistName: parsed['conflist-name'],
     networkName: parsed['network-name'],
     cniVersion: parsed['cni-version'],

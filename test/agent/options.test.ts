@@ -3,8 +3,9 @@
 // number", not "NaN"), a bind host that is neither an address nor a host name, an MTU outside
 // what a veth can have. (The entry's one-line, exit-2 report: test/shared/daemon-cli.test.ts.)
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { parseOptions } from '../../block-controller/agent/options.ts';
+import { IMAGE_FORWARDER, parseOptions } from '../../block-controller/agent/options.ts';
 
 const base = ['--node-name', 'node-1'];
 
@@ -19,6 +20,17 @@ describe('agent options', () => {
     test(`--node-name ${name} is taken`, async () =>
       assert.equal((await parseOptions(['--node-name', name], {})).nodeName, name));
 
+  test('--forwarder-binary: the file named; "" for none; else the image forwarder only where it exists', async () => {
+    assert.equal(
+      (await parseOptions([...base, '--forwarder-binary', '/x/fwd'], {})).forwarderBinary,
+      '/x/fwd',
+    );
+    assert.equal((await parseOptions([...base, '--forwarder-binary='], {})).forwarderBinary, undefined);
+    assert.equal(
+      (await parseOptions(base, {})).forwarderBinary,
+      existsSync(IMAGE_FORWARDER) ? IMAGE_FORWARDER : undefined,
+    );
+  });
   test('--metrics-port abc: not a number', async () =>
     assert.rejects(
       parseOptions([...base, '--metrics-port', 'abc'], {}),

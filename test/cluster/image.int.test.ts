@@ -116,6 +116,16 @@ describe('the blockipam image', () => {
       listing.some((l) => l.includes(` ${exe.length} `) && l.endsWith(' usr/local/bin/blockipam')),
       'the executable, unstripped',
     );
+    const forwarder = readFileSync(join(repo, 'build', 'forwarder', 'blockipam-forwarder'));
+    assert.ok(
+      listing.some(
+        (l) =>
+          l.startsWith('-rwxr-xr-x') &&
+          l.includes(` ${forwarder.length} `) &&
+          l.endsWith(' usr/local/bin/blockipam-forwarder'),
+      ),
+      'the native forwarder (the plugin the agent installs)',
+    );
   });
 
   test('same inputs, byte-identical archive; the build writes no host path', () => {

@@ -1,7 +1,10 @@
 /**
  * Install mode (as Calico's install-cni): puts the plugin on the agent's host and keeps its
  * credential fresh. In order, so the runtime never finds a conflist whose plugin cannot run:
- * 1. the plugin executable → `<cniBinDir>/blockipam` (0755; skipped when the content is equal);
+ * 1. the plugin executables ({@link installExecutables}): with a native forwarder, the TypeScript
+ *    executable → `<cniBinDir>/blockipam-direct` first, then the forwarder → `<cniBinDir>/blockipam`;
+ *    without one, the TypeScript executable → `<cniBinDir>/blockipam` (0755; each skipped when the
+ *    content is equal);
  * 2. a token of the plugin's ServiceAccount bound to this Node (token.ts) → the plugin's
  *    kubeconfig (0600: it holds the token);
  * 3. the conflist (conflist.ts) → `<cniConfDir>/<conflistName>` (0644).
@@ -28,6 +31,11 @@ export interface InstallOptions {
   readonly cniBinDir: string;
   /** The plugin executable to copy; undefined = do not copy (installed some other way). */
   readonly pluginBinary?: string;
+  /**
+   * The native forwarder to install as the plugin, with `pluginBinary` beside it as its direct
+   * path (docs/design-plugin.md §"Start-up"); undefined = `pluginBinary` is the plugin itself.
+   */
+  readonly forwarderBinary?: string;
   /** Where the runtime looks for network configurations, e.g. /etc/cni/net.d. */
   readonly cniConfDir: string;
   /** File name of the conflist, e.g. 10-blockipam.conflist (lowest name wins in containerd). */
@@ -50,6 +58,38 @@ export interface InstallOptions {
 const RETRY_MS = 10_000;
 /** The plugin executable's name in the CNI bin dir (netconf `ipam.type`). */
 export const PLUGIN_NAME = 'blockipam';
+/** The TypeScript executable's name beside the forwarder (the forwarder execs it: its direct path). */
+export const DIRECT_NAME = 'blockipam-direct';
+
+/**
+ * Installs the plugin into `cniBinDir`, each file copied atomically, 0755:
+ * - with `forwarderBinary`: `pluginBinary` as {@link DIRECT_NAME} first, then the forwarder as
+ *   {@link PLUGIN_NAME} — so a forwarder in place always finds its direct path beside it;
+ * - without: `pluginBinary` as {@link PLUGIN_NAME}, then a {@link DIRECT_NAME} left by an
+ *   install with a forwarder is removed (after: a forwarder still running finds it until the
+ *   TypeScript executable has replaced it).
+ * @returns the paths written or found equal, with whether each was copied
+ * @throws the fs error (a copy that failed leaves the file before it as it was)
+ */
+export async function installExecutables(o: {
+  readonly cniBinDir: string;
+  readonly pluginBinary: string;
+  readonly forwarderBinary?: string;
+}): Promise<{ readonly path: string; readonly copied: boolean }[]> {
+  const plugin = join(o.cniBinDir, PLUGIN_NAME);
+  const direct = join(o.cniBinDir, DIRECT_NAME);
+  if (o.forwarderBinary === undefined) {
+    const copied = await copyFileAtomic(o.pluginBinary, plugin, MODE_EXECUTABLE);
+    await rm(direct, { force: true });
+    return [{ path: plugin, copied }];
+  }
+  const directCopied = await copyFileAtomic(o.pluginBinary, direct, MODE_EXECUTABLE);
+  const copied = await copyFileAtomic(o.forwarderBinary, plugin, MODE_EXECUTABLE);
+  return [
+    { path: direct, copied: directCopied },
+    { path: plugin, copied },
+  ];
+}
 
 export class CniInstaller {
   readonly #o: InstallOptions;
@@ -94,9 +134,12 @@ export class CniInstaller {
     const o = this.#o;
     if (this.#uninstalled) return;
     if (o.pluginBinary !== undefined) {
-      const target = join(o.cniBinDir, PLUGIN_NAME);
-      const copied = await copyFileAtomic(o.pluginBinary, target, MODE_EXECUTABLE);
-      this.#log.info(copied ? 'plugin installed' : 'plugin already installed', { [F.path]: target });
+      for (const { path, copied } of await installExecutables({
+        cniBinDir: o.cniBinDir,
+        pluginBinary: o.pluginBinary,
+        ...(o.forwarderBinary !== undefined ? { forwarderBinary: o.forwarderBinary } : {}),
+      }))
+        this.#log.info(copied ? 'plugin installed' : 'plugin already installed', { [F.path]: path });
     }
     await this.#refresh();
     if (this.#uninstalled) return;

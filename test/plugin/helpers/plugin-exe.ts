@@ -1,10 +1,12 @@
 /**
  * The standalone `blockipam` executable for integration, e2e tests and benchmarks: built on
  * demand with scripts/build-plugin.ts when missing or older than any source it bundles, and
- * run like a runtime would (CNI_* env, config on stdin).
+ * run like a runtime would (CNI_* env, config on stdin). Also the native forwarder
+ * (ipam-plugin/forwarder/, `scripts/build-plugin.ts --forwarder`), which the runtime calls as
+ * `blockipam` with the TypeScript executable beside it as `blockipam-direct`.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -35,6 +37,34 @@ export function ensurePlugin(): string {
   });
   if (r.status !== 0) throw new Error(`plugin build failed:\n${r.stderr}`);
   return pluginPath;
+}
+
+/**
+ * Builds the forwarder unless it is newer than every file of ipam-plugin/forwarder/ (the build
+ * script decides). Returns its path, build/forwarder/blockipam-forwarder.
+ * @throws Error with the build's stderr (no Go toolchain: it names what to install)
+ */
+export function ensureForwarder(): string {
+  const r = spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build-plugin.ts'), '--forwarder'], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`forwarder build failed:\n${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/**
+ * A CNI bin directory `dir` (created) laid out as the node agent installs it with a forwarder:
+ * the forwarder copied as `blockipam` (a copy: it finds `blockipam-direct` beside its own
+ * file, /proc/self/exe, which a symlink would not move) and `blockipam-direct` a symlink to
+ * `direct` (default {@link ensurePlugin}'s executable). Returns the path of `dir`/blockipam.
+ */
+export function forwardedPlugin(dir: string, direct: string = ensurePlugin()): string {
+  mkdirSync(dir, { recursive: true });
+  const exe = join(dir, 'blockipam');
+  copyFileSync(ensureForwarder(), exe);
+  symlinkSync(direct, join(dir, 'blockipam-direct'));
+  return exe;
 }
 
 export interface PluginRun {

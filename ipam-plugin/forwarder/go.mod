@@ -1,0 +1,3 @@
+module blockipam.dev/forwarder
+
+go 1.26

@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// protocolVersion is the node IPAM protocol version of the raw CNI call wire (`v`).
+const protocolVersion = 2
+
+// maxAnswerBytes bounds the agent's answer line (bytes), as MAX_RESPONSE_BYTES of the TypeScript
+// thin client.
+const maxAnswerBytes = 1 << 20
+
+// maxRequestBytes bounds the request line (bytes): the agent refuses a longer one
+// (MAX_REQUEST_BYTES of core's protocol module).
+const maxRequestBytes = 1 << 20
+
+// cniEnv lists the environment variables the request carries, when set (CNI spec §"Parameters").
+var cniEnv = []string{"CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH"}
+
+// errFallback says connect() failed such that the agent never saw the call: the direct path
+// serves it.
+var errFallback = errors.New("connect failed: direct path")
+
+// fallbackErrnos are the connect() errors that send the call to the direct path (the agent has
+// not seen the request; the TypeScript thin client's FALLBACK_ERRNOS, with their reasons there):
+// no socket file, a path component that is a file, a socket nobody listens on, a path that is
+// not a socket, and no permission to connect. Any other connect() failure is CNI 11.
+var fallbackErrnos = map[syscall.Errno]string{
+	syscall.ENOENT:       "ENOENT",
+	syscall.ENOTDIR:      "ENOTDIR",
+	syscall.ECONNREFUSED: "ECONNREFUSED",
+	syscall.ENOTSOCK:     "ENOTSOCK",
+	syscall.EACCES:       "EACCES",
+	syscall.EPERM:        "EPERM",
+}
+
+// otherErrnoNames names the other errors connect(2) reports, for the details of CNI 11.
+var otherErrnoNames = map[syscall.Errno]string{
+	syscall.EAGAIN:       "EAGAIN",
+	syscall.EINVAL:       "EINVAL",
+	syscall.ENAMETOOLONG: "ENAMETOOLONG",
+	syscall.ELOOP:        "ELOOP",
+	syscall.ECONNRESET:   "ECONNRESET",
+	syscall.EMFILE:       "EMFILE",
+	syscall.ENFILE:       "ENFILE",
+	syscall.ENOMEM:       "ENOMEM",
+	syscall.ENOBUFS:      "ENOBUFS",
+}
+
+// request is the v2 request line.
+type request struct {
+	V     int               `json:"v"`
+	Env   map[string]string `json:"env"`
+	Stdin string            `json:"stdin"`
+}
+
+// answer is the agent's v2 answer: what the plugin process itself would have written and returned.
+type answer struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// forward sends the call to the agent at conf.agentSocket and returns its answer. The whole call
+// (connect, send, answer) has conf.timeout.
+// Errors: errFallback when connect() fails with one of fallbackErrnos; *cniError 11 for any
+// other connect() failure, no connection within the budget, no complete answer within it, or a
+// connection closed or reset without an answer; 999 for an answer that is not the v2 shape or
+// over maxAnswerBytes; 6 for a request over maxRequestBytes. Nothing after the request was
+// written falls back.
+func forward(conf netconf, stdin []byte) (answer, error) {
+	deadline := time.Now().Add(conf.timeout)
+	line, err := requestLine(stdin)
+	if err != nil {
+		return answer{}, err
+	}
+	fd, err := connect(conf, deadline)
+	if err != nil {
+		return answer{}, err
+	}
+	defer syscall.Close(fd)
+	if err := send(fd, line, deadline); err != nil {
+		return answer{}, afterSend(conf, "node agent connection failed", fmt.Sprintf("%v after the request was sent", err))
+	}
+	text, err := receive(conf, fd, deadline)
+	if err != nil {
+		return answer{}, err
+	}
+	return parseAnswer(text)
+}
+
+// requestLine is the v2 request for this process's CNI_* variables and stdin, with its newline.
+// Stdin that is not UTF-8 has its bad bytes replaced by U+FFFD (as the TypeScript client's
+// Buffer.toString).
+func requestLine(stdin []byte) ([]byte, error) {
+	env := make(map[string]string, len(cniEnv))
+	for _, k := range cniEnv {
+		if v, set := os.LookupEnv(k); set {
+			env[k] = v
+		}
+	}
+	line, err := marshal(request{V: protocolVersion, Env: env, Stdin: string(stdin)})
+	if err != nil {
+		return nil, &cniError{999, "internal error", err.Error()}
+	}
+	if len(line)-1 > maxRequestBytes {
+		return nil, &cniError{6, "network configuration too large", fmt.Sprintf("the request to the node agent holds more than %d bytes (stdin and CNI_* variables, JSON-encoded)", maxRequestBytes)}
+	}
+	return line, nil
+}
+
+// marshal is v as one JSON line (with its newline), '<', '>' and '&' not escaped (as JSON.stringify).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// connect opens a connection to the agent's socket, waiting at most until deadline for room in
+// its accept queue (a blocking connect(2) under SO_SNDTIMEO).
+// Errors: errFallback (fallbackErrnos); *cniError 11 otherwise.
+func connect(conf netconf, deadline time.Time) (int, error) {
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, connectError(conf, err)
+	}
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			syscall.Close(fd)
+			return -1, &cniError{11, "node agent did not accept the connection", fmt.Sprintf("%s: no connection within %d ms (ipam.timeoutMs)", conf.agentSocket, conf.timeout.Milliseconds())}
+		}
+		if err := setTimeout(fd, syscall.SO_SNDTIMEO, left); err != nil {
+			syscall.Close(fd)
+			return -1, connectError(conf, err)
+		}
+		err = syscall.Connect(fd, &syscall.SockaddrUnix{Name: conf.agentSocket})
+		if err == nil {
+			return fd, nil
+		}
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			continue // EAGAIN: the accept queue stayed full; the deadline check above reports it
+		}
+		syscall.Close(fd)
+		return -1, connectError(conf, err)
+	}
+}
+
+// connectError is errFallback for fallbackErrnos, else CNI 11 naming the errno.
+func connectError(conf netconf, err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if _, ok := fallbackErrnos[errno]; ok {
+			return errFallback
+		}
+	}
+	name, ok := otherErrnoNames[errno]
+	if !ok {
+		name = fmt.Sprintf("errno %d", int(errno))
+	}
+	return &cniError{11, "node agent socket busy or unusable", fmt.Sprintf("%s: %s: %v", conf.agentSocket, name, err)}
+}
+
+// send writes all of line to fd before deadline (MSG_NOSIGNAL: a closed peer is EPIPE, not a signal).
+func send(fd int, line []byte, deadline time.Time) error {
+	for len(line) > 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return errors.New("no room to write the request in time")
+		}
+		if err := setTimeout(fd, syscall.SO_SNDTIMEO, left); err != nil {
+			return err
+		}
+		n, err := syscall.SendmsgN(fd, line, nil, nil, syscall.MSG_NOSIGNAL)
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			line = line[max(n, 0):]
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		line = line[n:]
+	}
+	return nil
+}
+
+// receive reads the answer line from fd: up to its newline, or all the agent wrote before closing.
+// Errors: *cniError 11 when nothing complete arrives before deadline, or the connection is
+// closed or reset without an answer; 999 past maxAnswerBytes without a newline.
+func receive(conf netconf, fd int, deadline time.Time) ([]byte, error) {
+	buf := make([]byte, 0, 4096)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, afterSend(conf, "node agent did not answer in time", fmt.Sprintf("no answer within %d ms of the call (ipam.timeoutMs) after the request was sent", conf.timeout.Milliseconds()))
+		}
+		if err := setTimeout(fd, syscall.SO_RCVTIMEO, left); err != nil {
+			return nil, afterSend(conf, "node agent connection failed", fmt.Sprintf("%v after the request was sent", err))
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		switch {
+		case err == syscall.EINTR || err == syscall.EAGAIN:
+			continue // EAGAIN: SO_RCVTIMEO expired; the deadline check above reports it
+		case err != nil && len(buf) > 0:
+			return buf, nil
+		case err != nil:
+			return nil, afterSend(conf, "node agent connection failed", fmt.Sprintf("%v after the request was sent", err))
+		case n == 0 && len(buf) > 0:
+			return buf, nil
+		case n == 0:
+			return nil, afterSend(conf, "node agent closed the connection without an answer", "connection closed after the request")
+		}
+		nl := bytes.IndexByte(buf[len(buf):len(buf)+n], '\n')
+		if nl >= 0 {
+			buf = buf[:len(buf)+nl]
+		} else {
+			buf = buf[:len(buf)+n]
+		}
+		if len(buf) > maxAnswerBytes {
+			return nil, &cniError{999, "node agent answer malformed", fmt.Sprintf("more than %d bytes without a newline", maxAnswerBytes)}
+		}
+		if nl >= 0 {
+			return buf, nil
+		}
+	}
+}
+
+// afterSend is CNI 11 for a failure after the request was written (the agent may have served it).
+func afterSend(conf netconf, msg, details string) *cniError {
+	return &cniError{11, msg, fmt.Sprintf("%s: %s; not retried on the direct path", conf.agentSocket, details)}
+}
+
+// parseAnswer decodes the v2 answer {"v":2,"code":N,"stdout":"…","stderr":"…"}; fields it does
+// not know are ignored.
+// Errors: *cniError 999 "node agent answer malformed" naming the problem.
+func parseAnswer(text []byte) (answer, error) {
+	malformed := func(problem string) (answer, error) {
+		return answer{}, &cniError{999, "node agent answer malformed", problem}
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(text, &doc); err != nil {
+		return malformed("not JSON: " + err.Error())
+	}
+	if doc == nil {
+		return malformed("not a JSON object")
+	}
+	var v int
+	if raw, ok := doc["v"]; !ok || raw[0] == 'n' || json.Unmarshal(raw, &v) != nil || v != protocolVersion {
+		return malformed(fmt.Sprintf("v: %s, expected %d (this forwarder speaks node IPAM protocol v%d)", orMissing(doc["v"]), protocolVersion, protocolVersion))
+	}
+	var a answer
+	if raw, ok := doc["code"]; !ok || raw[0] == 'n' || json.Unmarshal(raw, &a.code) != nil || a.code < 0 || a.code > 255 {
+		return malformed(fmt.Sprintf("code: %s, expected an integer exit code from 0 to 255", orMissing(doc["code"])))
+	}
+	if !stringField(doc, "stdout", &a.stdout) {
+		return malformed(fmt.Sprintf("stdout: %s, expected a string", orMissing(doc["stdout"])))
+	}
+	if !stringField(doc, "stderr", &a.stderr) {
+		return malformed(fmt.Sprintf("stderr: %s, expected a string", orMissing(doc["stderr"])))
+	}
+	return a, nil
+}
+
+// orMissing shows a field's raw JSON (at most 64 bytes) or "missing".
+func orMissing(raw json.RawMessage) string {
+	if raw == nil {
+		return "missing"
+	}
+	if len(raw) > 64 {
+		return string(raw[:64]) + "…"
+	}
+	return string(raw)
+}
+
+// setTimeout sets a socket timeout option (SO_SNDTIMEO, SO_RCVTIMEO) to d, at least 1 µs (0
+// would mean "wait forever").
+func setTimeout(fd, opt int, d time.Duration) error {
+	tv := syscall.NsecToTimeval(max(d.Nanoseconds(), 1000))
+	return syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, opt, &tv)
+}
+
+// deliver writes the agent's answer to fd 1 and fd 2 and returns its exit code; a stdout that
+// cannot take it (reader gone, ENOSPC) makes it 1 — an undelivered result is no success.
+func deliver(a answer) int {
+	if err := writeAll(1, a.stdout); err != nil {
+		_ = writeAll(2, a.stderr)
+		return exitCniError
+	}
+	_ = writeAll(2, a.stderr) // logs only: nowhere left to report a failure
+	return a.code
+}
+
+// fail prints err as a CNI error document with cniVersion on stdout and returns exitCniError.
+func fail(cniVersion string, err error) int {
+	var ce *cniError
+	if !errors.As(err, &ce) {
+		ce = &cniError{999, "internal error", err.Error()}
+	}
+	doc := struct {
+		CNIVersion string `json:"cniVersion"`
+		Code       int    `json:"code"`
+		Msg        string `json:"msg"`
+		Details    string `json:"details,omitempty"`
+	}{cniVersion, ce.code, ce.msg, ce.details}
+	line, _ := marshal(doc)
+	_ = writeAll(1, string(line))
+	return exitCniError
+}
+
+// writeAll writes all of text to fd, waiting out EAGAIN on a non-blocking pipe.
+// Errors: the write's (EPIPE: the reader has gone; ENOSPC, EBADF).
+func writeAll(fd int, text string) error {
+	b := []byte(text)
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			waitWritable(fd)
+			continue
+		case err != nil:
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}

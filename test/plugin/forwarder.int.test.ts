@@ -1,0 +1,192 @@
+/**
+ * The native forwarder (ipam-plugin/forwarder/) as the runtime runs it — `blockipam` in a CNI
+ * bin directory with the TypeScript executable beside it as `blockipam-direct` — against a
+ * stand-in agent on a Unix socket that the test controls (test/plugin/helpers/raw-agent.ts):
+ * the v2 request it sends, the answer passed through verbatim, every fault of the raw CNI call
+ * wire, and each case that goes to the direct path, shown by the direct path's own answer
+ * ("kubeconfig unavailable" naming the netconf's kubeconfig: only the TypeScript executable
+ * reads a kubeconfig).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { forwardedPlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
+import { rawAgent, v2Answer, type RawAgent } from './helpers/raw-agent.ts';
+
+const MiB = 1 << 20;
+
+/** The CNI environment of an ADD (or `command`) of container `id`. */
+const cniEnv = (command = 'ADD', id = 'fwd1'): Record<string, string> => ({
+  CNI_COMMAND: command,
+  CNI_CONTAINERID: id,
+  CNI_NETNS: '/var/run/netns/x',
+  CNI_IFNAME: 'eth0',
+  CNI_PATH: '/opt/cni/bin',
+});
+
+void describe('the native forwarder', () => {
+  let tmp: string;
+  let exe: string;
+  let agent: RawAgent;
+  before(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'bipam-fwd-'));
+    exe = forwardedPlugin(join(tmp, 'bin'));
+    agent = await rawAgent();
+  });
+  after(async () => {
+    await agent?.close();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+  const kubeconfig = () => join(tmp, 'no-kubeconfig');
+  /** A netconf naming `socket` (default the stand-in's) and a kubeconfig that does not exist. */
+  const conf = (ipam: Record<string, unknown> = {}, top: Record<string, unknown> = {}): string =>
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'fwdnet',
+      type: 'ptp',
+      ipam: { type: 'blockipam', agentSocket: agent.socket, kubeconfig: kubeconfig(), ...ipam },
+      ...top,
+    });
+  const run = (env: Record<string, string>, stdin: string): Promise<PluginRun> => runPlugin(env, stdin, exe);
+  /** The one CNI error document on stdout, exit 1, with `code`. */
+  const cniError = (r: PluginRun, code: number): Record<string, unknown> => {
+    assert.equal(
+      r.status,
+      1,
+      `exit status; stdout ${r.stdout.slice(0, 500)} stderr ${r.stderr.slice(0, 500)}`,
+    );
+    assert.ok(r.json, `one JSON document on stdout: ${r.stdout.slice(0, 500)}`);
+    assert.equal(r.json.code, code, r.stdout.slice(0, 500));
+    return r.json;
+  };
+  /** The direct path answered: its error reading the netconf's kubeconfig. */
+  const directAnswered = (r: PluginRun): void => {
+    const doc = cniError(r, 11);
+    assert.equal(doc.msg, 'kubeconfig unavailable');
+    assert.match(String(doc.details), new RegExp(`cannot read kubeconfig ${kubeconfig()}`));
+  };
+
+  void it('forwards the CNI_* variables that are set and stdin whole as one v2 line', async () => {
+    const before = agent.lines.length;
+    agent.reply = () => v2Answer(0, '{"cniVersion":"1.0.0","ips":[]}\n');
+    const stdin = conf({}, { note: 'ünïcode <&> "quoted"\n' });
+    const env = { ...cniEnv('DEL'), CNI_ARGS: 'K8S_POD_NAME=p', OTHER: 'not forwarded' };
+    const r = await run(env, stdin);
+    assert.equal(r.status, 0, r.stdout);
+    assert.equal(agent.lines.length, before + 1);
+    assert.deepEqual(JSON.parse(agent.lines.at(-1) as string), {
+      v: 2,
+      env: {
+        CNI_COMMAND: 'DEL',
+        CNI_CONTAINERID: 'fwd1',
+        CNI_NETNS: '/var/run/netns/x',
+        CNI_IFNAME: 'eth0',
+        CNI_PATH: '/opt/cni/bin',
+        CNI_ARGS: 'K8S_POD_NAME=p',
+      },
+      stdin,
+    });
+  });
+  void it('passes the answer through verbatim: stdout, stderr and exit code', async () => {
+    const stdout = '{"cniVersion":"1.0.0","code":7,"msg":"bad"}'; // no newline: written as is
+    const stderr = '{"level":"error","msg":"bad ✓"}\nsecond line\n';
+    agent.reply = () => v2Answer(7, stdout, stderr);
+    const r = await run(cniEnv(), conf());
+    assert.equal(r.status, 7);
+    assert.equal(r.stdout, stdout);
+    assert.equal(r.stderr, stderr);
+    agent.reply = () => v2Answer(0, 'result\n', '');
+    const ok = await run(cniEnv('STATUS'), conf());
+    assert.deepEqual([ok.status, ok.stdout, ok.stderr], [0, 'result\n', '']);
+  });
+  void it('VERSION: the direct path answers, and the agent gets no connection', async () => {
+    const before = agent.connections;
+    const r = await run({ CNI_COMMAND: 'VERSION' }, '{"cniVersion":"0.4.0"}');
+    assert.equal(r.status, 0, r.stdout);
+    assert.equal(r.json?.cniVersion, '0.4.0');
+    assert.ok(Array.isArray(r.json?.supportedVersions), r.stdout);
+    assert.equal(agent.connections, before);
+  });
+  void it('ipam.mode standalone: the direct path, no connection', async () => {
+    const before = agent.connections;
+    directAnswered(await run(cniEnv(), conf({ mode: 'standalone' })));
+    assert.equal(agent.connections, before);
+  });
+  void it('stdin not JSON: the direct path validates it', async () => {
+    const before = agent.connections;
+    const doc = cniError(await run(cniEnv(), 'not json'), 6);
+    assert.equal(doc.msg, 'error unmarshalling network config');
+    assert.equal(agent.connections, before);
+  });
+  void it('no socket file (ENOENT): the direct path serves the call', async () => {
+    directAnswered(await run(cniEnv(), conf({ agentSocket: join(tmp, 'no-agent.sock') })));
+  });
+  void it('a socket file nobody listens on (ECONNREFUSED): the direct path serves the call', async () => {
+    const socket = join(tmp, 'dead-agent.sock');
+    // an agent that died: listening, then SIGKILLed, its socket file left behind
+    const child = spawn(
+      process.execPath,
+      ['-e', `require('node:net').createServer().listen(${JSON.stringify(socket)}, () => console.log('up'))`],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+    child.kill('SIGKILL');
+    await new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    directAnswered(await run(cniEnv(), conf({ agentSocket: socket })));
+    unlinkSync(socket);
+  });
+  void it('accepted but never answered: CNI 11 after ipam.timeoutMs, no direct path', async () => {
+    agent.reply = () => ({ silent: true });
+    const t0 = performance.now();
+    const doc = cniError(await run(cniEnv(), conf({ timeoutMs: 400 })), 11);
+    const took = performance.now() - t0;
+    assert.equal(doc.msg, 'node agent did not answer in time');
+    assert.equal(doc.cniVersion, '1.0.0');
+    assert.match(String(doc.details), /no answer within 400 ms .*not retried on the direct path/);
+    assert.ok(took >= 400 && took < 10_000, `answered after ${Math.round(took)} ms`);
+  });
+  void it('closed without an answer: CNI 11', async () => {
+    agent.reply = () => ({ close: true });
+    const doc = cniError(await run(cniEnv(), conf()), 11);
+    assert.equal(doc.msg, 'node agent closed the connection without an answer');
+  });
+  void it('an answer that is not JSON, or not the v2 shape: CNI 999 naming the problem', async () => {
+    const cases: readonly [string, RegExp][] = [
+      ['<html>proxy</html>\n', /^not JSON/],
+      ['{"v":1,"code":0,"stdout":"","stderr":""}\n', /^v: 1, expected 2/],
+      ['{"v":2,"code":"0","stdout":"","stderr":""}\n', /^code: "0", expected an integer/],
+      ['{"v":2,"code":0,"stderr":""}\n', /^stdout: missing, expected a string/],
+      ['[1,2]\n', /^not JSON|^not a JSON object/],
+    ];
+    for (const [raw, problem] of cases) {
+      agent.reply = () => ({ raw });
+      const doc = cniError(await run(cniEnv(), conf()), 999);
+      assert.equal(doc.msg, 'node agent answer malformed', raw);
+      assert.match(String(doc.details), problem, raw);
+    }
+  });
+  void it('an answer over 1 MiB: CNI 999', async () => {
+    agent.reply = () => ({ raw: `{"v":2,"code":0,"stdout":"${'x'.repeat(MiB + 10)}","stderr":""}\n` });
+    const doc = cniError(await run(cniEnv(), conf()), 999);
+    assert.equal(doc.msg, 'node agent answer malformed');
+    assert.match(String(doc.details), /more than 1048576 bytes without a newline/);
+  });
+  void it('stdin over 1 MiB: CNI 6, the agent gets no connection', async () => {
+    const before = agent.connections;
+    const doc = cniError(await run(cniEnv(), conf({ pad: 'x'.repeat(MiB) })), 6);
+    assert.equal(doc.msg, 'network configuration too large');
+    assert.equal(agent.connections, before);
+  });
+  void it('blockipam-direct missing: a CNI error naming its path', async () => {
+    const bin = join(tmp, 'bin-no-direct');
+    const lone = forwardedPlugin(bin);
+    unlinkSync(join(bin, 'blockipam-direct'));
+    const doc = cniError(await runPlugin(cniEnv(), conf({ mode: 'standalone' }), lone), 999);
+    assert.equal(doc.msg, 'cannot run the direct path');
+    assert.match(String(doc.details), new RegExp(`^${join(bin, 'blockipam-direct')}: no such file`));
+    assert.equal(doc.cniVersion, '1.0.0');
+  });
+});
