@@ -145,6 +145,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
         : { name: options.ownerDaemonSet, namespace: options.namespace ?? '' },
       {
         installer,
+        reinstall: () => installUntilDone(installer, lifecycle, log),
         connection,
         log,
         metrics,

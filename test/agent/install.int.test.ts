@@ -5,7 +5,8 @@
  * kubeconfig allocate and release an address as the plugin's ServiceAccount; the kubeconfig's
  * token is a TokenRequest token bound to the agent's Node, is refreshed on schedule, keeps working
  * after the agent's pod object is deleted (where a pod-bound token is refused), and dies with the
- * Node.
+ * Node. The uninstall signal: the agent's DaemonSet deleted removes the conflist and kubeconfig,
+ * a restart keeps them, and a new DaemonSet of the name (a reinstall) puts them back.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -340,6 +341,43 @@ describe('agent install mode', () => {
     agent.child.kill('SIGTERM');
     assert.equal(await agent.exited(), 0);
     assert.ok(existsSync(conflist), 'never seen: the conflist stays');
+    agent = undefined;
+  });
+
+  test('the DaemonSet deleted and created again while the agent runs: removed, then installed again', async () => {
+    applyNode(NODE);
+    const conflist = join(dir, 'net.d', '10-blockipam.conflist');
+    const kubeconfig = join(dir, 'net.d', 'blockipam-kubeconfig');
+    apply(daemonSet(OWNER));
+    const a = startAgent(NODE, ['--install-cni', ...installArgs(), '--owner-daemonset', OWNER]);
+    agent = a;
+    /** The next log line `message` after the ones logged so far. */
+    const next = (message: string): Promise<unknown> => {
+      const mark = a.lines.length;
+      return a.waitFor((l) => l.message === message && a.lines.indexOf(l) >= mark, message);
+    };
+    await a.waitFor((l) => l.message === 'conflist written', 'conflist written');
+    // helm uninstall (the agent's pod not yet gone), then helm install: a new DaemonSet, another uid
+    let removed = next('conflist and plugin kubeconfig removed');
+    assert.equal(kubectl(['delete', 'daemonset', OWNER, '-n', NS]).status, 0);
+    await removed;
+    assert.ok(!existsSync(conflist) && !existsSync(kubeconfig), 'uninstalled');
+    const written = next('conflist written');
+    apply(daemonSet(OWNER));
+    await written;
+    assert.ok(existsSync(conflist), 'the conflist is back');
+    assert.deepEqual(
+      (await whoami(kubeconfig)).extra['authentication.kubernetes.io/node-name'],
+      [NODE],
+      'with a working token',
+    );
+    // the next deletion is news again
+    removed = next('conflist and plugin kubeconfig removed');
+    assert.equal(kubectl(['delete', 'daemonset', OWNER, '-n', NS]).status, 0);
+    await removed;
+    assert.ok(!existsSync(conflist) && !existsSync(kubeconfig), 'uninstalled again');
+    a.child.kill('SIGTERM');
+    assert.equal(await a.exited(), 0);
     agent = undefined;
   });
 

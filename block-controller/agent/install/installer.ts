@@ -195,7 +195,16 @@ export class CniInstaller {
     });
   }
 
-  /** True once {@link uninstall} began. */
+  /**
+   * The agent's DaemonSet is back after an {@link uninstall} (a new one of the same name): allows
+   * {@link install} and {@link start} again. Call after the uninstall settled.
+   */
+  resume(): void {
+    this.#uninstalled = false;
+    this.#stopped = false;
+  }
+
+  /** True once {@link uninstall} began (until {@link resume}). */
   get uninstalled(): boolean {
     return this.#uninstalled;
   }

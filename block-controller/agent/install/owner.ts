@@ -12,6 +12,11 @@
  * or at shutdown a GET answering 404 for a DaemonSet this agent has seen
  * ({@link OwnerWatch.confirmGone}). Nothing else — not an error, not a 401 or 403, not a
  * DaemonSet never seen (a wrong name must not turn every restart into an uninstall) — counts.
+ *
+ * The signal is not a latch: a DaemonSet of the name seen again after it went — live, with
+ * another uid (`helm uninstall` then `helm install` while this agent still runs, a DaemonSet
+ * deleted with `--cascade=orphan` and created again) — is "back" ({@link OwnerWatchOptions.onBack}),
+ * and the agent installs again (docs/design-agent.md §Uninstall).
  */
 import { isNotFound } from 'blockipam/core';
 import type { KubeTransport } from 'blockipam/core/kube';
@@ -47,12 +52,17 @@ export interface OwnerWatchOptions {
   readonly connection: KubeConnection;
   readonly log: Logger;
   readonly metrics?: DaemonMetrics;
-  /** Called once, the first time the DaemonSet is seen gone; `reason` says how. */
+  /** Called when the DaemonSet is seen gone (once per DaemonSet object); `reason` says how. */
   readonly onGone: (reason: string) => void;
+  /**
+   * Called when, after it went, a live DaemonSet of the name is seen with another uid (a new one:
+   * reinstalled). Then the next deletion is news again. Default: nothing.
+   */
+  readonly onBack?: (uid: string) => void;
 }
 
 export interface OwnerWatch {
-  /** True once the DaemonSet was seen gone. */
+  /** True while the DaemonSet is seen gone (false again once a new one is back). */
   readonly gone: boolean;
   /**
    * At shutdown, when no event said so: GETs the DaemonSet, if it was ever seen; 404 → gone
@@ -69,11 +79,21 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
   const where = { [F.resource]: `daemonset/${options.namespace}/${options.name}` };
   let gone = false;
   let seen = false;
-  const markGone = (reason: string): void => {
+  /** The uid of the DaemonSet last seen gone: only another uid is "back". */
+  let goneUid: string | undefined;
+  const markGone = (reason: string, uid?: string): void => {
     if (gone) return;
     gone = true;
+    goneUid = uid;
     options.log.info('own DaemonSet deleted: uninstalling the CNI configuration', { ...where, reason });
     options.onGone(reason);
+  };
+  const markBack = (uid: string | undefined): void => {
+    if (!gone || uid === undefined || uid === goneUid) return;
+    gone = false;
+    goneUid = undefined;
+    options.log.info('own DaemonSet back: installing the CNI configuration again', { ...where, uid });
+    options.onBack?.(uid);
   };
   const watch: WatchedKind<OwnerObject> = await watchKind<OwnerObject>({
     resource: 'daemonset',
@@ -86,7 +106,9 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
     onEvent: (event, object) => {
       if (object.metadata.name !== options.name) return;
       seen = true;
-      if (ownerGone(event, object)) markGone(event === 'delete' ? 'deleted' : 'deletion started');
+      if (ownerGone(event, object))
+        markGone(event === 'delete' ? 'deleted' : 'deletion started', object.metadata.uid);
+      else markBack(object.metadata.uid);
     },
   });
   if (watch.synced && watch.get(options.name, options.namespace) === undefined)
@@ -121,16 +143,34 @@ async function notFound(transport: KubeTransport, path: string, log: Logger): Pr
 }
 
 /**
+ * What else the uninstall signal removes besides the conflist (the masquerade table), and puts
+ * back when the DaemonSet returns.
+ */
+export interface SignalFollower {
+  /** What it is, for the log ("masquerade table"). */
+  readonly what: string;
+  /** Removes it for good (until {@link reinstall}); a failure is logged, the others still run. */
+  uninstall(): Promise<void>;
+  /** Puts it back (the DaemonSet returned). */
+  reinstall(): Promise<void>;
+}
+
+/**
  * Wires the signal to the installer for the agent: `owner` undefined (no --owner-daemonset) →
  * the shutdown only stops the token refresh. Otherwise the DaemonSet's deletion removes the
- * conflist and the kubeconfig at once ({@link CniInstaller.uninstall}, tracked by the lifecycle);
- * at shutdown {@link OwnerWatch.confirmGone} decides; anything else (a restart, a rollout) only
- * stops the token refresh. A failed removal is logged.
+ * conflist and the kubeconfig at once ({@link CniInstaller.uninstall}, tracked by the lifecycle)
+ * and then each of `followers`; a new DaemonSet of the name seen afterwards installs them again
+ * (`reinstall`: the installer's files, then the followers). Removals and installs run one after
+ * another in the order of the events. At shutdown {@link OwnerWatch.confirmGone} decides; anything
+ * else (a restart, a rollout) only stops the token refresh. A failure is logged.
  */
 export async function followOwner(
   owner: { readonly name: string; readonly namespace: string } | undefined,
   deps: {
     readonly installer: CniInstaller;
+    /** Installs the conflist again after {@link CniInstaller.resume} (the agent's retrying install). */
+    readonly reinstall: () => Promise<void>;
+    readonly followers?: readonly SignalFollower[];
     readonly connection: KubeConnection;
     readonly log: Logger;
     readonly metrics?: DaemonMetrics;
@@ -138,23 +178,45 @@ export async function followOwner(
   },
 ): Promise<void> {
   const { installer, log, lifecycle } = deps;
+  const followers = deps.followers ?? [];
   if (owner === undefined) {
     lifecycle.onStop('install', () => installer.stop());
     return;
   }
-  const uninstall = (): Promise<void> =>
-    installer.uninstall().catch((error: unknown) => {
+  const uninstall = async (): Promise<void> => {
+    await installer.uninstall().catch((error: unknown) => {
       log.error('removing the conflist failed', errorFields(error));
     });
+    for (const f of followers)
+      await f.uninstall().catch((error: unknown) => {
+        log.error(`removing the ${f.what} failed`, errorFields(error));
+      });
+  };
+  const reinstall = async (): Promise<void> => {
+    installer.resume();
+    await deps.reinstall();
+    for (const f of followers)
+      await f.reinstall().catch((error: unknown) => {
+        log.error(`installing the ${f.what} again failed`, errorFields(error));
+      });
+  };
+  // one after another, in the order of the events: a reinstall never overtakes the removal
+  let order: Promise<void> = Promise.resolve();
+  const next = (work: () => Promise<void>): void => {
+    order = order.then(work);
+    void lifecycle.track(order);
+  };
   const watch = await watchOwner({
     ...owner,
     connection: deps.connection,
     log,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
-    onGone: () => void lifecycle.track(uninstall()),
+    onGone: () => next(uninstall),
+    onBack: () => next(reinstall),
   });
   lifecycle.onStop('install', async () => {
     installer.stop();
+    await order;
     if (await watch.confirmGone()) await uninstall();
     await watch.stop();
   });
