@@ -45,14 +45,23 @@ export type { NodeBlockClaim } from './allocator/node-upkeep.ts';
 export type { NodeBlocksRelease } from './allocator/node-blocks.ts';
 export type { EmptyBlockRelease } from './allocator/empty-blocks.ts';
 export {
+  exclusionOf,
   loadSnapshot,
+  passedOver,
   poolBlockSize,
   poolCidr,
   selectPools,
   snapshotOf,
   usablePools,
 } from './allocator/pools.ts';
-export type { PoolRequest, PoolSnapshot, ShadowedPool, SnapshotObjects } from './allocator/pools.ts';
+export type {
+  PoolRefusal,
+  PoolRequest,
+  PoolSnapshot,
+  ShadowedPool,
+  SnapshotObjects,
+} from './allocator/pools.ts';
+export type { PoolExclusion, RequestRefusal } from './allocator/failure-text.ts';
 export { classifyBlocks, DISTRUST_REASONS, trustedAffine } from './allocator/block-trust.ts';
 export type { BlockTrust, DistrustReason, IgnoredBlock } from './allocator/block-trust.ts';
 export { internalIPs, planIPAMNodes, sameIPAMNodeSpec } from './routes/ipam-node.ts';

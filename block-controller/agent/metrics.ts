@@ -4,6 +4,8 @@
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { BatchingStats } from 'blockipam/core';
+import { ADD_FAILURE_REASONS, addFailureReasonOf } from 'blockipam/core/node-ipam';
+import type { NodeIpamOp, NodeIpamResponse } from 'blockipam/core/node-ipam';
 import { createMetrics, METRIC_PREFIX } from '../shared/index.ts';
 import type { DaemonMetrics } from '../shared/index.ts';
 
@@ -22,6 +24,7 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly routesSkipped: Gauge<'node' | 'family' | 'reason'>;
   readonly ipamRequests: Counter<'node' | 'op' | 'outcome'>;
   readonly ipamRequestSeconds: Histogram<'node' | 'op'>;
+  readonly cniAddFailures: Counter<'node' | 'reason'>;
 }
 
 export function createAgentMetrics(): AgentMetrics {
@@ -103,7 +106,40 @@ export function createAgentMetrics(): AgentMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
+    cniAddFailures: new Counter({
+      name: `${P}cni_add_failures_total`,
+      help: `ADDs on the IPAM socket that allocated nothing, by reason (core's bounded set of ${ADD_FAILURE_REASONS.length}: ${ADD_FAILURE_REASONS.join(', ')})`,
+      labelNames: ['node', 'reason'],
+      registers,
+    }),
   };
+}
+
+/** Nodes whose every reason series exists (at 0 until counted), per counter. */
+const addFailureNodes = new WeakMap<AgentMetrics['cniAddFailures'], Set<string>>();
+
+/**
+ * Counts an answered IPAM request in `blockipam_agent_cni_add_failures_total{node,reason}` when it
+ * is an ADD that allocated nothing, by core's addFailureReasonOf (one of ADD_FAILURE_REASONS: 11
+ * series per node). Every reason's series is there (at 0) from the first request on, so a rate
+ * over it is defined before the first failure.
+ */
+export function countAddFailure(
+  metrics: Pick<AgentMetrics, 'cniAddFailures'>,
+  node: string,
+  op: NodeIpamOp | 'unknown',
+  response: NodeIpamResponse,
+): void {
+  const counter = metrics.cniAddFailures;
+  const nodes = addFailureNodes.get(counter) ?? new Set<string>();
+  addFailureNodes.set(counter, nodes);
+  if (!nodes.has(node)) {
+    for (const reason of ADD_FAILURE_REASONS) counter.inc({ node, reason }, 0);
+    nodes.add(node);
+  }
+  if (op !== 'add') return;
+  const reason = addFailureReasonOf(response as NodeIpamResponse<'add'>);
+  if (reason !== undefined) counter.inc({ node, reason });
 }
 
 /** Label pairs (family, reason) each registry has seen skip: they drop to 0, never vanish. */

@@ -21,7 +21,8 @@ import { claimBlock } from './claim.ts';
 import type { BlockLimit } from './claim.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
-import { selectPools } from './pools.ts';
+import { blockLimitText, exhaustedText, noPoolText, requestRefusedText } from './failure-text.ts';
+import { passedOver, selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
 import { assignAllOrNothing, gatherInputs, nodeNameProblem, ownerOf } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, AutoAssignRequest } from './types.ts';
@@ -72,18 +73,23 @@ interface FamilyJob {
 
 async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome> {
   const { request, family, snapshot } = job;
-  const choice = selectPools(snapshot, {
+  const poolRequest = {
     family,
     nodeLabels: job.nodeLabels,
     namespaceLabels: job.namespaceLabels,
-    requested: request.pools,
-  });
-  if ('refused' in choice) return { reason: 'PoolRefused', message: choice.refused };
-  if (choice.pools.length === 0)
+    ...(request.pools ? { requested: request.pools } : {}),
+  };
+  const asker = { family, node: request.node, ...(request.pod ? { namespace: request.pod.namespace } : {}) };
+  const choice = selectPools(snapshot, poolRequest);
+  if ('refused' in choice)
     return {
-      reason: 'NoPool',
-      message: `no usable IPv${family} pool allows node "${request.node}"${request.pod ? ` and namespace "${request.pod.namespace}"` : ''}`,
+      reason: choice.disabled ? 'PoolDisabled' : 'PoolRefused',
+      message: requestRefusedText(choice.refused, asker),
     };
+  if (choice.pools.length === 0) {
+    const text = noPoolText(asker, passedOver(snapshot, poolRequest));
+    return { reason: text.disabled ? 'PoolDisabled' : 'NoPool', message: text.message };
+  }
   const owner = ownerOf(request);
   const base = {
     owner,
@@ -177,23 +183,20 @@ async function borrow(
   return undefined;
 }
 
+/** Exhausted or BlockLimit, with the text naming the pools tried, why, and the next step. */
 function failure(job: FamilyJob, pools: readonly IPPool[], limitHit: boolean, held: number): FamilyOutcome {
   const { request, family, snapshot } = job;
-  const names = pools.map((p) => p.metadata.name).join(', ');
-  const borrowing = snapshot.settings.strictAffinity
-    ? 'strictAffinity forbids borrowing'
-    : 'no other block of these pools has a free address to borrow';
-  if (limitHit) {
+  const facts = {
+    family,
+    node: request.node,
+    pools: pools.map((p) => p.metadata.name),
+    autoAllocateBlocks: snapshot.settings.autoAllocateBlocks,
+    strictAffinity: snapshot.settings.strictAffinity,
+  };
+  if (limitHit)
     return {
       reason: 'BlockLimit',
-      message: `no free IPv${family} address for node "${request.node}": it holds ${held} blocks, the maxBlocksPerNode limit (${snapshot.settings.maxBlocksPerNode}, IPAMConfig "default"), all full; ${borrowing}`,
+      message: blockLimitText({ ...facts, held, max: snapshot.settings.maxBlocksPerNode }),
     };
-  }
-  const claims = snapshot.settings.autoAllocateBlocks
-    ? 'no free block left to claim'
-    : 'autoAllocateBlocks is false';
-  return {
-    reason: 'Exhausted',
-    message: `no free IPv${family} address for node "${request.node}" in pools ${names}: ${claims}; ${borrowing}`,
-  };
+  return { reason: 'Exhausted', message: exhaustedText(facts) };
 }

@@ -11,6 +11,7 @@ import type { IPAMSettings } from '../config.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMConfigObject, IPPool, IPReservation } from '../resources.ts';
 import { matchesSelector } from '../selector.ts';
+import type { PoolExclusion, RequestRefusal } from './failure-text.ts';
 
 /** A pool that may not be used because an older pool overlaps it. */
 export interface ShadowedPool {
@@ -111,50 +112,84 @@ export interface PoolRequest {
   requested?: readonly string[];
 }
 
+/** A requested pool refused: why (failure-text.ts RequestRefusal) and whether it is switched off. */
+export interface PoolRefusal {
+  refused: RequestRefusal;
+  /** True when the pool is disabled or being deleted (AssignFailure PoolDisabled). */
+  disabled: boolean;
+}
+
 /**
  * The pools of `request.family` this pod on this node may use, in order of preference.
  * Automatic: usable Automatic pools whose nodeSelector and namespaceSelector match.
  * Requested (the request names a pool of this family, or one that does not exist): exactly those, each of which must be usable and —
  * unlike Calico — still match both selectors, so a tenant cannot pick another namespace's pool.
- * @returns the pools, or a message naming the requested pool that is refused and why
+ * @returns the pools, or the first requested pool that is refused and why (failure-text.ts
+ *   requestRefusedText turns it into the message)
  */
-export function selectPools(
-  snapshot: PoolSnapshot,
-  request: PoolRequest,
-): { pools: IPPool[] } | { refused: string } {
+export function selectPools(snapshot: PoolSnapshot, request: PoolRequest): { pools: IPPool[] } | PoolRefusal {
   const ofFamily = (pool: IPPool): boolean => poolCidr(pool).family === request.family;
-  const allowed = (pool: IPPool): boolean =>
-    matchesSelector(pool.spec.nodeSelector, request.nodeLabels) &&
-    matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels);
   const named = (request.requested ?? []).map((ref) => ({ ref, pool: findPool(snapshot.pools, ref) }));
   const mine = named.filter(({ pool }) => pool === undefined || ofFamily(pool));
   if (mine.length === 0) {
     return {
       pools: snapshot.usable.filter(
-        (pool) =>
-          ofFamily(pool) && (pool.spec.assignmentMode ?? 'Automatic') === 'Automatic' && allowed(pool),
+        (pool) => ofFamily(pool) && exclusionOf(snapshot, pool, request) === undefined,
       ),
     };
   }
   const pools: IPPool[] = [];
   for (const { ref, pool } of mine) {
-    if (!pool) return { refused: `requested IP pool ${JSON.stringify(ref)} does not exist` };
-    const shadow = snapshot.shadowed.find((s) => s.pool === pool.metadata.name);
-    if (shadow)
-      return {
-        refused: `requested IP pool "${pool.metadata.name}" overlaps older IP pool "${shadow.by}" and is not used`,
-      };
-    if (!snapshot.usable.includes(pool))
-      return { refused: `requested IP pool "${pool.metadata.name}" is disabled or being deleted` };
-    if (!matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels))
-      return {
-        refused: `requested IP pool "${pool.metadata.name}" does not allow this namespace (namespaceSelector)`,
-      };
-    if (!matchesSelector(pool.spec.nodeSelector, request.nodeLabels))
-      return { refused: `requested IP pool "${pool.metadata.name}" does not allow this node (nodeSelector)` };
-    pools.push(pool);
+    if (!pool) return { refused: { kind: 'missing', ref }, disabled: false };
+    const why = exclusionOf(snapshot, pool, request, { requested: true });
+    if (why === undefined) {
+      pools.push(pool);
+      continue;
+    }
+    const name = pool.metadata.name;
+    if (typeof why === 'object')
+      return { refused: { kind: 'shadowed', pool: name, by: why.shadowedBy }, disabled: false };
+    if (why === 'disabled' || why === 'deleting')
+      return { refused: { kind: why, pool: name }, disabled: true };
+    if (why === 'Manual') throw new Error('unreachable: a requested pool may be Manual');
+    return { refused: { kind: why, pool: name }, disabled: false };
   }
   return { pools };
+}
+
+/**
+ * Why `pool` may not serve this request (undefined: it may): overlapping an older pool, Manual
+ * (unless requested), a selector that excludes the namespace or the node, disabled or being
+ * deleted — checked in that order: the namespace before the node (a tenant's pool is refused for
+ * the namespace first), and disabled last, so "disabled" means the pool would serve once enabled.
+ * One rule for selectPools and for the texts that list pools passed over.
+ */
+export function exclusionOf(
+  snapshot: PoolSnapshot,
+  pool: IPPool,
+  request: PoolRequest,
+  options: { requested?: boolean } = {},
+): PoolExclusion | undefined {
+  const shadow = snapshot.shadowed.find((s) => s.pool === pool.metadata.name);
+  if (shadow) return { shadowedBy: shadow.by };
+  if (!options.requested && (pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic') return 'Manual';
+  if (!matchesSelector(pool.spec.namespaceSelector, request.namespaceLabels)) return 'namespaceSelector';
+  if (!matchesSelector(pool.spec.nodeSelector, request.nodeLabels)) return 'nodeSelector';
+  if (!snapshot.usable.includes(pool)) return pool.metadata.deletionTimestamp ? 'deleting' : 'disabled';
+  return undefined;
+}
+
+/** Every pool of the family passed over for an automatic request, with why (for noPoolText). */
+export function passedOver(
+  snapshot: PoolSnapshot,
+  request: PoolRequest,
+): { pool: string; why: PoolExclusion }[] {
+  return snapshot.pools.flatMap((pool) => {
+    const cidr = parseCidr(pool.spec.cidr);
+    if (cidr?.family !== request.family) return [];
+    const why = exclusionOf(snapshot, pool, request);
+    return why === undefined ? [] : [{ pool: pool.metadata.name, why }];
+  });
 }
 
 /** A pool by name or by CIDR text. */

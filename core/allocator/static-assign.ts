@@ -18,6 +18,7 @@ import { findByHandle } from './release.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
 import { describe } from './describe.ts';
+import { requestRefusedText, takenText } from './failure-text.ts';
 import { poolBlockSize, poolCidr, selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
 import { assignAllOrNothing, gatherInputs, nodeNameProblem, ownerOf } from './request.ts';
@@ -27,7 +28,8 @@ type One = AllocatedAddress | { reason: AssignFailure; message: string };
 
 /**
  * Assigns exactly `request.addresses` (at most one per family) to `request.handle`.
- * @returns the addresses, or a failure (NotInPool, Reserved, Taken, NotAllowed, HandleInUse, PoolRefused)
+ * @returns the addresses, or a failure (NotInPool, Reserved, Taken, NotAllowed, HandleInUse,
+ *   PoolDisabled: the address's pool is disabled or being deleted)
  * @throws datastore errors; RetriesExhaustedError. Earlier addresses are rolled back first.
  */
 export async function assignIP(
@@ -53,13 +55,20 @@ export async function assignIP(
       reason: 'HandleInUse',
       message: `handle ${request.handle} already holds ${held.map((a) => a.address).join(', ')}`,
     };
-  const inputs = await gatherInputs(ctx, request);
+  const inputs: Inputs = {
+    ...(await gatherInputs(ctx, request)),
+    node: request.node,
+    ...(request.pod ? { namespace: request.pod.namespace } : {}),
+  };
   return assignAllOrNothing(ctx, request.node, ips, ({ text, ip }) =>
     assignOne(ctx, request, { text, ip: ip as IP }, inputs),
   );
 }
 
 interface Inputs {
+  /** The node and the pod's namespace, as texts name them. */
+  node: string;
+  namespace?: string;
   snapshot: PoolSnapshot;
   nodeLabels: Readonly<Record<string, string>>;
   namespaceLabels: Readonly<Record<string, string>>;
@@ -97,7 +106,17 @@ async function assignOne(
   const outcome = await updateBlock<One>(ctx, got.block, (current) => {
     const holder = current.spec.allocations[ordinal];
     if (holder)
-      return { skip: { reason: 'Taken', message: `${text} is already allocated to ${holder.handle}` } };
+      return {
+        skip: {
+          reason: 'Taken',
+          message: takenText({
+            address: text,
+            pool: pool.metadata.name,
+            block: current.metadata.name,
+            holder,
+          }),
+        },
+      };
     if (holdsHandle(current, request.handle))
       return {
         skip: {
@@ -133,7 +152,11 @@ function findAllowedPool(
     namespaceLabels: inputs.namespaceLabels,
     requested: [holder.metadata.name],
   });
-  if ('refused' in allowed) return { reason: 'NotInPool', message: `${text}: ${allowed.refused}` };
+  if ('refused' in allowed)
+    return {
+      reason: allowed.disabled ? 'PoolDisabled' : 'NotInPool',
+      message: `${text}: ${requestRefusedText(allowed.refused, inputs)}`,
+    };
   const pool = allowed.pools[0];
   return pool ?? { reason: 'NotInPool', message: `${text} is not in a usable IP pool` };
 }

@@ -75,8 +75,13 @@ export interface AssignedAddress {
 export type AssignFailure =
   /** No usable pool of the family matches this node and namespace. */
   | 'NoPool'
-  /** A requested pool is missing, disabled, shadowed or not allowed here. */
+  /** A requested pool is missing, shadowed or not allowed here (a selector excludes it). */
   | 'PoolRefused'
+  /**
+   * A requested pool (or a static address's pool) is disabled or being deleted; or, automatic,
+   * no enabled pool matches and a disabled one would.
+   */
+  | 'PoolDisabled'
   /** Every allowed pool is full for this node (borrowing included, unless strictAffinity). */
   | 'Exhausted'
   /** As Exhausted, and the node holds maxBlocksPerNode blocks (the message names the limit). */

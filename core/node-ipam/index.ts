@@ -17,3 +17,4 @@ export type { AnnotationChoice } from './annotations.ts';
 export { poolStatus } from './status.ts';
 export type { StatusQuery } from './status.ts';
 export { toAddOutcome, toGcOutcome, toIpConfigs } from './outcomes.ts';
+export { addFailureReasonOf, assignFailureReason } from './failure-reason.ts';

@@ -5,6 +5,7 @@
  */
 import type { GcResult } from '../allocator/gc.ts';
 import type { AssignedAddress, AssignOutcome } from '../allocator/types.ts';
+import { assignFailureReason } from './failure-reason.ts';
 import type { AddOutcome, GcOutcome, IpConfig } from './protocol.ts';
 
 /** The assigned addresses as CNI IP configurations: block prefix and gateway, IPv4 first. */
@@ -15,23 +16,27 @@ export function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[]
 }
 
 /**
- * HandleInUse → `duplicate`; NoPool, Exhausted, BlockLimit → `exhausted`; PoolRefused →
- * `rejected`; a refused static address (Taken, NotInPool, Reserved, NotAllowed) →
- * `addressRefused` with the reason before core's message ("Taken: …").
+ * HandleInUse → `duplicate`; NoPool, Exhausted, BlockLimit → `exhausted`; PoolRefused,
+ * PoolDisabled → `rejected`; a refused static address (Taken, NotInPool, Reserved, NotAllowed) →
+ * `addressRefused` with the reason before core's message ("Taken: …"). Each carries core's text
+ * unchanged (failure-text.ts: pools, reason, next step) and its bounded `reason`
+ * (failure-reason.ts).
  */
 export function toAddOutcome(o: AssignOutcome): AddOutcome {
   if (o.ok) return { kind: 'allocated', ips: toIpConfigs(o) };
+  const reason = assignFailureReason(o.reason);
   switch (o.reason) {
     case 'HandleInUse':
-      return { kind: 'duplicate', message: o.message };
+      return { kind: 'duplicate', message: o.message, reason };
     case 'NoPool':
     case 'Exhausted':
     case 'BlockLimit':
-      return { kind: 'exhausted', message: o.message };
+      return { kind: 'exhausted', message: o.message, reason };
     case 'PoolRefused':
-      return { kind: 'rejected', message: o.message };
+    case 'PoolDisabled':
+      return { kind: 'rejected', message: o.message, reason };
     default:
-      return { kind: 'addressRefused', message: `${o.reason}: ${o.message}` };
+      return { kind: 'addressRefused', message: `${o.reason}: ${o.message}`, reason };
   }
 }
 

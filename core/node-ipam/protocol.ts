@@ -105,6 +105,64 @@ export interface IpConfig {
   readonly gateway: string;
 }
 
+/**
+ * Why an ADD failed, in a bounded set of 11 (the agent's
+ * `blockipam_agent_cni_add_failures_total{reason}`; core/node-ipam/failure-reason.ts maps
+ * outcomes and errors to it):
+ * - `pool_exhausted`: every pool tried is full for the node (no free address, no unclaimed block,
+ *   nothing to borrow);
+ * - `node_block_limit`: as pool_exhausted, and the node holds maxBlocksPerNode blocks;
+ * - `no_matching_pool`: no pool matches the node and namespace, or a requested pool does not
+ *   exist, overlaps an older pool, or its selectors exclude the namespace or node;
+ * - `pool_disabled`: the pool that would serve is disabled or being deleted;
+ * - `ip_taken`: a requested (static) address is held by another attachment;
+ * - `ip_refused`: a requested address is outside every allowed pool, reserved, or in another
+ *   node's block under strictAffinity;
+ * - `duplicate`: the attachment already holds an address;
+ * - `not_ready`: the agent has not synced yet, is stopping, or is busy;
+ * - `api_unreachable`: the API server is unreachable, answers 5xx, compare-and-swap kept losing,
+ *   or the call's time ran out;
+ * - `refused`: the API server refused a write (RBAC, admission policy, authentication, invalid);
+ * - `other`: anything else (a malformed request or annotation, a node name mismatch, a defect).
+ */
+export type AddFailureReason =
+  | 'pool_exhausted'
+  | 'node_block_limit'
+  | 'no_matching_pool'
+  | 'pool_disabled'
+  | 'ip_taken'
+  | 'ip_refused'
+  | 'duplicate'
+  | 'not_ready'
+  | 'api_unreachable'
+  | 'refused'
+  | 'other';
+
+export const ADD_FAILURE_REASONS: readonly AddFailureReason[] = [
+  'pool_exhausted',
+  'node_block_limit',
+  'no_matching_pool',
+  'pool_disabled',
+  'ip_taken',
+  'ip_refused',
+  'duplicate',
+  'not_ready',
+  'api_unreachable',
+  'refused',
+  'other',
+];
+
+/**
+ * An ADD that allocated nothing. `message` is core's text (core/allocator/failure-text.ts: the
+ * pools tried, the reason, the next step); `reason` the bounded reason, informational (the plugin
+ * does not read it; absent from an older agent).
+ */
+interface AddRefusal<K extends string> {
+  readonly kind: K;
+  readonly message: string;
+  readonly reason?: AddFailureReason;
+}
+
 export type AddOutcome =
   | {
       readonly kind: 'allocated';
@@ -113,15 +171,15 @@ export type AddOutcome =
       readonly podNotFound?: boolean;
     }
   /** The attachment already holds addresses: nothing was changed. */
-  | { readonly kind: 'duplicate'; readonly message: string }
-  /** No free address; nothing was left allocated. */
-  | { readonly kind: 'exhausted'; readonly message: string }
+  | AddRefusal<'duplicate'>
+  /** No free address, or no pool may serve; nothing was left allocated. */
+  | AddRefusal<'exhausted'>
   /** A static IP is outside every eligible pool, reserved or taken; nothing left allocated. */
-  | { readonly kind: 'addressRefused'; readonly message: string }
-  /** Pool choice or annotations are invalid (an unknown pool, a malformed annotation). */
-  | { readonly kind: 'rejected'; readonly message: string }
+  | AddRefusal<'addressRefused'>
+  /** Pool choice or annotations are invalid (an unknown or disabled pool, a malformed annotation). */
+  | AddRefusal<'rejected'>
   /** The netconf does not fit the cluster (the pod runs on another node than ipam.nodeName). */
-  | { readonly kind: 'misconfigured'; readonly message: string };
+  | AddRefusal<'misconfigured'>;
 
 export interface DelOutcome {
   /** Addresses released (0: nothing was allocated to the attachment, which is success). */

@@ -88,12 +88,12 @@ function bounded<T>(signal: AbortSignal, op: () => Promise<T>): Promise<T> {
 const handleOfAttachment = (a: AttachmentRef): string => handleOf(a.network, a.containerID, a.ifname);
 
 /**
- * Says who asked for what an ADD was refused: a refused pool names where the pool list came from
- * (an annotation, else the netconf's pool lists); a refused static address names the pod
+ * Says who asked for what an ADD was refused: a refused requested pool names where the pool list
+ * came from (an annotation, else the netconf's pool lists); a refused static address names the pod
  * annotation, or `call.staticIPsFrom` when the call gave it (no prefix when it did not).
  */
-function decorate(out: AddOutcome, call: AddCall, pc: PodContext): AddOutcome {
-  if (out.kind === 'rejected')
+function decorate(out: AddOutcome, call: AddCall, pc: PodContext, requested: boolean): AddOutcome {
+  if (out.kind === 'rejected' && requested)
     return { ...out, message: `${pc.poolsFrom ?? 'ipam.ipv4Pools / ipam.ipv6Pools'}: ${out.message}` };
   if (out.kind === 'addressRefused' && call.staticIPs.length > 0 && call.staticIPsFrom !== undefined)
     return { ...out, message: `${call.staticIPsFrom}: ${out.message}` };
@@ -160,7 +160,7 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
         base.handle,
         [assigned.ipv4, assigned.ipv6].flatMap((a) => (a ? [a.address] : [])),
       );
-    return decorate(toAddOutcome(assigned), call, pc);
+    return decorate(toAddOutcome(assigned), call, pc, pools.length > 0);
   }
 
   async function del(call: DelCall, signal: AbortSignal): Promise<DelOutcome> {

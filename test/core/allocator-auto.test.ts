@@ -72,7 +72,9 @@ describe('autoAssign: blocks', () => {
     const fourth = await autoAssign(w.ds, { ...pod('p3'), node: 'n1' }, w.options);
     assert.equal(fourth.ok, false);
     assert.ok(
-      !fourth.ok && fourth.reason === 'BlockLimit' && /maxBlocksPerNode limit \(3/.test(fourth.message),
+      !fourth.ok &&
+        fourth.reason === 'BlockLimit' &&
+        /at maxBlocksPerNode \(3 blocks, all full\)/.test(fourth.message),
       JSON.stringify(fourth),
     );
   });

@@ -79,7 +79,7 @@ describe('core allocator on kube-apiserver', () => {
     for (let i = 0; i < 4; i++) assert.equal((await autoAssign(ds, req(`p${i}`))).ok, true);
     const fifth = await autoAssign(ds, req('p4'));
     assert.ok(!fifth.ok && fifth.reason === 'BlockLimit', JSON.stringify(fifth));
-    assert.match(fifth.message, /maxBlocksPerNode limit \(4, IPAMConfig "default"\)/);
+    assert.match(fifth.message, /at maxBlocksPerNode \(4 blocks, all full\)/);
     assert.equal((await ds.blocks.list()).length, 4);
   });
 

@@ -204,7 +204,7 @@ void describe('node IPAM service: ADD', () => {
     // a pool whose namespaceSelector does not admit ns1 (team=b) is refused, naming the annotation
     assert.equal(
       await on('tenant'),
-      'rejected: pod annotation ipam.blockipam.io/ippools: requested IP pool "tenant" does not allow this namespace (namespaceSelector)',
+      'rejected: pod annotation ipam.blockipam.io/ippools: requested IP pool "tenant" does not allow namespace "ns1" (namespaceSelector). Next step: request a pool whose namespaceSelector matches the namespace, or label the namespace to match.',
     );
     // a refused pool from the netconf names the netconf's lists
     assert.match(

@@ -27,6 +27,7 @@ import type {
 } from 'blockipam/core/node-ipam';
 import { errorFields, F } from '../../shared/index.ts';
 import type { Logger } from '../../shared/index.ts';
+import { countAddFailure } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import { listenRootOnly, prepareSocketDir, removeStaleSocket } from './socket-path.ts';
 
@@ -61,7 +62,7 @@ export interface IpamServerOptions {
    */
   readonly ipam: () => NodeIpam | string;
   readonly log: Logger;
-  readonly metrics: Pick<AgentMetrics, 'ipamRequests' | 'ipamRequestSeconds'>;
+  readonly metrics: Pick<AgentMetrics, 'ipamRequests' | 'ipamRequestSeconds' | 'cniAddFailures'>;
   /** ms from accept to a complete request, then the connection is closed. Default READ_DEADLINE_MS. */
   readonly readDeadlineMs?: number;
   /** Connections open at once; one more is answered busy. Default MAX_CONNECTIONS. */
@@ -308,6 +309,7 @@ function report(
   const outcome = response.ok ? outcomeKind(response.outcome) : `error_${response.error.kind}`;
   options.metrics.ipamRequests.inc({ node: options.node, op, outcome });
   options.metrics.ipamRequestSeconds.observe({ node: options.node, op }, seconds);
+  countAddFailure(options.metrics, options.node, op, response);
   if (!logged) return;
   const fields = { [F.node]: options.node, op, outcome, [F.durationMs]: Math.round(seconds * 1000) };
   if (response.ok) options.log.debug('IPAM request', fields);

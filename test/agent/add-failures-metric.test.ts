@@ -1,0 +1,146 @@
+/**
+ * blockipam_agent_cni_add_failures_total{node,reason}: the agent's IPAM socket server over core's
+ * node IPAM service (memory datastore) counts each ADD that allocated nothing by core's bounded
+ * reason — a full pool, a pool the namespace may not use, a disabled pool, a taken static
+ * address, the API server unreachable, not synced yet — and nothing for a served ADD or a DEL.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, describe, test } from 'node:test';
+import { MemoryDatastore, UnavailableError } from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
+import { ADD_FAILURE_REASONS, createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
+import type { NodeIpam } from 'blockipam/core/node-ipam';
+import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
+import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
+import { createLogger } from '../../block-controller/shared/index.ts';
+import { askSocket } from '../helpers/ipam-socket.ts';
+
+const root = mkdtempSync(join(tmpdir(), 'add-failures-'));
+const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
+
+const pool = (name: string, spec: IPPool['spec']): IPPool => ({
+  apiVersion: 'ipam.blockipam.io/v1alpha1',
+  kind: 'IPPool',
+  metadata: { name, creationTimestamp: '2026-11-01T00:00:00Z' },
+  spec,
+});
+
+/** An ADD request on the wire for container `id` of pod `ns/id`. */
+function add(id: string, more: { ns?: string; pools?: string[]; staticIPs?: string[] } = {}) {
+  return {
+    v: 1,
+    op: 'add',
+    timeoutMs: 5000,
+    call: {
+      node: 'n1',
+      attachment: { network: 'net', containerID: id, ifname: 'eth0' },
+      pod: { namespace: more.ns ?? 'red', name: id },
+      families: [4],
+      pools: { 4: more.pools ?? [], 6: [] },
+      staticIPs: more.staticIPs ?? [],
+    },
+  };
+}
+
+/** The counter's value per reason for node n1 (every reason present). */
+async function failures(metrics: ReturnType<typeof createAgentMetrics>): Promise<Record<string, number>> {
+  const got = await metrics.cniAddFailures.get();
+  return Object.fromEntries(
+    got.values.filter((v) => v.labels.node === 'n1').map((v) => [String(v.labels.reason), v.value]),
+  );
+}
+
+const zero = Object.fromEntries(ADD_FAILURE_REASONS.map((r) => [r, 0]));
+
+describe('blockipam_agent_cni_add_failures_total', () => {
+  after(() => rmSync(root, { recursive: true, force: true }));
+
+  test('each failed ADD counts once under its reason; served ADDs and DELs count nothing', async () => {
+    const ds = new MemoryDatastore({
+      pools: [
+        // a /29 of /30 blocks: 2 pods
+        pool('tiny', { cidr: '10.1.0.0/29', blockSize: 30 }),
+        pool('blue-only', {
+          cidr: '10.2.0.0/24',
+          assignmentMode: 'Manual',
+          namespaceSelector: { matchLabels: { tenant: 'blue' } },
+        }),
+        pool('off', { cidr: '10.3.0.0/24', assignmentMode: 'Manual', disabled: true }),
+      ],
+      namespaces: [{ metadata: { name: 'red', labels: { tenant: 'red' } } }],
+      pods: ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => ({
+        metadata: { name, namespace: 'red', uid: `uid-${name}` },
+        spec: { nodeName: 'n1' },
+      })),
+      nodes: [{ metadata: { name: 'n1' } }],
+    });
+    const metrics = createAgentMetrics();
+    const path = join(root, 'a.sock');
+    const server = await startIpamServer({
+      path,
+      node: 'n1',
+      ipam: () => createNodeIpam({ ds, inputs: datastoreInputs(ds) }),
+      log,
+      metrics,
+    });
+    try {
+      const answers = [];
+      for (const request of [
+        add('a'),
+        add('b'),
+        add('c'), // the pool is full: pool_exhausted
+        add('d', { pools: ['blue-only'] }), // namespaceSelector excludes red: no_matching_pool
+        add('e', { pools: ['off'] }), // disabled: pool_disabled
+        add('f', { pools: ['tiny'], staticIPs: ['10.1.0.2'] }), // a's address: ip_taken
+      ])
+        answers.push(await askSocket(path, request));
+      assert.deepEqual(
+        answers.map((a) => (a.ok ? (a.outcome as { kind: string }).kind : 'error')),
+        ['allocated', 'allocated', 'exhausted', 'rejected', 'rejected', 'addressRefused'],
+      );
+      await askSocket(path, {
+        ...add('a'),
+        op: 'del',
+        call: { node: 'n1', attachment: add('a').call.attachment },
+      });
+      assert.deepEqual(await failures(metrics), {
+        ...zero,
+        pool_exhausted: 1,
+        no_matching_pool: 1,
+        pool_disabled: 1,
+        ip_taken: 1,
+      });
+    } finally {
+      await server.close(1000);
+    }
+  });
+
+  test('error answers: not synced → not_ready; the API server unreachable → api_unreachable', async () => {
+    const metrics = createAgentMetrics();
+    const unreachable: NodeIpam = {
+      add: () => Promise.reject(new UnavailableError('connect ECONNREFUSED')),
+      del: () => Promise.resolve({ released: 0 }),
+      check: () => Promise.resolve({ kind: 'ok' }),
+      gc: () => Promise.resolve({ released: [], errors: [], aliveElsewhere: [] }),
+      status: () => Promise.resolve({ kind: 'ready' }),
+    };
+    let service: NodeIpam | string = 'the agent has not synced yet (blocks)';
+    const path = join(root, 'b.sock');
+    const server = await startIpamServer({ path, node: 'n1', ipam: () => service, log, metrics });
+    try {
+      assert.deepEqual((await askSocket(path, add('a'))).error, {
+        kind: 'notReady',
+        message: 'the agent has not synced yet (blocks)',
+      });
+      service = unreachable;
+      assert.equal(((await askSocket(path, add('a'))).error as { kind: string }).kind, 'unavailable');
+      assert.deepEqual(await failures(metrics), { ...zero, not_ready: 1, api_unreachable: 1 });
+    } finally {
+      await server.close(1000);
+    }
+  });
+});
