@@ -15,6 +15,7 @@ import {
 } from '../shared/index.ts';
 import type { Logger } from '../shared/index.ts';
 import { CniInstaller } from './install/installer.ts';
+import type { SignalFollower } from './install/owner.ts';
 import type { InstallOptions } from './install/installer.ts';
 import { followOwner } from './install/owner.ts';
 import { createAgentMetrics, setRouteSkips } from './metrics.ts';
@@ -127,7 +128,10 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       return routes.stop();
     });
   }
-  if (options.masquerade !== undefined) startMasquerade(options, watched, { log, metrics, lifecycle });
+  const masquerade =
+    options.masquerade === undefined
+      ? undefined
+      : startMasquerade(options, watched, { log, metrics, lifecycle });
   if (options.installCni) {
     const installer = new CniInstaller(installOptions(options, connection), {
       transport: connection.transport,
@@ -146,6 +150,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       {
         installer,
         reinstall: () => installUntilDone(installer, lifecycle, log),
+        ...(masquerade ? { followers: [masquerade] } : {}),
         connection,
         log,
         metrics,
@@ -159,12 +164,14 @@ export async function runAgent(options: AgentOptions): Promise<void> {
 /**
  * `--masquerade`: the loop that keeps the rule, fed with the pools; `--masquerade=false`: the
  * agent's table removed once (a failure is logged; the agent runs on).
+ * @returns with `--masquerade`, what the uninstall signal removes (the table: the loop stopped,
+ *   then the table deleted) and the DaemonSet's return puts back (the loop resumed)
  */
 function startMasquerade(
   options: AgentOptions,
   watched: AgentState,
   deps: { log: Logger; metrics: AgentMetrics; lifecycle: Lifecycle },
-): void {
+): SignalFollower | undefined {
   const { log, metrics, lifecycle } = deps;
   const table = new NftTable({ command: options.nftCommand });
   const node = options.nodeName;
@@ -173,7 +180,7 @@ function startMasquerade(
       () => log.info('masquerade off: the table is gone', { [F.node]: node, table: table.table }),
       (error: unknown) => log.warn('masquerade off: removing the table failed', errorFields(error)),
     );
-    return;
+    return undefined;
   }
   const masq = new MasqueradeProgrammer({
     table,
@@ -202,6 +209,18 @@ function startMasquerade(
     clearInterval(syncCheck);
     return masq.stop();
   });
+  return {
+    what: 'masquerade table',
+    uninstall: async () => {
+      await masq.uninstall();
+      log.info('masquerade table removed', { [F.node]: node, table: table.table });
+    },
+    reinstall: () => {
+      masq.resume();
+      update();
+      return Promise.resolve();
+    },
+  };
 }
 
 /** Install mode once (the `install` command): exits non-zero on failure. */

@@ -5,8 +5,9 @@
  * kubeconfig allocate and release an address as the plugin's ServiceAccount; the kubeconfig's
  * token is a TokenRequest token bound to the agent's Node, is refreshed on schedule, keeps working
  * after the agent's pod object is deleted (where a pod-bound token is refused), and dies with the
- * Node. The uninstall signal: the agent's DaemonSet deleted removes the conflist and kubeconfig,
- * a restart keeps them, and a new DaemonSet of the name (a reinstall) puts them back.
+ * Node. The uninstall signal: the agent's DaemonSet deleted removes the conflist, kubeconfig and
+ * masquerade table (in a network namespace of the test's), a restart keeps them, and a new
+ * DaemonSet of the name (a reinstall) puts them back.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -18,6 +19,7 @@ import { KubeTransport } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import { spawnSync } from 'node:child_process';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
+import { requirePrerequisite } from '../helpers/tier.ts';
 import { installCrds } from '../helpers/crds.ts';
 import { ensurePlugin, runPlugin, type PluginRun } from '../plugin/helpers/plugin-exe.ts';
 import { AGENT_MAIN, applyNode, eventually, startAgent } from './agent-process.ts';
@@ -344,12 +346,49 @@ describe('agent install mode', () => {
     agent = undefined;
   });
 
-  test('the DaemonSet deleted and created again while the agent runs: removed, then installed again', async () => {
+  test('the DaemonSet deleted and created again while the agent runs: conflist and masquerade table removed, then installed again', async () => {
+    requirePrerequisite(
+      '/usr/sbin/nft',
+      'nftables',
+      'scripts/setup.sh installs it (apt-get install nftables)',
+    );
     applyNode(NODE);
     const conflist = join(dir, 'net.d', '10-blockipam.conflist');
     const kubeconfig = join(dir, 'net.d', 'blockipam-kubeconfig');
+    // the agent's masquerade table goes into a network namespace of this test's, never the host's
+    const netns = `install-mq-${process.pid}`;
+    assert.equal(spawnSync('ip', ['netns', 'add', netns]).status, 0);
+    const tableThere = (): boolean =>
+      spawnSync('ip', ['netns', 'exec', netns, 'nft', 'list', 'table', 'inet', 'blockipam']).status === 0;
+    const nft = ['ip', 'netns', 'exec', netns, 'nft'].flatMap((word) => ['--nft-command', word]);
+    const owned = (): AgentProcess =>
+      startAgent(NODE, [
+        ...['--install-cni', ...installArgs(), '--owner-daemonset', OWNER],
+        ...['--masquerade', ...nft],
+      ]);
+    try {
+      await reinstalled(owned, conflist, kubeconfig, tableThere);
+    } finally {
+      await agent?.kill();
+      agent = undefined;
+      spawnSync('ip', ['netns', 'delete', netns]);
+    }
+  });
+
+  async function reinstalled(
+    owned: () => AgentProcess,
+    conflist: string,
+    kubeconfig: string,
+    tableThere: () => boolean,
+  ): Promise<void> {
     apply(daemonSet(OWNER));
-    const a = startAgent(NODE, ['--install-cni', ...installArgs(), '--owner-daemonset', OWNER]);
+    // a plain restart keeps the table (pods keep their egress)
+    agent = owned();
+    await eventually('the masquerade table written', () => (tableThere() ? true : undefined));
+    agent.child.kill('SIGTERM');
+    assert.equal(await agent.exited(), 0);
+    assert.ok(tableThere(), 'a restart keeps the masquerade table');
+    const a = owned();
     agent = a;
     /** The next log line `message` after the ones logged so far. */
     const next = (message: string): Promise<unknown> => {
@@ -362,10 +401,12 @@ describe('agent install mode', () => {
     assert.equal(kubectl(['delete', 'daemonset', OWNER, '-n', NS]).status, 0);
     await removed;
     assert.ok(!existsSync(conflist) && !existsSync(kubeconfig), 'uninstalled');
+    await eventually('the masquerade table removed', () => (tableThere() ? undefined : true));
     const written = next('conflist written');
     apply(daemonSet(OWNER));
     await written;
     assert.ok(existsSync(conflist), 'the conflist is back');
+    await eventually('the masquerade table back', () => (tableThere() ? true : undefined));
     assert.deepEqual(
       (await whoami(kubeconfig)).extra['authentication.kubernetes.io/node-name'],
       [NODE],
@@ -376,10 +417,12 @@ describe('agent install mode', () => {
     assert.equal(kubectl(['delete', 'daemonset', OWNER, '-n', NS]).status, 0);
     await removed;
     assert.ok(!existsSync(conflist) && !existsSync(kubeconfig), 'uninstalled again');
+    await eventually('the masquerade table removed again', () => (tableThere() ? undefined : true));
     a.child.kill('SIGTERM');
     assert.equal(await a.exited(), 0);
+    assert.ok(!tableThere(), 'not written back at shutdown');
     agent = undefined;
-  });
+  }
 
   /** true once the token in `kubeconfig` is refused (401), else undefined. */
   async function refusal(kubeconfig: string): Promise<true | undefined> {

@@ -4,6 +4,8 @@
  *   const masq = new MasqueradeProgrammer({ table: new NftTable(), nonMasquerade, log });
  *   masq.update({ synced, pools });   // after every pool event (debounced)
  *   await masq.stop();                // on SIGTERM: the table stays (pods keep their egress)
+ *   await masq.uninstall();           // the uninstall signal: the loop stops, the table goes
+ *   masq.resume();                    // the agent's DaemonSet back: the loop writes it again
  *
  * Passes are serialised and coalesced like the route loop's: a burst of pool events is one pass
  * after `debounceMs`; a repair pass every `resyncMs` re-creates a table deleted or edited by
@@ -43,15 +45,20 @@ export class MasqueradeProgrammer {
   #view: MasqueradeView = WAITING;
   #written: MasqueradeWritten | undefined;
   #debounce: NodeJS.Timeout | undefined;
-  readonly #resync: NodeJS.Timeout;
+  #resync: NodeJS.Timeout;
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
 
   constructor(options: MasqueradeProgrammerOptions) {
     this.#options = options;
-    this.#resync = setInterval(() => this.#kick(), options.resyncMs ?? 10_000);
-    this.#resync.unref();
+    this.#resync = this.#repairTimer();
+  }
+
+  #repairTimer(): NodeJS.Timeout {
+    const timer = setInterval(() => this.#kick(), this.#options.resyncMs ?? 10_000);
+    timer.unref();
+    return timer;
   }
 
   /** The latest view from the informers; schedules a pass. The view is not copied: pass a fresh one. */
@@ -77,6 +84,29 @@ export class MasqueradeProgrammer {
     clearTimeout(this.#debounce);
     clearInterval(this.#resync);
     await this.#idle();
+  }
+
+  /**
+   * The uninstall signal (the agent's DaemonSet deleted, docs/design-agent.md §Uninstall): stops
+   * the loop as {@link stop} does, then removes the table — never on a plain stop, so a restart
+   * keeps pods' egress. Nothing writes the table again until {@link resume}. Idempotent.
+   * @throws {NftCommandError} when `nft` cannot run or refuses (the loop stays stopped)
+   */
+  async uninstall(): Promise<void> {
+    await this.stop();
+    await removeMasquerade(this.#options.table);
+  }
+
+  /**
+   * The agent's DaemonSet back after {@link uninstall}: the loop runs again, and a pass on the
+   * latest view (writing the table from scratch) runs now.
+   */
+  resume(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#written = undefined;
+    this.#resync = this.#repairTimer();
+    this.#kick();
   }
 
   async #idle(): Promise<void> {

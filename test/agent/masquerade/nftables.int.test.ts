@@ -4,7 +4,8 @@
 // host") and in pod b that answers each HTTP request with the peer address it saw. A pod's
 // request to the outside host arrives from its node's address, both families; pod to pod across
 // nodes and to a non-masquerade CIDR keeps the pod address; a pool change, a table deleted by
-// hand, the removal, and another table left alone throughout.
+// hand, the uninstall signal (the table removed, no pass writes it back until resumed), the
+// removal, and another table left alone throughout.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -195,6 +196,44 @@ void describe('masquerade in network namespaces', () => {
     await m.stop();
     assert.equal(seenBy('192.0.2.1'), '192.0.2.11');
     assert.ok(await table().list(), 'stop() left the table');
+  });
+
+  void test('the uninstall signal: the table goes and no pass writes it back; resumed: written again', async () => {
+    const otherBefore = other();
+    const written: string[] = [];
+    let onWritten: () => void = () => undefined;
+    const m = new MasqueradeProgrammer({
+      table: table(),
+      nonMasquerade: [],
+      debounceMs: 0,
+      resyncMs: 50,
+      onPass: (o) => {
+        if (o.status === 'written') {
+          written.push(o.why ?? '');
+          onWritten();
+        }
+      },
+    });
+    m.update({ synced: true, pools: POOLS });
+    await m.flush();
+    assert.ok(await table().list(), 'written');
+    await m.uninstall();
+    assert.equal(await table().list(), undefined, 'the table is gone');
+    assert.equal(seenBy('192.0.2.1'), '10.20.0.5', 'no longer masqueraded');
+    // no pass after it: a pool event and the repair timer leave it absent
+    const passes = written.length;
+    m.update({ synced: true, pools: POOLS });
+    await m.flush();
+    assert.equal(written.length, passes);
+    assert.equal(await table().list(), undefined, 'still gone');
+    assert.equal(other(), otherBefore, 'the other table stays');
+    // the DaemonSet back: the loop writes it again
+    const again = new Promise<void>((resolve) => (onWritten = resolve));
+    m.resume();
+    await again;
+    assert.equal(seenBy('192.0.2.1'), '192.0.2.11', 'masqueraded again');
+    await m.stop();
+    assert.ok(await table().list(), 'a plain stop keeps it');
   });
 
   void test('turned off: the table is removed (twice: no error when absent); the other table stays', async () => {
