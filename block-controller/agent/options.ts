@@ -103,10 +103,17 @@ function selfExecutable(): string | undefined {
   return process.argv[1]?.startsWith('/$bunfs/') ? process.execPath : undefined;
 }
 
+/**
+ * Whether `--forwarder-binary` defaults to the image's forwarder. Off until this agent serves the
+ * raw CNI call wire (protocol v2) that the forwarder speaks: a forwarder in front of a v1 agent
+ * would fail every call.
+ */
+export const FORWARDER_BY_DEFAULT = false;
+
 /** `--forwarder-binary`: the file named, none for "", else the image's forwarder when present. */
 function forwarderOf(flag: string | undefined): { forwarderBinary?: string } {
   if (flag !== undefined) return flag === '' ? {} : { forwarderBinary: flag };
-  return existsSync(IMAGE_FORWARDER) ? { forwarderBinary: IMAGE_FORWARDER } : {};
+  return FORWARDER_BY_DEFAULT && existsSync(IMAGE_FORWARDER) ? { forwarderBinary: IMAGE_FORWARDER } : {};
 }
 
 /**
