@@ -150,6 +150,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       {
         installer,
         reinstall: () => installUntilDone(installer, lifecycle, log),
+        pluginKubeconfig: options.pluginKubeconfig,
         ...(masquerade ? { followers: [masquerade] } : {}),
         connection,
         log,

@@ -9,17 +9,17 @@
  * Watched by name (field selector `metadata.name`, which RBAC's `resourceNames` admits for list
  * and watch) in the agent's namespace. Gone means: a delete event (also one a re-LIST derives
  * when the object vanished), an object with `metadata.deletionTimestamp` (foreground deletion),
- * or at shutdown a GET answering 404 for a DaemonSet this agent has seen
- * ({@link OwnerWatch.confirmGone}). Nothing else — not an error, not a 401 or 403, not a
- * DaemonSet never seen (a wrong name must not turn every restart into an uninstall) — counts.
+ * or at shutdown a GET answering 404 for a DaemonSet this agent has seen — or refused while the
+ * plugin's credential of the same release is refused too: the release's ServiceAccounts gone
+ * ({@link OwnerWatch.confirmGone}, confirm.ts). Nothing else — not an error, not a 401 or 403 of
+ * the agent's credential alone, not a DaemonSet never seen (a wrong name must not turn every
+ * restart into an uninstall) — counts.
  *
  * The signal is not a latch: a DaemonSet of the name seen again after it went — live, with
  * another uid (`helm uninstall` then `helm install` while this agent still runs, a DaemonSet
  * deleted with `--cascade=orphan` and created again) — is "back" ({@link OwnerWatchOptions.onBack}),
  * and the agent installs again (docs/design-agent.md §Uninstall).
  */
-import { isNotFound } from 'blockipam/core';
-import type { KubeTransport } from 'blockipam/core/kube';
 import { errorFields, F, watchKind } from '../../shared/index.ts';
 import type {
   DaemonMetrics,
@@ -29,6 +29,7 @@ import type {
   WatchedKind,
   WatchEvent,
 } from '../../shared/index.ts';
+import { credentialAnswer, ownerAnswer, shutdownVerdict } from './confirm.ts';
 import type { CniInstaller } from './installer.ts';
 
 /** The fields of a DaemonSet the signal reads. */
@@ -59,15 +60,32 @@ export interface OwnerWatchOptions {
    * reinstalled). Then the next deletion is news again. Default: nothing.
    */
   readonly onBack?: (uid: string) => void;
+  /**
+   * The plugin's kubeconfig (the installer's): asked at shutdown when the agent's GET of its
+   * DaemonSet is refused (confirm.ts). Undefined: a refusal never confirms.
+   */
+  readonly pluginKubeconfig?: string;
+  /** Attempts of the shutdown confirmation while the answers are in flux; default 10. */
+  readonly confirmAttempts?: number;
+  /** Waits ms between those attempts; default a real 1 s timer (tests inject one). */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
+
+// 10 × 1 s: helm deletes the Role and ServiceAccounts a moment after the DaemonSet, and the API
+// server may accept a deleted ServiceAccount's token from its cache for a few seconds; 10 s
+// leaves most of the pod's 30 s grace period to the rest of the shutdown.
+const CONFIRM_ATTEMPTS = 10;
+const CONFIRM_INTERVAL_MS = 1_000;
 
 export interface OwnerWatch {
   /** True while the DaemonSet is seen gone (false again once a new one is back). */
   readonly gone: boolean;
   /**
    * At shutdown, when no event said so: GETs the DaemonSet, if it was ever seen; 404 → gone
-   * (onGone called). Never seen, any other answer or an error → not gone (a restart must never
-   * look like an uninstall).
+   * (onGone called); refused (401/403) while the plugin's credential is refused (401) too → gone;
+   * the agent refused alone is asked again (up to `confirmAttempts`, 1 s apart). Never seen, the
+   * DaemonSet there, any other error, or the agent's credential refused alone → not gone (a
+   * restart must never look like an uninstall).
    */
   confirmGone(): Promise<boolean>;
   stop(): Promise<void>;
@@ -119,26 +137,40 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
     },
     async confirmGone() {
       if (gone || !seen) return gone;
-      if (await notFound(options.connection.transport, `${path}/${options.name}`, options.log))
-        markGone('not found at shutdown');
+      const reason = await confirmAtShutdown(options, `${path}/${options.name}`);
+      if (reason) markGone(reason);
       return gone;
     },
     stop: () => watch.stop(),
   };
 }
 
-/** True when GET `path` answers 404; false on success or any other error (logged). */
-async function notFound(transport: KubeTransport, path: string, log: Logger): Promise<boolean> {
-  try {
-    await transport.request('GET', path);
-    return false;
-  } catch (error) {
-    if (isNotFound(error)) return true;
-    log.warn('own DaemonSet unreadable at shutdown: the conflist stays', {
-      [F.resource]: path,
-      ...errorFields(error),
-    });
-    return false;
+/** The reason the DaemonSet counts as gone at shutdown (confirm.ts), or undefined (logged why). */
+async function confirmAtShutdown(options: OwnerWatchOptions, path: string): Promise<string | undefined> {
+  const attempts = Math.max(1, options.confirmAttempts ?? CONFIRM_ATTEMPTS);
+  const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  for (let attempt = 1; ; attempt += 1) {
+    const { answer, error } = await ownerAnswer(options.connection.transport, path);
+    const plugin =
+      answer === 'refused' && options.pluginKubeconfig !== undefined
+        ? await credentialAnswer(options.pluginKubeconfig)
+        : undefined;
+    const verdict = shutdownVerdict(answer, plugin, attempt >= attempts);
+    if (verdict === 'gone')
+      return answer === 'notFound'
+        ? 'not found at shutdown'
+        : "refused at shutdown, and so is the plugin's credential: the release's ServiceAccounts are gone";
+    if (verdict === 'stay') {
+      if (answer !== 'present')
+        options.log.warn('own DaemonSet unreadable at shutdown: the conflist stays', {
+          [F.resource]: path,
+          answer,
+          ...(plugin ? { pluginCredential: plugin } : {}),
+          ...(error === undefined ? {} : errorFields(error)),
+        });
+      return undefined;
+    }
+    await sleep(CONFIRM_INTERVAL_MS);
   }
 }
 
@@ -170,6 +202,8 @@ export async function followOwner(
     readonly installer: CniInstaller;
     /** Installs the conflist again after {@link CniInstaller.resume} (the agent's retrying install). */
     readonly reinstall: () => Promise<void>;
+    /** The plugin's kubeconfig, the second credential of the shutdown confirmation (confirm.ts). */
+    readonly pluginKubeconfig?: string;
     readonly followers?: readonly SignalFollower[];
     readonly connection: KubeConnection;
     readonly log: Logger;
@@ -213,6 +247,7 @@ export async function followOwner(
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     onGone: () => next(uninstall),
     onBack: () => next(reinstall),
+    ...(deps.pluginKubeconfig === undefined ? {} : { pluginKubeconfig: deps.pluginKubeconfig }),
   });
   lifecycle.onStop('install', async () => {
     installer.stop();
