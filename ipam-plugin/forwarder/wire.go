@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"syscall"
 	"time"
@@ -245,7 +246,8 @@ func afterSend(conf netconf, msg, details string) *cniError {
 }
 
 // parseAnswer decodes the v2 answer {"v":2,"code":N,"stdout":"…","stderr":"…"}; fields it does
-// not know are ignored.
+// not know are ignored. The problems are worded as core's parseCallResponse words them
+// (core/node-ipam/protocol.ts), so both clients report a bad answer alike.
 // Errors: *cniError 999 "node agent answer malformed" naming the problem.
 func parseAnswer(text []byte) (answer, error) {
 	malformed := func(problem string) (answer, error) {
@@ -253,35 +255,56 @@ func parseAnswer(text []byte) (answer, error) {
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(text, &doc); err != nil {
+		var v any
+		if json.Unmarshal(text, &v) == nil {
+			return malformed("response: not a JSON object")
+		}
 		return malformed("not JSON: " + err.Error())
 	}
 	if doc == nil {
-		return malformed("not a JSON object")
+		return malformed("response: not a JSON object")
 	}
-	var v int
-	if raw, ok := doc["v"]; !ok || raw[0] == 'n' || json.Unmarshal(raw, &v) != nil || v != protocolVersion {
-		return malformed(fmt.Sprintf("v: %s, expected %d (this forwarder speaks node IPAM protocol v%d)", orMissing(doc["v"]), protocolVersion, protocolVersion))
+	if v, ok := number(doc["v"]); !ok || v != protocolVersion {
+		return malformed(fmt.Sprintf("response: protocol version %s, this plugin speaks %d (plugin and agent of different releases?)", quote(doc["v"]), protocolVersion))
 	}
-	var a answer
-	if raw, ok := doc["code"]; !ok || raw[0] == 'n' || json.Unmarshal(raw, &a.code) != nil || a.code < 0 || a.code > 255 {
-		return malformed(fmt.Sprintf("code: %s, expected an integer exit code from 0 to 255", orMissing(doc["code"])))
+	code, ok := number(doc["code"])
+	if !ok || code != math.Trunc(code) || code < 0 || code > 255 {
+		return malformed(fmt.Sprintf("response.code: %s is not an integer 0–255", quote(doc["code"])))
 	}
+	a := answer{code: int(code)}
 	if !stringField(doc, "stdout", &a.stdout) {
-		return malformed(fmt.Sprintf("stdout: %s, expected a string", orMissing(doc["stdout"])))
+		return malformed("response.stdout: not a string")
 	}
 	if !stringField(doc, "stderr", &a.stderr) {
-		return malformed(fmt.Sprintf("stderr: %s, expected a string", orMissing(doc["stderr"])))
+		return malformed("response.stderr: not a string")
 	}
 	return a, nil
 }
 
-// orMissing shows a field's raw JSON (at most 64 bytes) or "missing".
-func orMissing(raw json.RawMessage) string {
-	if raw == nil {
-		return "missing"
+// number is raw as a JSON number; false when absent or another type.
+func number(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) || json.Unmarshal(raw, &f) != nil {
+		return 0, false
 	}
-	if len(raw) > 64 {
-		return string(raw[:64]) + "…"
+	return f, true
+}
+
+// quoteMax bounds a value quoted in a problem (characters, as core's protocol module).
+const quoteMax = 64
+
+// quote shows a field's value in a problem as core's protocol module does: "nothing" when
+// absent, "an array", "an object", else its JSON (at most quoteMax bytes, then "…").
+func quote(raw json.RawMessage) string {
+	switch {
+	case len(raw) == 0:
+		return "nothing"
+	case raw[0] == '[':
+		return "an array"
+	case raw[0] == '{':
+		return "an object"
+	case len(raw) > quoteMax:
+		return string(raw[:quoteMax]) + "…"
 	}
 	return string(raw)
 }

@@ -156,10 +156,11 @@ void describe('the native forwarder', () => {
   void it('an answer that is not JSON, or not the v2 shape: CNI 999 naming the problem', async () => {
     const cases: readonly [string, RegExp][] = [
       ['<html>proxy</html>\n', /^not JSON/],
-      ['{"v":1,"code":0,"stdout":"","stderr":""}\n', /^v: 1, expected 2/],
-      ['{"v":2,"code":"0","stdout":"","stderr":""}\n', /^code: "0", expected an integer/],
-      ['{"v":2,"code":0,"stderr":""}\n', /^stdout: missing, expected a string/],
-      ['[1,2]\n', /^not JSON|^not a JSON object/],
+      ['{"v":1,"code":0,"stdout":"","stderr":""}\n', /^response: protocol version 1, this plugin speaks 2 /],
+      ['{"v":2,"code":"0","stdout":"","stderr":""}\n', /^response\.code: "0" is not an integer 0–255$/],
+      ['{"v":2,"code":256,"stdout":"","stderr":""}\n', /^response\.code: 256 is not an integer 0–255$/],
+      ['{"v":2,"code":0,"stderr":""}\n', /^response\.stdout: not a string$/],
+      ['[1,2]\n', /^response: not a JSON object$/],
     ];
     for (const [raw, problem] of cases) {
       agent.reply = () => ({ raw });
