@@ -71,6 +71,16 @@ export type { UnroutableDestination, UnroutableReason } from './routes/reachabil
 export { claimPoolsData, parseClaimPool, sameClaimPoolsData } from './allocator/claim-admission.ts';
 export type { ClaimPool, ClaimPoolState } from './allocator/claim-admission.ts';
 export { poolUtilization } from './allocator/utilization.ts';
+export {
+  FORECAST_WINDOW_MS,
+  forecastExhaustion,
+  forecastText,
+  MAX_SAMPLES,
+  MIN_FORECAST_SPAN_MS,
+  nextSamples,
+  SAMPLE_INTERVAL_MS,
+} from './allocator/forecast.ts';
+export type { AllocationSample, Forecast } from './allocator/forecast.ts';
 export type { PoolUtilization } from './allocator/utilization.ts';
 export { POOL_CONDITIONS, POOL_STATES, poolConditions } from './allocator/pool-conditions.ts';
 export type {

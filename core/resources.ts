@@ -113,6 +113,11 @@ export interface IPPoolStatus {
   shortNodes?: ShortNodeStatus[];
   /** How many nodes are short (shortNodes lists the first 10). */
   shortNodeCount?: number;
+  /**
+   * The allocated count sampled every 30 min or more over the last 6 h (and one before, the
+   * baseline), oldest first, at most 16: what forecasts are made from (core/allocator/forecast.ts).
+   */
+  allocationSamples?: { time: string; allocated: number }[];
   /** Ready, Allocatable, NearlyExhausted, Exhausted, Disabled (core's poolConditions). */
   conditions?: Condition[];
 }

@@ -46,7 +46,7 @@ export function showCommand(ctx: CommandContext) {
         })
         .conflicts('ip', ['node', 'blocks'])
         .conflicts('node', 'blocks')
-        .example('$0 show', 'Pools: capacity, used, free, blocks')
+        .example('$0 show', 'Pools: capacity, used, free, blocks, when each runs out at the recent rate')
         .example('$0 show --blocks -o yaml', 'Every block with its pool, affinity and use')
         .example(
           '$0 show --node worker-1',
@@ -84,7 +84,7 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
     }));
     return;
   }
-  const usage = poolUsage(pools, blocks);
+  const usage = poolUsage(pools, blocks, Date.now());
   // Decimal strings for IPv4 and IPv6 alike: one type per field (an IPv6 pool's counts exceed 2^53).
   const data = usage.map((u) => ({
     ...u,
@@ -93,7 +93,7 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
     free: u.free.toString(),
   }));
   print(io.stdout, args.output, data, () => ({
-    headers: ['POOL', 'CIDR', 'BLOCK SIZE', 'CAPACITY', 'USED', 'FREE', 'BLOCKS', 'DISABLED'],
+    headers: ['POOL', 'CIDR', 'BLOCK SIZE', 'CAPACITY', 'USED', 'FREE', 'BLOCKS', 'DISABLED', 'EXHAUSTS'],
     rows: usage.map((u) => [
       u.name,
       u.cidr,
@@ -103,6 +103,7 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
       String(u.free),
       String(u.blocks),
       String(u.disabled),
+      u.exhausts,
     ]),
   }));
 }

@@ -2,10 +2,19 @@
  * Utilisation for `ipamctl show` (pure), from core's one capacity arithmetic: poolUtilization
  * for a pool (BigInt: an IPv6 /64 pool holds 2^58 blocks) and blockCapacity for a block —
  * assignable addresses only (each block's reserved ordinals, network, gateway, IPv4 broadcast,
- * excluded). IPReservations are not subtracted here (show lists them apart).
+ * excluded). IPReservations are not subtracted here (show lists them apart). Each pool's
+ * forecast is core's (docs/design-controller.md §Forecasts).
  */
-import { blockCapacity, cidrCovers, parseCidr, poolBlockSize, poolUtilization } from 'blockipam/core';
-import type { IPAMBlock, IPPool } from 'blockipam/core';
+import {
+  blockCapacity,
+  cidrCovers,
+  forecastExhaustion,
+  forecastText,
+  parseCidr,
+  poolBlockSize,
+  poolUtilization,
+} from 'blockipam/core';
+import type { Forecast, IPAMBlock, IPPool } from 'blockipam/core';
 
 /** One pool's utilisation. */
 export interface PoolUsage {
@@ -20,14 +29,37 @@ export interface PoolUsage {
   free: bigint;
   /** Blocks claimed inside the pool. */
   blocks: number;
+  /**
+   * When the free addresses run out at the recent allocation rate (core's forecastExhaustion
+   * over the controller's samples in status.allocationSamples and the counts here).
+   */
+  forecast: Forecast;
+  /** The forecast as a person reads it (core's forecastText), e.g. "in 3.2 days (12.5/h)". */
+  exhausts: string;
 }
 
-/** Utilisation of every pool, from the pools and all blocks. */
-export function poolUsage(pools: readonly IPPool[], blocks: readonly IPAMBlock[]): PoolUsage[] {
+/** A count as a forecast takes it (saturating: an IPv6 pool's free count exceeds 2^53). */
+const asNumber = (n: bigint): number =>
+  n > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(n);
+
+/**
+ * Utilisation of every pool, from the pools and all blocks, with its forecast at `nowMs`
+ * (ms since the epoch).
+ */
+export function poolUsage(
+  pools: readonly IPPool[],
+  blocks: readonly IPAMBlock[],
+  nowMs: number,
+): PoolUsage[] {
   return pools.map((pool) => {
     const usage = parseCidr(pool.spec.cidr) ? poolUtilization(pool, blocks, []) : undefined;
     const capacity = usage?.capacity ?? 0n;
     const used = usage?.allocated ?? 0n;
+    const forecast = forecastExhaustion(pool.status?.allocationSamples, {
+      allocated: asNumber(used),
+      free: asNumber(capacity - used),
+      nowMs,
+    });
     return {
       name: pool.metadata.name,
       cidr: pool.spec.cidr,
@@ -37,6 +69,8 @@ export function poolUsage(pools: readonly IPPool[], blocks: readonly IPAMBlock[]
       used,
       free: capacity - used,
       blocks: usage?.blocks ?? 0,
+      forecast,
+      exhausts: forecastText(forecast),
     };
   });
 }

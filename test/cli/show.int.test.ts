@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
+import { rfc3339 } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { cleanClusterHooks, ipamctl, uniqueNamespace, seedP4 } from './cluster.ts';
 
@@ -19,7 +20,7 @@ describe('ipamctl show (real API server)', () => {
     // 4 blocks of /26 in a /24, each with 64 − 3 reserved = 61 assignable addresses.
     assert.match(
       table.stdout,
-      /^POOL +CIDR +BLOCK SIZE +CAPACITY +USED +FREE +BLOCKS +DISABLED\np4 +10\.244\.0\.0\/24 +26 +244 +2 +242 +2 +false\n$/,
+      /^POOL +CIDR +BLOCK SIZE +CAPACITY +USED +FREE +BLOCKS +DISABLED +EXHAUSTS\np4 +10\.244\.0\.0\/24 +26 +244 +2 +242 +2 +false +unknown \(history < 10 min\)\n$/,
     );
     const json = JSON.parse((await ipamctl(['show', '-o', 'json'])).stdout) as unknown;
     assert.deepEqual(json, [
@@ -32,8 +33,34 @@ describe('ipamctl show (real API server)', () => {
         used: '2',
         free: '242',
         blocks: 2,
+        forecast: { kind: 'unknown', spanMs: 0 },
+        exhausts: 'unknown (history < 10 min)',
       },
     ]);
+  });
+
+  test('show: days until exhaustion at the recent rate, from the samples the controller keeps in status', async () => {
+    await seedP4(ds, ns);
+    const p4 = (await ds.pools.get('p4'))!;
+    const hour = 3_600_000;
+    // 2 allocated now, none 2 h ago: 1 an hour; 242 free → 242 h ≈ 10.1 days
+    await ds.pools.updateStatus({
+      ...p4,
+      status: { allocationSamples: [{ time: rfc3339(Date.now() - 2 * hour), allocated: 0 }] },
+    });
+    const rising = await ipamctl(['show']);
+    assert.equal(rising.code, 0, rising.stderr);
+    assert.match(
+      rising.stdout,
+      /\np4 +10\.244\.0\.0\/24 +26 +244 +2 +242 +2 +false +in 10\.1 days \(1\.0\/h\)\n$/,
+    );
+    // 3 allocated 2 h ago, 2 now: falling
+    await ds.pools.updateStatus({
+      ...(await ds.pools.get('p4'))!,
+      status: { allocationSamples: [{ time: rfc3339(Date.now() - 2 * hour), allocated: 3 }] },
+    });
+    const falling = await ipamctl(['show']);
+    assert.match(falling.stdout, /\np4 .* +never at the current rate\n$/);
   });
 
   test('show --blocks and --node (borrowed addresses included)', async () => {

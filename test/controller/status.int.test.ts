@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
-import { IPAM_CONFIG_NAME, newBlock, parseCidr } from 'blockipam/core';
+import { forecastExhaustion, IPAM_CONFIG_NAME, newBlock, parseCidr, rfc3339 } from 'blockipam/core';
 import type { IPPool } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubeEventSink } from '../../block-controller/controller/events.ts';
@@ -118,6 +118,8 @@ describe('controller: IPPool status', () => {
       borrowed: 0,
       shortNodes: [],
       shortNodeCount: 0,
+      // the first sample of the allocated count, at the pass (forecasts: core's nextSamples)
+      allocationSamples: [{ time: rfc3339(clock.nowMs), allocated: 2 }],
     });
     assert.deepEqual(
       conditions?.map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
@@ -179,9 +181,35 @@ describe('controller: IPPool status', () => {
       /ippool="ctl-nosize"\} 62464/,
     );
 
-    // Nothing changed: nothing written.
+    // Nothing changed: nothing written (within 30 min no sample is due).
+    clock.advance(29 * 60);
     const again = await r.pass({ view: await listedView(ds) });
     assert.deepEqual(again.status?.written, []);
+
+    // 30 min after the first sample, two more allocations: a second sample, and a forecast of
+    // 4 addresses an hour from the stored status (as ipamctl show makes it).
+    await ds.blocks.create(
+      blockObject({
+        cidr: '10.71.2.0/26',
+        pool: 'ctl-nosize',
+        affinity: 'ctl-n1',
+        allocations: [2, 3].map((ordinal) => ({ ordinal, handle: `net.t${ordinal}.eth0`, node: 'ctl-n1' })),
+      }),
+    );
+    clock.advance(60);
+    const later = await r.pass({ view: await listedView(ds) });
+    assert.ok(later.status?.written.includes('ctl-nosize'));
+    const sampled = (await ds.pools.get('ctl-nosize')) as IPPool;
+    assert.deepEqual(sampled.status?.allocationSamples, [
+      { time: rfc3339(clock.nowMs - 30 * 60_000), allocated: 2 },
+      { time: rfc3339(clock.nowMs), allocated: 4 },
+    ]);
+    const forecast = forecastExhaustion(sampled.status?.allocationSamples, {
+      allocated: sampled.status?.allocated ?? 0,
+      free: sampled.status?.free ?? 0,
+      nowMs: Date.parse(rfc3339(clock.nowMs)), // the samples' times are whole seconds
+    });
+    assert.equal(forecast.kind === 'exhausts' ? forecast.ratePerHour : forecast.kind, 4);
   });
 });
 

@@ -152,6 +152,7 @@ describe('IPPool schema', () => {
         state: 'Ready',
         shortNodes: [{ node: 'n1', free: 0, blocks: 1, reason: 'MaxBlocksPerNode' }],
         shortNodeCount: 1,
+        allocationSamples: [{ time: '2026-12-03T00:00:00Z', allocated: 10 }],
         conditions: [
           {
             type: 'Ready',
@@ -179,6 +180,28 @@ describe('IPPool schema', () => {
         status: { ...stored.status, shortNodes: [{ node: 'n1', free: 0, blocks: 1, reason: 'Tired' }] },
       }),
       /status\.shortNodes\[0\]\.reason/,
+    );
+    assert.deepEqual(stored.status?.allocationSamples, [{ time: '2026-12-03T00:00:00Z', allocated: 10 }]);
+    await rejected(
+      ds.pools.updateStatus({
+        ...stored,
+        status: { ...stored.status, allocationSamples: [{ time: '2026-12-03T00:00:00Z', allocated: -1 }] },
+      }),
+      /status\.allocationSamples\[0\]\.allocated/,
+    );
+    await rejected(
+      ds.pools.updateStatus({
+        ...stored,
+        status: {
+          ...stored.status,
+          allocationSamples: Array.from({ length: 17 }, () => ({
+            time: '2026-12-03T00:00:00Z',
+            allocated: 1,
+          })),
+        },
+      }),
+      /status\.allocationSamples/,
+      /17/,
     );
     const all = kubectl(['get', 'blockipam']);
     assert.match(all.stdout, /ippool\.ipam\.blockipam\.io\/sized/);

@@ -3,9 +3,11 @@
  * effective block size (so `kubectl get ippools` shows BLOCK SIZE for a pool applied without
  * spec.blockSize), the conditions and state from core's poolConditions (kept by core's
  * setConditions: lastTransitionTime moves only with a status), and the nodes short of addresses
- * from core's nodeHeadroom (docs/design-controller.md §Pool conditions).
+ * from core's nodeHeadroom (docs/design-controller.md §Pool conditions), and the allocated count's
+ * samples forecasts are made from (core's nextSamples: a new one at most every 30 min;
+ * docs/design-controller.md §Forecasts).
  */
-import { parseCidr, poolConditions, poolUtilization, setConditions } from 'blockipam/core';
+import { nextSamples, parseCidr, poolConditions, poolUtilization, setConditions } from 'blockipam/core';
 import type {
   IPAMBlock,
   IPAMSettings,
@@ -93,6 +95,11 @@ export function desiredStatus(
       .slice(0, MAX_SHORT_NODES)
       .map((h) => ({ node: h.node, free: h.free, blocks: h.blocks, reason: h.short ?? '' })),
     shortNodeCount: short.length,
+    allocationSamples: nextSamples(
+      pool.status?.allocationSamples,
+      count(usage.allocated),
+      Date.parse(nowIso),
+    ),
     conditions: setConditions(pool.status?.conditions, verdict.conditions, nowIso, generation),
   };
 }
