@@ -6,7 +6,8 @@
  * `helm install` from the registry → the agents run `$REGISTRY/blockipam:$VERSION`, nodes Ready,
  * `ipamctl check` clean, pods addressed from their nodes' blocks; a rollout restart of the agents
  * never removes a conflist (watched with inotify on every node's CNI folder); `helm uninstall`
- * with a fallback conflist (ptp + host-local) on every node → every conflist of blockipam gone,
+ * with a fallback conflist (ptp + host-local) on every node → every conflist of blockipam and
+ * every masquerade table gone,
  * every node Ready, the running pods keep their addresses and new pods get the fallback's;
  * installed again → every allocation as it was, check clean.
  */
@@ -245,6 +246,10 @@ test('a rollout restart of every agent never removes a conflist', async () => {
   assert.deepEqual(ledger(ns), before, 'the same pods hold the same addresses');
 });
 
+/** True when the agent's nftables table is in `node`'s network namespace. */
+const masqueradeTable = (node: string): boolean =>
+  inNode(node, 'nft', ['list', 'table', 'inet', 'blockipam']).status === 0;
+
 let kept: Map<string, [string, string]>;
 let keptLedger: ReturnType<typeof ledger>;
 
@@ -257,6 +262,11 @@ test('helm uninstall with a fallback conflist on every node: conflists gone, eve
     'every node’s blockipam conflist removed',
     () => (c.nodes.every((n) => !existsSync(conflistOn(n))) ? true : undefined),
     120_000,
+  );
+  await waitFor(
+    'every node’s masquerade table removed with the conflist',
+    () => (c.nodes.every((n) => !masqueradeTable(n)) ? true : undefined),
+    60_000,
   );
   for (const node of c.nodes) {
     assert.ok(
@@ -286,6 +296,11 @@ test('helm uninstall with a fallback conflist on every node: conflists gone, eve
 test('installed again: every allocation is the one it was, check clean', async () => {
   step('install');
   step('check');
+  await waitFor(
+    'every node’s masquerade table back',
+    () => (cluster().nodes.every((n) => masqueradeTable(n)) ? true : undefined),
+    60_000,
+  );
   assert.deepEqual(podAddresses(await podsRunning(ns, app, 6)), kept);
   assert.deepEqual(ledger(ns), keptLedger);
 });
