@@ -3,8 +3,8 @@
  * (masquerade on): a pod reaches the control-plane host (the cluster namespace, 10.99.0.1, which
  * has no route to the pools) and is seen there with its node's address; a pod on another node
  * sees the first pod's own address; each agent keeps its table `inet blockipam` in its node's
- * namespace and re-creates it when it is deleted by hand. IPv4 only: the harness's nodes have
- * no IPv6 InternalIP (IPv6 is covered in namespaces: test/agent/masquerade/nftables.int.test.ts).
+ * namespace and re-creates it when it is deleted by hand. IPv4: the run's cluster has no IPv6
+ * InternalIPs; IPv6 egress is ipv6.int.test.ts's, on a cluster started with up.sh --ipv6.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -111,9 +111,10 @@ serializeImagePulls: false
 YAML
 }
 
-# start_node INDEX: node-INDEX at 10.99.0.(10+INDEX).
+# start_node INDEX: node-INDEX at 10.99.0.(10+INDEX); with ipv6=1 (up.sh --ipv6) also at
+# fd00:99::(10+INDEX), both given to the kubelet as its node IPs (two InternalIPs).
 start_node() {
-  local i=$1 name="node-$1" ip="10.99.0.$((10 + $1))" d="$RUN/node-$1" kv
+  local i=$1 name="node-$1" ip="10.99.0.$((10 + $1))" d="$RUN/node-$1" kv node_ips
   mkdir -p "$d"/{cni-cache,log,sysctl,cni/bin,cni/net.d,pod-logs,volume-plugins,kubelet,containerd,opt}
   printf '127.0.0.1 localhost\n%s %s\n' "$ip" "$name" >"$d/hosts"
   for kv in $kubelet_sysctls; do echo "${kv#*=}" >"$d/sysctl/$(echo "${kv%%=*}" | tr / .)"; done
@@ -123,6 +124,12 @@ start_node() {
   in_ns "$name" ip addr add "$ip/24" dev node0
   in_ns "$name" ip link set node0 up
   in_ns "$name" ip route add default via 10.99.0.1
+  node_ips=$ip
+  if [ "${ipv6:-0}" = 1 ]; then
+    in_ns "$name" ip -6 addr add "fd00:99::$((10 + i))/64" dev node0 nodad
+    in_ns "$name" ip -6 route add default via fd00:99::1
+    node_ips="$ip,fd00:99::$((10 + i))"
+  fi
   cgroup_root_create "$name"
   containerd_config "$d" >"$d/containerd.toml"
   kubelet_config "$d" "$ip" "$name" >"$d/kubelet.yaml"
@@ -136,5 +143,5 @@ start_node() {
   done
   spawn "kubelet-$name" "$name" "$BIN/kubelet" --config "$d/kubelet.yaml" \
     --kubeconfig "$d/kubelet.kubeconfig" --root-dir "$d/kubelet" --hostname-override "$name" \
-    --node-ip "$ip" --v=2
+    --node-ip "$node_ips" --v=2
 }

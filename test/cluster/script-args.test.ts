@@ -32,7 +32,7 @@ void describe('up.sh: bad arguments', () => {
       const r = script('up.sh', args);
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, why);
-      assert.match(r.stderr, /^usage: up\.sh \[--nodes N\] \[--owner-pid PID\]$/m);
+      assert.match(r.stderr, /^usage: up\.sh \[--nodes N\] \[--owner-pid PID\] \[--ipv6\]$/m);
       assert.doesNotMatch(r.stderr, rawBash);
     });
 });

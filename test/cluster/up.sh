@@ -10,25 +10,29 @@
 #     (CN=system:node:node-I, O=system:nodes) and its own cgroup root
 #   host: 127.0.0.1:<free port> forwarded to the API server (api-forward.py)
 #
-# Usage: up.sh [--nodes N] [--owner-pid PID]
+# Usage: up.sh [--nodes N] [--owner-pid PID] [--ipv6]
 #   --nodes      number of nodes (default 3)
 #   --owner-pid  a watchdog tears the cluster down when PID exits (also on SIGKILL of the owner)
+#   --ipv6       dual-stack node addresses: br0 also fd00:99::1/64, node-I also fd00:99::(10+I)
+#                with a default IPv6 route via the bridge, and the kubelet's --node-ip names
+#                both (Node.status.addresses: an IPv4 and an IPv6 InternalIP)
 # Prints the path of an env file (CLUSTER_* variables, shell syntax). Nodes are registered but
 # not Ready until a CNI network config is installed (test/cluster/install-blockipam.sh).
 # Stop with: down.sh RUN_DIR (recorded PIDs only; then checks that the host is unchanged).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-nodes=3 owner=""
+nodes=3 owner="" ipv6=0
 # Bad arguments exit 2 with one line naming the problem and the usage line.
 usage() {
   echo "up.sh: $1" >&2
-  echo "usage: up.sh [--nodes N] [--owner-pid PID]" >&2
+  echo "usage: up.sh [--nodes N] [--owner-pid PID] [--ipv6]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
   case $1 in
     --nodes) [ $# -ge 2 ] || usage "--nodes needs a number"; nodes=$2; shift 2 ;;
     --owner-pid) [ $# -ge 2 ] || usage "--owner-pid needs a PID"; owner=$2; shift 2 ;;
+    --ipv6) ipv6=1; shift ;;
     *) usage "unknown argument $1" ;;
   esac
 done
@@ -116,6 +120,8 @@ printf 'nameserver 127.0.0.1\n' >"$RUN/resolv.conf"
 
 # --- the cluster namespace and its control plane --------------------------------------------
 anchor cluster - 'mount -n -t tmpfs tmpfs /run; mount -n --bind "$0/hosts" /etc/hosts; ip link set lo up; ip link add br0 type bridge; ip addr add 10.99.0.1/24 dev br0; ip link set br0 up'
+# nodad: the address is usable at once (duplicate address detection would hold it ~1 s)
+[ "$ipv6" = 0 ] || in_ns cluster ip -6 addr add fd00:99::1/64 dev br0 nodad
 inner=https://10.99.0.1:6443
 spawn etcd cluster "$BIN/etcd" --name cluster --data-dir "$RUN/etcd" \
   --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
@@ -178,6 +184,8 @@ CLUSTER_RUN_DIR=$RUN
 CLUSTER_ID=$ID
 CLUSTER_NODES="${names[*]}"
 CLUSTER_NODE_IPS="$(for i in $(seq "$nodes"); do printf '10.99.0.%s ' $((10 + i)); done | sed 's/ $//')"
+CLUSTER_IPV6=$ipv6
+CLUSTER_NODE_IPV6S="$([ "$ipv6" = 0 ] || for i in $(seq "$nodes"); do printf 'fd00:99::%s ' $((10 + i)); done | sed 's/ $//')"
 CLUSTER_API_URL=$API_URL
 CLUSTER_INNER_API_URL=$inner
 CLUSTER_KUBECONFIG=$RUN/admin.kubeconfig

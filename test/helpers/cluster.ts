@@ -22,6 +22,11 @@ export interface Cluster {
   readonly nodes: readonly string[];
   /** Node IPs on the cluster bridge, same order as `nodes` (10.99.0.11, …). */
   readonly nodeIps: readonly string[];
+  /**
+   * The nodes' IPv6 InternalIPs, same order as `nodes` (fd00:99::11, …; the bridge is
+   * fd00:99::1): only for a cluster started with `ipv6` ({@link ClusterOptions}), else empty.
+   */
+  readonly nodeIpv6s: readonly string[];
   /** https://127.0.0.1:PORT — the API server as seen from the host (forwarded). */
   readonly apiUrl: string;
   /** https://10.99.0.1:6443 — the API server as seen from the cluster's namespaces and pods. */
@@ -60,17 +65,28 @@ function readEnvFile(path: string): Record<string, string> {
   return env;
 }
 
+/** How {@link startCluster} starts a cluster: up.sh's options. */
+export interface ClusterOptions {
+  /** Number of nodes (up.sh's default 3). */
+  readonly nodes?: number;
+  /**
+   * Dual-stack node addresses (up.sh --ipv6): each node also gets an IPv6 address on the bridge
+   * and reports it as its second InternalIP. Default false (IPv4 InternalIPs only).
+   */
+  readonly ipv6?: boolean;
+}
+
 /**
  * Starts a cluster with test/cluster/up.sh, owned by this process (its watchdog tears it down if
  * this process dies, SIGKILL included). Progress goes to stderr. With BLOCKIPAM_KEEP_CLUSTER=1
  * there is no watchdog and stop() leaves the cluster up, printing how to tear it down.
- * @param nodes number of nodes (up.sh's default 3)
  * @returns undefined when up.sh failed (its log tails are on stderr)
  */
-export function startCluster(nodes?: number): StartedCluster | undefined {
+export function startCluster(options: ClusterOptions = {}): StartedCluster | undefined {
   const keep = process.env.BLOCKIPAM_KEEP_CLUSTER === '1';
   const args = [join(clusterDir, 'up.sh'), ...(keep ? [] : ['--owner-pid', String(process.pid)])];
-  if (nodes !== undefined) args.push('--nodes', String(nodes));
+  if (options.nodes !== undefined) args.push('--nodes', String(options.nodes));
+  if (options.ipv6) args.push('--ipv6');
   const up = spawnSync('bash', args, { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
   if (up.status !== 0) return undefined;
   const env = readEnvFile(up.stdout.trim().split('\n').pop() ?? '');
@@ -102,6 +118,7 @@ function fromEnv(env: Record<string, string | undefined>): Cluster | undefined {
     runDir: need('CLUSTER_RUN_DIR'),
     nodes: need('CLUSTER_NODES').split(' '),
     nodeIps: need('CLUSTER_NODE_IPS').split(' '),
+    nodeIpv6s: (env.CLUSTER_NODE_IPV6S ?? '').split(' ').filter(Boolean),
     apiUrl: need('CLUSTER_API_URL'),
     innerApiUrl: need('CLUSTER_INNER_API_URL'),
     kubeconfig: need('CLUSTER_KUBECONFIG'),
@@ -139,13 +156,14 @@ export function cluster(): Cluster {
 
 /**
  * Starts a new cluster that {@link cluster} (and so every helper here) returns until it is
- * stopped: for a benchmark that gives each run a cluster of its own (pod-churn/main.ts). A
- * cluster given by the environment is replaced for that time.
+ * stopped: for a benchmark that gives each run a cluster of its own (pod-churn/main.ts), or a
+ * test that needs other up.sh options than the run's cluster has (dual-stack nodes). A cluster
+ * given by the environment is replaced for that time.
  * @throws Error when up.sh fails
  */
-export function startOwnCluster(nodes?: number): { cluster: Cluster; stop(): boolean } {
+export function startOwnCluster(options: ClusterOptions = {}): { cluster: Cluster; stop(): boolean } {
   requireIntegrationTier('the test cluster');
-  const started = startCluster(nodes);
+  const started = startCluster(options);
   if (!started) throw new Error('test/cluster/up.sh failed');
   const own = fromEnv(started.env) ?? raise('up.sh wrote no usable env file');
   const before = cached;
