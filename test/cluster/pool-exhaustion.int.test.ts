@@ -254,8 +254,12 @@ test('Exhausted at 52: Pending pods say which pool and why; kubectl shows and wa
     120_000,
     2000,
   );
-  // the pool by name and the reason (no free address: the pool is exhausted)
-  const explained = messages.filter((m) => m.includes(POOL) && /no free|exhausted/i.test(m));
+  // the pool by name, the reason and the next step (core/allocator/failure-text.ts); the quotes
+  // may come escaped (\") through the runtime's error text
+  const said = new RegExp(
+    `IP pool \\\\?"${POOL}\\\\?" exhausted for node \\\\?"node-\\d\\\\?" \\(IPv4\\): every block full, no unclaimed block left.*Next step: `,
+  );
+  const explained = messages.filter((m) => said.test(m));
   assert.ok(explained.length > 0, `no sandbox event names ${POOL} and the reason:\n${messages.join('\n')}`);
   t.diagnostic(`sandbox event: ${explained[0] ?? ''}`);
   // the Event on the IPPool, and the columns of kubectl get ippools
@@ -294,6 +298,12 @@ test('Exhausted at 52: Pending pods say which pool and why; kubectl shows and wa
     0,
   );
   assert.ok(refused > 0, 'blockipam_agent_ipam_requests_total{op="add",outcome="exhausted"} counted none');
+  const byReason = scrapeAgents().reduce(
+    (a, { samples }) =>
+      a + (sum(samples, 'blockipam_agent_cni_add_failures_total', { reason: 'pool_exhausted' }) ?? 0),
+    0,
+  );
+  assert.ok(byReason > 0, 'blockipam_agent_cni_add_failures_total{reason="pool_exhausted"} counted none');
 });
 
 test('scaled to 0: the idle blocks go back and the pool is Ready again', async () => {
