@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds promtool (Prometheus' rule checker and unit-test runner) from the Go module proxy into
+# the cache outside the repo, skipping a version already there. Nothing built here is committed.
+# The chart's PrometheusRule is tested with it (test/charts/prometheus-rules.int.test.ts:
+# `promtool check rules`, `promtool test rules`).
+#
+#   promtool   github.com/prometheus/prometheus/cmd/promtool   (go install)
+#
+# Cold (empty module and build caches): see docs/operations.md §Testing the rules. Warm: 0.1 s.
+#
+# Output: stdout gets PROMTOOL=<path>; progress goes to stderr.
+# Environment: BLOCKIPAM_CACHE (default ~/.cache/blockipam), PROMETHEUS_VERSION (v0.316.0, the
+# Go module version of Prometheus 3.16.0). Its own lock (.promtool-build.lock), as build-helm.sh.
+set -euo pipefail
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.316.0}
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+CACHE=${BLOCKIPAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blockipam}
+export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath
+log() { echo "[promtool build] $*" >&2; }
+dir=$CACHE/bin/promtool-$PROMETHEUS_VERSION
+# the version is recorded beside the executable: promtool's own --version reads ldflags stamps
+if [ -x "$dir/promtool" ] && [ "$(cat "$dir/VERSION" 2>/dev/null)" = "$PROMETHEUS_VERSION" ]; then
+  echo "PROMTOOL=$dir/promtool"
+  exit 0
+fi
+mkdir -p "$CACHE/bin"
+exec 8>"$CACHE/.promtool-build.lock"
+# say who holds it when another run is building (a silent wait looked like a hang)
+if ! flock -n 8; then
+  log "waiting for another run's build to finish ($CACHE/.promtool-build.lock)"
+  flock 8
+fi
+if ! { [ -x "$dir/promtool" ] && [ "$(cat "$dir/VERSION" 2>/dev/null)" = "$PROMETHEUS_VERSION" ]; }; then
+  t0=$SECONDS
+  log "building promtool $PROMETHEUS_VERSION (first time only; see docs/operations.md §Testing the rules)"
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+  # -x would list every package; the go command's own download lines are the progress
+  GOBIN=$dir.tmp go install -ldflags "-s -w" \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" >&2
+  echo "$PROMETHEUS_VERSION" >"$dir.tmp/VERSION"
+  rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  log "promtool $PROMETHEUS_VERSION built in $((SECONDS - t0)) s"
+fi
+echo "PROMTOOL=$dir/promtool"
