@@ -130,19 +130,22 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       assert.equal(on.metadata.labels?.grafana_dashboard, '1');
       const data = (on as unknown as { data: Record<string, string> }).data;
       assert.deepEqual(JSON.parse(data['blockipam.json'] ?? ''), dashboard);
-      const custom = find(
-        render(major, [
-          'blockipam',
-          '--set',
-          'monitoring.grafanaDashboard.enabled=true,monitoring.grafanaDashboard.namespace=grafana',
-          '--set',
-          'monitoring.grafanaDashboard.labels=null,monitoring.grafanaDashboard.labels.dashboards=blockipam',
-          '--set',
-          'monitoring.grafanaDashboard.annotations.grafana_folder=Networking',
-        ]),
-        'ConfigMap',
-        'blockipam-dashboard',
+      // a values file: Helm merges maps, so the default label goes only when set to null
+      const values = join(scratch, `dashboard-${major}.yaml`);
+      writeFileSync(
+        values,
+        stringify({
+          monitoring: {
+            grafanaDashboard: {
+              enabled: true,
+              namespace: 'grafana',
+              labels: { grafana_dashboard: null, dashboards: 'blockipam' },
+              annotations: { grafana_folder: 'Networking' },
+            },
+          },
+        }),
       );
+      const custom = find(render(major, ['blockipam', '-f', values]), 'ConfigMap', 'blockipam-dashboard');
       assert.equal(custom.metadata.namespace, 'grafana');
       assert.equal(custom.metadata.labels?.dashboards, 'blockipam');
       assert.equal(custom.metadata.labels?.grafana_dashboard, undefined);

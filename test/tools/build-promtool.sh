@@ -18,8 +18,13 @@ CACHE=${BLOCKIPAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blockipam}
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-trimpath
 log() { echo "[promtool build] $*" >&2; }
 dir=$CACHE/bin/promtool-$PROMETHEUS_VERSION
-# the version is recorded beside the executable: promtool's own --version reads ldflags stamps
-if [ -x "$dir/promtool" ] && [ "$(cat "$dir/VERSION" 2>/dev/null)" = "$PROMETHEUS_VERSION" ]; then
+# Prometheus 3.x is published as Go module v0.3MM.P: release 3.MM.P. Stamped as the Makefile
+# (promu) does, so `promtool --version` says which it is (unstamped it prints an empty version).
+minor=$(echo "$PROMETHEUS_VERSION" | sed -n 's/^v0\.3\([0-9][0-9]\)\.[0-9]*$/\1/p')
+[ -n "$minor" ] || { log "PROMETHEUS_VERSION $PROMETHEUS_VERSION is not a v0.3MM.P module version"; exit 1; }
+release=3.$((10#$minor)).${PROMETHEUS_VERSION##*.}
+built() { [ -x "$dir/promtool" ] && "$dir/promtool" --version 2>/dev/null | grep -q "^promtool, version $release "; }
+if built; then
   echo "PROMTOOL=$dir/promtool"
   exit 0
 fi
@@ -30,14 +35,17 @@ if ! flock -n 8; then
   log "waiting for another run's build to finish ($CACHE/.promtool-build.lock)"
   flock 8
 fi
-if ! { [ -x "$dir/promtool" ] && [ "$(cat "$dir/VERSION" 2>/dev/null)" = "$PROMETHEUS_VERSION" ]; }; then
+if ! built; then
   t0=$SECONDS
   log "building promtool $PROMETHEUS_VERSION (first time only; see docs/operations.md §Testing the rules)"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-  # -x would list every package; the go command's own download lines are the progress
-  GOBIN=$dir.tmp go install -ldflags "-s -w" \
+  # progress: the go command's download lines, then a line a minute while it compiles
+  (while sleep 60; do log "still building ($((SECONDS - t0)) s)"; done) &
+  ticker=$!
+  trap 'kill "$ticker" 2>/dev/null' EXIT
+  GOBIN=$dir.tmp go install -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" \
     "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" >&2
-  echo "$PROMETHEUS_VERSION" >"$dir.tmp/VERSION"
+  kill "$ticker" 2>/dev/null
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   log "promtool $PROMETHEUS_VERSION built in $((SECONDS - t0)) s"
 fi
