@@ -28,6 +28,8 @@ echo "== control plane, CNI tools, kubelet, containerd and images (built once fr
 bash test/cluster/build.sh all >/dev/null
 echo "== Helm 3 and Helm 4 for the chart tests (built once from the Go module proxy into ~/.cache/blockipam; 4.5-21 min cold, depending on load)" >&2
 bash test/tools/build-helm.sh >/dev/null
+echo "== promtool for the alert tests (built once from the Go module proxy into ~/.cache/blockipam; ~6 min cold on idle cores, 22 at load 12-30)" >&2
+bash test/tools/build-promtool.sh >/dev/null
 # The image itself is built from the sources by what uses it (the demo, the image and chart
 # tests: scripts/build-image.sh, ~20-60 s); here only what needs the network, once.
 echo "== image build tools (Debian's mmdebstrap + buildah, unpacked) and the image's Debian base, into ~/.cache/blockipam (once: ~20 s idle, 1-3 min loaded)" >&2
