@@ -89,7 +89,13 @@ export type {
   PoolState,
   PoolVerdict,
 } from './allocator/pool-conditions.ts';
-export { blockFree, nodeHeadroom, SHORT_REASONS } from './allocator/headroom.ts';
+export {
+  blockFree,
+  cannotClaimText,
+  claimBlockedBy,
+  nodeHeadroom,
+  SHORT_REASONS,
+} from './allocator/headroom.ts';
 export type { HeadroomNode, NodeHeadroom, NodeHeadroomInput, ShortReason } from './allocator/headroom.ts';
 export { becameTrue, conditionOf, setConditions } from './conditions.ts';
 export type { ConditionVerdict } from './conditions.ts';

@@ -109,7 +109,7 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
 }
 
 async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io): Promise<void> {
-  const [affine, allocations, nodeObject, config, pools, reservations, ipamNode] = await Promise.all([
+  const [affine, allocations, nodeObject, config, pools, reservations, ipamNode, blocks] = await Promise.all([
     ds.blocks.list({ labelSelector: affineSelector(node) }),
     listNodeAllocations(ds, node),
     ds.getNode(node),
@@ -117,6 +117,7 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     ds.pools.list(),
     ds.reservations.list(),
     ds.ipamNodes.get(node),
+    ds.blocks.list(),
   ]);
   const routing = nodeRouting({ node, ipamNode, affine });
   const headroom = nodeHeadroom({
@@ -126,6 +127,7 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     pools,
     reservations,
     affine,
+    blocks,
     nowMs: Date.now(),
   });
   const data = {
@@ -135,6 +137,7 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     maxBlocksPerNode: headroom.maxBlocksPerNode,
     autoAllocateBlocks: headroom.autoAllocateBlocks,
     pools: headroom.pools,
+    unusablePools: headroom.unusable,
     blocks: headroom.blocks,
     routing,
     allocations: allocations.map((a) => ({
@@ -154,7 +157,7 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
       `WATERMARK minFreeAddressesPerNode=${data.watermark}${data.watermark === 0 ? ' (pre-claim off)' : ''}` +
       `   maxBlocksPerNode=${data.maxBlocksPerNode}${data.autoAllocateBlocks ? '' : '   autoAllocateBlocks=false'}`,
     renderTable({
-      headers: ['POOL', 'FAMILY', 'BLOCKS', 'FREE', 'WATERMARK', 'BELOW', 'AT LIMIT'],
+      headers: ['POOL', 'FAMILY', 'BLOCKS', 'FREE', 'WATERMARK', 'BELOW', 'AT LIMIT', 'CLAIM'],
       rows: data.pools.map((p) => [
         p.pool,
         `IPv${p.family}`,
@@ -163,8 +166,10 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
         String(data.watermark),
         p.belowWatermark ? 'yes' : 'no',
         p.atBlockLimit ? 'yes' : 'no',
+        p.claim === 'ok' ? 'ok' : `no: ${p.claim}`,
       ]),
     }),
+    claimSection(node, data.pools, data.unusablePools),
     renderTable({
       headers: ['BLOCK', 'CIDR', 'POOL', 'CAPACITY', 'USED', 'FREE'],
       rows: data.blocks.map((b) => [
@@ -189,6 +194,24 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     }),
   ];
   println(io.stdout, sections.join('\n\n'));
+}
+
+/**
+ * The claim lines of `show --node`: "every pool can claim a block", or one line per pool where a
+ * claim would fail (core's text) and per pool matching the node that no claim may use.
+ */
+function claimSection(
+  node: string,
+  pools: readonly { pool: string; claim: string; why?: string }[],
+  unusable: readonly { pool: string; why: string }[],
+): string {
+  const failing = [
+    ...pools.filter((p) => p.why !== undefined).map((p) => `  ${p.pool}: ${p.why ?? ''}`),
+    ...unusable.map((u) => `  ${u.pool}: ${u.why}: no claim uses it`),
+  ];
+  if (pools.length === 0 && unusable.length === 0) return `CLAIMS by ${node}: no pool selects this node`;
+  if (failing.length === 0) return `CLAIMS by ${node}: every pool can claim a block`;
+  return [`CLAIMS by ${node} that would fail:`, ...failing].join('\n');
 }
 
 /**

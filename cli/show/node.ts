@@ -7,8 +7,26 @@
  * calls its planner (`block-controller/agent/upkeep/plan.ts`, pure), so ipamctl and the agent
  * never disagree on what "below the watermark" means (docs/design-agent.md §Pre-claim).
  */
-import { capacityOf, POOL_LABEL, snapshotOf } from 'blockipam/core';
-import type { IPAMBlock, IPAMConfigObject, IPPool, IPReservation, IPFamily } from 'blockipam/core';
+import {
+  cannotClaimText,
+  capacityOf,
+  cidrOf,
+  matchesSelector,
+  nodeHeadroom as poolHeadroom,
+  POOL_LABEL,
+  poolCidr,
+  poolUtilization,
+  snapshotOf,
+} from 'blockipam/core';
+import type {
+  IPAMBlock,
+  IPAMConfigObject,
+  IPPool,
+  IPReservation,
+  IPFamily,
+  PoolSnapshot,
+  ShortReason,
+} from 'blockipam/core';
 import { freeOf, planUpkeep } from '../../block-controller/agent/upkeep/plan.ts';
 
 /** One affine block of the node. */
@@ -33,6 +51,17 @@ export interface NodePoolHeadroom {
   belowWatermark: boolean;
   /** Below the watermark, but the node holds maxBlocksPerNode blocks of the family. */
   atBlockLimit: boolean;
+  /** Whether the node could claim a block of the pool now, else why (core's claimBlockedBy). */
+  claim: 'ok' | ShortReason;
+  /** Why a claim would fail and what follows for the node's pods (core's cannotClaimText). */
+  why?: string;
+}
+
+/** A pool whose nodeSelector matches the node but that no claim may use. */
+export interface UnusablePool {
+  pool: string;
+  /** "disabled (spec.disabled)", "being deleted" or "overlaps older IP pool "x"". */
+  why: string;
 }
 
 export interface NodeHeadroom {
@@ -42,6 +71,8 @@ export interface NodeHeadroom {
   autoAllocateBlocks: boolean;
   /** Usable Automatic pools whose nodeSelector matches the node's labels, oldest first. */
   pools: NodePoolHeadroom[];
+  /** Pools matching the node that are disabled, being deleted or shadowed: no claim uses them. */
+  unusable: UnusablePool[];
   blocks: NodeBlock[];
 }
 
@@ -54,6 +85,8 @@ export interface NodeHeadroomInput {
   reservations: readonly IPReservation[];
   /** The node's affine blocks. */
   affine: readonly IPAMBlock[];
+  /** Every block (what is unclaimed in each pool; the node's blocks of each family). */
+  blocks: readonly IPAMBlock[];
   nowMs: number;
 }
 
@@ -72,6 +105,7 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom {
   });
   const { settings } = snapshot;
   const atLimit = new Set(plan.atLimit);
+  const claims = claimVerdicts(input, snapshot);
   return {
     watermark: plan.watermark,
     maxBlocksPerNode: settings.maxBlocksPerNode,
@@ -83,7 +117,9 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom {
       free: h.free,
       belowWatermark: plan.watermark > 0 && h.free < plan.watermark,
       atBlockLimit: atLimit.has(h.pool),
+      ...(claims.get(h.pool) ?? { claim: 'ok' as const }),
     })),
+    unusable: unusablePools(snapshot, input.nodeLabels ?? {}),
     blocks: [...input.affine]
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
       .map((b) => ({
@@ -95,4 +131,62 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom {
         free: freeOf(b),
       })),
   };
+}
+
+/**
+ * Per pool, whether the node could claim a block now and why not: core's nodeHeadroom (the
+ * controller's rule for short nodes) over every block, with core's texts.
+ */
+function claimVerdicts(
+  input: NodeHeadroomInput,
+  snapshot: PoolSnapshot,
+): Map<string, { claim: ShortReason; why: string }> {
+  const { settings, usable } = snapshot;
+  const entries = poolHeadroom({
+    pools: usable,
+    nodes: [{ metadata: { name: input.node, labels: input.nodeLabels ?? {} } }],
+    blocks: input.blocks,
+    settings,
+    unclaimedBlocks: new Map(
+      usable.map((p) => [
+        p.metadata.name,
+        poolUtilization(p, input.blocks, snapshot.reservations).unclaimedBlocks,
+      ]),
+    ),
+  });
+  const verdicts = new Map<string, { claim: ShortReason; why: string }>();
+  for (const e of entries) {
+    const pool = usable.find((p) => p.metadata.name === e.pool);
+    if (!e.cannotClaim || !pool) continue;
+    const family = poolCidr(pool).family;
+    const held = input.blocks.filter(
+      (b) => b.spec.affinity === input.node && cidrOf(b).family === family,
+    ).length;
+    verdicts.set(e.pool, {
+      claim: e.cannotClaim,
+      why: cannotClaimText(e.cannotClaim, {
+        pool: e.pool,
+        family,
+        held,
+        maxBlocksPerNode: settings.maxBlocksPerNode,
+        strictAffinity: settings.strictAffinity,
+      }),
+    });
+  }
+  return verdicts;
+}
+
+/** Pools whose nodeSelector matches the node but that are disabled, being deleted or shadowed. */
+function unusablePools(snapshot: PoolSnapshot, nodeLabels: Readonly<Record<string, string>>): UnusablePool[] {
+  return snapshot.pools
+    .filter((p) => !snapshot.usable.includes(p) && matchesSelector(p.spec.nodeSelector, nodeLabels))
+    .map((p) => {
+      const shadow = snapshot.shadowed.find((s) => s.pool === p.metadata.name);
+      const why = shadow
+        ? `overlaps older IP pool "${shadow.by}"`
+        : p.metadata.deletionTimestamp
+          ? 'being deleted'
+          : 'disabled (spec.disabled)';
+      return { pool: p.metadata.name, why };
+    });
 }

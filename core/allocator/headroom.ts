@@ -53,8 +53,51 @@ export interface NodeHeadroom {
   readonly free: number;
   /** The node's affine blocks of the pool. */
   readonly blocks: number;
-  /** Set when the node is short in this pool. */
+  /** Set when the node is short in this pool: below the watermark and {@link cannotClaim}. */
   readonly short?: ShortReason;
+  /** Set when the node could not claim a block of this pool now, whatever its free count: why. */
+  readonly cannotClaim?: ShortReason;
+}
+
+/**
+ * Why a node could not claim a block of a pool now (undefined: it could), checked in this order:
+ * autoAllocateBlocks is false; the node holds maxBlocksPerNode blocks of the pool's family; the
+ * pool has no unclaimed block. The one rule of nodeHeadroom's `short` and `cannotClaim`.
+ * @param f.held the node's affine blocks of the pool's family (any pool)
+ */
+export function claimBlockedBy(f: {
+  autoAllocateBlocks: boolean;
+  held: number;
+  maxBlocksPerNode: number;
+  /** poolUtilization's unclaimedBlocks; undefined counts as some. */
+  unclaimedBlocks: bigint | undefined;
+}): ShortReason | undefined {
+  if (!f.autoAllocateBlocks) return 'AutoAllocateOff';
+  if (f.held >= f.maxBlocksPerNode) return 'MaxBlocksPerNode';
+  if ((f.unclaimedBlocks ?? 1n) <= 0n) return 'NoUnclaimedBlocks';
+  return undefined;
+}
+
+/**
+ * Why a claim would fail, as a person reads it, naming the setting and what follows for the
+ * node's pods: with strictAffinity an ADD fails once the node's blocks of the pool are full; else
+ * it borrows from other nodes' blocks.
+ */
+export function cannotClaimText(
+  reason: ShortReason,
+  f: { pool: string; family: number; held: number; maxBlocksPerNode: number; strictAffinity: boolean },
+): string {
+  const then = f.strictAffinity
+    ? 'with strictAffinity, ADDs fail once its blocks are full'
+    : "ADDs borrow from other nodes' blocks once its blocks are full";
+  switch (reason) {
+    case 'AutoAllocateOff':
+      return `autoAllocateBlocks is false (IPAMConfig "default"): the node claims no block; ${then}`;
+    case 'MaxBlocksPerNode':
+      return `the node holds ${f.held} IPv${f.family} block${f.held === 1 ? '' : 's'}, the maxBlocksPerNode limit (${f.maxBlocksPerNode}, IPAMConfig "default"); ${then}`;
+    case 'NoUnclaimedBlocks':
+      return `IP pool "${f.pool}" has no unclaimed block left; ${then}`;
+  }
 }
 
 /** Free addresses of one block: assignable ordinals minus allocations, never below 0. */
@@ -88,7 +131,6 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
     if ((pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic') continue;
     const name = pool.metadata.name;
     const family = String(poolCidr(pool).family);
-    const noUnclaimed = (input.unclaimedBlocks.get(name) ?? 1n) <= 0n;
     for (const node of nodes) {
       if (!matchesSelector(pool.spec.nodeSelector, node.metadata.labels ?? {})) continue;
       const n = node.metadata.name;
@@ -98,17 +140,14 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
         free: free.get(key(n, name)) ?? 0,
         blocks: count.get(key(n, name)) ?? 0,
       };
-      const short: ShortReason | undefined =
-        room.free >= watermark
-          ? undefined
-          : !settings.autoAllocateBlocks
-            ? 'AutoAllocateOff'
-            : (held.get(key(n, family)) ?? 0) >= settings.maxBlocksPerNode
-              ? 'MaxBlocksPerNode'
-              : noUnclaimed
-                ? 'NoUnclaimedBlocks'
-                : undefined;
-      result.push(short ? { ...room, short } : room);
+      const cannotClaim = claimBlockedBy({
+        autoAllocateBlocks: settings.autoAllocateBlocks,
+        held: held.get(key(n, family)) ?? 0,
+        maxBlocksPerNode: settings.maxBlocksPerNode,
+        unclaimedBlocks: input.unclaimedBlocks.get(name),
+      });
+      const short = room.free < watermark ? cannotClaim : undefined;
+      result.push({ ...room, ...(short ? { short } : {}), ...(cannotClaim ? { cannotClaim } : {}) });
     }
   }
   return result;

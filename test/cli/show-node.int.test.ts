@@ -1,7 +1,8 @@
 // ipamctl show --node against the real API server: the node's affine blocks with their free
 // counts, the agent's watermark (IPAMConfig minFreeAddressesPerNode) per eligible pool — below
 // it or not, at maxBlocksPerNode or not — as the agent's own planner computes it; pools the
-// agent would not pre-claim in (Manual, another nodeSelector, disabled) are not listed.
+// agent would not pre-claim in (Manual, another nodeSelector, disabled) are not listed; whether a
+// claim would fail and why (core's claimBlockedBy / cannotClaimText), disabled pools named.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
@@ -23,7 +24,10 @@ interface ShownNode {
     free: number;
     belowWatermark: boolean;
     atBlockLimit: boolean;
+    claim: string;
+    why?: string;
   }[];
+  unusablePools: { pool: string; why: string }[];
   blocks: { name: string; cidr: string; pool: string; capacity: number; used: number; free: number }[];
   allocations: { address: string; borrowed: boolean }[];
   routing: {
@@ -69,15 +73,16 @@ describe('ipamctl show --node (real API server)', () => {
       { name: '10-245-0-0-26', cidr: '10.245.0.0/26', pool: 'p4', capacity: 61, used: 2, free: 59 },
     ]);
     assert.deepEqual(shown.pools, [
-      { pool: 'p4', family: 4, blocks: 1, free: 59, belowWatermark: true, atBlockLimit: false },
-      { pool: 'p6', family: 6, blocks: 0, free: 0, belowWatermark: true, atBlockLimit: false },
+      { pool: 'p4', family: 4, blocks: 1, free: 59, belowWatermark: true, atBlockLimit: false, claim: 'ok' },
+      { pool: 'p6', family: 6, blocks: 0, free: 0, belowWatermark: true, atBlockLimit: false, claim: 'ok' },
     ]);
+    assert.deepEqual(shown.unusablePools, []);
     const table = await ipamctl(['show', '--node', 'sn1']);
     assert.equal(table.code, 0, table.stderr);
     assert.match(table.stdout, /^NODE sn1 +WATERMARK minFreeAddressesPerNode=60 +maxBlocksPerNode=20\n\n/);
     assert.match(
       table.stdout,
-      /\nPOOL +FAMILY +BLOCKS +FREE +WATERMARK +BELOW +AT LIMIT\np4 +IPv4 +1 +59 +60 +yes +no\np6 +IPv6 +0 +0 +60 +yes +no\n/,
+      /\nPOOL +FAMILY +BLOCKS +FREE +WATERMARK +BELOW +AT LIMIT +CLAIM\np4 +IPv4 +1 +59 +60 +yes +no +ok\np6 +IPv6 +0 +0 +60 +yes +no +ok\n\nCLAIMS by sn1: every pool can claim a block\n/,
     );
     assert.match(
       table.stdout,
@@ -96,6 +101,7 @@ describe('ipamctl show --node (real API server)', () => {
       free: 61,
       belowWatermark: false,
       atBlockLimit: false,
+      claim: 'ok',
     });
     assert.deepEqual(
       sn2.allocations.map((a) => [a.address, a.borrowed]),
@@ -113,6 +119,22 @@ describe('ipamctl show --node (real API server)', () => {
         ['p6', true, false],
       ],
     );
+    // why a claim would fail, core's words: pods borrow (no strictAffinity)
+    assert.deepEqual(
+      shown.pools.map((p) => [p.pool, p.claim, p.why]),
+      [
+        [
+          'p4',
+          'MaxBlocksPerNode',
+          'the node holds 1 IPv4 block, the maxBlocksPerNode limit (1, IPAMConfig "default"); ADDs borrow from other nodes\' blocks once its blocks are full',
+        ],
+        ['p6', 'ok', undefined],
+      ],
+    );
+    assert.match(
+      (await ipamctl(['show', '--node', 'sn1'])).stdout,
+      /\np4 +IPv4 +1 +59 +60 +yes +yes +no: MaxBlocksPerNode\n[^]*\nCLAIMS by sn1 that would fail:\n {2}p4: the node holds 1 IPv4 block, the maxBlocksPerNode limit \(1, IPAMConfig "default"\)/,
+    );
     const config = await ds.configs.get(IPAM_CONFIG_NAME);
     await ds.configs.update({ ...config!, spec: { minFreeAddressesPerNode: 0 } });
     shown = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
@@ -124,6 +146,34 @@ describe('ipamctl show --node (real API server)', () => {
     assert.match(
       (await ipamctl(['show', '--node', 'sn1'])).stdout,
       /minFreeAddressesPerNode=0 \(pre-claim off\)/,
+    );
+  });
+
+  test('why a claim would fail: no unclaimed block under strictAffinity; a disabled pool is named', async () => {
+    await seed({ strictAffinity: true });
+    // fill p4's two unclaimed /26 ranges with sn2's blocks: nothing left for sn1 to claim
+    for (const cidr of ['10.245.0.128/26', '10.245.0.192/26'])
+      await ds.blocks.create(blockObject({ cidr, pool: 'p4', affinity: 'sn2' }));
+    await ds.pools.create({
+      ...poolObject('off', '10.248.0.0/24'),
+      spec: { cidr: '10.248.0.0/24', disabled: true },
+    });
+    const shown = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
+    assert.deepEqual(
+      shown.pools.map((p) => [p.pool, p.claim, p.why]),
+      [
+        [
+          'p4',
+          'NoUnclaimedBlocks',
+          'IP pool "p4" has no unclaimed block left; with strictAffinity, ADDs fail once its blocks are full',
+        ],
+        ['p6', 'ok', undefined],
+      ],
+    );
+    assert.deepEqual(shown.unusablePools, [{ pool: 'off', why: 'disabled (spec.disabled)' }]);
+    assert.match(
+      (await ipamctl(['show', '--node', 'sn1'])).stdout,
+      /\nCLAIMS by sn1 that would fail:\n {2}p4: IP pool "p4" has no unclaimed block left; [^\n]*\n {2}off: disabled \(spec\.disabled\): no claim uses it\n/,
     );
   });
 

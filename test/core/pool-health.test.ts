@@ -119,8 +119,9 @@ void describe('nodeHeadroom', () => {
         ['a', unclaimed],
         ['b', unclaimed],
       ]),
-    }).map((h) => [h.pool, h.node, h.free, h.blocks, h.short ?? '-']);
+    }).map((h) => [h.pool, h.node, h.free, h.blocks, h.short ?? '-', h.cannotClaim ?? '-']);
 
+  // [pool, node, free, blocks, short, cannotClaim]: short = below the watermark and cannot claim
   const cases: [string, Partial<typeof settings>, bigint, (string | number)[][]][] = [
     // n1 below the watermark but able to claim: not short; Manual pool and unmatched selector skipped
     [
@@ -128,20 +129,20 @@ void describe('nodeHeadroom', () => {
       {},
       5n,
       [
-        ['a', 'n1', 11, 1, '-'],
-        ['a', 'n2', 0, 0, '-'],
-        ['b', 'n2', 61, 1, '-'],
+        ['a', 'n1', 11, 1, '-', '-'],
+        ['a', 'n2', 0, 0, '-', '-'],
+        ['b', 'n2', 61, 1, '-', '-'],
       ],
     ],
-    // no unclaimed block: both nodes below the watermark in a are short
+    // no unclaimed block: both nodes below the watermark in a are short; n2 in b cannot claim either
     [
       'no unclaimed block',
       {},
       0n,
       [
-        ['a', 'n1', 11, 1, 'NoUnclaimedBlocks'],
-        ['a', 'n2', 0, 0, 'NoUnclaimedBlocks'],
-        ['b', 'n2', 61, 1, '-'],
+        ['a', 'n1', 11, 1, 'NoUnclaimedBlocks', 'NoUnclaimedBlocks'],
+        ['a', 'n2', 0, 0, 'NoUnclaimedBlocks', 'NoUnclaimedBlocks'],
+        ['b', 'n2', 61, 1, '-', 'NoUnclaimedBlocks'],
       ],
     ],
     // one block per node and family: n1 and n2 hold theirs
@@ -150,9 +151,9 @@ void describe('nodeHeadroom', () => {
       { maxBlocksPerNode: 1 },
       5n,
       [
-        ['a', 'n1', 11, 1, 'MaxBlocksPerNode'],
-        ['a', 'n2', 0, 0, 'MaxBlocksPerNode'],
-        ['b', 'n2', 61, 1, '-'],
+        ['a', 'n1', 11, 1, 'MaxBlocksPerNode', 'MaxBlocksPerNode'],
+        ['a', 'n2', 0, 0, 'MaxBlocksPerNode', 'MaxBlocksPerNode'],
+        ['b', 'n2', 61, 1, '-', 'MaxBlocksPerNode'],
       ],
     ],
     [
@@ -160,9 +161,9 @@ void describe('nodeHeadroom', () => {
       { autoAllocateBlocks: false, strictAffinity: true },
       5n,
       [
-        ['a', 'n1', 11, 1, 'AutoAllocateOff'],
-        ['a', 'n2', 0, 0, 'AutoAllocateOff'],
-        ['b', 'n2', 61, 1, '-'],
+        ['a', 'n1', 11, 1, 'AutoAllocateOff', 'AutoAllocateOff'],
+        ['a', 'n2', 0, 0, 'AutoAllocateOff', 'AutoAllocateOff'],
+        ['b', 'n2', 61, 1, '-', 'AutoAllocateOff'],
       ],
     ],
     // watermark 0 (pre-claim off): short only without a free address
@@ -171,9 +172,9 @@ void describe('nodeHeadroom', () => {
       { minFreeAddressesPerNode: 0 },
       0n,
       [
-        ['a', 'n1', 11, 1, '-'],
-        ['a', 'n2', 0, 0, 'NoUnclaimedBlocks'],
-        ['b', 'n2', 61, 1, '-'],
+        ['a', 'n1', 11, 1, '-', 'NoUnclaimedBlocks'],
+        ['a', 'n2', 0, 0, 'NoUnclaimedBlocks', 'NoUnclaimedBlocks'],
+        ['b', 'n2', 61, 1, '-', 'NoUnclaimedBlocks'],
       ],
     ],
   ];
