@@ -6,7 +6,8 @@
  * `promtool test rules` on test/charts/prometheus-rules.test.yaml, where every alert fires on
  * its recorded series and stays silent on the healthy ones. Every metric an alert names is one
  * the agent or controller exports (test/charts/exported-metrics.ts), and every runbook_url
- * points at a section of docs/operations.md.
+ * points at a section of docs/operations.md. The dashboard ConfigMap passes the real API server's
+ * server-side dry-run (the PrometheusRule's CRD is not installed there: promtool checks the rules).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { slugOf } from '../../scripts/docs-lint.ts';
+import { kubectl } from '../helpers/control-plane.ts';
 import { requireIntegrationTier } from '../helpers/tier.ts';
 import { exportedMetrics, metricNames, PROMETHEUS_SERIES } from './exported-metrics.ts';
 import { CHART, REPO, find, helm, render, templateArgs } from './helm.ts';
@@ -150,6 +152,23 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
       assert.equal(custom.metadata.labels?.dashboards, 'blockipam');
       assert.equal(custom.metadata.labels?.grafana_dashboard, undefined);
       assert.equal(custom.metadata.annotations?.grafana_folder, 'Networking');
+    });
+
+    test('the API server accepts the dashboard ConfigMap (server-side dry-run)', () => {
+      const r = helm(major, [
+        ...templateArgs(['blockipam', '--set', 'monitoring.grafanaDashboard.enabled=true']),
+        '--show-only',
+        'templates/grafana-dashboard.yaml',
+      ]);
+      assert.equal(r.status, 0, r.stderr);
+      const apply = kubectl(
+        ['apply', '--server-side', '--dry-run=server', '--field-manager=helm', '-f', '-'],
+        {
+          input: r.stdout,
+        },
+      );
+      assert.equal(apply.status, 0, apply.stderr);
+      assert.match(apply.stdout, /configmap\/blockipam-dashboard serverside-applied \(server dry run\)/);
     });
 
     test('helm lint --strict passes with the rule and the dashboard on', () => {
