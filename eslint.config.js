@@ -39,6 +39,11 @@ const entries = new Map([
   ['core/kube/kubeconfig.ts', 'blockipam/core/kubeconfig'],
   ['core/node-ipam/protocol.ts', 'blockipam/core/node-ipam/protocol'],
   ['core/node-ipam/index.ts', 'blockipam/core/node-ipam'],
+  ['core/cni/index.ts', 'blockipam/core/cni'],
+  ['core/cni/errors.ts', 'blockipam/core/cni/errors'],
+  ['core/cni/forward.ts', 'blockipam/core/cni/forward'],
+  ['core/cni/commands/version.ts', 'blockipam/core/cni/version'],
+  ['core/cni/netconf-schema.ts', 'blockipam/core/cni/netconf-schema'],
 ]);
 
 /**
@@ -51,7 +56,7 @@ const coreEntries = {
   meta: {
     type: 'problem',
     messages: {
-      deep: "import core through its exports map ('blockipam/core', 'blockipam/core/kube', 'blockipam/core/kubeconfig', 'blockipam/core/node-ipam', 'blockipam/core/node-ipam/protocol'), not '{{source}}'",
+      deep: "import core through its exports map ('blockipam/core', 'blockipam/core/kube', 'blockipam/core/kubeconfig', 'blockipam/core/node-ipam', 'blockipam/core/node-ipam/protocol', 'blockipam/core/cni'…), not '{{source}}'",
       entry: "import '{{source}}' as '{{entry}}'",
     },
     schema: [],

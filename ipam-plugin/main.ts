@@ -1,9 +1,10 @@
 /**
- * The `blockipam` executable: wires the dispatcher to the process. Reads stdin and writes
+ * The `blockipam` executable: wires call.ts (forward to the node agent, or the direct path) to
+ * the process. Reads stdin and writes
  * stdout and stderr synchronously (stdio.ts: stdin bounded; a result is in the pipe whole
  * before exit), then exits at once: keep-alive sockets and timers must not delay the
- * runtime. The Kubernetes backend is imported only when a command needs it, so VERSION stays
- * at bare start-up cost.
+ * runtime. The dispatcher and the Kubernetes backend are imported only when the direct path
+ * serves the call, so VERSION and a forwarded call stay near bare start-up cost.
  */
 import { readAllSync, writeAllSync } from './host/stdio.ts';
 
@@ -27,7 +28,7 @@ async function main(): Promise<void> {
   // of core, core's kube entry) cost ~5–10 ms of CPU per call that VERSION never uses
   // (measured against e9d99a6, docs/benchmarks.md). Same answer as dispatch's VERSION path.
   if (process.env.CNI_COMMAND === 'VERSION') {
-    const { version } = await import('./commands/version.ts');
+    const { version } = await import('blockipam/core/cni/version');
     let stdin = '';
     try {
       stdin = readAllSync(0);
@@ -41,8 +42,8 @@ async function main(): Promise<void> {
     }
     process.exit(0);
   }
-  const { dispatch } = await import('./dispatch.ts');
-  const code = await dispatch(
+  const { runCall } = await import('./call.ts');
+  const code = await runCall(
     {
       env: process.env,
       readStdin: () => readAllSync(0),

@@ -1,7 +1,7 @@
 /**
  * Builds the CNI plugin `blockipam`:
- *   1. codegen: compiles ipam-plugin/cni/netconf-schema.ts with ajv into standalone validation code,
- *      ipam-plugin/cni/netconf-validate.generated.ts (committed; a unit test keeps it in sync);
+ *   1. codegen: compiles core/cni/netconf-schema.ts with ajv into standalone validation code,
+ *      core/cni/netconf-validate.generated.ts (committed; a unit test keeps it in sync);
  *   2. the standalone executable build/plugin/blockipam (runs on a host with no JavaScript
  *      runtime installed): `bun build --compile --bytecode --minify --format=esm --splitting`
  *      (chunks: VERSION loads only its own), Bun's runtime with the
@@ -53,7 +53,7 @@ const outDir = join(root, 'build', 'plugin');
 const multiOutDir = join(root, 'build', 'bin');
 /** The multi-call executable's role names besides `blockipam` (cmd/role.ts ROLE_NAMES). */
 const roleLinks = ['ipamctl', 'blockipam-agent', 'blockipam-controller'];
-const generatedPath = join(root, 'ipam-plugin', 'cni', 'netconf-validate.generated.ts');
+const generatedPath = join(root, 'core', 'cni', 'netconf-validate.generated.ts');
 
 const forwarderSrc = join(root, 'ipam-plugin', 'forwarder');
 const forwarderPath = join(root, 'build', 'forwarder', 'blockipam-forwarder');

@@ -5,7 +5,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { BatchingStats } from 'blockipam/core';
 import { ADD_FAILURE_REASONS, addFailureReasonOf } from 'blockipam/core/node-ipam';
-import type { NodeIpamOp, NodeIpamResponse } from 'blockipam/core/node-ipam';
+import type { AddAnswer } from 'blockipam/core/node-ipam';
 import { createMetrics, METRIC_PREFIX } from '../shared/index.ts';
 import type { DaemonMetrics } from '../shared/index.ts';
 
@@ -119,16 +119,16 @@ export function createAgentMetrics(): AgentMetrics {
 const addFailureNodes = new WeakMap<AgentMetrics['cniAddFailures'], Set<string>>();
 
 /**
- * Counts an answered IPAM request in `blockipam_agent_cni_add_failures_total{node,reason}` when it
- * is an ADD that allocated nothing, by core's addFailureReasonOf (one of ADD_FAILURE_REASONS: 11
- * series per node). Every reason's series is there (at 0) from the first request on, so a rate
- * over it is defined before the first failure.
+ * Counts an answered CNI call in `blockipam_agent_cni_add_failures_total{node,reason}` when it is
+ * an ADD whose node IPAM operation allocated nothing (`add`: how it ended; absent for any other
+ * call, and for an ADD the CNI layer refused before asking), by core's addFailureReasonOf (one of
+ * ADD_FAILURE_REASONS: 11 series per node). Every reason's series is there (at 0) from the first
+ * request on, so a rate over it is defined before the first failure.
  */
 export function countAddFailure(
   metrics: Pick<AgentMetrics, 'cniAddFailures'>,
   node: string,
-  op: NodeIpamOp | 'unknown',
-  response: NodeIpamResponse,
+  add: AddAnswer | undefined,
 ): void {
   const counter = metrics.cniAddFailures;
   const nodes = addFailureNodes.get(counter) ?? new Set<string>();
@@ -137,8 +137,8 @@ export function countAddFailure(
     for (const reason of ADD_FAILURE_REASONS) counter.inc({ node, reason }, 0);
     nodes.add(node);
   }
-  if (op !== 'add') return;
-  const reason = addFailureReasonOf(response as NodeIpamResponse<'add'>);
+  if (add === undefined) return;
+  const reason = addFailureReasonOf(add);
   if (reason !== undefined) counter.inc({ node, reason });
 }
 

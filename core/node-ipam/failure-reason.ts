@@ -4,7 +4,10 @@
  * answer's kind. The agent counts failed ADDs by it; nothing else reads it.
  */
 import type { AssignFailure } from '../allocator/types.ts';
-import type { AddFailureReason, AddOutcome, NodeIpamErrorKind, NodeIpamResponse } from './protocol.ts';
+import type { AddFailureReason, AddOutcome, NodeIpamErrorKind } from './protocol.ts';
+
+/** How an ADD of the node IPAM service ended: its outcome, or the kind of its failure. */
+export type AddAnswer = { readonly outcome: AddOutcome } | { readonly errorKind: NodeIpamErrorKind };
 
 const BY_ASSIGN_FAILURE: Readonly<Record<AssignFailure, AddFailureReason>> = {
   Exhausted: 'pool_exhausted',
@@ -53,9 +56,9 @@ const BY_ERROR: Readonly<Record<NodeIpamErrorKind, AddFailureReason>> = {
  * Why an answered ADD failed: the outcome's `reason` (else its kind), or the error's kind.
  * @returns undefined when the ADD allocated
  */
-export function addFailureReasonOf(response: NodeIpamResponse<'add'>): AddFailureReason | undefined {
-  if (!response.ok) return BY_ERROR[response.error.kind] ?? 'other';
-  const o = response.outcome;
+export function addFailureReasonOf(answer: AddAnswer): AddFailureReason | undefined {
+  if ('errorKind' in answer) return BY_ERROR[answer.errorKind] ?? 'other';
+  const o = answer.outcome;
   if (o.kind === 'allocated') return undefined;
   return o.reason ?? BY_KIND[o.kind] ?? 'other';
 }

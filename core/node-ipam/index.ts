@@ -18,3 +18,4 @@ export { poolStatus } from './status.ts';
 export type { StatusQuery } from './status.ts';
 export { toAddOutcome, toGcOutcome, toIpConfigs } from './outcomes.ts';
 export { addFailureReasonOf, assignFailureReason } from './failure-reason.ts';
+export type { AddAnswer } from './failure-reason.ts';

@@ -1,32 +1,88 @@
 /**
  * The node IPAM protocol: what the CNI plugin sends the node agent over the agent's Unix socket,
- * and what it answers (docs/design-agent.md §IPAM server). One request per connection: the
- * plugin writes one JSON document and a newline, the agent answers one JSON document and a
- * newline, then closes. Both ends validate what they receive with {@link parseRequest} /
- * {@link parseResponse}; a document of another `v` is refused by name, never guessed at.
+ * and what it answers (docs/design-agent.md §IPAM server). Version 2 forwards the CNI call whole:
+ * one connection per call; the client writes one JSON document and a newline — the call's CNI_*
+ * variables and its stdin as received ({@link CniCallRequest}) — and the agent, which runs the
+ * CNI layer (core/cni) itself, answers one JSON document and a newline — the exit code and the
+ * exact stdout and stderr the plugin process would have written ({@link CniCallResponse}) — then
+ * closes. Both ends validate what they receive with {@link parseCallRequest} /
+ * {@link parseCallResponse}; a document of another `v` is refused naming both versions.
+ *
+ * The typed operations ({@link NodeIpamOps}: AddCall, DelCall … and their outcomes) are what the
+ * CNI commands call in-process, on the agent and on the plugin's direct path alike; they no
+ * longer travel on the wire.
  *
  * Dependency-free on purpose: the plugin's start-up path loads this module (and the
  * dependency-free bounded-message.ts it re-exports) and nothing of the allocator
- * (docs/design-plugin.md §Runtime).
+ * (docs/design-plugin.md §Start-up).
  */
 
 /**
- * The protocol version this build speaks. A change of any shape below bumps it, but for an added
- * error kind: an older plugin reports one it does not know as a malformed answer (CNI 999) to a
- * call that fails either way, where a bump would fail every call between builds.
+ * The protocol version this build speaks (2: the raw CNI call; 1 carried typed operations and is
+ * no longer sent). A change of any shape below bumps it.
  */
-export const NODE_IPAM_PROTOCOL = 1;
+export const NODE_IPAM_PROTOCOL = 2;
 
 /**
- * An error's `message` on the wire is at most MAX_MESSAGE_CHARS characters, shaped by
- * boundMessage (the agent bounds it; the plugin bounds the CNI error's details the same way):
- * a refusal's text travels whole up to that, and past it loses echoed values and its middle,
- * never the part that names the field, node, pool or policy.
+ * An error's `message` is at most MAX_MESSAGE_CHARS characters, shaped by boundMessage (a CNI
+ * error's details are bounded the same way: core/cni/errors.ts): a refusal's text travels whole
+ * up to that, and past it loses echoed values and its middle, never the part that names the
+ * field, node, pool or policy.
  */
 export { boundMessage, MAX_MESSAGE_CHARS } from '../errors/bounded-message.ts';
 
-/** Requests larger than this are refused (bytes of JSON; a netconf is a few KiB). */
+/** Requests larger than this are refused (bytes of JSON, the newline not counted; a netconf is a few KiB). */
 export const MAX_REQUEST_BYTES = 1 << 20;
+/** Answers larger than this are refused (bytes of JSON, the newline not counted; an ADD result is under 1 KiB). */
+export const MAX_RESPONSE_BYTES = 1 << 20;
+
+/** The CNI_* variables a request carries, those set in the plugin's environment (SPEC §2 "Parameters"). */
+export const CNI_CALL_ENV = [
+  'CNI_COMMAND',
+  'CNI_CONTAINERID',
+  'CNI_NETNS',
+  'CNI_IFNAME',
+  'CNI_ARGS',
+  'CNI_PATH',
+] as const;
+export type CniCallEnvName = (typeof CNI_CALL_ENV)[number];
+
+/** A request on the wire: one CNI call as the plugin received it. */
+export interface CniCallRequest {
+  readonly v: typeof NODE_IPAM_PROTOCOL;
+  /** Exactly those of {@link CNI_CALL_ENV} that are set (unset ones omitted). */
+  readonly env: Readonly<Partial<Record<CniCallEnvName, string>>>;
+  /** The plugin's whole stdin as received (UTF-8; may be empty or not JSON: the agent says so). */
+  readonly stdin: string;
+}
+
+/**
+ * An answer on the wire: what the plugin process writes and returns. `code` 0 is success; 1 a
+ * CNI error document in `stdout` (for every outcome the agent decides: not synced, stopping,
+ * busy, a malformed request, another version).
+ */
+export interface CniCallResponse {
+  readonly v: typeof NODE_IPAM_PROTOCOL;
+  /** The exit code (an integer, 0–255). */
+  readonly code: number;
+  /** Written verbatim to fd 1: one JSON document and a newline, or nothing. */
+  readonly stdout: string;
+  /** Written verbatim to fd 2: log lines at warn and above. */
+  readonly stderr: string;
+}
+
+/** The request for a call: the set CNI_* variables of `env`, and `stdin`. */
+export function callRequest(
+  env: Readonly<Record<string, string | undefined>>,
+  stdin: string,
+): CniCallRequest {
+  const picked: Partial<Record<CniCallEnvName, string>> = {};
+  for (const name of CNI_CALL_ENV) {
+    const value = env[name];
+    if (value !== undefined) picked[name] = value;
+  }
+  return { v: NODE_IPAM_PROTOCOL, env: picked, stdin };
+}
 
 export type IpFamilyNumber = 4 | 6;
 
@@ -215,19 +271,9 @@ export interface NodeIpamOps {
 export type NodeIpamOp = keyof NodeIpamOps;
 export const NODE_IPAM_OPS: readonly NodeIpamOp[] = ['add', 'del', 'check', 'gc', 'status'];
 
-/** A request on the wire. */
-export type NodeIpamRequest = {
-  [K in NodeIpamOp]: {
-    readonly v: typeof NODE_IPAM_PROTOCOL;
-    readonly op: K;
-    /** The caller's budget for this request, ms: the agent gives up (and writes nothing more) after it. */
-    readonly timeoutMs: number;
-    readonly call: NodeIpamOps[K]['call'];
-  };
-}[NodeIpamOp];
-
 /**
- * Why a request failed, as the plugin maps it to a CNI code (docs/design-plugin.md §Errors):
+ * Why a node IPAM operation failed, as core/cni maps it to a CNI code (errorOfKind;
+ * docs/design-plugin.md §Errors):
  * - `notReady`: the agent has not synced its view yet, is stopping, or is busy (its
  *   `maxConnections` connections are open) (CNI 11);
  * - `unavailable`: the API server cannot be reached or answered 5xx (CNI 11);
@@ -238,8 +284,8 @@ export type NodeIpamRequest = {
  * - `admission`: an admission policy denied the write — the message names the policy and
  *   carries its reason whole (CNI 107);
  * - `apiRejected`: the API server rejected a request as invalid, or answered non-JSON (CNI 106);
- * - `badRequest`: the request does not parse, or is of another protocol version (CNI 999 — a
- *   plugin and an agent of mismatched builds: the message names both versions);
+ * - `badRequest`: a forwarded request does not parse, or is of another protocol version (CNI
+ *   999 — a plugin and an agent of mismatched builds: the message names both versions);
  * - `misconfigured`: the call names another node than the agent serves — the netconf's
  *   `ipam.nodeName` is wrong (CNI 7, "node name mismatch", as the direct path's ADD outcome
  *   `misconfigured`); the message is core's node-check.ts `servedNodeProblem`;
@@ -270,15 +316,6 @@ export const NODE_IPAM_ERROR_KINDS: readonly NodeIpamErrorKind[] = [
   'internal',
 ];
 
-/** A response on the wire: the operation's outcome, or an error. */
-export type NodeIpamResponse<K extends NodeIpamOp = NodeIpamOp> =
-  | { readonly v: typeof NODE_IPAM_PROTOCOL; readonly ok: true; readonly outcome: NodeIpamOps[K]['outcome'] }
-  | {
-      readonly v: typeof NODE_IPAM_PROTOCOL;
-      readonly ok: false;
-      readonly error: { readonly kind: NodeIpamErrorKind; readonly message: string };
-    };
-
 type Problem = { readonly problem: string };
 
 /** Longest value a problem quotes (characters of JSON); the rest is cut with "…". */
@@ -298,128 +335,42 @@ function quote(v: unknown): string {
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
-const isString = (v: unknown): v is string => typeof v === 'string';
-const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString);
-const isFamilies = (v: unknown): v is IpFamilyNumber[] =>
-  Array.isArray(v) && v.every((f) => f === 4 || f === 6);
-const isStringMap = (v: unknown): v is Record<string, string> =>
-  isObject(v) && Object.values(v).every(isString);
-const optional = (v: unknown, check: (v: unknown) => boolean): boolean => v === undefined || check(v);
-
-function isAttachment(v: unknown): v is AttachmentRef {
-  return isObject(v) && isString(v.network) && isString(v.containerID) && isString(v.ifname);
-}
-function isPools(v: unknown): v is PoolLists {
-  return isObject(v) && isStringList(v[4]) && isStringList(v[6]);
-}
-function isPod(v: unknown): v is PodCall {
-  return isObject(v) && isString(v.namespace) && isString(v.name) && optional(v.uid, isString);
-}
-
-/** The first problem of a call's shape for `op`, or undefined. Field names as on the wire. */
-function callProblem(op: NodeIpamOp, c: unknown): string | undefined {
-  if (!isObject(c)) return 'call: not an object';
-  if (!isString(c.node) || c.node === '') return 'call.node: not a non-empty string';
-  switch (op) {
-    case 'add':
-      if (!isAttachment(c.attachment)) return 'call.attachment: needs network, containerID, ifname';
-      if (!optional(c.pod, isPod)) return 'call.pod: needs namespace and name (strings), uid optional';
-      if (!isFamilies(c.families)) return 'call.families: not a list of 4 and 6';
-      if (!isPools(c.pools)) return 'call.pools: needs lists "4" and "6" of strings';
-      if (!isStringList(c.staticIPs)) return 'call.staticIPs: not a list of strings';
-      if (!optional(c.staticIPsFrom, isString)) return 'call.staticIPsFrom: not a string';
-      if (!optional(c.podAnnotations, isStringMap)) return 'call.podAnnotations: not a map of strings';
-      return undefined;
-    case 'del':
-      if (!isAttachment(c.attachment)) return 'call.attachment: needs network, containerID, ifname';
-      if (!optional(c.podUID, isString)) return 'call.podUID: not a string';
-      return undefined;
-    case 'check':
-      if (!isAttachment(c.attachment)) return 'call.attachment: needs network, containerID, ifname';
-      if (!isStringList(c.expectedIPs)) return 'call.expectedIPs: not a list of strings';
-      return undefined;
-    case 'gc':
-      if (!isString(c.network)) return 'call.network: not a string';
-      if (
-        !Array.isArray(c.validAttachments) ||
-        !c.validAttachments.every((a) => isObject(a) && isString(a.containerID) && isString(a.ifname))
-      )
-        return 'call.validAttachments: not a list of {containerID, ifname}';
-      return undefined;
-    case 'status':
-      if (!isFamilies(c.families)) return 'call.families: not a list of 4 and 6';
-      if (!isPools(c.pools)) return 'call.pools: needs lists "4" and "6" of strings';
-      return undefined;
-  }
-}
 
 /**
  * Validates a request document (already JSON-decoded).
- * @returns the request, or a problem naming the field (`v` first: another version is named)
+ * @returns the request, or a problem naming the field (`v` first: another version is named,
+ *   with this one)
  */
-export function parseRequest(doc: unknown): NodeIpamRequest | Problem {
+export function parseCallRequest(doc: unknown): CniCallRequest | Problem {
   if (!isObject(doc)) return { problem: 'request: not a JSON object' };
   if (doc.v !== NODE_IPAM_PROTOCOL)
     return {
       problem: `request: protocol version ${quote(doc.v)}, this agent speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
     };
-  if (!NODE_IPAM_OPS.includes(doc.op as NodeIpamOp))
-    return { problem: `request.op: ${quote(doc.op)} is not one of ${NODE_IPAM_OPS.join(', ')}` };
-  if (typeof doc.timeoutMs !== 'number' || !Number.isFinite(doc.timeoutMs) || doc.timeoutMs <= 0)
-    return { problem: 'request.timeoutMs: not a positive number' };
-  const problem = callProblem(doc.op as NodeIpamOp, doc.call);
-  return problem ? { problem: `request.${problem}` } : (doc as unknown as NodeIpamRequest);
-}
-
-function outcomeProblem(op: NodeIpamOp, o: unknown): string | undefined {
-  if (!isObject(o)) return 'outcome: not an object';
-  const message = (): string | undefined =>
-    isString(o.message) ? undefined : 'outcome.message: not a string';
-  switch (op) {
-    case 'add':
-      if (o.kind === 'allocated')
-        return Array.isArray(o.ips) &&
-          o.ips.length > 0 &&
-          o.ips.every((i) => isObject(i) && isString(i.address) && isString(i.gateway))
-          ? undefined
-          : 'outcome.ips: not a non-empty list of {address, gateway}';
-      return ['duplicate', 'exhausted', 'addressRefused', 'rejected', 'misconfigured'].includes(
-        o.kind as string,
-      )
-        ? message()
-        : `outcome.kind: ${quote(o.kind)}`;
-    case 'del':
-      return typeof o.released === 'number' ? undefined : 'outcome.released: not a number';
-    case 'check':
-      if (o.kind === 'ok') return undefined;
-      return o.kind === 'missing' || o.kind === 'mismatch' ? message() : `outcome.kind: ${quote(o.kind)}`;
-    case 'gc':
-      return isStringList(o.released) && isStringList(o.errors) && isStringList(o.aliveElsewhere)
-        ? undefined
-        : 'outcome: needs lists released, errors, aliveElsewhere';
-    case 'status':
-      if (o.kind === 'ready') return undefined;
-      return o.kind === 'notReady' ? message() : `outcome.kind: ${quote(o.kind)}`;
+  if (!isObject(doc.env)) return { problem: 'request.env: not an object' };
+  for (const [name, value] of Object.entries(doc.env)) {
+    if (!(CNI_CALL_ENV as readonly string[]).includes(name))
+      return { problem: `request.env: ${quote(name)} is not one of ${CNI_CALL_ENV.join(', ')}` };
+    if (typeof value !== 'string') return { problem: `request.env.${name}: not a string` };
   }
+  if (typeof doc.stdin !== 'string') return { problem: 'request.stdin: not a string' };
+  return { v: NODE_IPAM_PROTOCOL, env: doc.env, stdin: doc.stdin };
 }
 
 /**
- * Validates a response document to a request of `op` (already JSON-decoded).
- * @returns the response, or a problem naming the field
+ * Validates an answer document (already JSON-decoded).
+ * @returns the answer, or a problem naming the field
  */
-export function parseResponse<K extends NodeIpamOp>(op: K, doc: unknown): NodeIpamResponse<K> | Problem {
+export function parseCallResponse(doc: unknown): CniCallResponse | Problem {
   if (!isObject(doc)) return { problem: 'response: not a JSON object' };
   if (doc.v !== NODE_IPAM_PROTOCOL)
     return {
       problem: `response: protocol version ${quote(doc.v)}, this plugin speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
     };
-  if (doc.ok === false) {
-    const e = doc.error;
-    if (!isObject(e) || !NODE_IPAM_ERROR_KINDS.includes(e.kind as NodeIpamErrorKind) || !isString(e.message))
-      return { problem: 'response.error: needs kind (one of the known kinds) and message' };
-    return doc as unknown as NodeIpamResponse<K>;
-  }
-  if (doc.ok !== true) return { problem: 'response.ok: not a boolean' };
-  const problem = outcomeProblem(op, doc.outcome);
-  return problem ? { problem: `response.${problem}` } : (doc as unknown as NodeIpamResponse<K>);
+  const { code } = doc;
+  if (typeof code !== 'number' || !Number.isInteger(code) || code < 0 || code > 255)
+    return { problem: `response.code: ${quote(code)} is not an integer 0–255` };
+  if (typeof doc.stdout !== 'string') return { problem: 'response.stdout: not a string' };
+  if (typeof doc.stderr !== 'string') return { problem: 'response.stderr: not a string' };
+  return { v: NODE_IPAM_PROTOCOL, code, stdout: doc.stdout, stderr: doc.stderr };
 }

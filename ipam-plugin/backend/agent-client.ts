@@ -1,9 +1,11 @@
 /**
- * The thin client (docs/design-plugin.md §Thin client): forwards one CNI call to the node agent
- * over its Unix socket (netconf `ipam.agentSocket`) in the node IPAM protocol
- * (blockipam/core/node-ipam/protocol) — one request, one JSON line each way — and turns the
- * answer into an outcome or a CniError. Loads the protocol module and a socket client
- * (host/unix-socket.ts), nothing of core's allocator, the Kubernetes transport or the host lock.
+ * The thin client (docs/design-plugin.md §Thin client): forwards one CNI call whole to the node
+ * agent over its Unix socket (netconf `ipam.agentSocket`) in the node IPAM protocol v2
+ * (blockipam/core/node-ipam/protocol) — the CNI_* variables and stdin in one JSON line, the exit
+ * code, stdout and stderr back in one — so the agent runs the CNI layer and this process only
+ * copies bytes. Loads the protocol module, core/cni's error codes and a socket client
+ * (host/unix-socket.ts): nothing of the dispatcher, the netconf validator, core's allocator, the
+ * Kubernetes transport or the host lock.
  *
  * Fallback rule: the direct path may serve a call only when connect() fails — the agent never
  * saw it (see {@link FALLBACK_ERRNOS}). Once the connection is accepted nothing falls back: a
@@ -13,14 +15,12 @@
  * written); an answer that does not parse → 999 naming the problem.
  */
 import {
-  NODE_IPAM_PROTOCOL,
-  parseResponse,
-  type NodeIpamOp,
-  type NodeIpamOps,
-  type NodeIpamRequest,
+  MAX_RESPONSE_BYTES,
+  parseCallResponse,
+  type CniCallRequest,
+  type CniCallResponse,
 } from 'blockipam/core/node-ipam/protocol';
-import type { IpamClient } from './client.ts';
-import { CniCode, CniError, errorOfKind } from '../cni/errors.ts';
+import { CniCode, CniError } from 'blockipam/core/cni/errors';
 import { connectUnix, type ConnectError, type UnixConn, type UnixEvents } from '../host/unix-socket.ts';
 
 /**
@@ -46,18 +46,8 @@ export const FALLBACK_ERRNOS: ReadonlySet<string> = new Set([
   'EPERM',
 ]);
 
-/** Answers larger than this are refused (bytes; an answer is well under 1 KiB). */
-const MAX_RESPONSE_BYTES = 1 << 20;
-
-/**
- * The agent's budget: `timeoutMs` less a margin (a tenth, at most 1 s), so that the agent's own
- * `timeout` answer reaches the plugin before the plugin stops waiting at `timeoutMs`.
- */
-export const agentBudgetMs = (timeoutMs: number): number =>
-  timeoutMs - Math.min(1_000, Math.floor(timeoutMs / 10));
-
-export type AgentConnection =
-  | { readonly ok: true; readonly client: IpamClient }
+export type AgentAnswer =
+  | { readonly ok: true; readonly answer: CniCallResponse }
   /** connect() failed with one of {@link FALLBACK_ERRNOS}: the direct path may serve the call. */
   | { readonly ok: false; readonly errno: string; readonly message: string };
 
@@ -66,14 +56,19 @@ export interface AgentOptions {
   readonly socket: string;
   /** The call's budget, ms (netconf `ipam.timeoutMs`): connect, send and answer. */
   readonly timeoutMs: number;
+  /** The call (protocol.ts callRequest). */
+  readonly request: CniCallRequest;
 }
 
 /**
- * Connects to the agent's socket.
- * @returns a client for one call, or the connect() failure that allows the direct path
- * @throws CniError 11 for any other connect() failure, or no connection within `timeoutMs`
+ * Forwards the call to the agent: connects, writes the request, reads the answer.
+ * @returns the agent's answer (validated: protocol.ts parseCallResponse), or the connect()
+ *   failure that allows the direct path
+ * @throws CniError 11 for any other connect() failure, no connection within `timeoutMs`, no
+ *   complete answer within `timeoutMs` of the call, or a connection closed or reset without one;
+ *   999 for an answer that is not the protocol's (over MAX_RESPONSE_BYTES, not JSON, another shape)
  */
-export async function connectAgent(o: AgentOptions): Promise<AgentConnection> {
+export async function forwardCall(o: AgentOptions): Promise<AgentAnswer> {
   const deadline = performance.now() + o.timeoutMs;
   const reader = answerReader(o);
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -112,44 +107,13 @@ export async function connectAgent(o: AgentOptions): Promise<AgentConnection> {
   } finally {
     clearTimeout(timer);
   }
-  return { ok: true, client: agentClient(conn, reader, o, deadline) };
-}
-
-/** One call over an accepted connection; a second call on it is a programming error. */
-function agentClient(conn: UnixConn, reader: AnswerReader, o: AgentOptions, deadline: number): IpamClient {
-  let used = false;
-  const call =
-    <K extends NodeIpamOp>(op: K) =>
-    async (c: NodeIpamOps[K]['call']): Promise<NodeIpamOps[K]['outcome']> => {
-      if (used) throw new Error('agent client: one call per connection');
-      used = true;
-      const request = {
-        v: NODE_IPAM_PROTOCOL,
-        op,
-        timeoutMs: agentBudgetMs(o.timeoutMs),
-        call: c,
-      } as NodeIpamRequest;
-      conn.write(`${JSON.stringify(request)}\n`);
-      try {
-        const text = await reader.answer(Math.max(1, deadline - performance.now()));
-        return outcomeOf(op, text);
-      } finally {
-        conn.destroy();
-      }
-    };
-  return {
-    path: 'agent',
-    add: call('add'),
-    del: call('del'),
-    check: call('check'),
-    gc: call('gc'),
-    status: call('status'),
-    close: () => {
-      conn.destroy();
-      return Promise.resolve();
-    },
-    stats: () => ({ agentSocket: o.socket }),
-  };
+  conn.write(`${JSON.stringify(o.request)}\n`);
+  try {
+    const text = await reader.answer(Math.max(1, deadline - performance.now()));
+    return { ok: true, answer: answerOf(text) };
+  } finally {
+    conn.destroy();
+  }
 }
 
 interface AnswerReader {
@@ -232,41 +196,15 @@ function answerReader(o: AgentOptions): AnswerReader {
   };
 }
 
-/**
- * The outcome in an answer, or its error as a CniError: the kind's code (STATUS: `notReady` and
- * `unavailable` are 50, an ADD cannot be served now), 999 for an answer that does not parse.
- */
-export function outcomeOf<K extends NodeIpamOp>(op: K, text: string): NodeIpamOps[K]['outcome'] {
+/** The answer in `text` (one JSON line). @throws CniError 999 naming the problem */
+export function answerOf(text: string): CniCallResponse {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
   } catch (e) {
     throw new CniError(CniCode.internal, 'node agent answer malformed', `not JSON: ${(e as Error).message}`);
   }
-  const r = parseResponse(op, doc);
+  const r = parseCallResponse(doc);
   if ('problem' in r) throw new CniError(CniCode.internal, 'node agent answer malformed', r.problem);
-  if (r.ok) return r.outcome;
-  const statusDown = op === 'status' && (r.error.kind === 'notReady' || r.error.kind === 'unavailable');
-  const error = errorOfKind(
-    r.error.kind,
-    `node agent: ${r.error.message}`,
-    statusDown ? CniCode.notAvailable : undefined,
-  );
-  if (op === 'status' && r.error.kind === 'notReady') undecidedStatus.add(error);
-  throw error;
-}
-
-/** STATUS failures the agent said it has not decided (see {@link agentStatusUndecided}). */
-const undecidedStatus = new WeakSet<Error>();
-
-/**
- * Whether the agent said it has not decided a STATUS: it answered `notReady` (not synced yet,
- * stopping, or busy). STATUS only reads, so the direct path may answer it instead, with what
- * is left of the budget (dispatch.ts): an agent restart must not turn its node's network
- * NotReady (found on the real cluster: the kubelet reported NetworkReady=false while the agent
- * synced, and the node was briefly tainted). Not a timeout, a malformed answer or a connection
- * closed without one: those are CNI 11 / 999 as for any command.
- */
-export function agentStatusUndecided(e: unknown): boolean {
-  return e instanceof Error && undecidedStatus.has(e);
+  return r;
 }

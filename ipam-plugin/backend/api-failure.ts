@@ -3,7 +3,7 @@
  * wire: agent-client.ts). Loaded only with the direct path: it evaluates core's error classes.
  */
 import { apiRefusalOf } from 'blockipam/core';
-import { errorOfKind, type CniError } from '../cni/errors.ts';
+import { errorOfKind, type CniError } from 'blockipam/core/cni/errors';
 
 /**
  * Maps an API failure that is neither transient nor expected to a documented code, or undefined,

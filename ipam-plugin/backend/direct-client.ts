@@ -4,7 +4,7 @@
  * accepts no connection and in `ipam.mode: standalone`. ADD, DEL and GC run under the host lock
  * (best effort: host/lock.ts), with a budget of `conf.timeoutMs` that starts once it is held;
  * CHECK and STATUS are reads and take none (their budget starts at once). Loaded lazily by
- * dispatch.ts, so a call the agent serves never evaluates core, the Kubernetes transport or the
+ * direct.ts, so a call the agent serves never evaluates core, the Kubernetes transport or the
  * lock module.
  *
  * Its failures are mapped to CNI errors here ({@link directFailure}): the agent path never meets
@@ -15,12 +15,9 @@ import { isKubeconfigError } from 'blockipam/core/kube';
 import { isRetriesExhausted, isUnavailable } from 'blockipam/core';
 import { credentialNodeProblem } from 'blockipam/core/node-ipam';
 import type { Backend, BackendFactory } from './port.ts';
-import type { IpamClient } from './client.ts';
+import type { CniCommand, IpamClient, Logger, NetConf } from 'blockipam/core/cni';
 import { acquireHostLock, isLockFileError, isLockTimeoutError, type HostLock } from '../host/lock.ts';
-import type { Logger } from '../host/log.ts';
-import type { NetConf } from '../cni/netconf.ts';
-import type { CniCommand } from '../cni/env.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { CniCode, CniError } from 'blockipam/core/cni/errors';
 import { apiFailure } from './api-failure.ts';
 
 export interface DirectOptions {
@@ -102,9 +99,9 @@ export function ownNode<C extends { readonly node: string }>(
  * A direct-path failure as a CNI error: the datastore unreachable (or compare-and-swap that kept
  * losing) is 11 (STATUS: 50, an ADD cannot be served), as is a kubeconfig file not readable at
  * request time (the user's tokenFile: the node agent may write it after the runtime starts
- * calling), a busy host lock, and the time budget (dispatch.ts); an unusable lock file is 5;
+ * calling), a busy host lock, and the time budget (core/cni dispatch); an unusable lock file is 5;
  * credentials and rejected requests 105 / 106 ({@link apiFailure}); a CniError keeps its code.
- * Anything else is left to dispatch.ts.
+ * Anything else is left to core/cni's dispatcher.
  */
 export function directFailure(op: CniCommand, e: unknown): unknown {
   if (e instanceof CniError) return e;

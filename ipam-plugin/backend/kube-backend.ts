@@ -20,9 +20,9 @@ import {
 } from 'blockipam/core/kube';
 import type { KubeClientConfig } from 'blockipam/core/kube';
 import type { Backend } from './port.ts';
+import type { NetConf } from 'blockipam/core/cni';
 import { createCoreBackend } from './core-backend.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
-import type { NetConf } from '../cni/netconf.ts';
+import { CniCode, CniError } from 'blockipam/core/cni/errors';
 import { SerialTransport } from './serial-transport.ts';
 
 /** 10 s per request: a hung connection must fail well inside the ADD budget (default 30 s). */

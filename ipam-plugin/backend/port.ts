@@ -6,7 +6,7 @@
  * by direct-client.ts.
  */
 import type { NodeIpam } from 'blockipam/core/node-ipam';
-import type { NetConf } from '../cni/netconf.ts';
+import type { NetConf } from 'blockipam/core/cni';
 
 export interface Backend {
   /** ADD, DEL, CHECK, GC and STATUS, each bounded by its signal. */

@@ -11,8 +11,8 @@
  * requests' deadlines included) runs on time, and nothing needs interrupting at the timeout.
  *
  * Runtime: Bun only (the plugin ships as a Bun executable; Node has no flock). Under Node
- * {@link acquireHostLock} throws a LockFileError; in-process tests inject a lock (dispatch.ts
- * `Deps.lock`).
+ * {@link acquireHostLock} throws a LockFileError; in-process tests inject a lock (direct.ts
+ * `DirectDeps.lock`).
  */
 import type * as BunFfi from 'bun:ffi';
 import { closeSync, openSync } from 'node:fs';

@@ -5,34 +5,11 @@
  * budget (docs/design-plugin.md "Start-up budget"). Logging never fails a CNI operation.
  */
 import { closeSync, openSync, writeSync } from 'node:fs';
+import type { Level, Logger, LoggerOptions } from 'blockipam/core/cni';
 
-export type Level = 'error' | 'warn' | 'info' | 'debug';
+export type { Level, Logger, LoggerOptions, Sink } from 'blockipam/core/cni';
+
 const rank: Readonly<Record<Level, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
-
-export interface Sink {
-  write(text: string): unknown;
-}
-
-export interface Logger {
-  log(level: Level, msg: string, fields?: Readonly<Record<string, unknown>>): void;
-  /** Adds fields to every later line (e.g. containerID once known). */
-  bind(fields: Readonly<Record<string, unknown>>): void;
-  close(): void;
-}
-
-export interface LoggerOptions {
-  readonly stderr: Sink;
-  /**
-   * Absolute path, opened for append. Its directory is never created (a typo must not create
-   * directories; under /proc a recursive mkdir never returns): if it cannot be opened, stderr only.
-   */
-  readonly file?: string;
-  /** File threshold. Default `info`. */
-  readonly level?: Level;
-  /** Default `warn`. */
-  readonly stderrLevel?: Level;
-  readonly now?: () => Date;
-}
 
 /** Creates a logger; a log file that cannot be opened is reported once on stderr and skipped. */
 export function createLogger(o: LoggerOptions): Logger {

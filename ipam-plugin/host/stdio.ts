@@ -8,7 +8,7 @@
  * most that much memory and ends with code 6 instead of growing until the kernel kills it.
  */
 import { readSync, writeSync } from 'node:fs';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { CniCode, CniError } from 'blockipam/core/cni/errors';
 
 /**
  * 64 MiB: a netconf is a few KiB; the largest legitimate input is a GC with every attachment

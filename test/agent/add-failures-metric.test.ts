@@ -17,7 +17,7 @@ import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
-import { askSocket } from '../helpers/ipam-socket.ts';
+import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'add-failures-'));
 const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
@@ -29,22 +29,21 @@ const pool = (name: string, spec: IPPool['spec']): IPPool => ({
   spec,
 });
 
-/** An ADD request on the wire for container `id` of pod `ns/id`. */
+/** An ADD request on the wire (protocol v2) for container `id` of pod `ns/id`. */
 function add(id: string, more: { ns?: string; pools?: string[]; staticIPs?: string[] } = {}) {
-  return {
-    v: 1,
-    op: 'add',
-    timeoutMs: 5000,
-    call: {
-      node: 'n1',
-      attachment: { network: 'net', containerID: id, ifname: 'eth0' },
-      pod: { namespace: more.ns ?? 'red', name: id },
-      families: [4],
-      pools: { 4: more.pools ?? [], 6: [] },
-      staticIPs: more.staticIPs ?? [],
-    },
+  const conf = {
+    ...socketConf({ timeoutMs: 5000, ...(more.pools ? { ipv4Pools: more.pools } : {}) }),
+    name: 'net',
+    ...(more.staticIPs ? { runtimeConfig: { ips: more.staticIPs } } : {}),
   };
+  return cniCall('ADD', conf, {
+    CNI_CONTAINERID: id,
+    CNI_ARGS: `K8S_POD_NAMESPACE=${more.ns ?? 'red'};K8S_POD_NAME=${id}`,
+  });
 }
+/** The CNI code of an answer: 0 for success. */
+const codeOf = (answer: Record<string, unknown>): unknown =>
+  answer.code === 0 ? 0 : answerDoc(answer)?.code;
 
 /** The counter's value per reason for node n1 (every reason present). */
 async function failures(metrics: ReturnType<typeof createAgentMetrics>): Promise<Record<string, number>> {
@@ -98,15 +97,10 @@ describe('blockipam_agent_cni_add_failures_total', () => {
         add('f', { pools: ['tiny'], staticIPs: ['10.1.0.2'] }), // a's address: ip_taken
       ])
         answers.push(await askSocket(path, request));
-      assert.deepEqual(
-        answers.map((a) => (a.ok ? (a.outcome as { kind: string }).kind : 'error')),
-        ['allocated', 'allocated', 'exhausted', 'rejected', 'rejected', 'addressRefused'],
-      );
-      await askSocket(path, {
-        ...add('a'),
-        op: 'del',
-        call: { node: 'n1', attachment: add('a').call.attachment },
-      });
+      // allocated, allocated, exhausted (101), rejected (104) twice, addressRefused (102)
+      assert.deepEqual(answers.map(codeOf), [0, 0, 101, 104, 104, 102]);
+      const del = add('a');
+      assert.equal(codeOf(await askSocket(path, { ...del, env: { ...del.env, CNI_COMMAND: 'DEL' } })), 0);
       assert.deepEqual(await failures(metrics), {
         ...zero,
         pool_exhausted: 1,
@@ -132,12 +126,13 @@ describe('blockipam_agent_cni_add_failures_total', () => {
     const path = join(root, 'b.sock');
     const server = await startIpamServer({ path, node: 'n1', ipam: () => service, log, metrics });
     try {
-      assert.deepEqual((await askSocket(path, add('a'))).error, {
-        kind: 'notReady',
-        message: 'the agent has not synced yet (blocks)',
-      });
+      const early = answerDoc(await askSocket(path, add('a')));
+      assert.deepEqual(
+        [early?.code, early?.details],
+        [11, 'node agent: the agent has not synced yet (blocks)'],
+      );
       service = unreachable;
-      assert.equal(((await askSocket(path, add('a'))).error as { kind: string }).kind, 'unavailable');
+      assert.equal(answerDoc(await askSocket(path, add('a')))?.msg, 'datastore unreachable');
       assert.deepEqual(await failures(metrics), { ...zero, not_ready: 1, api_unreachable: 1 });
     } finally {
       await server.close(1000);

@@ -1,7 +1,7 @@
 /**
  * The conflist the agent installs (block-controller/agent/install/conflist.ts) asks for the
  * address families of the configured pools — IPv4 only, IPv6 only or both — and the plugin's own
- * netconf parser (ipam-plugin/cni/netconf.ts) reads them back as those families; the agent's
+ * netconf parser (core/cni/netconf.ts) reads them back as those families; the agent's
  * command line refuses no family at all, naming the flags. The plugin settings it is given
  * (--plugin-log-file …) are read back by the plugin as given; out of range, they are refused at
  * the agent's start.
@@ -11,7 +11,7 @@ import { describe, test } from 'node:test';
 import { conflistFor } from '../../block-controller/agent/install/conflist.ts';
 import type { ConflistOptions } from '../../block-controller/agent/install/conflist.ts';
 import { parseOptions } from '../../block-controller/agent/options.ts';
-import { parseNetConf } from '../../ipam-plugin/cni/netconf.ts';
+import { parseNetConf } from 'blockipam/core/cni';
 
 const KUBECONFIG = '/etc/cni/net.d/blockipam-kubeconfig';
 

@@ -1,9 +1,11 @@
 /**
  * The agent's IPAM server (block-controller/agent/ipam/) with the real agent process against the
- * real API server, through its Unix socket: "not ready" before the first sync; ADD, a repeated
- * ADD, CHECK, DEL, GC, STATUS; 50 concurrent ADDs (distinct addresses; block UPDATEs the API
- * server saw, through test/agent/api-gate.ts, and the same in the agent's batching metrics); the socket's and directory's modes; malformed,
- * wrong-version and oversized requests answered badRequest while it keeps serving; SIGTERM
+ * real API server, through its Unix socket in protocol v2 (the CNI call whole): CNI 11 before
+ * the first sync, STATUS then answered from the API server; ADD, a repeated ADD, CHECK, DEL, GC,
+ * STATUS, each answered with the plugin's exit code and stdout; 50 concurrent ADDs (distinct
+ * addresses; block UPDATEs the API server saw, through test/agent/api-gate.ts, and the same in
+ * the agent's batching metrics); the socket's and directory's modes; malformed, wrong-version and
+ * oversized requests answered with a CNI error naming the field while it keeps serving; SIGTERM
  * removes the socket.
  */
 import assert from 'node:assert/strict';
@@ -13,9 +15,9 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { affineSelector, cidrContains, cidrOf, parseIP } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { MAX_REQUEST_BYTES, NODE_IPAM_PROTOCOL } from 'blockipam/core/node-ipam/protocol';
+import { MAX_REQUEST_BYTES } from 'blockipam/core/node-ipam/protocol';
 import { kubectl } from '../helpers/control-plane.ts';
-import { askSocket } from '../helpers/ipam-socket.ts';
+import { answerDoc, askSocket, cniCall } from '../helpers/ipam-socket.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
@@ -32,37 +34,44 @@ let socket: string;
 /** One request over the socket: the raw text, or a JSON document. */
 const ask = (payload: unknown): Promise<Record<string, unknown>> => askSocket(socket, payload);
 
-const request = (op: string, call: Record<string, unknown>): Record<string, unknown> => ({
-  v: NODE_IPAM_PROTOCOL,
-  op,
-  timeoutMs: 20_000,
-  call: { node: NODE, ...call },
+/** This node's netconf; `top` merged in at the top level. */
+const conf = (top: Record<string, unknown> = {}, cniVersion = '1.0.0') => ({
+  cniVersion,
+  name: NETWORK,
+  type: 'ptp',
+  ipam: { type: 'blockipam', nodeName: NODE, timeoutMs: 20_000 },
+  ...top,
 });
-const attachment = (containerID: string) => ({ network: NETWORK, containerID, ifname: 'eth0' });
-const add = (containerID: string) =>
-  ask(
-    request('add', {
-      attachment: attachment(containerID),
-      families: [4],
-      pools: { 4: [], 6: [] },
-      staticIPs: [],
-    }),
-  );
-const status = () => ask(request('status', { families: [4], pools: { 4: [], 6: [] } }));
+const call = (command: string, containerID: string, top: Record<string, unknown> = {}, env = {}) =>
+  ask(cniCall(command, conf(top), { CNI_CONTAINERID: containerID, ...env }));
+const add = (containerID: string, env: Record<string, string> = {}) => call('ADD', containerID, {}, env);
+const del = (containerID: string) => call('DEL', containerID);
+const check = (containerID: string, address: string) =>
+  call('CHECK', containerID, { prevResult: { cniVersion: '1.0.0', ips: [{ address }] } });
+const status = () => ask(cniCall('STATUS', conf({}, '1.1.0')));
 
-/** The outcome of an ok answer (fails the test on an error answer). */
-function outcome(answer: Record<string, unknown>): Record<string, unknown> {
-  assert.equal(answer.ok, true, JSON.stringify(answer));
-  return answer.outcome as Record<string, unknown>;
+/** The CNI result of a successful answer (fails the test on anything else). */
+function result(answer: Record<string, unknown>): Record<string, unknown> {
+  assert.equal(answer.code, 0, JSON.stringify(answer));
+  return answerDoc(answer) ?? {};
+}
+/** Success with nothing on stdout (DEL, CHECK, GC, STATUS). */
+function silent(answer: Record<string, unknown>): void {
+  assert.deepEqual([answer.code, answer.stdout], [0, ''], JSON.stringify(answer));
+}
+/** The CNI error document of a failed answer. */
+function cniError(answer: Record<string, unknown>): Record<string, unknown> {
+  assert.equal(answer.code, 1, JSON.stringify(answer));
+  return answerDoc(answer) ?? {};
 }
 
-const errorOf = (answer: Record<string, unknown>) => {
-  assert.equal(answer.ok, false, JSON.stringify(answer));
-  return answer.error as { kind: string; message: string };
-};
-
 const addressOf = (answer: Record<string, unknown>): string =>
-  ((outcome(answer).ips as { address: string }[])[0] as { address: string }).address;
+  ((result(answer).ips as { address: string }[])[0] as { address: string }).address;
+/** The handles allocated on this node's blocks. */
+const handles = async (): Promise<string[]> =>
+  (await ds.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
+    Object.values(b.spec.allocations).map((a) => a.handle),
+  );
 
 describe('agent IPAM server', () => {
   before(async () => {
@@ -86,7 +95,7 @@ describe('agent IPAM server', () => {
     ds.close();
   });
 
-  test('answers notReady before its first sync, then serves', async () => {
+  test('CNI 11 before its first sync (STATUS asks the API server), then serves', async () => {
     // the first LIST of the node's blocks is held: the agent cannot sync
     const list = gate.hold(
       (method, url) =>
@@ -107,14 +116,13 @@ describe('agent IPAM server', () => {
     ]);
     await list.held;
     await agent.waitFor((l) => l.message === 'IPAM server listening', 'IPAM server listening');
-    const early = errorOf(await status());
-    assert.equal(early.kind, 'notReady');
-    assert.match(early.message, /not synced/);
+    const early = cniError(await del('c-early'));
+    assert.deepEqual([early.code, early.msg], [11, 'node agent not ready']);
+    assert.match(String(early.details), /not synced/);
+    // STATUS is not left undecided: the API server answers it (the held LIST was the view's)
+    silent(await status());
     list.release();
-    await eventually('a ready STATUS', async () => {
-      const answer = await status();
-      return answer.ok === true && (answer.outcome as { kind: string }).kind === 'ready' ? true : undefined;
-    });
+    await eventually('a synced agent', async () => ((await del('c-early')).code === 0 ? true : undefined));
   });
 
   test('socket 0600 in a 0700 directory, both root-owned', () => {
@@ -139,49 +147,31 @@ describe('agent IPAM server', () => {
       Object.values(holder.spec.allocations).some((a) => a.handle === `${NETWORK}.c-one.eth0`),
       'the block records the handle',
     );
-    assert.equal(outcome(await add('c-one')).kind, 'duplicate');
+    assert.equal(cniError(await add('c-one')).code, 100, 'duplicate allocation');
     // a pod the watch of this node's pods does not hold is read from the API server: none there
-    const ghost = outcome(
-      await ask(
-        request('add', {
-          attachment: attachment('c-ghost'),
-          pod: { namespace: 'default', name: 'ghost' },
-          families: [4],
-          pools: { 4: [], 6: [] },
-          staticIPs: [],
-        }),
-      ),
-    );
-    assert.equal(ghost.kind, 'allocated');
-    assert.equal(ghost.podNotFound, true);
-    assert.deepEqual(outcome(await ask(request('del', { attachment: attachment('c-ghost') }))), {
-      released: 1,
-    });
-    const bare = address.split('/')[0] as string;
-    const check = (expectedIPs: string[]) =>
-      ask(request('check', { attachment: attachment('c-one'), expectedIPs }));
-    assert.equal(outcome(await check([bare])).kind, 'ok');
-    assert.deepEqual(outcome(await ask(request('del', { attachment: attachment('c-one') }))), {
-      released: 1,
-    });
-    assert.equal(outcome(await check([bare])).kind, 'missing');
-    assert.deepEqual(outcome(await ask(request('del', { attachment: attachment('c-one') }))), {
-      released: 0,
-    });
+    const ghost = await add('c-ghost', { CNI_ARGS: 'K8S_POD_NAMESPACE=default;K8S_POD_NAME=ghost' });
+    addressOf(ghost);
+    assert.match(String(ghost.stderr), /pod not found: allocation recorded without a pod reference/);
+    silent(await del('c-ghost'));
+    assert.equal((await handles()).includes(`${NETWORK}.c-ghost.eth0`), false);
+    silent(await check('c-one', address));
+    silent(await del('c-one'));
+    assert.equal(cniError(await check('c-one', address)).code, 103, 'missing');
+    silent(await del('c-one'));
     // GC: of two attachments only c-keep is valid
     addressOf(await add('c-keep'));
     addressOf(await add('c-stale'));
-    const gc = outcome(
+    silent(
       await ask(
-        request('gc', { network: NETWORK, validAttachments: [{ containerID: 'c-keep', ifname: 'eth0' }] }),
+        cniCall(
+          'GC',
+          conf({ 'cni.dev/valid-attachments': [{ containerID: 'c-keep', ifname: 'eth0' }] }, '1.1.0'),
+        ),
       ),
     );
-    assert.deepEqual(gc.released, [`${NETWORK}.c-stale.eth0`]);
-    assert.equal(
-      outcome(await ask(request('check', { attachment: attachment('c-keep'), expectedIPs: [] }))).kind !==
-        'missing',
-      true,
-    );
+    const left = await handles();
+    assert.equal(left.includes(`${NETWORK}.c-stale.eth0`), false, 'c-stale released');
+    assert.equal(left.includes(`${NETWORK}.c-keep.eth0`), true, 'c-keep kept');
   });
 
   test('50 concurrent ADDs: distinct addresses, few block UPDATEs', async () => {
@@ -227,20 +217,24 @@ describe('agent IPAM server', () => {
       assert.ok(stored.includes(`${NETWORK}.burst-${i}.eth0`), `burst-${i} stored`);
   });
 
-  test('malformed, wrong-version and oversized requests: badRequest naming the field; it keeps serving', async () => {
-    const notJson = errorOf(await ask('{"v": 1, \n'));
-    assert.equal(notJson.kind, 'badRequest');
-    assert.match(notJson.message, /^request: not JSON/);
-    const version = errorOf(await ask({ ...request('status', {}), v: 99 }));
-    assert.equal(version.kind, 'badRequest');
-    assert.match(version.message, /protocol version 99/);
-    const field = errorOf(await ask(request('add', { attachment: attachment('x'), families: [5] })));
-    assert.equal(field.kind, 'badRequest');
-    assert.match(field.message, /request\.call\.families/);
-    const big = errorOf(await ask(Buffer.alloc(MAX_REQUEST_BYTES + 10, 0x20)));
-    assert.equal(big.kind, 'badRequest');
-    assert.match(big.message, /larger than/);
-    assert.equal(outcome(await status()).kind, 'ready');
+  test('malformed, wrong-version and oversized requests: a CNI error naming the field; it keeps serving', async () => {
+    const refused = (answer: Record<string, unknown>, details: RegExp): void => {
+      const doc = cniError(answer);
+      assert.deepEqual([doc.code, doc.msg], [999, 'node agent refused the request']);
+      assert.match(String(doc.details), details);
+    };
+    refused(await ask('{"v": 2, \n'), /^request: not JSON/);
+    refused(
+      await ask({ v: 1, op: 'status', timeoutMs: 1000, call: {} }),
+      /protocol version 1, this agent speaks 2/,
+    );
+    refused(
+      await ask({ ...cniCall('STATUS', conf()), env: { CNI_COMMAND: ['STATUS'] } }),
+      /request\.env\.CNI_COMMAND/,
+    );
+    refused(await ask(Buffer.alloc(MAX_REQUEST_BYTES + 10, 0x20)), /larger than/);
+    silent(await status());
+
     const metrics = (await scrape(agent)).text;
     const has = (re: RegExp): void => assert.ok(re.test(metrics), `metrics show ${re}`);
     has(

@@ -1,12 +1,15 @@
 /**
  * Bad input on the agent's IPAM socket, counted (docs/security.md §Bad input: the agent's socket):
- * fast-check sends the real server (block-controller/agent/ipam/server.ts) over core's node IPAM
- * service on a MemoryDatastore requests that are not JSON, JSON but no request, larger than
- * MAX_REQUEST_BYTES, or valid requests of each operation with 1 to 3 fields replaced by a
+ * fast-check sends the real server (block-controller/agent/ipam/server.ts, protocol v2: the CNI
+ * call whole) over core's node IPAM service on a MemoryDatastore requests that are not JSON, JSON
+ * but no request, larger than MAX_REQUEST_BYTES, or valid calls of each command with 1 to 3
+ * fields — of the request, its CNI_* variables or the netconf in its stdin — replaced by a
  * hostile value (wrong types, NUL and lone surrogates, prototype keys, 100,000-character strings,
- * 1e999, deep nesting). Every input must get exactly one answer line that parseResponse accepts;
- * an input parseRequest refuses gets `badRequest`; the server keeps serving; no allocation is
- * left (a successful ADD is DELed with the same attachment). Prints the outcomes by category.
+ * 1e999, deep nesting). Every input must get exactly one answer line that parseCallResponse
+ * accepts, its stdout empty or one JSON document (a CNI error document whenever the exit code is
+ * not 0); an input parseCallRequest refuses gets CNI 999 naming the field; the server keeps
+ * serving; no allocation is left (a successful ADD is DELed with the same call). Prints the
+ * outcomes by category.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -18,12 +21,7 @@ import { after, it } from 'node:test';
 import fc from 'fast-check';
 import { InvalidError, MemoryDatastore, type IPAMBlock } from 'blockipam/core';
 import { createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
-import {
-  MAX_REQUEST_BYTES,
-  parseRequest,
-  parseResponse,
-  type NodeIpamOp,
-} from 'blockipam/core/node-ipam/protocol';
+import { MAX_REQUEST_BYTES, parseCallRequest, parseCallResponse } from 'blockipam/core/node-ipam/protocol';
 import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
@@ -107,37 +105,67 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   ),
 );
 
-const attachment = { network: 'net1', containerID: 'ctr1', ifname: 'eth0' };
-const pools = { 4: [], 6: [] };
-const base: Readonly<Record<NodeIpamOp, Record<string, unknown>>> = {
-  add: { node: NODE, attachment, families: [4], pools, staticIPs: [] },
-  del: { node: NODE, attachment },
-  check: { node: NODE, attachment, expectedIPs: [] },
-  gc: { node: NODE, network: 'net1', validAttachments: [] },
-  status: { node: NODE, families: [4], pools },
+type Command = 'ADD' | 'DEL' | 'CHECK' | 'GC' | 'STATUS';
+const attachmentEnv = {
+  CNI_CONTAINERID: 'ctr1',
+  CNI_NETNS: '/var/run/netns/ctr1',
+  CNI_IFNAME: 'eth0',
+  CNI_PATH: '/opt/cni/bin',
 };
-/** Fields a mutation may replace, as paths in the request. */
-const fields: Readonly<Record<NodeIpamOp, readonly string[]>> = {
-  add: [
-    'attachment',
-    'attachment.containerID',
-    'attachment.network',
-    'families',
-    'pools',
-    'pools.4',
-    'staticIPs',
-    'staticIPsFrom',
-    'pod',
-    'pod.name',
-    'podAnnotations',
-    'podAnnotations.ipam.blockipam.io/ippools',
+const netconf = (cniVersion = '1.0.0'): Record<string, unknown> => ({
+  cniVersion,
+  name: 'net1',
+  type: 'ptp',
+  ipam: { type: 'blockipam', nodeName: NODE, timeoutMs: 5_000 },
+});
+/** A valid call of each command: the request with the netconf as an object (stdin once stringified). */
+const base: Readonly<Record<Command, Record<string, unknown>>> = {
+  ADD: { v: 2, env: { CNI_COMMAND: 'ADD', ...attachmentEnv }, stdin: netconf() },
+  DEL: { v: 2, env: { CNI_COMMAND: 'DEL', ...attachmentEnv }, stdin: netconf() },
+  CHECK: {
+    v: 2,
+    env: { CNI_COMMAND: 'CHECK', ...attachmentEnv },
+    stdin: { ...netconf(), prevResult: { ips: [{ address: '10.50.0.2/26' }] } },
+  },
+  GC: {
+    v: 2,
+    env: { CNI_COMMAND: 'GC' },
+    stdin: { ...netconf('1.1.0'), 'cni.dev/valid-attachments': [{ containerID: 'c2', ifname: 'eth0' }] },
+  },
+  STATUS: { v: 2, env: { CNI_COMMAND: 'STATUS' }, stdin: netconf('1.1.0') },
+};
+/** Fields a mutation may replace, as paths in the request (`stdin.` paths: in its netconf). */
+const fields: Readonly<Record<Command, readonly string[]>> = {
+  ADD: [
+    'env.CNI_CONTAINERID',
+    'env.CNI_IFNAME',
+    'env.CNI_ARGS',
+    'stdin.ipam.ipv4Pools',
+    'stdin.ipam.assignIPv6',
+    'stdin.runtimeConfig.ips',
+    'stdin.runtimeConfig.io.kubernetes.cri.pod-annotations',
+    'stdin.args.cni.ips',
   ],
-  del: ['attachment', 'attachment.ifname', 'podUID'],
-  check: ['attachment', 'expectedIPs', 'expectedIPs.0'],
-  gc: ['network', 'validAttachments', 'validAttachments.0'],
-  status: ['families', 'pools', 'pools.6'],
+  DEL: ['env.CNI_CONTAINERID', 'env.CNI_IFNAME', 'env.CNI_ARGS'],
+  CHECK: ['stdin.prevResult', 'stdin.prevResult.ips'],
+  GC: ['stdin.cni.dev/valid-attachments'],
+  STATUS: ['stdin.ipam.ipv6Pools'],
 };
-const common = ['v', 'op', 'timeoutMs', 'call', 'call.node', '__proto__', 'call.__proto__'];
+const common = [
+  'v',
+  'env',
+  'stdin',
+  'env.CNI_COMMAND',
+  'env.CNI_PATH',
+  '__proto__',
+  'env.__proto__',
+  'stdin.cniVersion',
+  'stdin.name',
+  'stdin.ipam',
+  'stdin.ipam.nodeName',
+  'stdin.ipam.timeoutMs',
+  'stdin.__proto__',
+];
 
 interface Input {
   readonly category: string;
@@ -146,9 +174,10 @@ interface Input {
 
 /** Sets (own property, so `__proto__` is a key) the value at `path` of `doc`. */
 function setPath(doc: Record<string, unknown>, path: string, value: unknown): void {
-  const keys = path.startsWith('call.podAnnotations.')
-    ? ['call', 'podAnnotations', path.slice('call.podAnnotations.'.length)]
-    : path.split('.');
+  const literal = ['io.kubernetes.cri.pod-annotations', 'cni.dev/valid-attachments'].find((k) =>
+    path.endsWith(k),
+  );
+  const keys = literal ? [...path.slice(0, -literal.length - 1).split('.'), literal] : path.split('.');
   let at: unknown = doc;
   for (const key of keys.slice(0, -1)) {
     const obj = at as Record<string, unknown>;
@@ -177,17 +206,21 @@ function stringify(doc: unknown): string {
   return text.replace(/"@@raw(\d+)@@"/g, (_m, n: string) => raws[Number(n)] as string);
 }
 
-const opArb = fc.constantFrom<NodeIpamOp>('add', 'add', 'del', 'check', 'gc', 'status');
-const mutated: fc.Arbitrary<Input> = opArb.chain((op) =>
+const commandArb = fc.constantFrom<Command>('ADD', 'ADD', 'DEL', 'CHECK', 'GC', 'STATUS');
+const mutated: fc.Arbitrary<Input> = commandArb.chain((command) =>
   fc
-    .array(fc.tuple(fc.constantFrom(...common, ...fields[op].map((f) => `call.${f}`)), hostileValue), {
+    .array(fc.tuple(fc.constantFrom(...common, ...fields[command]), hostileValue), {
       minLength: 1,
       maxLength: 3,
     })
     .map((mutations) => {
-      const doc: Record<string, unknown> = { v: 1, op, timeoutMs: 5_000, call: structuredClone(base[op]) };
-      for (const [path, value] of mutations) setPath(doc, path, value);
-      return { category: `${op}, fields replaced`, payload: `${stringify(doc)}\n` };
+      const doc = structuredClone(base[command]);
+      // netconf fields first, then the request's own (a replaced `stdin` replaces the whole text)
+      for (const [path, value] of mutations)
+        if (path.startsWith('stdin.')) setPath(doc.stdin as Record<string, unknown>, path.slice(6), value);
+      doc.stdin = stringify(doc.stdin);
+      for (const [path, value] of mutations) if (!path.startsWith('stdin.')) setPath(doc, path, value);
+      return { category: `${command}, fields replaced`, payload: `${stringify(doc)}\n` };
     }),
 );
 const inputArb: fc.Arbitrary<Input> = fc.oneof(
@@ -218,7 +251,7 @@ const inputArb: fc.Arbitrary<Input> = fc.oneof(
     weight: 1,
     arbitrary: fc.integer({ min: 1, max: 4096 }).map((extra) => ({
       category: 'oversized',
-      payload: `{"v":1,"op":"add","pad":"${'x'.repeat(MAX_REQUEST_BYTES + extra)}"}\n`,
+      payload: `{"v":2,"env":{},"stdin":"${'x'.repeat(MAX_REQUEST_BYTES + extra)}"}\n`,
     })),
   },
 );
@@ -281,38 +314,42 @@ it(`${RUNS} hostile requests on the socket: one well-formed answer each, nothing
           doc = undefined;
         }
         const request =
-          firstLine.length > MAX_REQUEST_BYTES || doc === undefined ? undefined : parseRequest(doc);
+          firstLine.length > MAX_REQUEST_BYTES || doc === undefined ? undefined : parseCallRequest(doc);
         const valid = request !== undefined && !('problem' in request) ? request : undefined;
-        const answer = parseResponse(valid?.op ?? 'add', JSON.parse(text));
+        const answer = parseCallResponse(JSON.parse(text));
         assert.ok(
           !('problem' in answer),
-          `${answer && 'problem' in answer ? answer.problem : ''}: ${text.slice(0, 300)}`,
+          `${'problem' in answer ? answer.problem : ''}: ${text.slice(0, 300)}`,
         );
-        if (!valid) assert.equal(answer.ok ? 'ok' : answer.error.kind, 'badRequest', text.slice(0, 300));
-        const outcome = answer.ok
-          ? `ok ${(answer.outcome as { kind?: string }).kind ?? valid?.op}`
-          : `${answer.error.kind}${answer.error.kind === 'badRequest' ? ` ${answer.error.message.split(':')[0]}` : ''}`;
+        const out = answer.stdout === '' ? undefined : (JSON.parse(answer.stdout) as Record<string, unknown>);
+        assert.ok(
+          answer.stdout === '' || answer.stdout.indexOf('\n') === answer.stdout.length - 1,
+          'one document',
+        );
+        if (answer.code !== 0)
+          assert.equal(typeof out?.code, 'number', `a CNI error document: ${answer.stdout}`);
+        if (!valid) assert.equal(out?.code, 999, text.slice(0, 300));
+        const outcome =
+          answer.code === 0
+            ? `ok ${String(valid?.env.CNI_COMMAND)}`
+            : `CNI ${String(out?.code)}${valid ? '' : ` ${String(out?.details).split(':')[0]}`}`;
         count(input.category, outcome);
-        if (valid?.op === 'add' && answer.ok && (answer.outcome as { kind: string }).kind === 'allocated') {
-          const del = {
-            v: 1,
-            op: 'del',
-            timeoutMs: 5_000,
-            call: { node: NODE, attachment: valid.call.attachment },
-          };
-          const released = JSON.parse(await exchange(path, `${JSON.stringify(del)}\n`)) as { ok: boolean };
+        if (valid?.env.CNI_COMMAND === 'ADD' && answer.code === 0) {
+          const del = { ...valid, env: { ...valid.env, CNI_COMMAND: 'DEL' } };
+          const released = JSON.parse(await exchange(path, `${JSON.stringify(del)}\n`)) as { code: number };
           connections += 1;
-          assert.equal(released.ok, true);
+          assert.equal(released.code, 0, JSON.stringify(released));
         }
         assert.deepEqual(await allocations(ds), [], 'nothing left allocated');
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
-    const status = { v: 1, op: 'status', timeoutMs: 5_000, call: base.status };
+    const status = { ...base.STATUS, stdin: JSON.stringify(base.STATUS.stdin) };
     assert.deepEqual(JSON.parse(await exchange(path, `${JSON.stringify(status)}\n`)), {
-      v: 1,
-      ok: true,
-      outcome: { kind: 'ready' },
+      v: 2,
+      code: 0,
+      stdout: '',
+      stderr: '',
     });
   } finally {
     await server.close(1_000);

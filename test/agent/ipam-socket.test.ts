@@ -1,10 +1,12 @@
 /**
- * The IPAM socket server (block-controller/agent/ipam/server.ts, socket-path.ts) with a stand-in
- * service: failures answered with their kind, any positive timeoutMs taken, the directory brought
- * to 0700, a stale socket replaced, a file that is not a socket refused; a trickling client
- * closed at the read deadline, a connection past maxConnections answered busy, a call naming
- * another node refused, a successor's socket at the same path left by close(). (With the real
- * agent and API server: ipam-server.int.test.ts.)
+ * The IPAM socket server (block-controller/agent/ipam/server.ts, cni-call.ts, socket-path.ts)
+ * with a stand-in service, protocol v2 (the CNI call forwarded whole): outcomes and failures
+ * answered as the CNI error documents the plugin prints, the budget from the netconf's
+ * `ipam.timeoutMs`, the directory brought to 0700, a stale socket replaced, a file that is not a
+ * socket refused; a trickling client closed at the read deadline, a connection past
+ * maxConnections answered busy (CNI 11), a call naming another node refused (CNI 7), STATUS
+ * before the sync asked elsewhere, a successor's socket at the same path left by close(). (With
+ * the real agent and API server: ipam-server.int.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -19,7 +21,7 @@ import { servedNodeProblem, type NodeIpam } from 'blockipam/core/node-ipam';
 import { startIpamServer, type IpamServerOptions } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
-import { askSocket } from '../helpers/ipam-socket.ts';
+import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'ipam-socket-'));
 const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
@@ -53,49 +55,77 @@ function heldDel(): { service: NodeIpam; release: () => void; entered: (n: numbe
     calls >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ n, resolve }));
   return { service, release, entered };
 }
-const del = (timeoutMs: number) => ({
-  v: 1,
-  op: 'del',
-  timeoutMs,
-  call: { node: 'n1', attachment: { network: 'n', containerID: 'c', ifname: 'eth0' } },
-});
+/** A DEL of container c on node n1 (or `node`), with `ipam.timeoutMs`. */
+const del = (timeoutMs = 1000, node = 'n1') => cniCall('DEL', socketConf({ timeoutMs, nodeName: node }));
+/** Success: exit code 0, nothing on stdout or stderr (DEL). */
+const silentOk = { v: 2, code: 0, stdout: '', stderr: '' };
+/** The CNI error an answer carries (exit code 1, the document on stdout). */
+function cniError(answer: Record<string, unknown>): Record<string, unknown> {
+  assert.equal(answer.code, 1, JSON.stringify(answer));
+  return answerDoc(answer) ?? {};
+}
 
 describe('IPAM socket server', () => {
   after(() => rmSync(root, { recursive: true, force: true }));
 
-  test('answers outcomes and failures by kind; any positive timeoutMs is taken', async () => {
+  test('answers outcomes, and failures as the CNI error the plugin prints; timeoutMs from the netconf', async () => {
     const path = join(root, 'a', 'ipam.sock');
     const server = await start(path);
-    assert.deepEqual(await ask(path, del(1.5)), { v: 1, ok: true, outcome: { released: 0 } });
-    assert.deepEqual(await ask(path, del(1e15)), { v: 1, ok: true, outcome: { released: 0 } });
-    const add = {
-      v: 1,
-      op: 'add',
-      timeoutMs: 1000,
-      call: {
-        node: 'n1',
-        attachment: { network: 'n', containerID: 'c', ifname: 'eth0' },
-        families: [4],
-        pools: { 4: [], 6: [] },
-        staticIPs: [],
-      },
-    };
-    assert.deepEqual(await ask(path, add), {
-      v: 1,
-      ok: false,
-      error: { kind: 'unavailable', message: 'connect ECONNREFUSED' },
+    assert.deepEqual(await ask(path, del(100)), silentOk);
+    assert.deepEqual(await ask(path, del(600_000)), silentOk);
+    const add = await ask(path, cniCall('ADD', socketConf({}, '0.4.0')));
+    assert.deepEqual(cniError(add), {
+      cniVersion: '0.4.0',
+      code: 11,
+      msg: 'datastore unreachable',
+      details: 'node agent: connect ECONNREFUSED',
     });
+    // the call's log lines at warn and above on its stderr, as the executable writes them
+    assert.match(String(add.stderr), /"level":"error","msg":"datastore unreachable".*"cmd":"ADD"/);
     await server.close(1000);
   });
 
-  test('not ready: the reason as a notReady error', async () => {
+  test('not ready: CNI 11 naming the reason; STATUS asks statusWithoutService', async () => {
     const path = join(root, 'b', 'ipam.sock');
-    const server = await start(path, 'the agent has not synced yet (ownBlocks)');
-    assert.deepEqual(await ask(path, del(1000)), {
-      v: 1,
-      ok: false,
-      error: { kind: 'notReady', message: 'the agent has not synced yet (ownBlocks)' },
+    const asked: string[] = [];
+    const server = await start(path, 'the agent has not synced yet (ownBlocks)', {
+      statusWithoutService: (call) => {
+        asked.push(call.node);
+        return Promise.resolve({ kind: 'ready' });
+      },
     });
+    assert.deepEqual(cniError(await ask(path, del(1000))), {
+      cniVersion: '1.0.0',
+      code: 11,
+      msg: 'node agent not ready',
+      details: 'node agent: the agent has not synced yet (ownBlocks)',
+    });
+    assert.deepEqual(await ask(path, cniCall('STATUS', socketConf({}, '1.1.0'))), silentOk);
+    assert.deepEqual(asked, ['n1']);
+    await server.close(1000);
+    const without = await start(path, 'the agent is stopping');
+    const status = cniError(await ask(path, cniCall('STATUS', socketConf({}, '1.1.0'))));
+    assert.equal(status.code, 50, 'STATUS: an ADD cannot be served');
+    assert.match(String(status.details), /the agent is stopping/);
+    await without.close(1000);
+  });
+
+  test('the budget is ipam.timeoutMs less its margin, from accept: CNI 11 before the client gives up', async () => {
+    const path = join(root, 'i', 'ipam.sock');
+    const hanging: NodeIpam = {
+      ...ipam,
+      del: (_c, signal) =>
+        new Promise((_resolve, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason as Error)),
+        ),
+    };
+    const server = await start(path, hanging);
+    const t0 = performance.now();
+    const answer = cniError(await ask(path, del(500)));
+    const took = performance.now() - t0;
+    assert.equal(answer.code, 11, JSON.stringify(answer));
+    assert.equal(answer.msg, 'time budget exceeded');
+    assert.ok(took >= 440 && took < 3_000, `answered after ${Math.round(took)} ms (budget 450 ms)`);
     await server.close(1000);
   });
 
@@ -112,7 +142,7 @@ describe('IPAM socket server', () => {
     const server = await start(path);
     assert.equal(statSync(dir).mode & 0o777, 0o700);
     assert.equal(statSync(path).mode & 0o777, 0o600);
-    assert.equal((await ask(path, del(1000))).ok, true);
+    assert.deepEqual(await ask(path, del(1000)), silentOk);
     await server.close(1000);
   });
 
@@ -131,21 +161,23 @@ describe('IPAM socket server', () => {
       await once(s, 'close');
       clearInterval(trickle);
       assert.equal(received, '');
-      assert.equal((await ask(path, del(1000))).ok, true, 'and goes on serving');
+      assert.deepEqual(await ask(path, del(1000)), silentOk, 'and goes on serving');
       await server.close(1000);
     },
   );
 
-  test('past maxConnections a connection is answered busy (notReady), the service not asked', async () => {
+  test('past maxConnections a connection is answered busy (CNI 11), the service not asked', async () => {
     const path = join(root, 'f', 'ipam.sock');
     const held = heldDel();
     const server = await start(path, held.service, { maxConnections: 2, readDeadlineMs: 600_000 });
     const first = [ask(path, del(5000)), ask(path, del(5000))];
     await held.entered(2);
-    assert.deepEqual(await ask(path, del(5000)), {
-      v: 1,
-      ok: false,
-      error: { kind: 'notReady', message: 'busy: 2 connections open (maxConnections); try again' },
+    // unread: the error in CNI's current version
+    assert.deepEqual(cniError(await ask(path, del(5000))), {
+      cniVersion: '1.1.0',
+      code: 11,
+      msg: 'node agent not ready',
+      details: 'busy: 2 connections open (maxConnections); try again',
     });
     // a refused client that never ends its side is closed by the server once answered, not
     // held open until the read deadline (so the cap bounds the server's descriptors)
@@ -153,29 +185,29 @@ describe('IPAM socket server', () => {
     let busyAnswer = '';
     lingering.on('data', (chunk) => (busyAnswer += chunk.toString()));
     await once(lingering, 'close');
-    assert.match(busyAnswer, /"kind":"notReady"/);
+    assert.match(busyAnswer, /\\"code\\":11/);
     held.release();
-    for (const answer of await Promise.all(first)) assert.equal(answer.ok, true);
+    for (const answer of await Promise.all(first)) assert.deepEqual(answer, silentOk);
     // their slots free as the server closes them (just after the client saw the answer's end)
     let again = await ask(path, del(5000));
-    for (let i = 0; i < 100 && !again.ok; i++) again = await ask(path, del(5000));
-    assert.equal(again.ok, true, JSON.stringify(again));
+    for (let i = 0; i < 100 && again.code !== 0; i++) again = await ask(path, del(5000));
+    assert.deepEqual(again, silentOk);
     await server.close(1000);
   });
 
-  test('a call naming another node is refused misconfigured, synced or not; a DEL is served here', async () => {
+  test('a call naming another node is refused (CNI 7), synced or not; a DEL is served here', async () => {
     const path = join(root, 'g', 'ipam.sock');
-    const call = { ...del(1000).call, node: 'n2' };
-    const wrong = { v: 1, op: 'check', timeoutMs: 1000, call: { ...call, expectedIPs: ['10.0.0.1'] } };
+    const wrong = cniCall('CHECK', {
+      ...socketConf({ nodeName: 'n2' }),
+      prevResult: { ips: [{ address: '10.0.0.1/26' }] },
+    });
     const refused = {
-      v: 1,
-      ok: false,
-      error: { kind: 'misconfigured', message: servedNodeProblem('n2', 'n1') },
+      cniVersion: '1.0.0',
+      code: 7,
+      msg: 'node name mismatch',
+      details: `node agent: ${servedNodeProblem('n2', 'n1')}`,
     };
-    assert.match(
-      refused.error.message ?? '',
-      /serves node "n1", but this plugin's node name is "n2" \(ipam\.nodeName/,
-    );
+    assert.match(refused.details, /serves node "n1", but this plugin's node name is "n2" \(ipam\.nodeName/);
     const delNodes: string[] = [];
     const never: NodeIpam = {
       ...ipam,
@@ -186,14 +218,62 @@ describe('IPAM socket server', () => {
       },
     };
     const server = await start(path, never);
-    assert.deepEqual(await ask(path, wrong), refused);
+    assert.deepEqual(cniError(await ask(path, wrong)), refused);
     // DEL of a container on this host: its address can only be in this node's blocks
-    assert.deepEqual(await ask(path, { ...del(1000), call }), { v: 1, ok: true, outcome: { released: 1 } });
+    const served = await ask(path, del(1000, 'n2'));
+    assert.equal(served.code, 0, JSON.stringify(served));
+    assert.match(String(served.stderr), /DEL naming another node served for this node/);
     assert.deepEqual(delNodes, ['n1']);
     await server.close(1000);
     const notSynced = await start(path, 'the agent has not synced yet (ownBlocks)');
-    assert.deepEqual(await ask(path, wrong), refused);
+    assert.deepEqual(cniError(await ask(path, wrong)), refused);
     await notSynced.close(1000);
+  });
+
+  test('requests it cannot run: a CNI error naming the field, or both versions', async () => {
+    const path = join(root, 'j', 'ipam.sock');
+    const server = await start(path);
+    const cases: [string, unknown, string, RegExp][] = [
+      // what, request, cniVersion of the error, details
+      [
+        'a v1 request',
+        { v: 1, op: 'del', timeoutMs: 1000, call: {} },
+        '1.1.0',
+        /protocol version 1, this agent speaks 2/,
+      ],
+      ['an unknown v', { ...del(), v: 3 }, '0.4.0', /protocol version 3, this agent speaks 2/],
+      ['not JSON', 'hello\n', '1.1.0', /request: not JSON/],
+      ['env not an object', { v: 2, env: [], stdin: '' }, '1.1.0', /request\.env: not an object/],
+      [
+        'an env value not a string',
+        { v: 2, env: { CNI_COMMAND: 7 }, stdin: '' },
+        '1.1.0',
+        /request\.env\.CNI_COMMAND: not a string/,
+      ],
+      [
+        'an unknown variable',
+        { v: 2, env: { PATH: '/bin' }, stdin: '' },
+        '1.1.0',
+        /request\.env: "PATH" is not one of CNI_COMMAND/,
+      ],
+      ['stdin not a string', { v: 2, env: {}, stdin: {} }, '1.1.0', /request\.stdin: not a string/],
+    ];
+    for (const [what, request, cniVersion, details] of cases) {
+      const req =
+        what === 'an unknown v'
+          ? { ...(request as object), stdin: JSON.stringify(socketConf({}, '0.4.0')) }
+          : request;
+      const doc = cniError(await ask(path, req));
+      assert.equal(doc.code, 999, what);
+      assert.equal(doc.msg, 'node agent refused the request', what);
+      assert.equal(doc.cniVersion, cniVersion, what);
+      assert.match(String(doc.details), details, what);
+    }
+    // a netconf the CNI layer refuses: the plugin's own error, naming the field
+    const bad = cniError(await ask(path, cniCall('ADD', socketConf({ timeoutMs: 'soon' }))));
+    assert.equal(bad.code, 7);
+    assert.match(String(bad.details), /timeoutMs/);
+    await server.close(1000);
   });
 
   test("close() leaves a successor's socket at the same path in place", async () => {
@@ -206,10 +286,10 @@ describe('IPAM socket server', () => {
     const successor = await start(path); // the first no longer accepts: its socket is stale
     const bound = statSync(path).ino;
     held.release();
-    assert.equal((await pending).ok, true);
+    assert.deepEqual(await pending, silentOk);
     await closing;
     assert.equal(statSync(path).ino, bound, "the successor's socket is still there");
-    assert.equal((await ask(path, del(1000))).ok, true);
+    assert.deepEqual(await ask(path, del(1000)), silentOk);
     await successor.close(1000);
     assert.throws(() => statSync(path), /ENOENT/, 'the successor removes its own');
   });

@@ -40,14 +40,21 @@ describe('the plugin forwards to the agent', () => {
     const socket = join(dir, 'agent', 'ipam.sock');
     agent = startAgent(NODE, ['--ipam-socket', socket, '--upkeep-seconds', '1']);
     conf = s.conf('1.1.0', { agentSocket: socket });
-    // ready once the agent serves and has synced: a STATUS through the plugin that the agent
-    // answered (before its socket exists the plugin takes its direct path)
+    // ready once the agent serves and has synced: a CHECK of nothing through the plugin that
+    // the agent answered "missing" (before its socket exists the plugin takes its direct path;
+    // before its first sync the agent answers code 11, try again later)
     await agent.waitFor((l) => l.message === 'IPAM server listening', 'IPAM server listening');
-    await eventually('STATUS answered by the agent', async () => {
-      // before the agent's first sync: code 11 from the agent (try again later)
-      const r = await s.run(envNoAttachment('STATUS'), conf);
-      return r.status === 0 && (await served('status', 'ready')) > 0 ? true : undefined;
+    const probe = JSON.stringify({
+      ...(JSON.parse(conf) as object),
+      prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.100.0.99/24' }] },
     });
+    await eventually('a CHECK answered by the synced agent', async () => {
+      const r = await s.run(env('CHECK', 'pa-probe'), probe);
+      return r.json?.code === 103 && (await served('check', 'missing')) > 0 ? true : undefined;
+    });
+    // STATUS: answered by the agent
+    assertSilentSuccess(await s.run(envNoAttachment('STATUS'), conf));
+    assert.equal(await served('status', 'ready'), 1);
   });
   after(async () => {
     await agent?.kill();

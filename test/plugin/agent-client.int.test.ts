@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fakeAgent, okOutcomes, type AgentReply, type FakeAgent } from './helpers/fake-agent.ts';
+import { fakeAgent, okOutcome, type AgentReply, type FakeAgent } from './helpers/fake-agent.ts';
 import {
   assertAdded,
   assertCniError,
@@ -18,12 +18,12 @@ import {
   setupSuite,
   type Suite,
 } from './helpers/conformance.ts';
-import type { NodeIpamRequest } from 'blockipam/core/node-ipam/protocol';
+import type { CniCallRequest } from 'blockipam/core/node-ipam/protocol';
 
 void describe('the executable as the node agent thin client', () => {
   let s: Suite;
   let agent: FakeAgent;
-  let reply: (req: NodeIpamRequest) => AgentReply = (req) => ({ outcome: okOutcomes[req.op] });
+  let reply: (req: CniCallRequest) => AgentReply = () => ({ outcome: okOutcome });
   before(async () => {
     s = setupSuite();
     agent = await fakeAgent((req) => reply(req));
@@ -37,23 +37,25 @@ void describe('the executable as the node agent thin client', () => {
   const allocated = (id: string) => s.fx.allocations().has(handle(id));
 
   void it('ADD goes to the agent: its result in the request cniVersion, nothing on the API server', async () => {
-    reply = (req) => ({ outcome: okOutcomes[req.op] });
+    reply = () => ({ outcome: okOutcome });
     const r = assertAdded(await s.run(env('ADD', 'ag1'), viaAgent({}, '0.4.0')));
     assert.deepEqual(r, {
       cniVersion: '0.4.0',
       ips: [{ version: '4', address: '10.244.0.5/26', gateway: '10.244.0.1' }],
       routes: [{ dst: '0.0.0.0/0' }],
     });
-    const req = agent.requests.at(-1) as NodeIpamRequest;
-    assert.equal(req.op, 'add');
-    assert.deepEqual(req.op === 'add' ? req.call.attachment : undefined, {
+    const req = agent.requests.at(-1) as CniCallRequest;
+    assert.equal(req.v, 2);
+    assert.equal(req.env.CNI_COMMAND, 'ADD');
+    assert.equal(req.stdin, viaAgent({}, '0.4.0'), 'stdin as the runtime gave it');
+    assert.deepEqual((agent.calls.at(-1)?.call as { attachment: unknown }).attachment, {
       network: 'confnet',
       containerID: 'ag1',
       ifname: 'eth0',
     });
     assert.equal(allocated('ag1'), false);
     assertSilentSuccess(await s.run(env('DEL', 'ag1'), viaAgent()));
-    assert.equal((agent.requests.at(-1) as NodeIpamRequest).op, 'del');
+    assert.equal((agent.requests.at(-1) as CniCallRequest).env.CNI_COMMAND, 'DEL');
   });
   void it('no socket file: the direct path allocates on the API server', async () => {
     const conf = s.conf('1.0.0', { agentSocket: join(s.tmp, 'no-agent.sock') });
@@ -86,18 +88,15 @@ void describe('the executable as the node agent thin client', () => {
     assert.equal(allocated('ag5'), false);
   });
   void it('a malformed answer: 999 naming the problem, no fallback', async () => {
-    reply = () => ({ raw: '{"v":1,"ok":true,"outcome":{"kind":"allocated"}}\n' });
+    reply = () => ({ raw: '{"v":2,"code":0,"stdout":{}}\n' });
     const doc = assertCniError(await s.run(env('ADD', 'ag6'), viaAgent()), 999);
-    assert.match(String(doc.details), /outcome\.ips/);
+    assert.match(String(doc.details), /response\.stdout/);
     assert.equal(allocated('ag6'), false);
   });
-  void it('an error kind: its code (unavailable → 11; STATUS 50)', async () => {
-    reply = () => ({ error: { kind: 'unavailable', message: 'API server down' } });
-    assertCniError(await s.run(env('ADD', 'ag7'), viaAgent()), 11);
-    const status = {
-      CNI_COMMAND: 'STATUS',
-      CNI_PATH: '/opt/cni/bin',
-    };
-    assertCniError(await s.run(status, viaAgent({}, '1.1.0')), 50);
+  void it("the agent's answer is written as it is: exit code, stdout, stderr", async () => {
+    reply = () => ({ answer: { code: 7, stdout: '{"x":1}\n', stderr: 'line\n' } });
+    const r = await s.run(env('ADD', 'ag7'), viaAgent());
+    assert.deepEqual([r.status, r.stdout, r.stderr], [7, '{"x":1}\n', 'line\n']);
+    assert.equal(allocated('ag7'), false);
   });
 });

@@ -1,17 +1,18 @@
 /**
- * The thin client through the dispatcher, in-process (node:net) against a stand-in agent on a
- * real Unix socket: each command forwarded with its call, results in the request's cniVersion,
- * the fallback only when connect() fails, never after a request was sent, error kinds → CNI
- * codes, `ipam.mode: standalone`, and the netconf fields. (The executable, on Bun's sockets:
+ * The thin client in-process (ipam-plugin/call.ts on node:net) against a stand-in agent on a real
+ * Unix socket that runs core/cni's dispatcher as the agent does: each command forwarded whole
+ * (protocol v2: the set CNI_* variables and stdin as received), the answer written as it is,
+ * results in the request's cniVersion, the fallback only when connect() fails, never after a
+ * request was sent, the client's own errors (11, 999) in the netconf's cniVersion,
+ * `ipam.mode: standalone`, and the netconf fields. (The executable, on Bun's sockets:
  * agent-client.int.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { NodeIpamErrorKind, NodeIpamRequest } from 'blockipam/core/node-ipam/protocol';
-import { agentBudgetMs } from '../../ipam-plugin/backend/agent-client.ts';
-import { fakeAgent, okOutcomes, type AgentReply, type FakeAgent } from './helpers/fake-agent.ts';
+import type { CniCallRequest, NodeIpamErrorKind } from 'blockipam/core/node-ipam/protocol';
+import { fakeAgent, okOutcome, type AgentReply, type FakeAgent } from './helpers/fake-agent.ts';
 import { fakeBackend } from './helpers/fake-backend.ts';
 import { baseEnv, invoke, netconf } from './helpers/run-dispatch.ts';
 
@@ -22,7 +23,7 @@ const env = (command: string, extra: Record<string, string> = {}) => ({
 });
 
 /** A stand-in agent whose reply the test sets per case. */
-let reply: (req: NodeIpamRequest) => AgentReply;
+let reply: (req: CniCallRequest) => AgentReply;
 let agent: FakeAgent;
 before(async () => {
   agent = await fakeAgent((req) => reply(req));
@@ -31,11 +32,13 @@ after(() => agent.close());
 const conf = (version: string, ipam: Record<string, unknown> = {}, top: Record<string, unknown> = {}) =>
   netconf(version, { agentSocket: agent.socket, ...ipam }, top);
 /** The request the agent got last. */
-const lastRequest = (): NodeIpamRequest => agent.requests.at(-1) as NodeIpamRequest;
+const lastRequest = (): CniCallRequest => agent.requests.at(-1) as CniCallRequest;
+/** The node IPAM call the agent's dispatcher made last. */
+const lastCall = () => agent.calls.at(-1);
 
 void describe('thin client: forwarding', () => {
   void it('ADD: the call as core types it; the result in the request cniVersion', async () => {
-    reply = (req) => ({ outcome: okOutcomes[req.op] });
+    reply = () => ({ outcome: okOutcome });
     const backend = fakeBackend();
     const r = await invoke(
       env('ADD', { CNI_ARGS: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=p1;K8S_POD_UID=u1' }),
@@ -54,10 +57,18 @@ void describe('thin client: forwarding', () => {
       ips: [{ version: '4', address: '10.244.0.5/26', gateway: '10.244.0.1' }],
       routes: [{ dst: '0.0.0.0/0' }],
     });
+    const stdin = conf(
+      '0.3.1',
+      { assignIPv6: true, ipv4Pools: ['a'] },
+      { runtimeConfig: { ips: ['10.244.0.9'], 'io.kubernetes.cri.pod-annotations': { k: 'v' } } },
+    );
     assert.deepEqual(lastRequest(), {
-      v: 1,
+      v: 2,
+      env: { ...env('ADD'), CNI_ARGS: 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=p1;K8S_POD_UID=u1' },
+      stdin,
+    });
+    assert.deepEqual(lastCall(), {
       op: 'add',
-      timeoutMs: agentBudgetMs(30_000),
       call: {
         attachment: { network: 'net1', containerID: 'ctr1', ifname: 'eth0' },
         pod: { namespace: 'ns1', name: 'p1', uid: 'u1' },
@@ -72,7 +83,7 @@ void describe('thin client: forwarding', () => {
     assert.deepEqual(backend.calls, [], 'the direct path never ran');
   });
   void it('ADD in 0.2.0 and 1.1.0: the shape of each version', async () => {
-    reply = (req) => ({ outcome: okOutcomes[req.op] });
+    reply = () => ({ outcome: okOutcome });
     const old = await invoke(env('ADD'), conf('0.2.0'), fakeBackend());
     assert.deepEqual(old.json, {
       cniVersion: '0.2.0',
@@ -81,7 +92,7 @@ void describe('thin client: forwarding', () => {
     const cur = await invoke(env('ADD'), conf('1.1.0'), fakeBackend());
     assert.equal(cur.json?.cniVersion, '1.1.0');
   });
-  const silent: [string, Record<string, string>, string, NodeIpamRequest['call']][] = [
+  const silent: [string, Record<string, string>, string, unknown][] = [
     [
       'DEL',
       { CNI_ARGS: 'K8S_POD_UID=u9' },
@@ -112,7 +123,7 @@ void describe('thin client: forwarding', () => {
   ];
   for (const [command, extra, top, call] of silent)
     void it(`${command}: forwarded with its call; success prints nothing`, async () => {
-      reply = (req) => ({ outcome: okOutcomes[req.op] });
+      reply = () => ({ outcome: okOutcome });
       const backend = fakeBackend();
       const r = await invoke(
         env(command, extra),
@@ -121,8 +132,8 @@ void describe('thin client: forwarding', () => {
       );
       assert.equal(r.code, 0, r.stdout);
       assert.equal(r.stdout, '');
-      assert.equal(lastRequest().op, command.toLowerCase());
-      assert.deepEqual(lastRequest().call, call);
+      assert.equal(lastRequest().env.CNI_COMMAND, command);
+      assert.deepEqual(lastCall(), { op: command.toLowerCase(), call });
       assert.deepEqual(backend.calls, []);
     });
   void it('an ADD outcome maps to the CNI error the direct path gives (duplicate → 100 …)', async () => {
@@ -146,36 +157,54 @@ void describe('thin client: forwarding', () => {
   });
 });
 
+void describe('thin client: the wire', () => {
+  void it('only the CNI_* variables that are set travel; stdin as received, byte for byte', async () => {
+    reply = () => ({ outcome: okOutcome });
+    const stdin = `  ${conf('1.0.0')}\n\n`; // whitespace around the document: still the agent's to parse
+    const r = await invoke(
+      { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c9', CNI_IFNAME: 'eth1', CNI_PATH: '/p', HOME: '/root' },
+      stdin,
+      fakeBackend(),
+    );
+    assert.equal(r.code, 0, r.stdout);
+    assert.deepEqual(lastRequest(), {
+      v: 2,
+      env: { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'c9', CNI_IFNAME: 'eth1', CNI_PATH: '/p' },
+      stdin,
+    });
+  });
+  void it("the answer is written as it is: the agent's exit code, stdout and stderr", async () => {
+    reply = () => ({ answer: { code: 3, stdout: 'out\n', stderr: 'err\n' } });
+    const backend = fakeBackend();
+    const r = await invoke(env('ADD'), conf('1.0.0'), backend);
+    assert.deepEqual([r.code, r.stdout, r.stderr], [3, 'out\n', 'err\n']);
+    assert.deepEqual(backend.calls, []);
+  });
+});
+
 void describe('thin client: failures', () => {
-  const kinds: [NodeIpamErrorKind, number, number][] = [
-    // kind, code for ADD, code for STATUS (notReady: not decided by the agent — next describe)
-    ['notReady', 11, 0],
-    ['unavailable', 11, 50],
-    ['timeout', 11, 11],
-    ['auth', 105, 105],
-    ['forbidden', 105, 105],
+  const kinds: [NodeIpamErrorKind, number][] = [
+    ['notReady', 11],
+    ['unavailable', 11],
+    ['timeout', 11],
+    ['auth', 105],
+    ['forbidden', 105],
     // an admission policy's denial: its own code, apart from credentials (105)
-    ['admission', 107, 107],
-    ['apiRejected', 106, 106],
-    ['badRequest', 999, 999],
+    ['admission', 107],
+    ['apiRejected', 106],
+    ['badRequest', 999],
     // a call naming another node than the agent's: ipam.nodeName is wrong, as the direct path says
-    ['misconfigured', 7, 7],
-    ['internal', 999, 999],
+    ['misconfigured', 7],
+    ['internal', 999],
   ];
-  for (const [kind, addCode, statusCode] of kinds)
-    void it(`error kind ${kind} → ${addCode} (STATUS ${statusCode}), the agent's message in details`, async () => {
+  for (const [kind, addCode] of kinds)
+    void it(`error kind ${kind} → ${addCode}, the agent's message in details, no fallback`, async () => {
       reply = () => ({ error: { kind, message: `agent says ${kind}` } });
       const backend = fakeBackend();
       const add = await invoke(env('ADD'), conf('1.0.0'), backend);
       assert.equal(add.json?.code, addCode, add.stdout);
       assert.match(String(add.json?.details), new RegExp(`agent says ${kind}`));
-      const status = await invoke(env('STATUS'), conf('1.1.0'), backend);
-      assert.equal(status.json?.code ?? 0, statusCode, status.stdout);
-      assert.deepEqual(
-        backend.calls.map((c) => c.op),
-        kind === 'notReady' ? ['status'] : [],
-        'no fallback after a request was sent (but a STATUS the agent did not decide)',
-      );
+      assert.deepEqual(backend.calls, [], 'no fallback after a request was sent');
     });
   void it("the agent's refusal reaches the CNI error whole: policy, node and pool past 300 characters", async () => {
     const why = `ValidatingAdmissionPolicy 'r-blockipam-node-claims' denied the request (HTTP 403 Forbidden): POST /apis/ipam.blockipam.io/v1alpha1/ipamblocks: HTTP 403: ipamblocks.ipam.blockipam.io "10-78-0-0-26" is forbidden: ValidatingAdmissionPolicy 'r-blockipam-node-claims' with binding 'r-blockipam-node-claims' denied request: blockipam: node n1 may claim IPAMBlock 10-78-0-0-26 only in a usable IPPool; label ipam.blockipam.io/pool is "claims-pool", which the controller has not listed in ConfigMap ns/r-blockipam-claim-pools`;
@@ -187,10 +216,13 @@ void describe('thin client: failures', () => {
   });
   const malformed: [string, string, RegExp][] = [
     ['not JSON', 'hello\n', /not JSON/],
-    ['another protocol version', '{"v":2,"ok":true,"outcome":{}}\n', /protocol version 2/],
-    ['an outcome of the wrong shape', '{"v":1,"ok":true,"outcome":{"kind":"allocated","ips":[]}}\n', /ips/],
-    ['an unknown error kind', '{"v":1,"ok":false,"error":{"kind":"nope","message":"x"}}\n', /error/],
-    ['no newline before close, not JSON', '{"v":1,', /not JSON/],
+    ['protocol version 1', '{"v":1,"ok":true,"outcome":{}}\n', /protocol version 1, this plugin speaks 2/],
+    ['an unknown protocol version', '{"v":"2","code":0,"stdout":"","stderr":""}\n', /protocol version "2"/],
+    ['a code that is no integer', '{"v":2,"code":"0","stdout":"","stderr":""}\n', /response\.code/],
+    ['a code out of range', '{"v":2,"code":256,"stdout":"","stderr":""}\n', /response\.code: 256/],
+    ['no stdout', '{"v":2,"code":0,"stderr":""}\n', /response\.stdout/],
+    ['stderr not a string', '{"v":2,"code":0,"stdout":"","stderr":1}\n', /response\.stderr/],
+    ['no newline before close, not JSON', '{"v":2,', /not JSON/],
   ];
   for (const [what, raw, problem] of malformed)
     void it(`a malformed answer (${what}) → 999 naming the problem, no fallback`, async () => {
@@ -219,8 +251,24 @@ void describe('thin client: failures', () => {
     assert.equal(r.json?.code, 11, r.stdout);
     assert.match(String(r.json?.msg), /did not answer in time/);
     assert.ok(took >= 250 && took < 3_000, `answered after ${Math.round(took)} ms`);
-    assert.equal(lastRequest().timeoutMs, agentBudgetMs(300), 'the agent gets the budget less its margin');
     assert.deepEqual(backend.calls, []);
+  });
+  const versions: [string, string, string][] = [
+    // what, stdin's cniVersion, the client's error document's
+    ['a supported one', '0.4.0', '0.4.0'],
+    ['any string (the agent would refuse it; the client only echoes)', '9.9.9', '9.9.9'],
+  ];
+  for (const [what, given, echoed] of versions)
+    void it(`the client's own error is in the netconf's cniVersion: ${what}`, async () => {
+      reply = () => ({ close: true });
+      const r = await invoke(env('ADD'), conf(given), fakeBackend());
+      assert.equal(r.json?.cniVersion, echoed, r.stdout);
+    });
+  void it("the client's own error without a cniVersion: 1.1.0", async () => {
+    reply = () => ({ raw: 'hello\n' });
+    const stdin = JSON.stringify({ name: 'n', ipam: { type: 'blockipam', agentSocket: agent.socket } });
+    const r = await invoke(env('ADD'), stdin, fakeBackend());
+    assert.deepEqual([r.code, r.json?.cniVersion, r.json?.code], [1, '1.1.0', 999]);
   });
 });
 
@@ -251,7 +299,7 @@ void describe('thin client: the direct path', () => {
     );
   });
   void it('ipam.mode standalone never connects, even to a live socket', async () => {
-    reply = (req) => ({ outcome: okOutcomes[req.op] });
+    reply = () => ({ outcome: okOutcome });
     const before = agent.connections;
     const backend = fakeBackend();
     const r = await invoke(env('ADD'), conf('1.0.0', { mode: 'standalone' }), backend);
@@ -290,49 +338,17 @@ void describe('netconf: agentSocket and mode', () => {
     });
 });
 
-void describe('thin client: a STATUS the agent did not decide goes to the direct path', () => {
-  // An agent that is restarting answers notReady until it has synced, or is killed mid-call: a
-  // STATUS (a read) then asks the API server itself, so the kubelet never sees the node's
-  // network not ready for the restart (found on the real cluster).
-  void it('notReady (not synced) → the direct path answers: ready', async () => {
-    reply = () => ({ error: { kind: 'notReady', message: 'the agent has not synced yet (all)' } });
-    const backend = fakeBackend();
-    const r = await invoke(env('STATUS'), conf('1.1.0'), backend);
-    assert.equal(r.code, 0, r.stdout);
-    assert.deepEqual(
-      backend.calls.map((c) => c.op),
-      ['status'],
-    );
-  });
-  void it('notReady → the direct path; its failure is STATUS 50', async () => {
-    reply = () => ({ error: { kind: 'notReady', message: 'stopping' } });
-    const down = await invoke(env('STATUS'), conf('1.1.0'), fakeBackend({ unreachable: true }));
-    assert.equal(down.json?.code, 50, down.stdout);
-  });
-  void it('the direct path gets what is left of the one ipam.timeoutMs, not a fresh budget', async () => {
-    // the agent says notReady 300 ms after the request: at most 1000 - 300 ms are left
-    reply = () => ({
-      after: new Promise((resolve) => setTimeout(resolve, 300)),
-      then: { error: { kind: 'notReady', message: 'the agent has not synced yet (all)' } },
-    });
-    const backend = fakeBackend();
-    const given: number[] = [];
-    const r = await invoke(env('STATUS'), conf('1.1.0', { timeoutMs: 1000 }), (c) => {
-      given.push(c.timeoutMs);
-      return Promise.resolve(backend);
-    });
-    assert.equal(r.code, 0, r.stdout);
-    assert.equal(given.length, 1);
-    assert.ok((given[0] as number) <= 700, `the direct path was given ${given[0]} ms`);
-    assert.match(r.stderr, /asking the API server directly.*"timeoutMs":\d+/);
-  });
-  const decided: [string, AgentReply, number, RegExp][] = [
+void describe('thin client: what the agent answered is final', () => {
+  // The agent decides STATUS itself while it has not synced (it asks the API server: agent
+  // tests); the client never asks the direct path once the request was written.
+  const answered: [string, AgentReply, number, RegExp][] = [
+    ['notReady', { error: { kind: 'notReady', message: 'stopping' } }, 11, /node agent not ready/],
     ['closed without an answer', { close: true }, 11, /closed the connection without an answer/],
     ['no answer in time', { silent: true }, 11, /did not answer in time/],
     ['a malformed answer', { raw: 'hello\n' }, 999, /answer malformed/],
   ];
-  for (const [what, answer, code, msg] of decided)
-    void it(`${what} → ${code}, not asked again on the direct path`, async () => {
+  for (const [what, answer, code, msg] of answered)
+    void it(`STATUS: ${what} → ${code}, not asked again on the direct path`, async () => {
       reply = () => answer;
       const backend = fakeBackend();
       const r = await invoke(env('STATUS'), conf('1.1.0', { timeoutMs: 300 }), backend);
@@ -340,12 +356,6 @@ void describe('thin client: a STATUS the agent did not decide goes to the direct
       assert.match(String(r.json?.msg), msg);
       assert.deepEqual(backend.calls, []);
     });
-  void it('an outcome the agent decided (notReady: no free address) is not asked again', async () => {
-    reply = () => ({ outcome: { kind: 'notReady', message: 'no free address' } });
-    const backend = fakeBackend();
-    assert.equal((await invoke(env('STATUS'), conf('1.1.0'), backend)).json?.code, 50);
-    assert.deepEqual(backend.calls, []);
-  });
   void it('an ADD the agent did not answer is never retried on the direct path', async () => {
     reply = () => ({ error: { kind: 'notReady', message: 'the agent has not synced yet (all)' } });
     const backend = fakeBackend();

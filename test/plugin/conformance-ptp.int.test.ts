@@ -3,7 +3,7 @@
  * root in a node namespace created here, driven by the mini-libcni (test/e2e/harness).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { inNs, netnsPath } from '../e2e/harness/netns.ts';
 import { PluginError, type NetworkList } from '../e2e/harness/libcni.ts';
@@ -36,13 +36,16 @@ for (const mode of suiteModes)
       netns: netnsPath(w.topo.addPod(pod)),
       ifname: 'eth0',
     });
+    /** The IPAM's log lines of the calls: the plugin's `logFile` (direct path) and the agent's log (as JSON). */
+    const ipamLog = (): string[] => [
+      ...(existsSync(w.logFile) ? readFileSync(w.logFile, 'utf8').split('\n') : []),
+      ...(s.agent?.lines ?? []).map(({ message, ...l }) => JSON.stringify({ msg: message, ...l })),
+    ];
     const logLines = (id: string, cmd: string) =>
-      readFileSync(w.logFile, 'utf8')
-        .split('\n')
-        .filter(
-          (l) =>
-            l.includes(`"cmd":"${cmd}"`) && l.includes(`"containerID":"${id}"`) && l.includes('"msg":"done"'),
-        );
+      ipamLog().filter(
+        (l) =>
+          l.includes(`"cmd":"${cmd}"`) && l.includes(`"containerID":"${id}"`) && l.includes('"msg":"done"'),
+      );
     const held = (id: string) => s.fx.allocations().has(`${w.conflist(0).name}.${id}.eth0`);
 
     void it('case 36: ADD via ptp: pod eth0 holds the address, host veth the gateway/32, routes as ptp sets them, interfaces in the result', async () => {
@@ -130,12 +133,10 @@ for (const mode of suiteModes)
       };
       const list = w.conflist(0, { ...pools, ...s.modeIpam });
       const res = await w.cni(0).add(list, r);
-      const ipamLog =
-        readFileSync(w.logFile, 'utf8')
-          .split('\n')
-          .find((l) => l.includes('"containerID":"c41"') && l.includes('"msg":"allocated"')) ?? '';
+      const allocated =
+        ipamLog().find((l) => l.includes('"containerID":"c41"') && l.includes('"msg":"allocated"')) ?? '';
       assert.ok(
-        ipamLog.includes(`${firstAddress(res)}/`),
+        allocated.includes(`${firstAddress(res)}/`),
         'the chain result (portmap output) holds the IPAM address',
       );
       await w.cni(0).del(list, r);
@@ -159,9 +160,7 @@ for (const mode of suiteModes)
       const res = await w.cni(0).add(ptpOnly(), r);
       await w.cni(0).check(ptpOnly(), r);
       const line =
-        readFileSync(w.logFile, 'utf8')
-          .split('\n')
-          .find((l) => l.includes('"containerID":"c43"') && l.includes('"msg":"checked"')) ?? '{}';
+        ipamLog().find((l) => l.includes('"containerID":"c43"') && l.includes('"msg":"checked"')) ?? '{}';
       const checked = JSON.parse(line) as { outcome?: string; prevResultIPs?: string[] };
       assert.equal(checked.outcome, 'ok');
       assert.deepEqual(checked.prevResultIPs, [firstAddress(res)]);

@@ -2,7 +2,8 @@
  * DEL while the node agent is away (docs/design-plugin.md §DEL while the agent is away): the plugin
  * releases directly against the API server with its own credential (no on-disk queue for the agent
  * to replay), and while the agent is up a DEL goes to the agent. Real agent, real API server, the
- * executable; which path served each call is read from its `done` log line.
+ * executable; which path served each call is read from its `done` log line (the agent's log for a
+ * call it served, the plugin's `logFile` for the direct path's).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -22,13 +23,19 @@ void describe('DEL with and without the node agent', () => {
   before(async () => (s = await startSuite('agent')));
   after(async () => await s?.teardown());
   const socket = (): string => join(s.tmp, 'agent', 'ipam.sock');
-  /** The `path` of the `done` line of `cmd` for `containerID` in the plugin's log. */
-  const servedBy = (cmd: string, containerID: string): unknown =>
-    readFileSync(join(s.tmp, 'blockipam.log'), 'utf8')
+  /** The `path` of the `done` line of `cmd` for `containerID`: in the agent's log, or the plugin's. */
+  const servedBy = (cmd: string, containerID: string): unknown => {
+    const done = (l: Record<string, unknown>): boolean => l.cmd === cmd && l.containerID === containerID;
+    const agent = s.agent?.lines.find((l) => l.message === 'done' && done(l));
+    if (agent) return agent.path;
+    const file = join(s.tmp, 'blockipam.log');
+    if (!existsSync(file)) return undefined;
+    return readFileSync(file, 'utf8')
       .split('\n')
       .filter((l) => l !== '')
       .map((l) => JSON.parse(l) as Record<string, unknown>)
-      .find((l) => l.msg === 'done' && l.cmd === cmd && l.containerID === containerID)?.path;
+      .find((l) => l.msg === 'done' && done(l))?.path;
+  };
   const held = (id: string): boolean => s.fx.allocations().has(handle(id));
 
   void it('while the agent is up, ADD and DEL go to the agent', async () => {

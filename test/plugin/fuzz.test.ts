@@ -15,8 +15,8 @@ import { after, it } from 'node:test';
 import fc from 'fast-check';
 import { InvalidError, MemoryDatastore, type IPAMBlock, type IPPool } from 'blockipam/core';
 import { createCoreBackend } from '../../ipam-plugin/backend/core-backend.ts';
-import { CniCode } from '../../ipam-plugin/cni/errors.ts';
-import { dispatch } from '../../ipam-plugin/dispatch.ts';
+import { CniCode } from 'blockipam/core/cni/errors';
+import { runDirect as dispatch } from '../../ipam-plugin/direct.ts';
 import { caseArb, Raw, type Case, type Mutation } from './helpers/fuzz-inputs.ts';
 
 /** Fixed, so a failure reproduces; change it (and docs/security.md) to explore further. */

@@ -5,10 +5,12 @@
  * side), with inputs from the watches (inputs.ts) and STATUS falling back to the last known state
  * (status.ts). The view is made before the watches start and shared with upkeep (its claims and
  * releases are laid over it like the service's writes). The service is made at the first request
- * after the agent's watches synced; before that, and once the agent is stopping, every request
- * is answered `notReady`.
+ * after the agent's watches synced; before that, and once the agent is stopping, every call is
+ * answered CNI 11 (`notReady`) but STATUS, which the agent then asks of the API server directly
+ * (its own credential, no view), as the plugin's direct path would.
  */
 import type { BatchingDatastore, Datastore, IPAMBlock } from 'blockipam/core';
+import { createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
@@ -51,6 +53,7 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
   const { node, log, lifecycle } = options;
   let ipam: NodeIpam | undefined;
   let batching: BatchingDatastore | undefined;
+  let direct: NodeIpam | undefined;
   observeBatching(options.metrics, node, () => batching?.stats());
   observeConfirmLists(options.metrics, node, () => options.view.stats.confirmLists);
   const server = await startIpamServer({
@@ -67,6 +70,12 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
       batching = made.batching;
       return (ipam = made.ipam);
     },
+    // not synced or stopping: STATUS reads the API server as the plugin's direct path would
+    statusWithoutService: (call, signal) =>
+      (direct ??= createNodeIpam({ ds: options.ds, inputs: datastoreInputs(options.ds) })).status(
+        call,
+        signal,
+      ),
   });
   const close = (): Promise<void> => server.close(DRAIN_MS);
   lifecycle.signal.addEventListener('abort', () => void close().catch(() => undefined), { once: true });

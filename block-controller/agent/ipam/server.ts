@@ -1,34 +1,26 @@
 /**
- * The agent's IPAM server (docs/design-agent.md §IPAM server): serves its node's NodeIpam on a
- * root-only Unix socket, one request per connection, in the protocol of core/node-ipam. A
- * connection sends one JSON request and a newline (at most MAX_REQUEST_BYTES); the server runs
- * the operation bounded by the request's `timeoutMs`, writes one JSON response and a newline,
- * and closes. Until the agent has synced its view (and once it is stopping) every request is
- * answered `notReady`, never from a guess; so is every connection past `maxConnections` (busy).
- * A call naming another node than the agent's is refused `misconfigured` (core's
- * `servedNodeProblem`).
+ * The agent's IPAM server (docs/design-agent.md §IPAM server): serves its node's CNI calls on a
+ * root-only Unix socket, one call per connection, in the node IPAM protocol v2 of core/node-ipam
+ * (the call forwarded whole). A connection sends one JSON request and a newline (at most
+ * MAX_REQUEST_BYTES); the server runs the call through core/cni's dispatcher with its node's
+ * NodeIpam (cni-call.ts), budgeted by the netconf's `ipam.timeoutMs`, writes one JSON answer —
+ * exit code, stdout, stderr — and a newline, and closes. Every outcome it decides is a CNI error
+ * document: until the agent has synced its view (and once it is stopping) a call is CNI 11, never
+ * answered from a guess (STATUS asks the API server instead); so is every connection past
+ * `maxConnections` (busy); a request that does not parse, or of another version, is CNI 999
+ * naming the field or both versions.
  */
 import { lstatSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import {
-  boundMessage,
-  MAX_REQUEST_BYTES,
-  NODE_IPAM_PROTOCOL,
-  nodeIpamErrorOf,
-  parseRequest,
-  servedNodeProblem,
-} from 'blockipam/core/node-ipam';
-import type {
-  NodeIpam,
-  NodeIpamErrorKind,
-  NodeIpamOp,
-  NodeIpamRequest,
-  NodeIpamResponse,
-} from 'blockipam/core/node-ipam';
+import { errorOfKind, errorVersion, toErrorDocument } from 'blockipam/core/cni';
+import { MAX_REQUEST_BYTES, NODE_IPAM_PROTOCOL, parseCallRequest } from 'blockipam/core/node-ipam';
+import type { CniCallResponse, NodeIpam, NodeIpamErrorKind } from 'blockipam/core/node-ipam';
 import { errorFields, F } from '../../shared/index.ts';
 import type { Logger } from '../../shared/index.ts';
 import { countAddFailure } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
+import { serveCall } from './cni-call.ts';
+import type { CallRecord } from './cni-call.ts';
 import { listenRootOnly, prepareSocketDir, removeStaleSocket } from './socket-path.ts';
 
 /**
@@ -49,8 +41,6 @@ export const MAX_CONNECTIONS = 256;
 const BUSY_LOG_INTERVAL_MS = 10_000;
 /** A refused (busy) connection is closed at most this long after its answer (ms). */
 const BUSY_LINGER_MS = 1000;
-// 2^31 - 1 ms (~24.8 days): Node's timer limit; a request's timeoutMs above it is taken as this.
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export interface IpamServerOptions {
   /** The socket's path (its directory is made root-owned 0700). */
@@ -61,6 +51,8 @@ export interface IpamServerOptions {
    * (not synced, stopping).
    */
   readonly ipam: () => NodeIpam | string;
+  /** STATUS while `ipam` gives no service (cni-call.ts CallServiceOptions.statusWithoutService). */
+  readonly statusWithoutService?: NodeIpam['status'];
   readonly log: Logger;
   readonly metrics: Pick<AgentMetrics, 'ipamRequests' | 'ipamRequestSeconds' | 'cniAddFailures'>;
   /** ms from accept to a complete request, then the connection is closed. Default READ_DEADLINE_MS. */
@@ -81,13 +73,17 @@ export interface IpamServer {
   close(drainMs: number): Promise<void>;
 }
 
-type Response = NodeIpamResponse;
-
-/** An error answer; its message bounded as the protocol says (boundMessage: names survive). */
-const failure = (kind: NodeIpamErrorKind, message: string): Response => ({
+/**
+ * An answer the agent decides without running the call: exit code 1 and the CNI error document
+ * of `kind` (core/cni errorOfKind: notReady 11, badRequest 999) with `message` as its details
+ * (bounded by core/cni's toErrorDocument), in the cniVersion of `stdin` when it names one
+ * (else 1.1.0).
+ */
+const failure = (kind: NodeIpamErrorKind, message: string, stdin?: string): CniCallResponse => ({
   v: NODE_IPAM_PROTOCOL,
-  ok: false,
-  error: { kind, message: boundMessage(message) },
+  code: 1,
+  stdout: `${JSON.stringify(toErrorDocument(errorOfKind(kind, message), errorVersion(stdin)))}\n`,
+  stderr: '',
 });
 
 /**
@@ -182,7 +178,7 @@ function refuseBusy(socket: Socket, options: IpamServerOptions, maxConnections: 
     'notReady',
     `busy: ${maxConnections} connections open (maxConnections); try again`,
   );
-  report(options, 'unknown', response, 0, false);
+  report(options, { op: 'unknown', outcome: 'error_notReady' }, response, 0, false);
   // what the client sends is read and dropped (closing with it unread resets the connection
   // before the client reads the answer); the socket goes when the client ends, or 1 s after
   const timer = setTimeout(() => socket.destroy(), BUSY_LINGER_MS);
@@ -201,53 +197,23 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
     socket.destroy();
     return;
   }
-  let op: NodeIpamOp | 'unknown' = 'unknown';
-  let response: Response;
+  let record: CallRecord = { op: 'unknown', outcome: 'error_badRequest' };
+  let response: CniCallResponse;
   if ('problem' in read) response = failure('badRequest', read.problem);
   else {
-    const parsed = parseRequest(read.doc);
-    if ('problem' in parsed) response = failure('badRequest', parsed.problem);
-    else {
-      op = parsed.op;
-      response = await run(parsed, options);
-    }
+    const parsed = parseCallRequest(read.doc);
+    if ('problem' in parsed) response = failure('badRequest', parsed.problem, stdinOf(read.doc));
+    else ({ response, record } = await serveCall(parsed, started, options));
   }
-  report(options, op, response, (performance.now() - started) / 1000);
+  report(options, record, response, (performance.now() - started) / 1000);
   await new Promise<void>((resolve) => socket.end(`${JSON.stringify(response)}\n`, resolve));
   socket.destroySoon();
 }
 
-/**
- * Runs a valid request: `misconfigured` when it names another node (except DEL), `notReady`
- * before the service exists, errors mapped by core's nodeIpamErrorOf. A DEL naming another node is served
- * for the agent's own node: the socket is this host's, so the attachment's container ran here and
- * its address can only be in this node's blocks; refusing would leave the pod's sandbox
- * undeletable until the netconf is fixed (the CNI spec asks DEL to complete whenever it can).
- */
-async function run(request: NodeIpamRequest, options: IpamServerOptions): Promise<Response> {
-  const wrongNode = servedNodeProblem(request.call.node, options.node);
-  if (wrongNode !== undefined) {
-    if (request.op !== 'del') return failure('misconfigured', wrongNode);
-    options.log.warn('DEL naming another node served for this node', {
-      [F.node]: options.node,
-      callNode: request.call.node,
-    });
-    request = { ...request, call: { ...request.call, node: options.node } };
-  }
-  const ipam = options.ipam();
-  if (typeof ipam === 'string') return failure('notReady', ipam);
-  try {
-    const signal = AbortSignal.timeout(Math.min(Math.ceil(request.timeoutMs), MAX_TIMEOUT_MS));
-    const outcome = await (ipam[request.op] as (call: unknown, signal: AbortSignal) => Promise<unknown>)(
-      request.call,
-      signal,
-    );
-    return { v: NODE_IPAM_PROTOCOL, ok: true, outcome } as Response;
-  } catch (error) {
-    // core's one rule: the kind, and the API server's refusal whole (labelled, bounded)
-    const { kind, message } = nodeIpamErrorOf(error);
-    return failure(kind, message);
-  }
+/** A refused request's `stdin` when it has one as a string (its cniVersion names the error's). */
+function stdinOf(doc: unknown): string | undefined {
+  const stdin = (doc as { stdin?: unknown } | null)?.stdin;
+  return typeof stdin === 'string' ? stdin : undefined;
 }
 
 /**
@@ -298,25 +264,24 @@ function readRequest(
   });
 }
 
-/** Logs (debug; warn for failures) and counts one answered request. */
+/**
+ * Counts one answered request and logs it at debug (the call itself logged its lines through
+ * the agent's logger); a request refused before it ran — malformed, another version — at warn.
+ */
 function report(
   options: IpamServerOptions,
-  op: NodeIpamOp | 'unknown',
-  response: Response,
+  record: CallRecord,
+  response: CniCallResponse,
   seconds: number,
   logged = true,
 ): void {
-  const outcome = response.ok ? outcomeKind(response.outcome) : `error_${response.error.kind}`;
+  const { op } = record;
+  const outcome = record.outcome ?? (response.code === 0 ? 'ok' : 'error_internal');
   options.metrics.ipamRequests.inc({ node: options.node, op, outcome });
   options.metrics.ipamRequestSeconds.observe({ node: options.node, op }, seconds);
-  countAddFailure(options.metrics, options.node, op, response);
+  countAddFailure(options.metrics, options.node, record.add);
   if (!logged) return;
   const fields = { [F.node]: options.node, op, outcome, [F.durationMs]: Math.round(seconds * 1000) };
-  if (response.ok) options.log.debug('IPAM request', fields);
-  else options.log.warn('IPAM request failed', { ...fields, [F.error]: response.error.message });
-}
-
-function outcomeKind(outcome: unknown): string {
-  const kind = (outcome as { kind?: unknown }).kind;
-  return typeof kind === 'string' ? kind : 'ok';
+  if (op !== 'unknown') options.log.debug('IPAM request', fields);
+  else options.log.warn('IPAM request refused', { ...fields, [F.error]: response.stdout.trim() });
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createKubeBackend, loadKubeconfigFile } from '../../../ipam-plugin/backend/kube-backend.ts';
-import { dispatch } from '../../../ipam-plugin/dispatch.ts';
+import { runDirect as dispatch } from '../../../ipam-plugin/direct.ts';
 import { processLock } from '../helpers/host-lock.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-kube-backend-'));

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { MemoryDatastore, UnavailableError, type IPPool } from 'blockipam/core';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
-import { dispatch } from '../../../ipam-plugin/dispatch.ts';
+import { runDirect as dispatch } from '../../../ipam-plugin/direct.ts';
 import { processLock } from '../helpers/host-lock.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-rollback-'));

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { ApiError, DecodeError, InvalidError, TlsError } from 'blockipam/core';
 import { errorFor } from 'blockipam/core/kube';
 import { apiFailure } from '../../../ipam-plugin/backend/api-failure.ts';
-import { CniCode, CniError, MAX_DETAILS, toErrorDocument } from '../../../ipam-plugin/cni/errors.ts';
+import { CniCode, CniError, MAX_DETAILS, toErrorDocument } from 'blockipam/core/cni/errors';
 
 /** A policy's denial as kube-apiserver answers it (a Status body). */
 const denied = (code: number, reason: string, message: string): Error =>

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Deps } from '../../../ipam-plugin/dispatch.ts';
+import type { DirectDeps as Deps } from '../../../ipam-plugin/direct.ts';
 import type { HostLock } from '../../../ipam-plugin/host/lock.ts';
 import { repoRoot } from './plugin-exe.ts';
 

@@ -1,8 +1,8 @@
 /**
- * Runs the dispatcher in-process with a (fake) backend and a no-op lock, always free, capturing
- * stdout/stderr.
+ * Runs one call of the executable in-process (ipam-plugin/call.ts: forwarded to the agent, or
+ * the direct path) with a (fake) backend and a no-op lock, always free, capturing stdout/stderr.
  */
-import { dispatch } from '../../../ipam-plugin/dispatch.ts';
+import { runCall } from '../../../ipam-plugin/call.ts';
 import type { Backend, BackendFactory } from '../../../ipam-plugin/backend/port.ts';
 
 export interface Invocation {
@@ -43,7 +43,7 @@ export async function invoke(
 ): Promise<Invocation> {
   let stdout = '';
   let stderr = '';
-  const code = await dispatch(
+  const code = await runCall(
     {
       env,
       readStdin: () => stdin,

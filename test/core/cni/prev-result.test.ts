@@ -1,7 +1,7 @@
 /** Reading addresses out of a prevResult of any version (DEL and CHECK). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { prevResultAddresses } from '../../../ipam-plugin/cni/prev-result.ts';
+import { prevResultAddresses } from '../../../core/cni/prev-result.ts';
 
 void describe('prevResult', () => {
   void it('reads 1.0.0, 0.4.0 and 0.2.0 shapes; skips junk', () => {

@@ -1,7 +1,7 @@
 /** The CNI_* variables: interface names as the kernel and the Go skel accept them. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ifnameProblem } from '../../../ipam-plugin/cni/env.ts';
+import { ifnameProblem } from '../../../core/cni/env.ts';
 
 void describe('env', () => {
   const names: [string, boolean][] = [

@@ -1,8 +1,8 @@
 /** CNI_ARGS parsing: the Kubernetes keys in any order, malformed pairs and bad values are code 4. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseCniArgs } from '../../../ipam-plugin/cni/args.ts';
-import { isCniError } from '../../../ipam-plugin/cni/errors.ts';
+import { parseCniArgs } from '../../../core/cni/args.ts';
+import { isCniError } from 'blockipam/core/cni/errors';
 
 void describe('CNI_ARGS', () => {
   void it('parses the five Kubernetes keys and IP in any order', () => {

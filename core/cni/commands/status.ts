@@ -5,7 +5,7 @@
  * No lock: a read.
  */
 import type { CommandContext, CommandResult } from './context.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { CniCode, CniError } from '../errors.ts';
 
 export async function status(ctx: CommandContext): Promise<CommandResult> {
   const ipam = await ctx.ipam();

@@ -5,9 +5,9 @@
  * a read. Success prints nothing.
  */
 import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
-import { invalid } from '../cni/netconf.ts';
-import { prevResultAddresses, prevResultProblem } from '../cni/prev-result.ts';
+import { CniCode, CniError } from '../errors.ts';
+import { invalid } from '../netconf.ts';
+import { prevResultAddresses, prevResultProblem } from '../prev-result.ts';
 
 export async function check(ctx: CommandContext): Promise<CommandResult> {
   // A malformed prevResult is a config error (7, naming the field), not a vacuous pass. DEL

@@ -8,7 +8,7 @@ import { generateValidator } from '../../../scripts/build-plugin-codegen.ts';
 void describe('codegen', () => {
   void it('the committed validator is the ajv standalone output of netconf-schema.ts', () => {
     const committed = readFileSync(
-      join(import.meta.dirname, '../../../ipam-plugin/cni/netconf-validate.generated.ts'),
+      join(import.meta.dirname, '../../../core/cni/netconf-validate.generated.ts'),
       'utf8',
     );
     assert.equal(committed, generateValidator());

@@ -3,7 +3,7 @@
  * request's cniVersion when stdin names a supported one, else the current version. stdin is
  * optional and may be anything (libcni sends `{"cniVersion":"1.1.0"}`).
  */
-import { currentVersion, isSupportedVersion, supportedVersions } from '../cni/versions.ts';
+import { currentVersion, isSupportedVersion, supportedVersions } from '../versions.ts';
 
 export function version(stdin: string): Record<string, unknown> {
   let requested: unknown;

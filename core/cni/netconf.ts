@@ -3,9 +3,10 @@
  * JSON → version negotiation → the ahead-of-time compiled schema → a `Readonly` domain value.
  */
 import { hostname } from 'node:os';
-import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from 'blockipam/core/address';
-import type { Attachment } from 'blockipam/core';
+import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from '../address/ip.ts';
+import type { Attachment } from '../allocator/gc.ts';
 import { CniCode, CniError } from './errors.ts';
+import { DEFAULT_TIMEOUT_MS } from './forward.ts';
 import * as generated from './netconf-validate.generated.ts';
 import { implicitVersion, requireSupported, type CniVersion } from './versions.ts';
 
@@ -237,7 +238,7 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     pools: { 4: i.ipv4Pools ?? [], 6: i.ipv6Pools ?? [] },
     routes: i.routes ? i.routes.map((r, n) => canonicalRoute(r, `ipam.routes[${n}]`)) : defaultRoutes([4, 6]),
     ...(i.dns !== undefined ? { dns: i.dns } : {}),
-    timeoutMs: i.timeoutMs ?? 30_000,
+    timeoutMs: i.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
     cacheDir: i.cacheDir ?? defaultCacheDir,
     lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,

@@ -5,7 +5,7 @@
  * an `ip` string; later versions `ips` an array of objects with an `address` string, and
  * `routes`/`interfaces` arrays, `dns` an object when present.
  */
-import { parseCidr } from 'blockipam/core/address';
+import { parseCidr } from '../address/ip.ts';
 import { compareVersions, isSupportedVersion } from './versions.ts';
 
 const isObject = (v: unknown): v is Record<string, unknown> =>

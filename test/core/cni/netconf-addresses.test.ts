@@ -4,8 +4,8 @@
 // embedded IPv4 part, out-of-range prefixes, a gateway of the other family.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseNetConf, staticList } from '../../../ipam-plugin/cni/netconf.ts';
-import { CniError } from '../../../ipam-plugin/cni/errors.ts';
+import { parseNetConf, staticList } from '../../../core/cni/netconf.ts';
+import { CniError } from 'blockipam/core/cni/errors';
 
 const conf = (ipam: Record<string, unknown>): string =>
   JSON.stringify({ cniVersion: '1.1.0', name: 'n', ipam: { type: 'blockipam', ...ipam } });

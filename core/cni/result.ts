@@ -3,7 +3,7 @@
  * `cniVersion` always equals the request's (§3.4), and an IPAM result carries no `interfaces`
  * and no `ips[].interface` (§3.2). Reading a `prevResult` back is prev-result.ts's job.
  */
-import { parseCidr, type IPFamily } from 'blockipam/core/address';
+import { parseCidr, type IPFamily } from '../address/ip.ts';
 import type { Dns, Route } from './netconf.ts';
 import { compareVersions, type CniVersion } from './versions.ts';
 

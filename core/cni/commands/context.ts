@@ -4,11 +4,11 @@
  * decides where the call runs — the node agent, or the direct path under the host lock
  * (backend/client.ts; docs/design-plugin.md §Thin client).
  */
-import type { AttachmentRef } from 'blockipam/core/node-ipam/protocol';
-import type { IpamClient } from '../backend/client.ts';
-import type { InvocationEnv } from '../cni/env.ts';
-import type { Logger } from '../host/log.ts';
-import type { NetConf } from '../cni/netconf.ts';
+import type { AttachmentRef } from '../../node-ipam/protocol.ts';
+import type { IpamClient } from '../client.ts';
+import type { InvocationEnv } from '../env.ts';
+import type { Logger } from '../log.ts';
+import type { NetConf } from '../netconf.ts';
 
 export interface CommandContext {
   readonly env: InvocationEnv;

@@ -2,8 +2,8 @@
 // a custom cacheDir), can be set on its own, and must be absolute (code 7 naming the field).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseNetConf } from '../../../ipam-plugin/cni/netconf.ts';
-import { CniError } from '../../../ipam-plugin/cni/errors.ts';
+import { parseNetConf } from '../../../core/cni/netconf.ts';
+import { CniError } from 'blockipam/core/cni/errors';
 
 const conf = (ipam: Record<string, unknown>): string =>
   JSON.stringify({ cniVersion: '1.1.0', name: 'n', ipam: { type: 'blockipam', ...ipam } });

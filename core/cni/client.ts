@@ -10,7 +10,7 @@
  * Expected outcomes are values; a failure is thrown, already a CniError (the agent's error kinds
  * and the direct path's failures are mapped by the implementation that met them).
  */
-import type { NodeIpamOp, NodeIpamOps } from 'blockipam/core/node-ipam/protocol';
+import type { NodeIpamOp, NodeIpamOps } from '../node-ipam/protocol.ts';
 
 export type IpamClient = {
   readonly [K in NodeIpamOp]: (call: NodeIpamOps[K]['call']) => Promise<NodeIpamOps[K]['outcome']>;

@@ -8,7 +8,7 @@
  * the direct path an unusable lock file (ipam.lockFile), or a lock not obtained within
  * ipam.lockTimeoutMs, does not fail it: it releases without the lock (direct-client.ts).
  */
-import { podUIDOf } from '../cni/args.ts';
+import { podUIDOf } from '../args.ts';
 import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
 
 export async function del(ctx: CommandContext): Promise<CommandResult> {

@@ -10,8 +10,8 @@
  * Loads nothing of core but the dependency-free protocol module: the agent path's start-up
  * evaluates it (docs/design-plugin.md §Thin client).
  */
-import { boundMessage, MAX_MESSAGE_CHARS } from 'blockipam/core/node-ipam/protocol';
-import type { NodeIpamErrorKind } from 'blockipam/core/node-ipam/protocol';
+import { boundMessage, MAX_MESSAGE_CHARS } from '../node-ipam/protocol.ts';
+import type { NodeIpamErrorKind } from '../node-ipam/protocol.ts';
 
 /** CNI error codes used by blockipam. Plugin-specific codes start at 100 (spec: 0–99 reserved). */
 export const CniCode = {

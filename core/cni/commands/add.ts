@@ -3,13 +3,13 @@
  * print exactly one result in the request's cniVersion. A second ADD of a live attachment fails
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
-import { parseCidr } from 'blockipam/core/address';
-import type { AddOutcome, IpConfig, PodCall } from 'blockipam/core/node-ipam/protocol';
-import { parseCniArgs, type CniArgs } from '../cni/args.ts';
+import { parseCidr } from '../../address/ip.ts';
+import type { AddOutcome, IpConfig, PodCall } from '../../node-ipam/protocol.ts';
+import { parseCniArgs, type CniArgs } from '../args.ts';
 import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
-import { staticList } from '../cni/netconf.ts';
-import { formatResult } from '../cni/result.ts';
+import { CniCode, CniError } from '../errors.ts';
+import { staticList } from '../netconf.ts';
+import { formatResult } from '../result.ts';
 
 /** Pod identity from CNI_ARGS; undefined unless both namespace and name are given. */
 export function podOf(args: CniArgs): PodCall | undefined {

@@ -6,7 +6,7 @@
  * Continues past per-handle errors and reports them at the end (code 11, details list them).
  */
 import type { CommandContext, CommandResult } from './context.ts';
-import { CniCode, CniError } from '../cni/errors.ts';
+import { CniCode, CniError } from '../errors.ts';
 
 export async function gc(ctx: CommandContext): Promise<CommandResult> {
   const ipam = await ctx.ipam();
