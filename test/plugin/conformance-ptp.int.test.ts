@@ -36,16 +36,19 @@ for (const mode of suiteModes)
       netns: netnsPath(w.topo.addPod(pod)),
       ifname: 'eth0',
     });
-    /** The IPAM's log lines of the calls: the plugin's `logFile` (direct path) and the agent's log (as JSON). */
-    const ipamLog = (): string[] => [
-      ...(existsSync(w.logFile) ? readFileSync(w.logFile, 'utf8').split('\n') : []),
-      ...(s.agent?.lines ?? []).map(({ message, ...l }) => JSON.stringify({ msg: message, ...l })),
-    ];
-    const logLines = (id: string, cmd: string) =>
-      ipamLog().filter(
-        (l) =>
-          l.includes(`"cmd":"${cmd}"`) && l.includes(`"containerID":"${id}"`) && l.includes('"msg":"done"'),
-      );
+    /** The plugin's `logFile` lines and the agent's log lines (as JSON, `msg` for its `message`). */
+    const fileLog = (): string[] =>
+      existsSync(w.logFile) ? readFileSync(w.logFile, 'utf8').split('\n') : [];
+    const agentLog = (): string[] =>
+      (s.agent?.lines ?? []).map(({ message, ...l }) => JSON.stringify({ msg: message, ...l }));
+    const ipamLog = (): string[] => [...fileLog(), ...agentLog()];
+    /** The `done` lines of a call: in the plugin's log file, else (a forwarder that logs nothing) the agent's. */
+    const logLines = (id: string, cmd: string) => {
+      const done = (l: string): boolean =>
+        l.includes(`"cmd":"${cmd}"`) && l.includes(`"containerID":"${id}"`) && l.includes('"msg":"done"');
+      const inFile = fileLog().filter(done);
+      return inFile.length > 0 ? inFile : agentLog().filter(done);
+    };
     const held = (id: string) => s.fx.allocations().has(`${w.conflist(0).name}.${id}.eth0`);
 
     void it('case 36: ADD via ptp: pod eth0 holds the address, host veth the gateway/32, routes as ptp sets them, interfaces in the result', async () => {
