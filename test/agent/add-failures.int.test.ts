@@ -1,6 +1,6 @@
 /**
  * A failed ADD through the real agent process and the real API server: the answer on the agent's
- * IPAM socket carries core's text — the pool, the reason, the next step, within the first 300
+ * IPAM socket (protocol v2: the CNI call whole) carries core's text in the CNI error's details — the pool, the reason, the next step, within the first 300
  * characters (what the pod's FailedCreatePodSandBox Event shows) — and the agent's
  * blockipam_agent_cni_add_failures_total counts it under pool_exhausted.
  */
@@ -10,10 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { NODE_IPAM_PROTOCOL } from 'blockipam/core/node-ipam/protocol';
 import { kubectl } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
-import { askSocket } from '../helpers/ipam-socket.ts';
+import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
 
@@ -25,18 +24,16 @@ let dir: string;
 let socket: string;
 
 const add = (containerID: string): Promise<Record<string, unknown>> =>
-  askSocket(socket, {
-    v: NODE_IPAM_PROTOCOL,
-    op: 'add',
-    timeoutMs: 20_000,
-    call: {
-      node: NODE,
-      attachment: { network: 'blockipam', containerID, ifname: 'eth0' },
-      families: [4],
-      pools: { 4: [], 6: [] },
-      staticIPs: [],
-    },
-  });
+  askSocket(
+    socket,
+    cniCall(
+      'ADD',
+      { ...socketConf({ nodeName: NODE, timeoutMs: 20_000 }), name: 'blockipam' },
+      {
+        CNI_CONTAINERID: containerID,
+      },
+    ),
+  );
 
 describe('a failed ADD through the agent', () => {
   before(async () => {
@@ -60,19 +57,14 @@ describe('a failed ADD through the agent', () => {
   });
 
   test('the pool full: exhausted naming the pool, the reason and the next step; counted by reason', async () => {
-    // the agent answers notReady until its watches synced
-    const first = await eventually('the first ADD served', async () => {
-      const answer = await add('a');
-      return answer.ok === true ? answer : undefined;
-    });
-    assert.equal((first.outcome as { kind: string }).kind, 'allocated');
-    assert.equal(((await add('b')).outcome as { kind: string }).kind, 'allocated');
-    const third = await add('c');
-    assert.equal(third.ok, true, JSON.stringify(third));
-    const outcome = third.outcome as { kind: string; message: string; reason: string };
-    assert.equal(outcome.kind, 'exhausted');
-    assert.equal(outcome.reason, 'pool_exhausted');
-    const head = outcome.message.slice(0, 300);
+    // the agent answers CNI 11 until its watches synced
+    await eventually('the first ADD served', async () => ((await add('a')).code === 0 ? true : undefined));
+    assert.equal((await add('b')).code, 0);
+    const third = answerDoc(await add('c'));
+    assert.deepEqual([third?.code, third?.msg], [101, 'no free address'], JSON.stringify(third));
+    const head = String(third?.details)
+      .replace(/^node agent: /, '')
+      .slice(0, 300);
     assert.match(head, new RegExp(`^IP pool "${POOL}" exhausted for node "${NODE}" \\(IPv4\\): `));
     assert.match(head, /no unclaimed block left/);
     assert.match(head, /Next step: add or enlarge an IPPool [^.]*\./);
