@@ -158,11 +158,16 @@ describe('IPAM socket server', () => {
       s.on('error', () => undefined);
       // a space every 20 ms, for ever: never idle, never a complete request
       const trickle = setInterval(() => s.write(' '), 20);
-      await once(s, 'close');
-      clearInterval(trickle);
-      assert.equal(received, '');
-      assert.deepEqual(await ask(path, del(1000)), silentOk, 'and goes on serving');
-      await server.close(1000);
+      try {
+        await once(s, 'close');
+        clearInterval(trickle);
+        assert.equal(received, '');
+        assert.deepEqual(await ask(path, del(1000)), silentOk, 'and goes on serving');
+      } finally {
+        // a failure must not leave the server (and this file's process) running
+        clearInterval(trickle);
+        await server.close(1000);
+      }
     },
   );
 
