@@ -1,5 +1,6 @@
 /**
- * The two halves together: the real plugin executable (a thin client, netconf
+ * The two halves together: the real plugin as the agent installs it from the image (the native
+ * forwarder as `blockipam`, the TypeScript executable beside it as `blockipam-direct`; netconf
  * `ipam.agentSocket`) forwarding to the real agent's IPAM server, on the real API server. The
  * agent — not the plugin's direct path — serves each call: its request counter moves, and the
  * allocation it wrote is on the API server.
@@ -15,10 +16,12 @@ import {
   env,
   envNoAttachment,
   handle,
+  installForwarded,
   NODE,
   setupSuite,
   type Suite,
 } from '../plugin/helpers/conformance.ts';
+import { runPlugin } from '../plugin/helpers/plugin-exe.ts';
 import { eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
 
@@ -27,6 +30,7 @@ describe('the plugin forwards to the agent', () => {
   let agent: AgentProcess;
   let dir: string;
   let conf: string;
+  let run: Suite['run'];
   const served = async (op: string, outcome: string): Promise<number> => {
     const re = new RegExp(
       `blockipam_agent_ipam_requests_total\\{[^}]*op="${op}",outcome="${outcome}"[^}]*\\} (\\d+)`,
@@ -37,6 +41,8 @@ describe('the plugin forwards to the agent', () => {
   before(async () => {
     s = setupSuite();
     dir = mkdtempSync(join(tmpdir(), 'plugin-agent-'));
+    const exe = join(await installForwarded(join(dir, 'cni-bin')), 'blockipam');
+    run = (e, stdin) => runPlugin(e, stdin, exe);
     const socket = join(dir, 'agent', 'ipam.sock');
     agent = startAgent(NODE, ['--ipam-socket', socket, '--upkeep-seconds', '1']);
     conf = s.conf('1.1.0', { agentSocket: socket });
@@ -49,11 +55,11 @@ describe('the plugin forwards to the agent', () => {
       prevResult: { cniVersion: '1.1.0', ips: [{ address: '10.100.0.99/24' }] },
     });
     await eventually('a CHECK answered by the synced agent', async () => {
-      const r = await s.run(env('CHECK', 'pa-probe'), probe);
+      const r = await run(env('CHECK', 'pa-probe'), probe);
       return r.json?.code === 103 && (await served('check', 'missing')) > 0 ? true : undefined;
     });
     // STATUS: answered by the agent
-    assertSilentSuccess(await s.run(envNoAttachment('STATUS'), conf));
+    assertSilentSuccess(await run(envNoAttachment('STATUS'), conf));
     assert.equal(await served('status', 'ready'), 1);
   });
   after(async () => {
@@ -63,14 +69,14 @@ describe('the plugin forwards to the agent', () => {
   });
 
   test('ADD, CHECK, DEL: answered by the agent, written on the API server', async () => {
-    const added = assertAdded(await s.run(env('ADD', 'pa1'), conf));
+    const added = assertAdded(await run(env('ADD', 'pa1'), conf));
     const address = (added.ips as { address: string }[])[0]?.address;
     assert.deepEqual(s.fx.allocations().get(handle('pa1')), [address]);
     assert.equal(await served('add', 'allocated'), 1, 'the agent allocated it');
     const prev = JSON.stringify({ ...JSON.parse(conf), prevResult: added });
-    assertSilentSuccess(await s.run(env('CHECK', 'pa1'), prev));
+    assertSilentSuccess(await run(env('CHECK', 'pa1'), prev));
     assert.equal(await served('check', 'ok'), 1);
-    assertSilentSuccess(await s.run(env('DEL', 'pa1'), conf));
+    assertSilentSuccess(await run(env('DEL', 'pa1'), conf));
     assert.equal(s.fx.allocations().has(handle('pa1')), false);
     assert.equal(await served('del', 'ok'), 1);
   });

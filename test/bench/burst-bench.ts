@@ -1,7 +1,9 @@
 /**
  * Burst on one node (docs/benchmarks.md §Burst; not a test): N parallel ADDs of the plugin
- * executable for one node, then their N parallel DELs, through the node agent's IPAM socket
- * beside the same bursts on the plugin's direct path (`ipam.mode: standalone`), in one run.
+ * for one node, then their N parallel DELs, through the node agent's IPAM socket beside the
+ * same bursts on the plugin's direct path (`ipam.mode: standalone`), in one run. The plugin is
+ * installed as the agent installs it from the image (conformance.ts installForwarded: the
+ * native forwarder as `blockipam`, the Bun executable beside it as `blockipam-direct`).
  *
  * One kube-apiserver + etcd (private unless run under scripts/run-tests.ts' environment), the
  * CRDs, one pool of /26 blocks, two Node objects: `burst-agent`, served by ONE real agent process
@@ -30,7 +32,8 @@ import { parseArgs } from 'node:util';
 import { applyNode, eventually, scrape, startAgent } from '../agent/agent-process.ts';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { fixture } from '../plugin/helpers/cluster.ts';
-import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
+import { installForwarded } from '../plugin/helpers/conformance.ts';
+import { repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { BLOCK_UPDATE, cniCode, IPAM_REQUEST, launchBurst, sumOf } from './burst-lib.ts';
 import { renderBurst, type Burst } from './burst-report.ts';
 import { cpuSeconds } from './churn-lib.ts';
@@ -52,10 +55,10 @@ const log = (s: string): void => console.error(`[burst] ${new Date().toISOString
 
 const load0 = loadavg()[0] ?? 0;
 const cp = controlPlane();
-const exe = ensurePlugin();
 const fx = fixture();
 fx.pool('burst-v4', '10.248.0.0/16', 26);
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-burst-'));
+const exe = join(await installForwarded(join(tmp, 'cni-bin')), 'blockipam');
 const socket = join(tmp, 'agent', 'ipam.sock');
 
 interface Mode {

@@ -20,7 +20,7 @@ for (const mode of suiteModes)
     let w: World;
     before(async () => {
       s = await startSuite(mode);
-      w = await createWorld(1, debianPtp, 'cp');
+      w = await createWorld(1, debianPtp, 'cp', s.pluginDir);
     });
     after(async () => {
       await w?.destroy();

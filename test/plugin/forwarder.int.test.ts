@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { forwardedPlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
+import { ensureMultiCall } from '../helpers/multi-call.ts';
 import { rawAgent, v2Answer, type RawAgent } from './helpers/raw-agent.ts';
 
 const MiB = 1 << 20;
@@ -180,6 +181,12 @@ void describe('the native forwarder', () => {
     const doc = cniError(await run(cniEnv(), conf({ pad: 'x'.repeat(MiB) })), 6);
     assert.equal(doc.msg, 'network configuration too large');
     assert.equal(agent.connections, before);
+  });
+  void it('blockipam-direct the multi-call executable (the image): argv[0] "blockipam" picks its plugin role', async () => {
+    const mc = forwardedPlugin(join(tmp, 'bin-multi-call'), ensureMultiCall());
+    directAnswered(await runPlugin(cniEnv(), conf({ mode: 'standalone' }), mc));
+    const r = await runPlugin({ CNI_COMMAND: 'VERSION' }, '{"cniVersion":"1.1.0"}', mc);
+    assert.equal(r.json?.cniVersion, '1.1.0', r.stdout);
   });
   void it('blockipam-direct missing: a CNI error naming its path', async () => {
     const bin = join(tmp, 'bin-no-direct');

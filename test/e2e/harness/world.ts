@@ -63,7 +63,16 @@ export interface World {
 }
 
 /** @throws Error first of all when `ptp`'s binaries are missing ({@link requirePtp}) */
-export async function createWorld(nodeCount: number, ptp: PtpFlavour, tag: string): Promise<World> {
+/**
+ * @param bin the CNI bin directory holding `blockipam` (default build/plugin: the Bun executable;
+ *   a conformance suite in agent mode passes the forwarder's, its `pluginDir`)
+ */
+export async function createWorld(
+  nodeCount: number,
+  ptp: PtpFlavour,
+  tag: string,
+  bin: string = pluginDir,
+): Promise<World> {
   requirePtp(ptp);
   ensurePlugin();
   const cp = controlPlane();
@@ -80,7 +89,7 @@ export async function createWorld(nodeCount: number, ptp: PtpFlavour, tag: strin
     nodeName: (i) => `${tag}-node-${i + 1}`,
     cni: (i) =>
       new Libcni({
-        cniPath: [pluginDir, ptp.dir],
+        cniPath: [bin, ptp.dir],
         cacheDir: join(tmp, `cni-cache-${i}`),
         netns: topo.nodes[i],
       }),

@@ -3,14 +3,16 @@
  * server, a netconf builder, CNI env builder, and the error-envelope assertion (case 11 holds
  * for every error: exactly one JSON object on stdout, exit ≠ 0). {@link startSuite} runs a suite
  * in one of {@link suiteModes}: `standalone` (the plugin's direct path, `ipam.mode: standalone`)
- * or `agent` (a real node agent serving the node's IPAM on its socket, the netconf naming it).
+ * or `agent` (a real node agent serving the node's IPAM on its socket, the netconf naming it;
+ * the calls run through the native forwarder as the agent installs it: {@link installForwarded}).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixture, type Fixture } from './cluster.ts';
-import { ensurePlugin, runPlugin, type PluginRun } from './plugin-exe.ts';
+import { ensureForwarder, ensurePlugin, pluginDir, runPlugin, type PluginRun } from './plugin-exe.ts';
+import { installExecutables, PLUGIN_NAME } from '../../../block-controller/agent/install/installer.ts';
 import { kubectl } from '../../helpers/control-plane.ts';
 import { applyNode, eventually, scrape, startAgent, type AgentProcess } from '../../agent/agent-process.ts';
 
@@ -34,6 +36,11 @@ export interface Suite {
   readonly tmp: string;
   /** The node agent serving the suite (`agent` mode only). */
   readonly agent?: AgentProcess;
+  /**
+   * The CNI bin directory whose `blockipam` the suite runs: in `agent` mode the forwarder with
+   * `blockipam-direct` beside it ({@link installForwarded}), else build/plugin.
+   */
+  readonly pluginDir: string;
   /** A netconf for `version` (undefined = key absent) with ipam/top-level fields merged in. */
   conf(version: string | undefined, ipam?: Record<string, unknown>, top?: Record<string, unknown>): string;
   run(env: Record<string, string | undefined>, stdin: string): Promise<PluginRun>;
@@ -48,6 +55,7 @@ export interface Suite {
 export async function startSuite(mode: SuiteMode): Promise<Suite> {
   const s = setupSuite(mode);
   if (mode === 'standalone') return s;
+  const bin = await installForwarded(join(s.tmp, 'cni-bin'));
   applyNode(NODE);
   const agent: AgentProcess = startAgent(NODE, ['--ipam-socket', agentSocketOf(s.tmp)]);
   try {
@@ -68,6 +76,8 @@ export async function startSuite(mode: SuiteMode): Promise<Suite> {
   return {
     ...s,
     agent,
+    pluginDir: bin,
+    run: (env, stdin) => runPlugin(env, stdin, join(bin, PLUGIN_NAME)),
     async teardown() {
       await agent.kill();
       kubectl(['delete', 'node', NODE, '--ignore-not-found']);
@@ -77,6 +87,20 @@ export async function startSuite(mode: SuiteMode): Promise<Suite> {
 }
 
 const agentSocketOf = (tmp: string): string => join(tmp, 'agent', 'ipam.sock');
+
+/**
+ * Installs the plugin into `dir` as the node agent does with the image's forwarder (its
+ * installer's {@link installExecutables}): the TypeScript executable ({@link ensurePlugin}) as
+ * `blockipam-direct`, the native forwarder ({@link ensureForwarder}) as `blockipam`. Returns `dir`.
+ */
+export async function installForwarded(dir: string): Promise<string> {
+  await installExecutables({
+    cniBinDir: dir,
+    pluginBinary: ensurePlugin(),
+    forwarderBinary: ensureForwarder(),
+  });
+  return dir;
+}
 
 /**
  * Creates the pools every conformance file uses and builds the executable; `mode` goes into every
@@ -101,6 +125,7 @@ export function setupSuite(mode?: SuiteMode): Suite {
     modeIpam,
     fx,
     tmp,
+    pluginDir,
     conf(version, ipam = {}, top = {}) {
       return JSON.stringify({
         ...(version === undefined ? {} : { cniVersion: version }),
