@@ -1,6 +1,8 @@
 /**
  * The plugin's CPU per call (user + system of the process, from wait4's rusage) as a thin client
- * of the node agent, beside its direct path and, with `--baseline EXE`, another build (e.g. one
+ * of the node agent — the Bun executable itself, and the native forwarder as the agent installs
+ * it (conformance.ts installForwarded: `blockipam` the forwarder, `blockipam-direct` the Bun
+ * executable) — beside the direct path and, with `--baseline EXE`, another build (e.g. one
  * of an earlier commit: `git worktree add`, `node scripts/build-plugin.ts`, copy
  * build/plugin/blockipam). VERSION; ADD then DEL through a stand-in agent on a Unix socket
  * (test/plugin/helpers/fake-agent.ts: answers at once, so the figure is the plugin's own); ADD
@@ -17,6 +19,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fakeAgent } from '../plugin/helpers/fake-agent.ts';
 import { fixture } from '../plugin/helpers/cluster.ts';
+import { installForwarded } from '../plugin/helpers/conformance.ts';
 import { ensurePlugin } from '../plugin/helpers/plugin-exe.ts';
 import { writeDocSection } from './doc-section.ts';
 
@@ -108,9 +111,12 @@ async function main(): Promise<void> {
     CNI_PATH: '/opt/cni/bin',
     CNI_ARGS: '',
   });
+  const forwarder = join(await installForwarded(join(tmp, 'cni-bin')), 'blockipam');
+  /** `thin`: the build speaks to the agent (the baseline, before the thin client, does not). */
   const builds = [
-    { name: 'this build', exe },
-    ...(values.baseline ? [{ name: 'baseline', exe: values.baseline }] : []),
+    { name: 'this build', exe, thin: true, id: 'd' },
+    { name: 'forwarder', exe: forwarder, thin: true, id: 'f' },
+    ...(values.baseline ? [{ name: 'baseline', exe: values.baseline, thin: false, id: 'b' }] : []),
   ];
   const runs: Run[] = [];
   for (let i = 0; i < RUNS + 3; i++) {
@@ -122,23 +128,23 @@ async function main(): Promise<void> {
         env: { CNI_COMMAND: 'VERSION' },
         stdin: '{"cniVersion":"1.0.0"}',
       });
-      if (b.exe === exe) {
+      if (b.thin) {
         const viaAgent = conf({ agentSocket: agent.socket });
         runs.push({
           label: `${warm}${b.name}|ADD via agent`,
-          exe,
-          env: env('ADD', `a${i}`),
+          exe: b.exe,
+          env: env('ADD', `a${b.id}${i}`),
           stdin: viaAgent,
         });
         runs.push({
           label: `${warm}${b.name}|DEL via agent`,
-          exe,
-          env: env('DEL', `a${i}`),
+          exe: b.exe,
+          env: env('DEL', `a${b.id}${i}`),
           stdin: viaAgent,
         });
       }
-      const direct = conf(b.exe === exe ? { mode: 'standalone' } : {});
-      const id = `${b.name === 'baseline' ? 'b' : 'd'}${i}`;
+      const direct = conf(b.thin ? { mode: 'standalone' } : {});
+      const id = `${b.id}${i}`;
       runs.push({
         label: `${warm}${b.name}|ADD direct (API server)`,
         exe: b.exe,
@@ -164,7 +170,7 @@ async function main(): Promise<void> {
   });
   const body = [
     `Measured by \`node test/bench/thin-client-bench.ts\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: 2 cores, Node ${process.version}, kube-apiserver on loopback; load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end.`,
-    `CPU per process (user + system, wait4 rusage), ${RUNS} calls of each kind after 3 warm-up rounds, the kinds taking turns call by call. "Via agent": the executable as a thin client of a stand-in agent that answers at once (the agent's own work is not in the figure); "direct": the same executable in \`ipam.mode: standalone\`${values.baseline ? `; "baseline": ${values['baseline-name'] ?? values.baseline}` : ''}.`,
+    `CPU per process (user + system, wait4 rusage), ${RUNS} calls of each kind after 3 warm-up rounds, the kinds taking turns call by call. "This build": the Bun executable; "forwarder": the native forwarder as the agent installs it from the image, the Bun executable beside it as \`blockipam-direct\` (VERSION and the direct path are its \`execve\` of that executable: both processes' CPU in one figure). "Via agent": a thin client of a stand-in agent that answers at once (the agent's own work is not in the figure); "direct": \`ipam.mode: standalone\`${values.baseline ? `; "baseline": ${values['baseline-name'] ?? values.baseline}` : ''}.`,
     '',
     '| build | call | CPU p50 ms | p10 | p90 | failed |',
     '| --- | --- | --- | --- | --- | --- |',
