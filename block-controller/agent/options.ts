@@ -103,12 +103,8 @@ function selfExecutable(): string | undefined {
   return process.argv[1]?.startsWith('/$bunfs/') ? process.execPath : undefined;
 }
 
-/**
- * Whether `--forwarder-binary` defaults to the image's forwarder. Off until this agent serves the
- * raw CNI call wire (protocol v2) that the forwarder speaks: a forwarder in front of a v1 agent
- * would fail every call.
- */
-export const FORWARDER_BY_DEFAULT = false;
+/** Whether `--forwarder-binary` defaults to the image's forwarder (the agent serves its protocol, v2). */
+export const FORWARDER_BY_DEFAULT = true;
 
 /** `--forwarder-binary`: the file named, none for "", else the image's forwarder when present. */
 function forwarderOf(flag: string | undefined): { forwarderBinary?: string } {
