@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"syscall"
 	"time"
 )
@@ -15,10 +16,10 @@ const maxStdinBytes = 1 << 20
 // TypeScript plugin's errorVersion).
 const defaultCniVersion = "1.1.0"
 
-// defaultTimeoutMs is `ipam.timeoutMs` when the netconf sets none (ipam-plugin/cni/netconf.ts).
+// defaultTimeoutMs is `ipam.timeoutMs` when the netconf sets none (core/cni/netconf.ts).
 const defaultTimeoutMs = 30_000
 
-// minTimeoutMs and maxTimeoutMs bound `ipam.timeoutMs` (ipam-plugin/cni/netconf-schema.ts); a value
+// minTimeoutMs and maxTimeoutMs bound `ipam.timeoutMs` (core/cni/netconf-schema.ts); a value
 // outside them goes to the direct path, whose validation names it.
 const (
 	minTimeoutMs = 100
@@ -74,9 +75,10 @@ func readStdin() ([]byte, error) {
 
 // parseNetconf finds the fields the forwarder needs in stdin.
 // Returns ok false when the call belongs to the direct path: stdin is not a JSON object, `ipam`
-// is not an object, `ipam.agentSocket` is absent or not an absolute path, `ipam.mode` is not
+// is not an object, `ipam.agentSocket` is absent, empty or not a string, `ipam.mode` is not
 // "agent" (absent is "agent" when a socket is set), or `ipam.timeoutMs` is not an integer from
-// 100 to 600000. The direct path then validates the netconf and answers as it always has.
+// 100 to 600000 (1000.0 is one, as for JSON.parse). The direct path then validates the netconf
+// and answers as it always has. The same rule as core/cni/forward.ts forwardTarget.
 // Keys match exactly (a map, not a struct: encoding/json would match struct fields ignoring case).
 func parseNetconf(stdin []byte) (conf netconf, ok bool) {
 	conf.cniVersion = defaultCniVersion
@@ -89,7 +91,7 @@ func parseNetconf(stdin []byte) (conf netconf, ok bool) {
 	if json.Unmarshal(top["ipam"], &ipam) != nil || ipam == nil {
 		return conf, false
 	}
-	if !stringField(ipam, "agentSocket", &conf.agentSocket) || len(conf.agentSocket) == 0 || conf.agentSocket[0] != '/' {
+	if !stringField(ipam, "agentSocket", &conf.agentSocket) || conf.agentSocket == "" {
 		return conf, false
 	}
 	if raw, set := ipam["mode"]; set {
@@ -98,9 +100,10 @@ func parseNetconf(stdin []byte) (conf netconf, ok bool) {
 			return conf, false
 		}
 	}
-	ms := defaultTimeoutMs
+	ms := float64(defaultTimeoutMs)
 	if raw, set := ipam["timeoutMs"]; set {
-		if raw[0] == 'n' || json.Unmarshal(raw, &ms) != nil || ms < minTimeoutMs || ms > maxTimeoutMs {
+		var ok bool
+		if ms, ok = number(raw); !ok || ms != math.Trunc(ms) || ms < minTimeoutMs || ms > maxTimeoutMs {
 			return conf, false
 		}
 	}
