@@ -1,6 +1,6 @@
 // ESLint flat config: typescript-eslint's recommended type-checked rules over the whole tree,
-// plus two rules of our own: blockipam/core-entries (core is imported through its package
-// "exports" only) and blockipam/docs-lint.
+// plus rules of our own: blockipam/core-entries (core is imported through its package "exports"
+// only), blockipam/part-boundaries (no part imports another's internals) and blockipam/docs-lint.
 import { spawnSync } from 'node:child_process';
 import js from '@eslint/js';
 import { dirname, relative, resolve, sep } from 'node:path';
@@ -83,7 +83,45 @@ const coreEntries = {
   },
 };
 
-const blockipam = { rules: { 'core-entries': coreEntries, 'docs-lint': docsLint } };
+/** The parts (README "Folders show the architecture"); core is shared by all of them. */
+const parts = ['core', 'ipam-plugin', 'block-controller', 'cli'];
+const partOf = (path) => parts.find((p) => path.startsWith(resolve(root, p) + sep));
+
+/**
+ * No part imports another part's internals: a relative import from a file of core/,
+ * ipam-plugin/, block-controller/ or cli/ that lands in another of them is an error (what two
+ * parts both decide is one pure function in core). cmd/ (the multi-call wiring), scripts/ and
+ * test/ may import any part.
+ */
+const partBoundaries = {
+  meta: {
+    type: 'problem',
+    messages: {
+      cross: "{{from}}/ must not import {{to}}/'s internals ('{{source}}'): move the shared rule into core",
+    },
+    schema: [],
+  },
+  create(context) {
+    const from = partOf(context.filename);
+    if (from === undefined) return {};
+    const check = (node) => {
+      if (node?.type !== 'Literal' || typeof node.value !== 'string' || !node.value.startsWith('.')) return;
+      const to = partOf(resolve(dirname(context.filename), node.value));
+      if (to === undefined || to === from || to === 'core') return;
+      context.report({ node, messageId: 'cross', data: { from, to, source: node.value } });
+    };
+    return {
+      ImportDeclaration: (n) => check(n.source),
+      ExportNamedDeclaration: (n) => check(n.source),
+      ExportAllDeclaration: (n) => check(n.source),
+      ImportExpression: (n) => check(n.source),
+    };
+  },
+};
+
+const blockipam = {
+  rules: { 'core-entries': coreEntries, 'docs-lint': docsLint, 'part-boundaries': partBoundaries },
+};
 
 export default tseslint.config(
   { ignores: ['dist/', 'build/', 'node_modules/', '**/*.generated.js', '**/*.generated.ts'] },
@@ -96,6 +134,7 @@ export default tseslint.config(
     plugins: { blockipam },
     rules: {
       'blockipam/core-entries': 'error',
+      'blockipam/part-boundaries': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       // node:test's describe/test return promises the runner itself awaits.

@@ -97,6 +97,8 @@ export {
   SHORT_REASONS,
 } from './allocator/headroom.ts';
 export type { HeadroomNode, NodeHeadroom, NodeHeadroomInput, ShortReason } from './allocator/headroom.ts';
+export { eligiblePools, freeOf, planUpkeep } from './allocator/upkeep-plan.ts';
+export type { PoolHeadroom, UpkeepPlan, UpkeepView } from './allocator/upkeep-plan.ts';
 export { becameTrue, conditionOf, setConditions } from './conditions.ts';
 export type { ConditionVerdict } from './conditions.ts';
 export { newStats } from './allocator/context.ts';

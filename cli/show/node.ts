@@ -4,7 +4,7 @@
  * and per eligible pool the free addresses in the node's affine blocks, whether that is below
  * the watermark (the agent claims a block on its next pass) and whether the node is at
  * `maxBlocksPerNode` (the agent cannot, pods borrow). The numbers are the agent's own: this
- * calls its planner (`block-controller/agent/upkeep/plan.ts`, pure), so ipamctl and the agent
+ * calls core's planner (`planUpkeep`, pure), so ipamctl and the agent
  * never disagree on what "below the watermark" means (docs/design-agent.md §Pre-claim).
  */
 import {
@@ -27,7 +27,7 @@ import type {
   PoolSnapshot,
   ShortReason,
 } from 'blockipam/core';
-import { freeOf, planUpkeep } from '../../block-controller/agent/upkeep/plan.ts';
+import { freeOf, planUpkeep } from 'blockipam/core';
 
 /** One affine block of the node. */
 export interface NodeBlock {

@@ -1,12 +1,12 @@
 /**
- * The agent's pre-claim / release planner (block-controller/agent/upkeep/plan.ts), pure:
+ * The agent's pre-claim / release planner (core/allocator/upkeep-plan.ts), pure:
  * table-driven over seeded blocks, pools, settings and a fixed clock.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { allocateOrdinal, mustParseCidr, newBlock, snapshotOf } from 'blockipam/core';
 import type { IPAMBlock, IPAMConfigSpec, IPPool, IPPoolSpec } from 'blockipam/core';
-import { planUpkeep } from '../../block-controller/agent/upkeep/plan.ts';
+import { planUpkeep } from 'blockipam/core';
 
 const T0 = Date.parse('2026-12-01T08:00:00Z');
 const HOUR = 3_600_000;

@@ -13,8 +13,8 @@ import { errorFields, F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import type { AgentState } from '../state.ts';
-import { planUpkeep } from './plan.ts';
-import type { UpkeepPlan } from './plan.ts';
+import { planUpkeep } from 'blockipam/core';
+import type { UpkeepPlan } from 'blockipam/core';
 
 export interface UpkeepOptions {
   readonly state: AgentState;

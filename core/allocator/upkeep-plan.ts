@@ -1,5 +1,6 @@
 /**
- * The node's headroom and what to do about it (docs/design-agent.md §Pre-claim), pure: from the
+ * The node's headroom and what to do about it (docs/design-agent.md §Pre-claim), pure — one
+ * rule for the agent's pre-claim and `ipamctl show --node`: from the
  * node's affine blocks, the pool snapshot and the clock, which pools get one more block and which
  * idle blocks go.
  *
@@ -19,8 +20,13 @@
  *   again: ping-pong). If every block of the family is idle, the first by name stays (core's
  *   releaseEmptyBlocks keeps the same one).
  */
-import { blockFree, cidrOf, emptySinceMs, matchesSelector, POOL_LABEL, poolCidr } from 'blockipam/core';
-import type { IPAMBlock, IPFamily, IPPool, PoolSnapshot } from 'blockipam/core';
+import type { IPFamily } from '../address/ip.ts';
+import { cidrOf, emptySinceMs } from '../block/block.ts';
+import { POOL_LABEL } from '../block/labels.ts';
+import type { IPAMBlock, IPPool } from '../resources.ts';
+import { matchesSelector } from '../selector.ts';
+import { blockFree } from './headroom.ts';
+import { poolCidr, type PoolSnapshot } from './pools.ts';
 
 /** What the planner looks at. */
 export interface UpkeepView {
