@@ -1,9 +1,10 @@
 /**
  * IPAM churn at cluster scale on simulated nodes (issue 13 item 2; not a test). One run, one API
- * server, side by side: blockipam (a real node agent per node, churn-agents.ts; the plugin
- * forwards every call to its node's agent over the agent's IPAM socket, as the chart installs
- * it — or, with `--blockipam-mode direct`, takes its direct path while the agents only
- * pre-claim), calico-ipam (Kubernetes datastore, the v3.28 line) and whereabouts v0.9.2.
+ * server, side by side: blockipam (a real node agent per node, churn-agents.ts; the plugin —
+ * the native forwarder with the Bun executable beside it, as the agent installs them —
+ * forwards every call to its node's agent over the agent's IPAM socket — or, with
+ * `--blockipam-mode direct`, takes its direct path while the agents only pre-claim),
+ * calico-ipam (Kubernetes datastore, the v3.28 line) and whereabouts v0.9.2.
  *
  * Each node is a network namespace this bench creates, with a churn-relay.ts process in it that
  * relays the API server (through a second one on the host) and a churn-node.ts process that
@@ -39,7 +40,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
-import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
+import { ensurePlugin, forwardedPlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { delta, option, requestCounters } from './plugin-bench-lib.ts';
 import {
   API,
@@ -147,7 +148,9 @@ function setup(): void {
   kubectl(['create', 'namespace', 'kube-system']);
   kubectl(['create', 'namespace', NS]);
   if (WANT.includes('blockipam')) {
-    const bin = ensurePlugin();
+    // As the agent installs it: in agent mode the native forwarder as `blockipam` with the Bun
+    // executable beside it as `blockipam-direct`; in direct mode the Bun executable itself.
+    const bin = BLOCKIPAM_MODE === 'agent' ? forwardedPlugin(join(tmp, 'cni-bin')) : ensurePlugin();
     must(
       ['apply', '-f', '-'],
       JSON.stringify({

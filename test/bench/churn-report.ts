@@ -93,6 +93,13 @@ function breakdown(run: ChurnRun): string[] {
       const req = mine.flatMap((c) => (c.apiRequests === undefined ? [] : [c.apiRequests]));
       const held = mine.flatMap((c) => (c.heldMs === undefined ? [] : [c.heldMs]));
       const viaAgent = mine.filter((c) => c.path === 'agent').length;
+      if (mine.length === 0) {
+        // The native forwarder writes no plugin log: the agent logged the calls it served.
+        out.push(
+          `| ${p.name} | ${p.phase} | n/a (native forwarder: no plugin log lines) | n/a | n/a | n/a | 0 (the agent sends them) | n/a |`,
+        );
+        continue;
+      }
       const reqs = req.length ? `${pct(req, 50)} / ${max(req)}` : '0 (the agent sends them)';
       out.push(
         `| ${p.name} | ${p.phase} | ${fmt(pct(lock, 50))} / ${fmt(pct(lock, 99))} / ${fmt(max(lock))} | ${fmt(pct(held, 50))} / ${fmt(pct(held, 99))} | ${fmt(pct(total, 50))} | ${fmt(pct(before, 50))} | ${reqs} | ${viaAgent} of ${mine.length} |`,
