@@ -33,10 +33,30 @@ export interface ForwardTarget {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** sun_path holds 108 bytes with its NUL (unix(7)): the netconf schema's bound on `ipam.agentSocket`. */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * Whether `v` is a socket path the forwarder may connect to: a string that is absolute (starts
+ * with "/": never relative to the runtime's working directory, never "@…", which connect(2)
+ * would take as an abstract socket — one any process of the network namespace may own, with no
+ * file permissions), at most {@link MAX_SOCKET_PATH_BYTES} bytes of UTF-8, with no NUL byte (the
+ * kernel would cut the path there). The netconf schema refuses anything else, so such a call goes
+ * to the direct path, which names the field (code 7). The Go forwarder applies the same rule.
+ */
+export function isSocketPath(v: unknown): v is string {
+  return (
+    typeof v === 'string' &&
+    v.startsWith('/') &&
+    !v.includes('\0') &&
+    new TextEncoder().encode(v).length <= MAX_SOCKET_PATH_BYTES
+  );
+}
+
 /**
  * Where a call goes: the agent's socket, or undefined for the direct path — CNI_COMMAND not one of
- * ADD, DEL, CHECK, GC, STATUS (VERSION included), stdin not a JSON object, no string
- * `ipam.agentSocket`, `ipam.mode` "standalone", or a field the forwarder would have to guess
+ * ADD, DEL, CHECK, GC, STATUS (VERSION included), stdin not a JSON object, no
+ * `ipam.agentSocket` that {@link isSocketPath} accepts, `ipam.mode` "standalone", or a field the forwarder would have to guess
  * about: `ipam.mode` other than absent or "agent", `ipam.timeoutMs` present and not an integer
  * 100–600000 (the direct path refuses those naming the field, code 7). Never throws.
  */
@@ -50,8 +70,8 @@ export function forwardTarget(command: string | undefined, stdin: string): Forwa
   }
   if (!isObject(doc) || !isObject(doc.ipam)) return undefined;
   const { agentSocket, mode, timeoutMs, logFile, logLevel } = doc.ipam;
-  if (typeof agentSocket !== 'string' || (mode !== undefined && mode !== 'agent')) return undefined;
-  const budget = timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!isSocketPath(agentSocket) || (mode !== undefined && mode !== 'agent')) return undefined;
+  const budget = timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : timeoutMs;
   if (
     typeof budget !== 'number' ||
     !Number.isInteger(budget) ||

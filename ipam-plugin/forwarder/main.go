@@ -5,7 +5,8 @@
 // IPAM protocol v2): one JSON line {"v":2,"env":{CNI_*},"stdin":"…"} out, one JSON line
 // {"v":2,"code":N,"stdout":"…","stderr":"…"} back, written to fd 1 and fd 2 verbatim and returned
 // as the exit code. The agent validates the call and formats every answer, so the forwarder reads
-// only four netconf fields: `cniVersion`, `ipam.agentSocket`, `ipam.mode` and `ipam.timeoutMs`.
+// only the netconf fields it needs to forward — `cniVersion`, `ipam.agentSocket`, `ipam.mode`,
+// `ipam.timeoutMs` — and to log the call: `ipam.logFile`, `ipam.logLevel`, `name`.
 //
 // Every call it does not forward goes to the DIRECT PATH: the TypeScript executable installed
 // beside it as `blockipam-direct` is exec'd with argv[0] "blockipam", the same environment and
@@ -14,6 +15,9 @@
 // the netconf has no usable `ipam.agentSocket`, says `ipam.mode: standalone` or holds a field the
 // forwarder would have to guess about (the direct path names it in its validation error), and
 // when connect() fails in a way that proves the agent never saw the call (fallbackErrnos).
+//
+// Like the TypeScript executable, it appends a forwarded call's lines to `ipam.logFile` (the
+// agent's warn lines, its own error line, a `done` line with path "agent"; log.go).
 //
 // Client-side failures are CNI error documents on stdout and exit code 1, in the words of the
 // TypeScript thin client (ipam-plugin/backend/agent-client.ts): no connection within the budget,
@@ -26,6 +30,7 @@ package main
 
 import (
 	"os"
+	"time"
 )
 
 // Exit codes of the forwarder itself (the agent's answers carry their own).
@@ -57,12 +62,14 @@ func run() int {
 	if !ok {
 		return direct(stdin)
 	}
+	started := time.Now()
 	answer, err := forward(conf, stdin)
 	if err == errFallback {
 		return direct(stdin)
 	}
 	if err != nil {
-		return fail(conf.cniVersion, err)
+		return failForwarded(conf, err, started)
 	}
+	logForwarded(conf, answer.stderr, answer.code, started)
 	return deliver(answer)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -34,6 +35,9 @@ type netconf struct {
 	agentSocket string
 	// timeout is `ipam.timeoutMs` (default defaultTimeoutMs): connect, send and answer.
 	timeout time.Duration
+	// logFile, logLevel and network are `ipam.logFile`, `ipam.logLevel` and the top-level `name`
+	// when they are strings (else ""): where and how a forwarded call is logged (log.go).
+	logFile, logLevel, network string
 }
 
 // cniError is a failure reported to the runtime as {cniVersion, code, msg, details} on stdout.
@@ -75,7 +79,7 @@ func readStdin() ([]byte, error) {
 
 // parseNetconf finds the fields the forwarder needs in stdin.
 // Returns ok false when the call belongs to the direct path: stdin is not a JSON object, `ipam`
-// is not an object, `ipam.agentSocket` is absent, empty or not a string, `ipam.mode` is not
+// is not an object, `ipam.agentSocket` is absent or not a path isSocketPath accepts, `ipam.mode` is not
 // "agent" (absent is "agent" when a socket is set), or `ipam.timeoutMs` is not an integer from
 // 100 to 600000 (1000.0 is one, as for JSON.parse). The direct path then validates the netconf
 // and answers as it always has. The same rule as core/cni/forward.ts forwardTarget.
@@ -87,11 +91,12 @@ func parseNetconf(stdin []byte) (conf netconf, ok bool) {
 		return conf, false
 	}
 	stringField(top, "cniVersion", &conf.cniVersion)
+	stringField(top, "name", &conf.network)
 	var ipam map[string]json.RawMessage
 	if json.Unmarshal(top["ipam"], &ipam) != nil || ipam == nil {
 		return conf, false
 	}
-	if !stringField(ipam, "agentSocket", &conf.agentSocket) || conf.agentSocket == "" {
+	if !stringField(ipam, "agentSocket", &conf.agentSocket) || !isSocketPath(conf.agentSocket) {
 		return conf, false
 	}
 	if raw, set := ipam["mode"]; set {
@@ -108,7 +113,22 @@ func parseNetconf(stdin []byte) (conf netconf, ok bool) {
 		}
 	}
 	conf.timeout = time.Duration(ms) * time.Millisecond
+	stringField(ipam, "logFile", &conf.logFile)
+	stringField(ipam, "logLevel", &conf.logLevel)
 	return conf, true
+}
+
+// maxSocketPathBytes bounds `ipam.agentSocket` (bytes): sun_path holds 108 with its NUL (unix(7)).
+const maxSocketPathBytes = 107
+
+// isSocketPath reports whether path is one the forwarder may connect to: absolute (never
+// relative to the runtime's working directory, never "@…", which Go's SockaddrUnix takes as an
+// abstract socket — one any process of the network namespace may own, with no file
+// permissions), at most maxSocketPathBytes bytes, no NUL byte (the kernel would cut the path
+// there). The netconf schema refuses anything else, so such a call goes to the direct path,
+// which names the field (code 7). The same rule as core/cni/forward.ts isSocketPath.
+func isSocketPath(path string) bool {
+	return strings.HasPrefix(path, "/") && !strings.ContainsRune(path, 0) && len(path) <= maxSocketPathBytes
 }
 
 // stringField sets *out to m[key] when that is a JSON string; false (and *out unchanged) when

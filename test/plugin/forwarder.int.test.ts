@@ -9,8 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { forwardedPlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
@@ -102,6 +103,76 @@ void describe('the native forwarder', () => {
     agent.reply = () => v2Answer(0, 'result\n', '');
     const ok = await run(cniEnv('STATUS'), conf());
     assert.deepEqual([ok.status, ok.stdout, ok.stderr], [0, 'result\n', '']);
+  });
+  void it('logs a forwarded call to ipam.logFile as the TypeScript executable does', async () => {
+    const logFile = join(tmp, 'plugin.log');
+    agent.reply = () => v2Answer(0, 'result\n', '{"level":"warn","msg":"from the agent"}\n');
+    const ok = await run(cniEnv('ADD', 'logged1'), conf({ logFile }));
+    assert.equal(ok.status, 0, ok.stdout);
+    agent.reply = () => ({ close: true });
+    const failed = await run(cniEnv('DEL', 'logged2'), conf({ logFile }));
+    cniError(failed, 11);
+    assert.match(failed.stderr, /"level":"error","msg":"node agent closed the connection without an answer"/);
+    const lines = readFileSync(logFile, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.equal(lines[0]?.msg, 'from the agent');
+    assert.deepEqual(
+      lines.slice(1).map((l) => [l.level, l.msg, l.cmd, l.containerID, l.network, l.path, l.code]),
+      [
+        ['info', 'done', 'ADD', 'logged1', 'fwdnet', 'agent', 0],
+        [
+          'error',
+          'node agent closed the connection without an answer',
+          'DEL',
+          'logged2',
+          'fwdnet',
+          'agent',
+          11,
+        ],
+        ['info', 'done', 'DEL', 'logged2', 'fwdnet', 'agent', 1],
+      ],
+    );
+    assert.equal(typeof lines[1]?.durationMs, 'number');
+    assert.equal(statSync(logFile).mode & 0o777, 0o600);
+    // logLevel warn: no done lines
+    const quiet = join(tmp, 'quiet.log');
+    agent.reply = () => v2Answer(0, 'result\n', '');
+    assert.equal((await run(cniEnv(), conf({ logFile: quiet, logLevel: 'warn' }))).status, 0);
+    assert.equal(existsSync(quiet), false);
+  });
+  void it('a socket path the schema refuses never reaches connect(): the direct path names the field', async () => {
+    // "@name" would be an abstract socket (any process of the network namespace may own one):
+    // one is listening here, and must see no connection
+    const abstract = `blockipam-fwd-${process.pid}`;
+    let stolen = 0;
+    const thief = createServer((c) => {
+      stolen++;
+      c.destroy();
+    });
+    await new Promise<void>((resolve) => thief.listen(`\0${abstract}`, resolve));
+    const before = agent.connections;
+    try {
+      cniError(await run(cniEnv(), conf({ agentSocket: `@${abstract}` })), 7);
+    } finally {
+      await new Promise((resolve) => thief.close(resolve));
+    }
+    assert.equal(stolen, 0, 'the abstract socket got the call');
+    for (const agentSocket of [
+      '@blockipam-abstract',
+      'relative.sock',
+      `${agent.socket}\u0000junk`,
+      `/${'a'.repeat(107)}`,
+    ]) {
+      const doc = cniError(await run(cniEnv(), conf({ agentSocket })), 7);
+      assert.match(
+        String(doc.details),
+        /agentSocket/,
+        `${JSON.stringify(agentSocket)}: ${JSON.stringify(doc)}`,
+      );
+    }
+    assert.equal(agent.connections, before);
   });
   void it('VERSION: the direct path answers, and the agent gets no connection', async () => {
     const before = agent.connections;
