@@ -128,7 +128,8 @@ export interface ChartImage {
 
 /**
  * What a test file does before its first `helm install`: the image built (or reused) and
- * imported into every node, every node prepared ({@link prepareNodes}), and namespace `ns` (the
+ * imported into every node, what a harness install left removed (every IPAMBlock, IPPool and
+ * IPAMConfig; {@link cleanNodes}), every node prepared ({@link prepareNodes}), and namespace `ns` (the
  * test's pods) created when given.
  * @returns the image
  * @throws Error when the build, the import or kubectl fails
@@ -136,6 +137,10 @@ export interface ChartImage {
 export function setUpChart(ns?: string): ChartImage {
   const image = blockipamImage();
   importImage(image.archive);
+  // A file that ran before may have installed the harness's way (install-blockipam.sh): its
+  // pool default-ipv4, which Helm refuses to adopt, its blocks, conflist and plugin go first.
+  kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
+  cleanNodes();
   prepareNodes();
   if (ns !== undefined) kubectlOk(['create', 'namespace', ns]);
   return image;

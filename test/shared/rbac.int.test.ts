@@ -23,12 +23,11 @@ import { IPAM_CONFIG_NAME } from 'blockipam/core';
 import { KubeTransport } from 'blockipam/core/kube';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
-import { NODE_IPAM_PROTOCOL } from 'blockipam/core/node-ipam/protocol';
 import { applyNode, eventually, scrape, startAgent } from '../agent/agent-process.ts';
 import { blockObject, cleanCluster, createNamespace, poolObject } from '../cli/cluster.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
-import { askSocket } from '../helpers/ipam-socket.ts';
+import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const id = randomBytes(3).toString('hex');
@@ -149,13 +148,23 @@ async function serviceAccount(name: string, rules: Rules): Promise<string> {
   return file;
 }
 
-/** One node IPAM request over the agent's socket: its JSON answer. */
-const askAgent = (
+/**
+ * One CNI call served whole by the agent over its socket (protocol v2): `command` for sandbox
+ * rb-c1 of pod NS/rb-unwatched on node rb-n2, IPv4 only; the answer's exit code and CNI document.
+ */
+async function callAgent(
   socket: string,
-  op: string,
-  call: Record<string, unknown>,
-): Promise<Record<string, unknown>> =>
-  askSocket(socket, { v: NODE_IPAM_PROTOCOL, op, timeoutMs: 20_000, call });
+  command: 'ADD' | 'DEL',
+): Promise<{ code: unknown; doc: Record<string, unknown> | undefined }> {
+  const answer = await askSocket(
+    socket,
+    cniCall(command, socketConf({ nodeName: 'rb-n2', timeoutMs: 20_000 }), {
+      CNI_CONTAINERID: 'rb-c1',
+      CNI_ARGS: `K8S_POD_NAMESPACE=${NS};K8S_POD_NAME=rb-unwatched`,
+    }),
+  );
+  return { code: answer.code, doc: answerDoc(answer) };
+}
 
 /** The sum of blockipam_api_errors_total and the lines mentioning a refusal. */
 async function apiErrors(port: number, lines: Record<string, unknown>[]): Promise<string[]> {
@@ -366,19 +375,20 @@ describe('RBAC: the documented rules are enough', () => {
       assert.equal((await scrape(agent, '/readyz')).status, 200);
       // the IPAM server: an ADD for a pod it has not watched (one GET of the pod, then the block
       // UPDATE), and its DEL
-      const attachment = { network: 'rbac', containerID: 'rb-c1', ifname: 'eth0' };
-      const added = await askAgent(socket, 'add', {
-        attachment,
-        pod: { namespace: NS, name: 'rb-unwatched' },
-        node: 'rb-n2',
-        families: [4],
-        pools: { 4: [], 6: [] },
-        staticIPs: [],
-      });
-      assert.equal(added.ok, true, JSON.stringify(added));
-      assert.equal((added.outcome as { kind: string }).kind, 'allocated', JSON.stringify(added));
-      const released = await askAgent(socket, 'del', { attachment, node: 'rb-n2' });
-      assert.deepEqual(released, { v: NODE_IPAM_PROTOCOL, ok: true, outcome: { released: 1 } });
+      const added = await callAgent(socket, 'ADD');
+      assert.equal(added.code, 0, JSON.stringify(added));
+      const ips = (added.doc?.ips ?? []) as { address: string }[];
+      assert.equal(ips.length, 1, JSON.stringify(added));
+      assert.match(ips[0]?.address ?? '', /^10\.79\./, JSON.stringify(added));
+      const stored = async (): Promise<string[]> =>
+        (await ds.blocks.list()).flatMap((b) =>
+          Object.values(b.spec.allocations).flatMap((a) => (a.handle.includes('.rb-c1.') ? [a.handle] : [])),
+        );
+      // the pod does not exist: the GET's 404 leaves the allocation without a pod reference
+      assert.deepEqual(await stored(), ['n.rb-c1.eth0'], 'the allocation stored');
+      const released = await callAgent(socket, 'DEL');
+      assert.deepEqual(released, { code: 0, doc: undefined });
+      assert.deepEqual(await stored(), [], 'the allocation released');
       await ds.transport.request('DELETE', `/apis/apps/v1/namespaces/${NS}/daemonsets/${OWNER}`);
       await agent.waitFor(
         (l) => l.message === 'conflist and plugin kubeconfig removed',
