@@ -2,8 +2,15 @@
 // own DaemonSet counts — a delete event or a deletionTimestamp (foreground deletion); an add or
 // an update of a live DaemonSet (a rollout changes its template, a restart changes nothing) never.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import { shutdownVerdict } from '../../block-controller/agent/install/confirm.ts';
+import {
+  credentialAnswer,
+  shutdownVerdict,
+  tokenExpiryMs,
+} from '../../block-controller/agent/install/confirm.ts';
 import { ownerGone } from '../../block-controller/agent/install/owner.ts';
 
 const live = { metadata: { name: 'blockipam-agent', uid: 'u1' } };
@@ -38,24 +45,79 @@ const verdicts: [
   ['404: gone', 'notFound', undefined, false, 'gone'],
   ['the DaemonSet there: stay', 'present', undefined, false, 'stay'],
   ['an error that is no refusal (unreachable): stay', 'error', undefined, false, 'stay'],
-  ['refused, the plugin refused too (helm uninstall): gone', 'refused', 'refused', false, 'gone'],
+  ['401, the plugin refused too (helm uninstall): gone', 'unauthenticated', 'refused', false, 'gone'],
   [
-    'refused, the plugin accepted: ask again (its ServiceAccount may go a moment later)',
-    'refused',
+    '401, the plugin accepted: ask again (its ServiceAccount may go a moment later)',
+    'unauthenticated',
     'accepted',
     false,
     'again',
   ],
   [
-    'refused, the plugin accepted at the last attempt (a credential problem): stay',
-    'refused',
+    '401, the plugin accepted at the last attempt (a credential problem): stay',
+    'unauthenticated',
     'accepted',
     true,
     'stay',
   ],
-  ['refused, the plugin unanswered at the last attempt: stay', 'refused', 'error', true, 'stay'],
-  ['refused, no plugin credential: stay', 'refused', undefined, false, 'stay'],
+  ['401, the plugin unanswered at the last attempt: stay', 'unauthenticated', 'error', true, 'stay'],
+  ['401, no plugin credential: stay', 'unauthenticated', undefined, false, 'stay'],
+  // the agent's credential broken long enough for the plugin's token to lapse: no evidence
+  ['401, the plugin token expired: stay at once', 'unauthenticated', 'expired', false, 'stay'],
+  ['403, the plugin token expired: stay at once', 'forbidden', 'expired', false, 'stay'],
+  // helm deletes the Role with the ServiceAccount: 403 until the ServiceAccount is gone too
+  [
+    '403, the plugin refused: ask again (an RBAC refusal is no deletion)',
+    'forbidden',
+    'refused',
+    false,
+    'again',
+  ],
+  ['403, the plugin refused at the last attempt: stay', 'forbidden', 'refused', true, 'stay'],
   ['the plugin refused but the DaemonSet there: stay', 'present', 'refused', false, 'stay'],
 ];
 for (const [name, owner, plugin, last, verdict] of verdicts)
   test(`shutdownVerdict: ${name}`, () => assert.equal(shutdownVerdict(owner, plugin, last), verdict));
+
+// tokenExpiryMs reads a service-account token's exp claim (not verified)
+const jwt = (claims: unknown): string =>
+  ['e30', Buffer.from(JSON.stringify(claims)).toString('base64url'), 'sig'].join('.');
+const expiryCases: [string, string, number | undefined][] = [
+  ['a JWT with exp', jwt({ exp: 1_800_000_000 }), 1_800_000_000_000],
+  ['no exp', jwt({ sub: 'x' }), undefined],
+  ['exp not a number', jwt({ exp: '1800000000' }), undefined],
+  ['no JWT', 'opaque-token', undefined],
+  ['payload not JSON', 'a.!!!.c', undefined],
+];
+for (const [name, token, want] of expiryCases)
+  test(`tokenExpiryMs: ${name}`, () => assert.equal(tokenExpiryMs(token), want));
+
+// credentialAnswer does not ask the API server with a token whose exp passed: its 401 would prove
+// nothing (the server here is a closed port: asking would answer `error`, not `expired`)
+test('credentialAnswer: an expired plugin token is `expired`, a live one is asked', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'owner-test-'));
+  try {
+    const kubeconfig = (token: string): string => {
+      const path = join(dir, `${token.length}-${Math.random()}.kubeconfig`);
+      writeFileSync(
+        path,
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [
+            { name: 'c', cluster: { server: 'https://127.0.0.1:1', 'insecure-skip-tls-verify': true } },
+          ],
+          users: [{ name: 'u', user: { token } }],
+          contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+          'current-context': 'c',
+        }),
+      );
+      return path;
+    };
+    const now = 1_800_000_000_000;
+    assert.equal(await credentialAnswer(kubeconfig(jwt({ exp: now / 1000 - 1 })), now), 'expired');
+    assert.equal(await credentialAnswer(kubeconfig(jwt({ exp: now / 1000 + 60 })), now), 'error');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -9,8 +9,8 @@
  * Watched by name (field selector `metadata.name`, which RBAC's `resourceNames` admits for list
  * and watch) in the agent's namespace. Gone means: a delete event (also one a re-LIST derives
  * when the object vanished), an object with `metadata.deletionTimestamp` (foreground deletion),
- * or at shutdown a GET answering 404 for a DaemonSet this agent has seen — or refused while the
- * plugin's credential of the same release is refused too: the release's ServiceAccounts gone
+ * or at shutdown a GET answering 404 for a DaemonSet this agent has seen — or 401 while the
+ * plugin's unexpired credential of the same release is refused too: the release's ServiceAccounts gone
  * ({@link OwnerWatch.confirmGone}, confirm.ts). Nothing else — not an error, not a 401 or 403 of
  * the agent's credential alone, not a DaemonSet never seen (a wrong name must not turn every
  * restart into an uninstall) — counts.
@@ -82,8 +82,8 @@ export interface OwnerWatch {
   readonly gone: boolean;
   /**
    * At shutdown, when no event said so: GETs the DaemonSet, if it was ever seen; 404 → gone
-   * (onGone called); refused (401/403) while the plugin's credential is refused (401) too → gone;
-   * the agent refused alone is asked again (up to `confirmAttempts`, 1 s apart). Never seen, the
+   * (onGone called); 401 while the plugin's unexpired credential is refused (401) too → gone;
+   * the agent refused alone (401/403) is asked again (up to `confirmAttempts`, 1 s apart). Never seen, the
    * DaemonSet there, any other error, or the agent's credential refused alone → not gone (a
    * restart must never look like an uninstall).
    */
@@ -152,7 +152,7 @@ async function confirmAtShutdown(options: OwnerWatchOptions, path: string): Prom
   for (let attempt = 1; ; attempt += 1) {
     const { answer, error } = await ownerAnswer(options.connection.transport, path);
     const plugin =
-      answer === 'refused' && options.pluginKubeconfig !== undefined
+      (answer === 'unauthenticated' || answer === 'forbidden') && options.pluginKubeconfig !== undefined
         ? await credentialAnswer(options.pluginKubeconfig)
         : undefined;
     const verdict = shutdownVerdict(answer, plugin, attempt >= attempts);
