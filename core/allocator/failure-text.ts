@@ -143,13 +143,33 @@ export function requestRefusedText(r: RequestRefusal, a: Omit<Asker, 'family'>):
   }
 }
 
-/** A static address another handle holds. */
+/**
+ * A static address another handle holds. The text lands in the requester's pod Event, readable in
+ * the requester's namespace, so the holder's handle (it carries the container ID) and pod are
+ * named only when the holder's pod is in `requester`'s namespace; else the text says "held by a pod
+ * in another namespace" (or, when the holder records no pod, "by an attachment with no pod") and
+ * its next step points a cluster administrator at `ipamctl show --ip`.
+ * @param requester the namespace of the pod asking; undefined when the call names no pod (then no
+ *   holder is named either)
+ */
 export function takenText(f: {
   address: string;
   pool: string;
   block: string;
   holder: { handle: string; namespace?: string | undefined; pod?: string | undefined };
+  requester: string | undefined;
 }): string {
-  const pod = f.holder.pod !== undefined ? ` (pod ${f.holder.namespace ?? ''}/${f.holder.pod})` : '';
-  return `${f.address} in IP pool "${f.pool}" is taken by another attachment. Next step: request a free address, or release it if its pod is gone (ipamctl release --ip ${f.address}). Held by ${f.holder.handle}${pod} in block ${f.block}.`;
+  const head = `${f.address} in IP pool "${f.pool}" is taken by another attachment.`;
+  const { namespace, pod } = f.holder;
+  if (namespace !== undefined && namespace === f.requester) {
+    const held = pod !== undefined ? `${f.holder.handle} (pod ${namespace}/${pod})` : f.holder.handle;
+    return `${head} Next step: request a free address, or release it if its pod is gone (ipamctl release --ip ${f.address}). Held by ${held} in block ${f.block}.`;
+  }
+  const who =
+    namespace === undefined
+      ? 'an attachment with no pod'
+      : f.requester === undefined
+        ? 'a pod (named only to its namespace)'
+        : 'a pod in another namespace';
+  return `${head} Next step: request a free address, or ask a cluster admin to check it (ipamctl show --ip ${f.address}) and release it if its pod is gone. Held by ${who}, block ${f.block}.`;
 }

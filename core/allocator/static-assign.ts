@@ -114,6 +114,7 @@ async function assignOne(
             pool: pool.metadata.name,
             block: current.metadata.name,
             holder,
+            requester: request.pod?.namespace,
           }),
         },
       };

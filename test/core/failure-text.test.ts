@@ -200,16 +200,71 @@ describe('failure texts: pool choice', () => {
 });
 
 describe('failure texts: static addresses', () => {
-  it('requested IP taken by another handle: names the address, the pool, the holder and the release command', async () => {
-    const w = world({ pools: [pool(POOL, { cidr: '10.20.0.0/24' })] });
-    assert.ok((await assignIP(w.ds, { ...pod('a'), node: 'n1', addresses: ['10.20.0.7'] }, w.options)).ok);
-    const got = await assignIP(w.ds, { ...pod('b'), node: 'n1', addresses: ['10.20.0.7'] }, w.options);
-    const message = explains(got, {
-      failure: 'Taken',
-      reason: 'ip_taken',
-      wanted: [`10.20.0.7 in IP pool "${POOL}" is taken`, 'ipamctl release --ip 10.20.0.7'],
+  // The text lands in the requester's pod Event: the holder is named only within its own namespace.
+  const takenCases: [
+    string,
+    ReturnType<typeof pod> | { handle: string },
+    ReturnType<typeof pod> | { handle: string },
+    RegExp,
+    string[],
+  ][] = [
+    // same namespace: handle and pod named, the release command
+    [
+      "holder in the requester's namespace",
+      pod('a'),
+      pod('b'),
+      /Held by net\.a\.eth0 \(pod default\/pod-a\) in block /,
+      ['ipamctl release --ip 10.20.0.7'],
+    ],
+    // another namespace: neither its pod nor its handle (the container ID)
+    [
+      'holder in another namespace',
+      pod('a', 'secret-team'),
+      pod('b', 'tenant'),
+      /Held by a pod in another namespace, block /,
+      ['ipamctl show --ip 10.20.0.7'],
+    ],
+    // the requester names no pod: nobody is named
+    [
+      'the requester names no pod',
+      pod('a'),
+      { handle: 'net.b.eth0' },
+      /Held by a pod \(named only to its namespace\), block /,
+      ['ipamctl show --ip 10.20.0.7'],
+    ],
+    // the holder recorded no pod
+    [
+      'the holder records no pod',
+      { handle: 'net.a.eth0' },
+      pod('b'),
+      /Held by an attachment with no pod, block /,
+      ['ipamctl show --ip 10.20.0.7'],
+    ],
+  ];
+  for (const [name, holder, requester, held, wanted] of takenCases)
+    it(`requested IP taken, ${name}: names the address, the pool and the next step`, async () => {
+      const w = world({ pools: [pool(POOL, { cidr: '10.20.0.0/24' })] });
+      assert.ok((await assignIP(w.ds, { ...holder, node: 'n1', addresses: ['10.20.0.7'] }, w.options)).ok);
+      const got = await assignIP(w.ds, { ...requester, node: 'n1', addresses: ['10.20.0.7'] }, w.options);
+      const message = explains(got, {
+        failure: 'Taken',
+        reason: 'ip_taken',
+        wanted: [`10.20.0.7 in IP pool "${POOL}" is taken`, ...wanted],
+      });
+      assert.match(message, held);
+      if (!('pod' in holder) || !('pod' in requester) || holder.pod.namespace !== requester.pod.namespace) {
+        assert.ok(!message.includes('net.a.eth0'), `no handle: ${message}`);
+        assert.ok(!message.includes('pod-a'), `no pod name: ${message}`);
+        if ('pod' in holder) assert.ok(!message.includes(holder.pod.namespace), `no namespace: ${message}`);
+      }
     });
-    assert.match(message, /Held by net\.a\.eth0 \(pod default\/pod-a\)/);
+
+  it('requested IPv6 address taken in another namespace: the next step still fits the event head', async () => {
+    const w = world({ pools: [pool(POOL, { cidr: 'fd00:1234:5678:9abc:def0:1234:5678:9a00/120' })] });
+    const address = 'fd00:1234:5678:9abc:def0:1234:5678:9a07';
+    assert.ok((await assignIP(w.ds, { ...pod('a', 'x'), node: NODE, addresses: [address] }, w.options)).ok);
+    const got = await assignIP(w.ds, { ...pod('b', 'y'), node: NODE, addresses: [address] }, w.options);
+    explains(got, { failure: 'Taken', reason: 'ip_taken', wanted: [`ipamctl show --ip ${address}`] });
   });
 
   it('a static address in a disabled pool', async () => {
