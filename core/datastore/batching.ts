@@ -49,7 +49,14 @@ export interface BatchingOptions {
    * burst's very first write.
    */
   windowMs?: number;
-  /** Waits `windowMs` (injected by tests); default a real timer. */
+  /**
+   * How long a busy block's next UPDATE is held after the previous one succeeded, ms (≥ 0), so
+   * that the changes arriving meanwhile join it. Default 0: it goes out at once. Only a burst
+   * pays it (changes queued while a write was in flight); a lone change of an idle block never
+   * waits for it. The node agent sets it (docs/design-agent.md §IPAM server).
+   */
+  paceMs?: number;
+  /** Waits `windowMs` and `paceMs` (injected by tests); default a real timer. */
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -153,6 +160,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
   };
   readonly #inner: ResourceStore<IPAMBlock>;
   readonly #windowMs: number;
+  readonly #paceMs: number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #mint = tokenMinter();
   /** Blocks with a write in flight or held: the only state kept. */
@@ -165,6 +173,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
   constructor(inner: ResourceStore<IPAMBlock>, options: BatchingOptions) {
     this.#inner = inner;
     this.#windowMs = options.windowMs ?? 0;
+    this.#paceMs = options.paceMs ?? 0;
     this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
@@ -377,10 +386,25 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     if (carried.length > 1) this.stats.batches += 1;
     for (const waiter of carried) waiter.resolve(written);
     busy.baseVersion = written.metadata.resourceVersion ?? busy.baseVersion;
+    if (busy.queued.length > 0 && this.#paceMs > 0) {
+      // held: still "sending" for #accept (a change laid on top keeps what to go back to)
+      busy.inFlight = [];
+      void this.#sleep(this.#paceMs).then(() => {
+        if (this.#busy.get(busy.name) !== busy) return;
+        if (busy.queued.length > 0) this.#send(busy);
+        else this.#settle(busy, token); // every held change dropped: the state is the written one
+      });
+      return;
+    }
     if (busy.queued.length > 0) {
       this.#send(busy);
       return;
     }
+    this.#settle(busy, token);
+  }
+
+  /** `busy` goes idle with its state as written under `token`. */
+  #settle(busy: BusyBlock, token: string): void {
     this.#written.set(busy.name, { token, resourceVersion: busy.baseVersion });
     this.#idle(busy);
   }

@@ -22,7 +22,9 @@ import type { World } from './fixtures.ts';
 const BLOCK = '10-244-0-0-26';
 
 /** A world with one /26 block already claimed by n1, the probe, and the decorator over it. */
-async function setup(options: { windowMs?: number; sleep?: (ms: number) => Promise<void> } = {}): Promise<{
+async function setup(
+  options: { windowMs?: number; paceMs?: number; sleep?: (ms: number) => Promise<void> } = {},
+): Promise<{
   w: World;
   p: Probe;
   bds: BatchingDatastore;
@@ -310,6 +312,88 @@ describe('batching datastore', () => {
     assert.deepEqual(asked, [3]);
     assert.equal(p.counts.updates, 1);
     assert.equal(bds.stats().batches, 1);
+  });
+
+  it("paceMs holds a busy block's next UPDATE; a lone change of an idle block never waits", async () => {
+    const pace = deferred();
+    const asked: number[] = [];
+    const { p, bds } = await setup({
+      paceMs: 20,
+      sleep: (ms) => {
+        asked.push(ms);
+        return pace.promise;
+      },
+    });
+    const touch = async (key: string) => {
+      const b = (await bds.blocks.get(BLOCK)) as IPAMBlock;
+      return bds.blocks.update({
+        ...b,
+        metadata: { ...b.metadata, annotations: { ...b.metadata.annotations, [key]: 'y' } },
+      });
+    };
+    // a lone change: out at once, nothing held
+    await touch('lone');
+    assert.deepEqual([p.counts.updates, asked], [1, []]);
+    // a burst: the first goes at once; one queued behind it is held after it returns, and the
+    // changes of that moment join it in one UPDATE
+    const gate = deferred();
+    p.gate = gate.promise;
+    const writes = [touch('a')];
+    await until(() => p.counts.updates === 2, 'a sent');
+    writes.push(touch('b'));
+    await until(() => bds.stats().changesAccepted === 3, 'b queued');
+    p.gate = undefined;
+    gate.resolve();
+    await until(() => asked.length === 1, 'the pace asked for');
+    assert.equal(p.counts.updates, 2, 'b held, not sent');
+    writes.push(touch('c'));
+    await until(() => bds.stats().changesAccepted === 4, 'c queued');
+    writes.push(touch('d'));
+    await until(() => bds.stats().changesAccepted === 5, 'd queued');
+    pace.resolve();
+    const results = await Promise.all(writes);
+    assert.deepEqual(asked, [20]);
+    assert.equal(p.counts.updates, 3, 'b, c and d in one UPDATE');
+    assert.deepEqual(Object.keys(results[3]!.metadata.annotations ?? {}).sort(), [
+      'a',
+      'b',
+      'c',
+      'd',
+      'lone',
+    ]);
+    assert.deepEqual(await bds.blocks.get(BLOCK), await p.ds.blocks.get(BLOCK)); // idle again
+  });
+
+  it('paceMs: every held change aborted → no UPDATE, the block idle at its written state', async () => {
+    const pace = deferred();
+    const { p, bds } = await setup({ paceMs: 20, sleep: () => pace.promise });
+    const gate = deferred();
+    p.gate = gate.promise;
+    const b = (await bds.blocks.get(BLOCK)) as IPAMBlock;
+    const first = bds.blocks.update({ ...b, metadata: { ...b.metadata, annotations: { a: 'y' } } });
+    await until(() => p.counts.updates === 1, 'a sent');
+    const busy = (await bds.blocks.get(BLOCK)) as IPAMBlock;
+    const abort = new AbortController();
+    const held = bds.blocks.update(
+      { ...busy, metadata: { ...busy.metadata, annotations: { a: 'y', b: 'y' } } },
+      { signal: abort.signal },
+    );
+    p.gate = undefined;
+    gate.resolve();
+    const written = await first;
+    abort.abort(new Error('budget spent'));
+    await assert.rejects(held, /budget spent/);
+    pace.resolve();
+    await until(() => bds.stats().changesAborted === 1, 'b dropped');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(p.counts.updates, 1);
+    const now = (await bds.blocks.get(BLOCK)) as IPAMBlock;
+    assert.deepEqual(now.spec, written.spec);
+    assert.deepEqual(now.metadata.annotations, { a: 'y' });
+    // a change computed on what it reads writes without a conflict
+    await bds.blocks.update({ ...now, metadata: { ...now.metadata, annotations: { c: 'y' } } });
+    assert.equal(p.counts.updates, 2);
+    assert.deepEqual((await p.ds.blocks.get(BLOCK))?.metadata.annotations, { c: 'y' });
   });
 
   it('concurrent GETs of an idle block share one inner GET, never one sent before a write', async () => {
