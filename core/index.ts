@@ -75,6 +75,7 @@ export {
   FORECAST_WINDOW_MS,
   forecastExhaustion,
   forecastText,
+  MAX_BASELINE_AGE_MS,
   MAX_SAMPLES,
   MIN_FORECAST_SPAN_MS,
   nextSamples,

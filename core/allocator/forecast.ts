@@ -24,13 +24,46 @@ export const SAMPLE_INTERVAL_MS = 30 * 60_000;
 export const MIN_FORECAST_SPAN_MS = 10 * 60_000;
 // 16: the window holds 13 samples 30 min apart; a bound whatever a stored status holds.
 export const MAX_SAMPLES = 16;
+// 12 h (twice the window): a steadily sampled baseline is at most the window + one interval (and a
+// pass) old, and a reader sees it up to one interval later still; one older than twice the window
+// means sampling stopped (controller down, no leader), and a rate over it would average the gap
+// rather than the recent hours. Such samples are dropped (nextSamples) and never a baseline
+// (forecastExhaustion).
+export const MAX_BASELINE_AGE_MS = 2 * FORECAST_WINDOW_MS;
+
+/** A sample that may be used, with its time in ms since the epoch. */
+interface ReadSample {
+  readonly ms: number;
+  readonly sample: AllocationSample;
+}
 
 /**
- * The samples to store after a pass at `nowMs`: `allocated` appended when there is none or the
- * newest is at least {@link SAMPLE_INTERVAL_MS} old (else unchanged: no status write for the
- * samples alone); then those older than {@link FORECAST_WINDOW_MS} dropped but the newest of them
- * (the baseline at the window's start), at most {@link MAX_SAMPLES}. A sample with an unreadable
- * time or from the future (a clock step back) is dropped.
+ * The stored samples that may be used at `nowMs`, oldest first: the status is user-writable, so
+ * entries that are not objects, whose time is not an RFC 3339 string or lies in the future (a clock
+ * stepped back), or whose count is not a non-negative safe integer are dropped, and the rest
+ * sorted by time (of two with the same time, the later stored one kept).
+ */
+function readSamples(stored: unknown, nowMs: number): ReadSample[] {
+  if (!Array.isArray(stored)) return [];
+  const byTime = new Map<number, ReadSample>();
+  for (const s of stored as unknown[]) {
+    if (typeof s !== 'object' || s === null) continue;
+    const { time, allocated } = s as Record<string, unknown>;
+    if (typeof time !== 'string' || typeof allocated !== 'number') continue;
+    const ms = Date.parse(time);
+    if (!Number.isFinite(ms) || ms > nowMs || !Number.isSafeInteger(allocated) || allocated < 0) continue;
+    byTime.set(ms, { ms, sample: { time, allocated } });
+  }
+  return [...byTime.values()].sort((a, b) => a.ms - b.ms);
+}
+
+/**
+ * The samples to store after a pass at `nowMs`: the stored ones read as readSamples does (garbage
+ * dropped, sorted), those older than {@link MAX_BASELINE_AGE_MS} dropped (a gap in sampling);
+ * `allocated` appended when none is left or the newest is at least {@link SAMPLE_INTERVAL_MS} old
+ * (else unchanged: no status write for the samples alone); then those older than
+ * {@link FORECAST_WINDOW_MS} dropped but the newest of them (the baseline at the window's start),
+ * at most {@link MAX_SAMPLES}, oldest first.
  * @param allocated saturating count (pool-status.ts count)
  */
 export function nextSamples(
@@ -38,34 +71,36 @@ export function nextSamples(
   allocated: number,
   nowMs: number,
 ): AllocationSample[] {
-  const valid = (stored ?? []).filter((s) => {
-    const t = Date.parse(s.time);
-    return Number.isFinite(t) && t <= nowMs;
-  });
+  const valid = readSamples(stored, nowMs).filter((s) => nowMs - s.ms <= MAX_BASELINE_AGE_MS);
   const newest = valid.at(-1);
-  const due = newest === undefined || nowMs - Date.parse(newest.time) >= SAMPLE_INTERVAL_MS;
-  const all = due ? [...valid, { time: rfc3339(nowMs), allocated }] : valid;
+  const due = newest === undefined || nowMs - newest.ms >= SAMPLE_INTERVAL_MS;
+  const all = due ? [...valid, { ms: nowMs, sample: { time: rfc3339(nowMs), allocated } }] : valid;
   const start = nowMs - FORECAST_WINDOW_MS;
-  const before = all.filter((s) => Date.parse(s.time) <= start);
-  const inside = all.filter((s) => Date.parse(s.time) > start);
-  const baseline = before.at(-1);
-  return [...(baseline ? [baseline] : []), ...inside].slice(-MAX_SAMPLES);
+  const baseline = all.filter((s) => s.ms <= start).at(-1);
+  const inside = all.filter((s) => s.ms > start);
+  return [...(baseline ? [baseline] : []), ...inside].slice(-MAX_SAMPLES).map((s) => s.sample);
 }
 
 /** A pool's forecast. */
 export type Forecast =
   /** No free address now. */
   | { readonly kind: 'exhausted' }
-  /** Less than {@link MIN_FORECAST_SPAN_MS} of samples. */
-  | { readonly kind: 'unknown'; readonly spanMs: number }
+  /**
+   * No rate: `short`, less than {@link MIN_FORECAST_SPAN_MS} of samples (`spanMs` of them);
+   * `stale`, samples only older than {@link MAX_BASELINE_AGE_MS} (the controller has not sampled:
+   * down, or no leader), the newest `spanMs` old.
+   */
+  | { readonly kind: 'unknown'; readonly reason: 'short' | 'stale'; readonly spanMs: number }
   /** Allocation flat or falling over the window. */
   | { readonly kind: 'never'; readonly ratePerHour: number }
   /** At `ratePerHour` (> 0), the free addresses run out in `inMs`. */
   | { readonly kind: 'exhausts'; readonly ratePerHour: number; readonly inMs: number };
 
 /**
- * Forecast from the samples (oldest = baseline) and the pool's figures now: rate = (allocated now
- * − baseline's) / time since the baseline, per hour; free / rate until exhaustion.
+ * Forecast from the samples and the pool's figures now: the baseline is the oldest usable sample
+ * (as readSamples reads them: garbage and future ones dropped, sorted) no older than
+ * {@link MAX_BASELINE_AGE_MS}; rate = (allocated now − baseline's) / time since the baseline, per
+ * hour; free / rate until exhaustion.
  * @param now.allocated and now.free from the pool's status (or poolUtilization)
  */
 export function forecastExhaustion(
@@ -73,24 +108,30 @@ export function forecastExhaustion(
   now: { allocated: number; free: number; nowMs: number },
 ): Forecast {
   if (now.free <= 0) return { kind: 'exhausted' };
-  const baseline = (samples ?? []).find((s) => Number.isFinite(Date.parse(s.time)));
-  const spanMs = baseline ? now.nowMs - Date.parse(baseline.time) : 0;
-  if (!baseline || spanMs < MIN_FORECAST_SPAN_MS) return { kind: 'unknown', spanMs: Math.max(0, spanMs) };
-  const ratePerHour = ((now.allocated - baseline.allocated) * 3_600_000) / spanMs;
+  const usable = readSamples(samples, now.nowMs);
+  const baseline = usable.find((s) => now.nowMs - s.ms <= MAX_BASELINE_AGE_MS);
+  const newest = usable.at(-1);
+  if (!baseline && newest) return { kind: 'unknown', reason: 'stale', spanMs: now.nowMs - newest.ms };
+  const spanMs = baseline ? now.nowMs - baseline.ms : 0;
+  if (!baseline || spanMs < MIN_FORECAST_SPAN_MS) return { kind: 'unknown', reason: 'short', spanMs };
+  const ratePerHour = ((now.allocated - baseline.sample.allocated) * 3_600_000) / spanMs;
   if (ratePerHour <= 0) return { kind: 'never', ratePerHour };
   return { kind: 'exhausts', ratePerHour, inMs: (now.free / ratePerHour) * 3_600_000 };
 }
 
 /**
  * A forecast as a person reads it: "in 3.2 days (12.5/h)", "never at the current rate",
- * "exhausted", "unknown (history < 10 min)".
+ * "exhausted", "unknown (history < 10 min)", "unknown (no sample for 26.0 hours: is the controller
+ * running?)".
  */
 export function forecastText(f: Forecast): string {
   switch (f.kind) {
     case 'exhausted':
       return 'exhausted';
     case 'unknown':
-      return `unknown (history < ${MIN_FORECAST_SPAN_MS / 60_000} min)`;
+      return f.reason === 'short'
+        ? `unknown (history < ${MIN_FORECAST_SPAN_MS / 60_000} min)`
+        : `unknown (no sample for ${(f.spanMs / 3_600_000).toFixed(1)} hours: is the controller running?)`;
     case 'never':
       return 'never at the current rate';
     case 'exhausts': {

@@ -33,7 +33,7 @@ describe('ipamctl show (real API server)', () => {
         used: '2',
         free: '242',
         blocks: 2,
-        forecast: { kind: 'unknown', spanMs: 0 },
+        forecast: { kind: 'unknown', reason: 'short', spanMs: 0 },
         exhausts: 'unknown (history < 10 min)',
       },
     ]);
@@ -61,6 +61,16 @@ describe('ipamctl show (real API server)', () => {
     });
     const falling = await ipamctl(['show']);
     assert.match(falling.stdout, /\np4 .* +never at the current rate\n$/);
+    // the controller has not sampled for a day (down): no rate from a day-old baseline, and why
+    await ds.pools.updateStatus({
+      ...(await ds.pools.get('p4'))!,
+      status: { allocationSamples: [{ time: rfc3339(Date.now() - 24 * hour), allocated: 0 }] },
+    });
+    const stale = await ipamctl(['show']);
+    assert.match(
+      stale.stdout,
+      /\np4 .* +unknown \(no sample for 24\.0 hours: is the controller running\?\)\n$/,
+    );
   });
 
   test('show --blocks and --node (borrowed addresses included)', async () => {

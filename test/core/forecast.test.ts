@@ -6,6 +6,7 @@ import {
   FORECAST_WINDOW_MS,
   forecastExhaustion,
   forecastText,
+  MAX_BASELINE_AGE_MS,
   MAX_SAMPLES,
   nextSamples,
   rfc3339,
@@ -47,6 +48,38 @@ describe('nextSamples', () => {
     const stored = [{ time: 'yesterday', allocated: 1 }, at(T0 + HOUR, 2)];
     assert.deepEqual(nextSamples(stored, 3, T0), [at(T0, 3)]);
   });
+
+  test('after a day without sampling (controller down) the old samples go: no day-old baseline', () => {
+    const before = [at(T0 - 30 * HOUR, 10), at(T0 - 27 * HOUR, 40), at(T0 - 24 * HOUR, 50)];
+    assert.deepEqual(nextSamples(before, 90, T0), [at(T0, 90)]);
+    // a gap shorter than the age bound keeps its baseline
+    const recent = [at(T0 - 11 * HOUR, 10), at(T0 - 8 * HOUR, 40)];
+    assert.deepEqual(nextSamples(recent, 90, T0), [at(T0 - 8 * HOUR, 40), at(T0, 90)]);
+  });
+
+  test('shuffled samples are stored sorted; hostile ones (future, negative, non-numbers) dropped', () => {
+    const shuffled = [at(T0 - 2 * HOUR, 30), at(T0 - 4 * HOUR, 10), at(T0 - 3 * HOUR, 20)];
+    assert.deepEqual(nextSamples(shuffled, 40, T0), [
+      at(T0 - 4 * HOUR, 10),
+      at(T0 - 3 * HOUR, 20),
+      at(T0 - 2 * HOUR, 30),
+      at(T0, 40),
+    ]);
+    const hostile = [
+      at(T0 + 365 * 24 * HOUR, 1), // a year ahead: would block sampling for a year
+      at(T0 - 5 * HOUR, -3),
+      { time: rfc3339(T0 - 4 * HOUR), allocated: '7' },
+      { time: rfc3339(T0 - 4 * HOUR), allocated: Number.NaN },
+      { time: rfc3339(T0 - 4 * HOUR), allocated: 1.5 },
+      { time: T0 - 4 * HOUR, allocated: 2 },
+      { allocated: 3 },
+      null,
+      'sample',
+      at(T0 - HOUR, 20),
+    ] as unknown as AllocationSample[];
+    assert.deepEqual(nextSamples(hostile, 30, T0), [at(T0 - HOUR, 20), at(T0, 30)]);
+    assert.deepEqual(nextSamples({ not: 'an array' } as unknown as AllocationSample[], 30, T0), [at(T0, 30)]);
+  });
 });
 
 describe('forecastExhaustion', () => {
@@ -64,6 +97,13 @@ describe('forecastExhaustion', () => {
     ['falling', [at(T0 - 2 * HOUR, 120)], { allocated: 100, free: 20 }, 'never at the current rate'],
     ['no free address', [at(T0 - 2 * HOUR, 80)], { allocated: 100, free: 0 }, 'exhausted'],
     ['no samples', undefined, { allocated: 100, free: 20 }, 'unknown (history < 10 min)'],
+    // the controller has not sampled for a day: no rate from a day-old baseline
+    [
+      'samples only older than the age bound',
+      [at(T0 - 30 * HOUR, 10), at(T0 - 26 * HOUR, 50)],
+      { allocated: 100, free: 20 },
+      'unknown (no sample for 26.0 hours: is the controller running?)',
+    ],
     [
       'less than 10 min of history',
       [at(T0 - 9 * MIN, 10)],
@@ -83,5 +123,32 @@ describe('forecastExhaustion', () => {
       nowMs: T0,
     });
     assert.deepEqual(f, { kind: 'exhausts', ratePerHour: 20, inMs: 6 * HOUR });
+  });
+
+  test('after a sampling gap the baseline is the oldest sample within the age bound', () => {
+    // a day-old pair (the controller was down) and samples since it came back 2 h ago at 10/h
+    const samples = [at(T0 - 26 * HOUR, 0), at(T0 - 24 * HOUR, 0), at(T0 - 2 * HOUR, 80), at(T0 - HOUR, 90)];
+    const f = forecastExhaustion(samples, { allocated: 100, free: 120, nowMs: T0 });
+    assert.deepEqual(f, { kind: 'exhausts', ratePerHour: 10, inMs: 12 * HOUR });
+    // exactly at the bound it still counts; a millisecond older it does not
+    const edge = (ms: number) => forecastExhaustion([at(T0 - ms, 0)], { allocated: 12, free: 1, nowMs: T0 });
+    assert.equal(edge(MAX_BASELINE_AGE_MS).kind, 'exhausts');
+    assert.equal(edge(MAX_BASELINE_AGE_MS + 1).kind, 'unknown');
+  });
+
+  test('shuffled and hostile samples: the same forecast as from the clean, sorted ones', () => {
+    const clean = [at(T0 - 3 * HOUR, 10), at(T0 - HOUR, 40)];
+    const now = { allocated: 70, free: 120, nowMs: T0 };
+    const want = forecastExhaustion(clean, now);
+    assert.deepEqual(want, { kind: 'exhausts', ratePerHour: 20, inMs: 6 * HOUR });
+    const messy = [
+      at(T0 - HOUR, 40),
+      at(T0 + 2 * HOUR, 0), // future
+      { time: rfc3339(T0 - 5 * HOUR), allocated: -50 }, // negative
+      { time: rfc3339(T0 - 4 * HOUR), allocated: 'lots' }, // not a number
+      { time: 'soon', allocated: 1 }, // not a time
+      at(T0 - 3 * HOUR, 10),
+    ] as unknown as AllocationSample[];
+    assert.deepEqual(forecastExhaustion(messy, now), want);
   });
 });
