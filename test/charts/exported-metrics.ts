@@ -6,7 +6,7 @@
  * the chart's alerts and dashboard against it fail (test/charts/monitoring.test.ts,
  * monitoring.int.test.ts). Also a PromQL reader that lists the metric names a query selects.
  */
-import type { Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeTransport } from 'blockipam/core/kube';
 import * as agentModule from '../../block-controller/agent/metrics.ts';
 import { controllerMetrics } from '../../block-controller/controller/metrics.ts';
@@ -53,6 +53,34 @@ export async function exportedMetrics(): Promise<{ agent: Set<string>; controlle
   return {
     agent: new Set(await seriesNames(agent.registry)),
     controller: new Set(await seriesNames(shared.registry)),
+  };
+}
+
+/**
+ * The metric (family) names each component registers, as prom-client names them (a histogram once,
+ * without _bucket), from the same registrations as {@link exportedMetrics}; `process` holds Node's
+ * default process metrics under the prefix, which both export and docs/operations.md names only as
+ * a group.
+ */
+export async function exportedFamilies(): Promise<{
+  agent: Set<string>;
+  controller: Set<string>;
+  process: Set<string>;
+}> {
+  const agent = agentModule.createAgentMetrics();
+  agentModule.observeBatching(agent, 'node-a', () => undefined);
+  agentModule.observeConfirmLists(agent, 'node-a', () => 0);
+  sharedModule.observeTransport(agent.registry, noTransport);
+  const shared = sharedModule.createMetrics('controller');
+  sharedModule.observeTransport(shared.registry, noTransport);
+  controllerMetrics(shared.registry);
+  const defaults = new Registry();
+  collectDefaultMetrics({ register: defaults, prefix: sharedModule.METRIC_PREFIX });
+  const names = async (r: Registry) => new Set((await r.getMetricsAsJSON()).map((m) => m.name));
+  return {
+    agent: await names(agent.registry),
+    controller: await names(shared.registry),
+    process: await names(defaults),
   };
 }
 

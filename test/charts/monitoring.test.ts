@@ -11,6 +11,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import {
+  exportedFamilies,
   exportedMetrics,
   METRIC_MODULES,
   metricNames,
@@ -21,6 +22,25 @@ import {
 
 const REPO = join(import.meta.dirname, '..', '..');
 const DASHBOARD = join(REPO, 'charts', 'blockipam', 'dashboards', 'blockipam.json');
+const OPERATIONS = join(REPO, 'docs', 'operations.md');
+
+/**
+ * The metric names of each table under docs/operations.md §Metrics (### Controller, ### Agent,
+ * ### Both): the first cell of each row, in backticks.
+ */
+function documentedMetrics(): Map<string, string[]> {
+  const text = readFileSync(OPERATIONS, 'utf8');
+  const section = text.slice(text.indexOf('\n## Metrics\n'), text.indexOf('\n## Alerts\n'));
+  const tables = new Map<string, string[]>();
+  let heading = '';
+  for (const line of section.split('\n')) {
+    const h = /^### (.+)$/.exec(line);
+    if (h) heading = h[1] ?? '';
+    const row = /^\| `(blockipam_\w+)`/.exec(line);
+    if (row?.[1]) tables.set(heading, [...(tables.get(heading) ?? []), row[1]]);
+  }
+  return tables;
+}
 
 interface Target {
   expr: string;
@@ -161,4 +181,39 @@ test('the exported names hold what the dashboard and alerts are built on', async
     'blockipam_api_requests_total',
   ])
     assert.ok(controller.has(name), name);
+});
+
+test("docs/operations.md lists every exported metric in its component's table, and nothing else", async () => {
+  const { agent, controller, process } = await exportedFamilies();
+  const docs = documentedMetrics();
+  const own = (names: Set<string>) => [...names].filter((n) => !process.has(n));
+  const want = {
+    Controller: own(controller).filter((n) => !agent.has(n)),
+    Agent: own(agent).filter((n) => !controller.has(n)),
+    Both: own(agent).filter((n) => controller.has(n)),
+  };
+  assert.deepEqual([...docs.keys()].sort(), Object.keys(want).sort(), 'the tables');
+  for (const [table, names] of Object.entries(want)) {
+    const listed = docs.get(table) ?? [];
+    assert.equal(new Set(listed).size, listed.length, `${table}: a metric listed twice`);
+    assert.deepEqual(
+      {
+        missing: names.filter((n) => !listed.includes(n)),
+        notExported: listed.filter((n) => !names.includes(n)),
+      },
+      { missing: [], notExported: [] },
+      `docs/operations.md ### ${table}`,
+    );
+  }
+  // nor does any other line of it (runbooks, queries) name one that is not exported
+  const series = await exportedMetrics();
+  const known = new Set([...agent, ...controller, ...process, ...series.agent, ...series.controller]);
+  const named = readFileSync(OPERATIONS, 'utf8').match(/\bblockipam_[a-z_]*[a-z]\b/g) ?? [];
+  assert.deepEqual(
+    [...new Set(named.filter((n) => !known.has(n)))],
+    [],
+    'named in docs/operations.md, not exported',
+  );
+  // the reader must see the rows, or the check would pass on empty tables
+  assert.ok((docs.get('Agent') ?? []).length > 10 && (docs.get('Controller') ?? []).length > 10);
 });
