@@ -11,6 +11,7 @@ import {
   F,
   Lifecycle,
   observeTransport,
+  failingChecks,
   startHttpServer,
 } from '../shared/index.ts';
 import type { Logger } from '../shared/index.ts';
@@ -18,7 +19,7 @@ import { CniInstaller } from './install/installer.ts';
 import type { SignalFollower } from './install/owner.ts';
 import type { InstallOptions } from './install/installer.ts';
 import { followOwner } from './install/owner.ts';
-import { createAgentMetrics, setRouteSkips } from './metrics.ts';
+import { createAgentMetrics, observeAgentReady, setRouteSkips } from './metrics.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { AgentOptions } from './options.ts';
 import { createNodeBlocksView, followWatch, startAgentIpam } from './ipam/index.ts';
@@ -42,20 +43,23 @@ export async function runAgent(options: AgentOptions): Promise<void> {
   observeTransport(metrics.registry, connection.transport);
   const started: { state?: AgentState } = {};
   let installed = !options.installCni;
+  const ready = {
+    // Not ready until every watch has listed, and while any is broken (API server unreachable):
+    // the agent's view of its node's blocks, pools and pods is ageing then.
+    watches: () => {
+      const state = started.state;
+      if (!state?.synced) return `not synced: ${(state?.unsynced ?? ['all']).join(', ')}`;
+      return state.connected ? undefined : `watch failing: ${state.disconnected.join(', ')}`;
+    },
+    install: () => (installed ? undefined : 'CNI plugin not installed yet'),
+  };
+  // blockipam_agent_ready{node}: what /readyz answers, through the same function
+  observeAgentReady(metrics, options.nodeName, () => failingChecks(ready));
   const server = await startHttpServer({
     port: options.metricsPort,
     host: options.metricsHost,
     registry: metrics.registry,
-    ready: {
-      // Not ready until every watch has listed, and while any is broken (API server unreachable):
-      // the agent's view of its node's blocks, pools and pods is ageing then.
-      watches: () => {
-        const state = started.state;
-        if (!state?.synced) return `not synced: ${(state?.unsynced ?? ['all']).join(', ')}`;
-        return state.connected ? undefined : `watch failing: ${state.disconnected.join(', ')}`;
-      },
-      install: () => (installed ? undefined : 'CNI plugin not installed yet'),
-    },
+    ready,
   });
   lifecycle.onStop('http', () => server.close());
   log.info('agent starting', { [F.node]: options.nodeName, port: server.port, server: connection.server });

@@ -6,7 +6,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type { BatchingStats } from 'blockipam/core';
 import { ADD_FAILURE_REASONS, addFailureReasonOf } from 'blockipam/core/node-ipam';
 import type { AddAnswer } from 'blockipam/core/node-ipam';
-import { createMetrics, METRIC_PREFIX } from '../shared/index.ts';
+import { createMetrics, METRIC_PREFIX, readinessGauge } from '../shared/index.ts';
 import type { DaemonMetrics } from '../shared/index.ts';
 
 const P = `${METRIC_PREFIX}agent_`;
@@ -242,4 +242,17 @@ export function observeConfirmLists(
       seen = Math.max(now, seen);
     },
   });
+}
+
+/**
+ * `blockipam_agent_ready{node}`: 1 while the agent's `/readyz` answers 200, else 0, read at scrape
+ * time from `failing` — the agent passes `() => failingChecks(ready)` over the checks its HTTP
+ * server answers `/readyz` from (agent.ts), so the gauge is the probe's answer, not a copy of it.
+ */
+export function observeAgentReady(
+  metrics: Pick<AgentMetrics, 'registry'>,
+  node: string,
+  failing: () => readonly string[],
+): void {
+  readinessGauge(metrics.registry, 'agent_ready', { node }, failing);
 }

@@ -31,10 +31,12 @@
  * | blockipam_ipam_blocks_unrouted                   | gauge   | reason                | trusted blocks given no route (covers-node-address) |
  * | blockipam_ipamnode_writes_total                  | counter | op                    | IPAMNodes created, updated, deleted |
  * | blockipam_controller_leader                      | gauge   |                       | 1 while this replica leads |
+ * | blockipam_controller_ready                       | gauge   |                       | 1 while this replica's /readyz answers 200 (observeControllerReady; every replica) |
  * | blockipam_controller_passes_total                | counter | outcome               | reconcile passes (done, skipped, failed) |
  */
 import { Counter, Gauge } from 'prom-client';
 import type { Registry } from 'prom-client';
+import { readinessGauge } from '../shared/index.ts';
 
 const P = 'blockipam_';
 
@@ -149,4 +151,14 @@ export function controllerMetrics(registry: Registry): ControllerMetrics {
       'outcome',
     ]),
   };
+}
+
+/**
+ * `blockipam_controller_ready`: 1 while this replica's `/readyz` answers 200 (a standby always; the
+ * leader once its watches synced and while none fails), else 0, read at scrape time from `failing`
+ * — run.ts passes `() => failingChecks(ready)` over the checks its HTTP server answers `/readyz`
+ * from. Exported by every replica (beside `blockipam_controller_leader`).
+ */
+export function observeControllerReady(registry: Registry, failing: () => readonly string[]): void {
+  readinessGauge(registry, 'controller_ready', {}, failing);
 }

@@ -12,6 +12,7 @@ import {
   errorFields,
   Lifecycle,
   observeTransport,
+  failingChecks,
   startHttpServer,
 } from '../shared/index.ts';
 import type { KubeConnectionOptions, LogLevel } from '../shared/index.ts';
@@ -20,7 +21,7 @@ import { kubeEventSink } from './events.ts';
 import { LeaderElector } from './leader/elector.ts';
 import type { ElectorEvent } from './leader/elector.ts';
 import { kubeLeaseStore } from './leader/lease-store.ts';
-import { controllerMetrics } from './metrics.ts';
+import { controllerMetrics, observeControllerReady } from './metrics.ts';
 import { PassScheduler, Reconciler } from './reconciler.ts';
 import { watchCluster } from './watched-view.ts';
 import type { WatchedView } from './watched-view.ts';
@@ -64,6 +65,10 @@ export async function runController(options: ControllerOptions): Promise<void> {
     retryPeriodMs: options.retryPeriodSeconds * 1000,
     onEvent: (event) => onElectorEvent(event),
   });
+  // A standby is ready; the leader once its watches synced and while none fails.
+  const ready = { watches: () => (elector.isLeader && view ? view.notReady() : undefined) };
+  // blockipam_controller_ready: what /readyz answers, through the same function
+  observeControllerReady(shared.registry, () => failingChecks(ready));
   const server = await startHttpServer({
     port: options.metricsPort,
     host: options.metricsHost,
@@ -75,7 +80,7 @@ export async function runController(options: ControllerOptions): Promise<void> {
           ? `no pass for ${Math.round((Date.now() - lastPassMs) / 1000)} s`
           : undefined,
     },
-    ready: { watches: () => (elector.isLeader && view ? view.notReady() : undefined) },
+    ready,
   });
   lifecycle.onStop('http server', () => server.close());
   log.info('controller started', {

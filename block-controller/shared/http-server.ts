@@ -43,7 +43,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
         .then((text) => answer(200, text, options.registry.contentType))
         .catch((error: Error) => answer(500, `metrics: ${error.message}\n`));
     } else if (path === '/healthz' || path === '/readyz') {
-      const failing = failures((path === '/healthz' ? options.live : options.ready) ?? {});
+      const failing = failingChecks((path === '/healthz' ? options.live : options.ready) ?? {});
       answer(failing.length === 0 ? 200 : 503, failing.length === 0 ? 'ok\n' : `${failing.join('\n')}\n`);
     } else answer(404, 'not found\n');
   });
@@ -61,7 +61,12 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
   };
 }
 
-function failures(checks: Readonly<Record<string, Check>>): string[] {
+/**
+ * The checks that fail now, as `<name>: <reason>` lines in the record's order (empty: all pass).
+ * What `/healthz` and `/readyz` answer, and what the readiness gauges read (shared/metrics.ts
+ * readinessGauge): one function, so the gauge and the probe cannot disagree.
+ */
+export function failingChecks(checks: Readonly<Record<string, Check>>): string[] {
   return Object.entries(checks).flatMap(([name, check]) => {
     const reason = check();
     return reason === undefined ? [] : [`${name}: ${reason}`];

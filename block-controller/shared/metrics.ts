@@ -4,7 +4,7 @@
  * counters every daemon shares. Names follow Prometheus conventions under the `blockipam_`
  * prefix (`_total` for counters, base units).
  */
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { KubeTransport } from 'blockipam/core/kube';
 
 export const METRIC_PREFIX = 'blockipam_';
@@ -68,6 +68,30 @@ export function observeTransport(registry: Registry, transport: KubeTransport): 
         if (delta > 0) this.inc({ method }, delta);
         seen[method] = count;
       }
+    },
+  });
+}
+
+/**
+ * Exposes readiness as the gauge `blockipam_<name>{…labels}`: 1 while `failing()` is empty, else 0,
+ * computed at scrape time. Pass the function `/readyz` answers from — `() => failingChecks(checks)`
+ * over the same checks (shared/http-server.ts) — so the gauge is exactly the probe's answer.
+ * @param name after the prefix, e.g. `agent_ready`
+ * @param labels constant labels, e.g. `{ node }` (none for the controller)
+ */
+export function readinessGauge(
+  registry: Registry,
+  name: string,
+  labels: Readonly<Record<string, string>>,
+  failing: () => readonly string[],
+): void {
+  new Gauge({
+    name: `${METRIC_PREFIX}${name}`,
+    help: '1 while /readyz answers 200 (every readiness check passes), else 0',
+    labelNames: Object.keys(labels),
+    registers: [registry],
+    collect() {
+      this.set({ ...labels }, failing().length === 0 ? 1 : 0);
     },
   });
 }

@@ -9,14 +9,19 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { KubeTransport } from 'blockipam/core/kube';
 import * as agentModule from '../../block-controller/agent/metrics.ts';
-import { controllerMetrics } from '../../block-controller/controller/metrics.ts';
+import { controllerMetrics, observeControllerReady } from '../../block-controller/controller/metrics.ts';
 import * as sharedModule from '../../block-controller/shared/metrics.ts';
 
 /**
  * The observe* functions of the metrics modules this file calls (monitoring.test.ts checks no
  * other exists: a new one must be called here, or its metrics would escape the check).
  */
-export const OBSERVERS_CALLED = ['observeBatching', 'observeConfirmLists', 'observeTransport'];
+export const OBSERVERS_CALLED = [
+  'observeAgentReady',
+  'observeBatching',
+  'observeConfirmLists',
+  'observeTransport',
+];
 /** The modules metrics are registered in (monitoring.test.ts checks no other source file does). */
 export const METRIC_MODULES = [
   'block-controller/agent/metrics.ts',
@@ -41,19 +46,24 @@ async function seriesNames(registry: Registry): Promise<string[]> {
 
 const noTransport = { stats: { requests: 0, byMethod: {} } } as unknown as KubeTransport;
 
-/** Every series name the agent and the controller export, by component. */
-export async function exportedMetrics(): Promise<{ agent: Set<string>; controller: Set<string> }> {
+/** The agent's and the controller's registries, built by the functions their processes call. */
+function registries(): { agent: Registry; controller: Registry } {
   const agent = agentModule.createAgentMetrics();
   agentModule.observeBatching(agent, 'node-a', () => undefined);
   agentModule.observeConfirmLists(agent, 'node-a', () => 0);
+  agentModule.observeAgentReady(agent, 'node-a', () => []);
   sharedModule.observeTransport(agent.registry, noTransport);
   const shared = sharedModule.createMetrics('controller');
   sharedModule.observeTransport(shared.registry, noTransport);
   controllerMetrics(shared.registry);
-  return {
-    agent: new Set(await seriesNames(agent.registry)),
-    controller: new Set(await seriesNames(shared.registry)),
-  };
+  observeControllerReady(shared.registry, () => []);
+  return { agent: agent.registry, controller: shared.registry };
+}
+
+/** Every series name the agent and the controller export, by component. */
+export async function exportedMetrics(): Promise<{ agent: Set<string>; controller: Set<string> }> {
+  const { agent, controller } = registries();
+  return { agent: new Set(await seriesNames(agent)), controller: new Set(await seriesNames(controller)) };
 }
 
 /**
@@ -67,21 +77,11 @@ export async function exportedFamilies(): Promise<{
   controller: Set<string>;
   process: Set<string>;
 }> {
-  const agent = agentModule.createAgentMetrics();
-  agentModule.observeBatching(agent, 'node-a', () => undefined);
-  agentModule.observeConfirmLists(agent, 'node-a', () => 0);
-  sharedModule.observeTransport(agent.registry, noTransport);
-  const shared = sharedModule.createMetrics('controller');
-  sharedModule.observeTransport(shared.registry, noTransport);
-  controllerMetrics(shared.registry);
+  const { agent, controller } = registries();
   const defaults = new Registry();
   collectDefaultMetrics({ register: defaults, prefix: sharedModule.METRIC_PREFIX });
   const names = async (r: Registry) => new Set((await r.getMetricsAsJSON()).map((m) => m.name));
-  return {
-    agent: await names(agent.registry),
-    controller: await names(shared.registry),
-    process: await names(defaults),
-  };
+  return { agent: await names(agent), controller: await names(controller), process: await names(defaults) };
 }
 
 /** Series Prometheus itself writes for every scrape target (not exported by blockipam). */

@@ -4,11 +4,15 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, test } from 'node:test';
+import type { Registry } from 'prom-client';
+import { observeAgentReady } from '../../block-controller/agent/metrics.ts';
+import { observeControllerReady } from '../../block-controller/controller/metrics.ts';
 import {
   createLogger,
   createMetrics,
   errorFields,
   F,
+  failingChecks,
   Lifecycle,
   startHttpServer,
 } from '../../block-controller/shared/index.ts';
@@ -90,6 +94,54 @@ describe('http server', () => {
       await server.close();
     }
   });
+});
+
+describe('readiness gauges', () => {
+  // The controller's and the agent's gauges read the checks /readyz answers from: each step
+  // compares the probe's answer with the gauge in the same server's /metrics.
+  const gauges: [string, (registry: Registry, failing: () => readonly string[]) => void, RegExp][] = [
+    [
+      'blockipam_controller_ready',
+      (registry, failing) => observeControllerReady(registry, failing),
+      /^blockipam_controller_ready\{component="test"\} (\d)$/m,
+    ],
+    [
+      'blockipam_agent_ready{node}',
+      (registry, failing) => observeAgentReady({ registry }, 'n1', failing),
+      /^blockipam_agent_ready\{node="n1",component="test"\} (\d)$/m,
+    ],
+  ];
+  for (const [name, observe, line] of gauges)
+    test(`${name} is 1 exactly while /readyz answers 200`, async () => {
+      const { registry } = createMetrics('test');
+      const state = { synced: false, installed: false };
+      const ready = {
+        watches: () => (state.synced ? undefined : 'not synced'),
+        install: () => (state.installed ? undefined : 'not installed'),
+      };
+      observe(registry, () => failingChecks(ready));
+      const server = await startHttpServer({ port: 0, host: '127.0.0.1', registry, ready });
+      try {
+        const get = async (path: string): Promise<[number, string]> => {
+          const res = await fetch(`http://127.0.0.1:${server.port}${path}`);
+          return [res.status, await res.text()];
+        };
+        for (const [synced, installed] of [
+          [false, false],
+          [true, false],
+          [true, true],
+          [false, true],
+        ] as const) {
+          Object.assign(state, { synced, installed });
+          const [status] = await get('/readyz');
+          const gauge = line.exec((await get('/metrics'))[1])?.[1];
+          assert.equal(gauge, status === 200 ? '1' : '0', `synced ${synced}, installed ${installed}`);
+          assert.equal(status, synced && installed ? 200 : 503);
+        }
+      } finally {
+        await server.close();
+      }
+    });
 });
 
 describe('lifecycle', () => {
