@@ -66,7 +66,10 @@ export async function runController(options: ControllerOptions): Promise<void> {
     onEvent: (event) => onElectorEvent(event),
   });
   // A standby is ready; the leader once its watches synced and while none fails.
-  const ready = { watches: () => (elector.isLeader && view ? view.notReady() : undefined) };
+  const ready = {
+    // view is set once every watch has listed: a leader still listing is not ready yet
+    watches: () => (elector.isLeader ? (view ? view.notReady() : 'watches not listed yet') : undefined),
+  };
   // blockipam_controller_ready: what /readyz answers, through the same function
   observeControllerReady(shared.registry, () => failingChecks(ready));
   const server = await startHttpServer({
