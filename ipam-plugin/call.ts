@@ -3,7 +3,8 @@
  * a call core/cni's forwarding rule sends to the node agent (forwardTarget: ADD, DEL, CHECK, GC
  * or STATUS with `ipam.agentSocket` and not `ipam.mode: standalone`) goes there whole, and what
  * the agent answers is written as it is — exit code, stdout, stderr; every other call, and one
- * whose connect() failed so that the agent never saw it, runs on the direct path (direct.ts).
+ * whose connect() failed so that the agent never saw it, runs on the direct path (direct.ts), as
+ * does every call with {@link DIRECT_ENV} set (the Go forwarder decided already: no connect).
  * The forwarding path reads stdin and parses it with JSON.parse only: it loads neither the
  * dispatcher nor the netconf validator (the agent validates). It appends the call's lines to the
  * netconf's `ipam.logFile` as the direct path would (the agent's warn lines, a `done` line with
@@ -11,7 +12,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import { callRequest } from 'blockipam/core/node-ipam/protocol';
-import { forwardTarget, type ForwardTarget } from 'blockipam/core/cni/forward';
+import { DIRECT_ENV, directReason, forwardTarget, type ForwardTarget } from 'blockipam/core/cni/forward';
 import { toErrorDocument } from 'blockipam/core/cni/errors';
 import type { Io } from 'blockipam/core/cni';
 import type { DirectDeps } from './direct.ts';
@@ -22,6 +23,15 @@ export async function runCall(io: Io, deps: DirectDeps): Promise<number> {
   const direct = async (o: Io, d: DirectDeps = deps): Promise<number> =>
     (await import('./direct.ts')).runDirect(o, d);
   if (command === undefined || command === 'VERSION' || command === '') return direct(io);
+  const decided = io.env[DIRECT_ENV];
+  if (decided !== undefined) {
+    // the Go forwarder applied the rule and exec'd this executable: never connect again
+    const why = directReason(decided);
+    return direct(
+      io,
+      why ? { ...deps, agentUnreachable: { ...why, message: `connect: ${why.errno}` } } : deps,
+    );
+  }
   let stdin: string;
   try {
     stdin = io.readStdin();
@@ -35,7 +45,7 @@ export async function runCall(io: Io, deps: DirectDeps): Promise<number> {
     });
   }
   const readStdin = (): string => stdin;
-  const target = forwardTarget(command, stdin);
+  const target = forwardTarget(io.env, stdin);
   if (target === undefined) return direct({ ...io, readStdin });
   const { forwardCall } = await import('./backend/agent-client.ts');
   const started = performance.now();

@@ -119,9 +119,10 @@ export async function forwardCall(o: AgentOptions): Promise<AgentAnswer> {
 interface AnswerReader {
   readonly events: UnixEvents;
   /**
-   * The answer: up to its newline, or all the agent wrote before closing.
+   * The answer, up to its newline (the agent ends every answer with one).
    * @throws CniError 11 when nothing answers within `waitMs`, or the connection is closed or
-   *   reset without an answer; 999 when it exceeds {@link MAX_RESPONSE_BYTES}
+   *   reset before the newline (no answer, or one cut off); 999 when it exceeds
+   *   {@link MAX_RESPONSE_BYTES}
    */
   answer(waitMs: number): Promise<string>;
 }
@@ -159,7 +160,15 @@ function answerReader(o: AgentOptions): AnswerReader {
         else if (nl >= 0) finish({ text: text() });
       },
       closed(error) {
-        if (size > 0) finish({ text: text() });
+        // the agent ends every answer with a newline: bytes without one are an answer cut off
+        // (the agent went mid-write), so try again later rather than "malformed"
+        if (size > 0)
+          finish({
+            error: again(
+              'node agent answer incomplete',
+              `${error ? error.message : 'connection closed'} after ${size} bytes of the answer, before its newline`,
+            ),
+          });
         else if (error)
           finish({
             error: again('node agent connection failed', `${error.message} after the request was sent`),

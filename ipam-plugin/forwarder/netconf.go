@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// maxStdinBytes bounds the stdin the forwarder reads (bytes): the whole v2 request must fit in
-// the agent's 1 MiB (MAX_REQUEST_BYTES), and a netconf is a few KiB.
-const maxStdinBytes = 1 << 20
+// maxStdinBytes bounds the stdin the forwarder reads (bytes): 64 MiB, the direct path's bound
+// (ipam-plugin/host/stdio.ts maxStdinBytes: a GC listing every attachment of a node). A call
+// whose request would exceed the agent's maxRequestBytes goes to the direct path.
+const maxStdinBytes = 64 << 20
 
 // defaultCniVersion is the cniVersion of an error document when the netconf names none (as the
 // TypeScript plugin's errorVersion).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // protocolVersion is the node IPAM protocol version of the raw CNI call wire (`v`).
@@ -25,9 +26,13 @@ const maxRequestBytes = 1 << 20
 // cniEnv lists the environment variables the request carries, when set (CNI spec §"Parameters").
 var cniEnv = []string{"CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME", "CNI_ARGS", "CNI_PATH"}
 
-// errFallback says connect() failed such that the agent never saw the call: the direct path
-// serves it.
-var errFallback = errors.New("connect failed: direct path")
+// fallbackError says connect() failed such that the agent never saw the call: the direct path
+// serves it (told errno and socket through directEnv, and logs them).
+type fallbackError struct {
+	errno string
+}
+
+func (e *fallbackError) Error() string { return "connect failed: " + e.errno + ": direct path" }
 
 // fallbackErrnos are the connect() errors that send the call to the direct path (the agent has
 // not seen the request; the TypeScript thin client's FALLBACK_ERRNOS, with their reasons there):
@@ -55,13 +60,6 @@ var otherErrnoNames = map[syscall.Errno]string{
 	syscall.ENOBUFS:      "ENOBUFS",
 }
 
-// request is the v2 request line.
-type request struct {
-	V     int               `json:"v"`
-	Env   map[string]string `json:"env"`
-	Stdin string            `json:"stdin"`
-}
-
 // answer is the agent's v2 answer: what the plugin process itself would have written and returned.
 type answer struct {
 	code   int
@@ -69,19 +67,14 @@ type answer struct {
 	stderr string
 }
 
-// forward sends the call to the agent at conf.agentSocket and returns its answer. The whole call
-// (connect, send, answer) has conf.timeout.
-// Errors: errFallback when connect() fails with one of fallbackErrnos; *cniError 11 for any
+// forward sends line (requestLine) to the agent at conf.agentSocket and returns its answer. The
+// whole call (connect, send, answer) has conf.timeout.
+// Errors: *fallbackError when connect() fails with one of fallbackErrnos; *cniError 11 for any
 // other connect() failure, no connection within the budget, no complete answer within it, or a
-// connection closed or reset without an answer; 999 for an answer that is not the v2 shape or
-// over maxAnswerBytes; 6 for a request over maxRequestBytes. Nothing after the request was
-// written falls back.
-func forward(conf netconf, stdin []byte) (answer, error) {
+// connection closed or reset before a complete answer; 999 for an answer that is not the v2
+// shape or over maxAnswerBytes. Nothing after the request was written falls back.
+func forward(conf netconf, line []byte) (answer, error) {
 	deadline := time.Now().Add(conf.timeout)
-	line, err := requestLine(stdin)
-	if err != nil {
-		return answer{}, err
-	}
 	fd, err := connect(conf, deadline)
 	if err != nil {
 		return answer{}, err
@@ -97,24 +90,111 @@ func forward(conf netconf, stdin []byte) (answer, error) {
 	return parseAnswer(text)
 }
 
-// requestLine is the v2 request for this process's CNI_* variables and stdin, with its newline.
-// Stdin that is not UTF-8 has its bad bytes replaced by U+FFFD (as the TypeScript client's
-// Buffer.toString).
-func requestLine(stdin []byte) ([]byte, error) {
-	env := make(map[string]string, len(cniEnv))
+// requestLine is the v2 request {"v":2,"env":{…},"stdin":"…"} for this process's CNI_* variables
+// (those set, in cniEnv's order) and stdin, with its newline: byte for byte what the TypeScript
+// client sends, JSON.stringify(callRequest(env, stdin)) (core/cni/forward.ts requestBytes), so
+// both clients measure a request alike against maxRequestBytes. Bytes that are not UTF-8 are
+// decoded as Buffer.toString does (appendJSString).
+func requestLine(stdin []byte) []byte {
+	line := make([]byte, 0, len(stdin)+len(stdin)/8+512)
+	line = append(line, `{"v":2,"env":{`...)
+	first := true
 	for _, k := range cniEnv {
-		if v, set := os.LookupEnv(k); set {
-			env[k] = v
+		v, set := os.LookupEnv(k)
+		if !set {
+			continue
 		}
+		if !first {
+			line = append(line, ',')
+		}
+		first = false
+		line = appendJSString(line, []byte(k))
+		line = append(line, ':')
+		line = appendJSString(line, []byte(v))
 	}
-	line, err := marshal(request{V: protocolVersion, Env: env, Stdin: string(stdin)})
-	if err != nil {
-		return nil, &cniError{999, "internal error", err.Error()}
+	line = append(line, `},"stdin":`...)
+	line = appendJSString(line, stdin)
+	return append(line, '}', '\n')
+}
+
+// appendJSString appends s as JSON.stringify writes the string Buffer.toString("utf8") makes of
+// s: '"' and '\\' escaped, \b \f \n \r \t by name, other controls below 0x20 as \u00xx
+// (lowercase), everything else as is; each maximal ill-formed subsequence (WHATWG UTF-8 decode)
+// becomes one U+FFFD.
+func appendJSString(buf, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x80 {
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size <= 1 {
+				buf = utf8.AppendRune(buf, utf8.RuneError)
+				i += illFormedLen(s[i:])
+				continue
+			}
+			buf = append(buf, s[i:i+size]...)
+			i += size
+			continue
+		}
+		switch {
+		case c == '"' || c == '\\':
+			buf = append(buf, '\\', c)
+		case c == '\b':
+			buf = append(buf, '\\', 'b')
+		case c == '\f':
+			buf = append(buf, '\\', 'f')
+		case c == '\n':
+			buf = append(buf, '\\', 'n')
+		case c == '\r':
+			buf = append(buf, '\\', 'r')
+		case c == '\t':
+			buf = append(buf, '\\', 't')
+		case c < 0x20:
+			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			buf = append(buf, c)
+		}
+		i++
 	}
-	if len(line)-1 > maxRequestBytes {
-		return nil, &cniError{6, "network configuration too large", fmt.Sprintf("the request to the node agent holds more than %d bytes (stdin and CNI_* variables, JSON-encoded)", maxRequestBytes)}
+	return append(buf, '"')
+}
+
+// illFormedLen is the length of the maximal ill-formed subsequence at the start of s (s[0] does
+// not start a valid UTF-8 sequence): a lead byte followed by those continuation bytes that could
+// still have completed it (Unicode §3.9 "U+FFFD substitution of maximal subparts", as WHATWG's
+// UTF-8 decoder and so Buffer.toString); at least 1.
+func illFormedLen(s []byte) int {
+	lo, hi := byte(0x80), byte(0xbf)
+	need := 0
+	switch c := s[0]; {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c >= 0xe0 && c <= 0xef:
+		need = 2
+		if c == 0xe0 {
+			lo = 0xa0
+		} else if c == 0xed {
+			hi = 0x9f
+		}
+	case c >= 0xf0 && c <= 0xf4:
+		need = 3
+		if c == 0xf0 {
+			lo = 0x90
+		} else if c == 0xf4 {
+			hi = 0x8f
+		}
+	default:
+		return 1
 	}
-	return line, nil
+	n := 1
+	for ; n <= need && n < len(s); n++ {
+		if s[n] < lo || s[n] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xbf
+	}
+	return n
 }
 
 // marshal is v as one JSON line (with its newline), '<', '>' and '&' not escaped (as JSON.stringify).
@@ -158,12 +238,12 @@ func connect(conf netconf, deadline time.Time) (int, error) {
 	}
 }
 
-// connectError is errFallback for fallbackErrnos, else CNI 11 naming the errno.
+// connectError is *fallbackError for fallbackErrnos, else CNI 11 naming the errno.
 func connectError(conf netconf, err error) error {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		if _, ok := fallbackErrnos[errno]; ok {
-			return errFallback
+		if name, ok := fallbackErrnos[errno]; ok {
+			return &fallbackError{name}
 		}
 	}
 	name, ok := otherErrnoNames[errno]
@@ -196,9 +276,10 @@ func send(fd int, line []byte, deadline time.Time) error {
 	return nil
 }
 
-// receive reads the answer line from fd: up to its newline, or all the agent wrote before closing.
+// receive reads the answer line from fd, up to its newline (the agent ends every answer with one).
 // Errors: *cniError 11 when nothing complete arrives before deadline, or the connection is
-// closed or reset without an answer; 999 past maxAnswerBytes without a newline.
+// closed or reset before the newline (a truncated answer: the agent may have gone mid-write, so
+// try again later, not "malformed"); 999 past maxAnswerBytes without a newline.
 func receive(conf netconf, fd int, deadline time.Time) ([]byte, error) {
 	buf := make([]byte, 0, 4096)
 	for {
@@ -217,11 +298,11 @@ func receive(conf netconf, fd int, deadline time.Time) ([]byte, error) {
 		case err == syscall.EINTR || err == syscall.EAGAIN:
 			continue // EAGAIN: SO_RCVTIMEO expired; the deadline check above reports it
 		case err != nil && len(buf) > 0:
-			return buf, nil
+			return nil, truncated(conf, len(buf), err.Error())
 		case err != nil:
 			return nil, afterSend(conf, "node agent connection failed", fmt.Sprintf("%v after the request was sent", err))
 		case n == 0 && len(buf) > 0:
-			return buf, nil
+			return nil, truncated(conf, len(buf), "connection closed")
 		case n == 0:
 			return nil, afterSend(conf, "node agent closed the connection without an answer", "connection closed after the request")
 		}
@@ -238,6 +319,11 @@ func receive(conf netconf, fd int, deadline time.Time) ([]byte, error) {
 			return buf, nil
 		}
 	}
+}
+
+// truncated is CNI 11 for an answer cut off: n bytes arrived, then how (closed, reset), no newline.
+func truncated(conf netconf, n int, how string) *cniError {
+	return afterSend(conf, "node agent answer incomplete", fmt.Sprintf("%s after %d bytes of the answer, before its newline", how, n))
 }
 
 // afterSend is CNI 11 for a failure after the request was written (the agent may have served it).

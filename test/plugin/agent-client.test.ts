@@ -222,7 +222,6 @@ void describe('thin client: failures', () => {
     ['a code out of range', '{"v":2,"code":256,"stdout":"","stderr":""}\n', /response\.code: 256/],
     ['no stdout', '{"v":2,"code":0,"stderr":""}\n', /response\.stdout/],
     ['stderr not a string', '{"v":2,"code":0,"stdout":"","stderr":1}\n', /response\.stderr/],
-    ['no newline before close, not JSON', '{"v":2,', /not JSON/],
   ];
   for (const [what, raw, problem] of malformed)
     void it(`a malformed answer (${what}) → 999 naming the problem, no fallback`, async () => {
@@ -234,6 +233,17 @@ void describe('thin client: failures', () => {
       assert.match(String(r.json?.details), problem);
       assert.deepEqual(backend.calls, []);
     });
+  void it('an answer cut off (closed before its newline) → 11 "incomplete", not 999, no fallback', async () => {
+    for (const raw of ['{"v":2,', '{"v":2,"code":0,"stdout":"","stderr":""}']) {
+      reply = () => ({ raw });
+      const backend = fakeBackend();
+      const r = await invoke(env('ADD'), conf('1.0.0'), backend);
+      assert.equal(r.json?.code, 11, `${raw}: ${r.stdout}`);
+      assert.equal(r.json?.msg, 'node agent answer incomplete');
+      assert.match(String(r.json?.details), new RegExp(`after ${raw.length} bytes of the answer`));
+      assert.deepEqual(backend.calls, []);
+    }
+  });
   void it('the agent closes without an answer → 11, no fallback', async () => {
     reply = () => ({ close: true });
     const backend = fakeBackend();

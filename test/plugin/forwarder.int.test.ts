@@ -9,12 +9,24 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { forwardedPlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
+import { DIRECT_ENV, forwardTarget, MAX_FORWARD_DEPTH, requestBytes } from 'blockipam/core/cni/forward';
+import { version } from 'blockipam/core/cni/version';
+import { callRequest, MAX_REQUEST_BYTES } from 'blockipam/core/node-ipam/protocol';
+import { ensurePlugin, forwardedPlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
 import { ensureMultiCall } from '../helpers/multi-call.ts';
 import { rawAgent, v2Answer, type RawAgent } from './helpers/raw-agent.ts';
 
@@ -91,6 +103,8 @@ void describe('the native forwarder', () => {
       },
       stdin,
     });
+    // byte for byte the TypeScript client's line: both clients size a request alike
+    assert.equal(agent.lines.at(-1), JSON.stringify(callRequest(env, stdin)));
   });
   void it('passes the answer through verbatim: stdout, stderr and exit code', async () => {
     const stdout = '{"cniVersion":"1.0.0","code":7,"msg":"bad"}'; // no newline: written as is
@@ -207,7 +221,14 @@ void describe('the native forwarder', () => {
     await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
     child.kill('SIGKILL');
     await new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    directAnswered(await run(cniEnv(), conf({ agentSocket: socket })));
+    const r = await run(cniEnv(), conf({ agentSocket: socket }));
+    directAnswered(r);
+    // told by the forwarder (BLOCKIPAM_DIRECT), not by a second connect()
+    const warn = JSON.parse(r.stderr.split('\n')[0] ?? '') as Record<string, unknown>;
+    assert.deepEqual(
+      [warn.msg, warn.errno, warn.agentSocket],
+      ['node agent unreachable: taking the direct path', 'ECONNREFUSED', socket],
+    );
     unlinkSync(socket);
   });
   void it('accepted but never answered: CNI 11 after ipam.timeoutMs, no direct path', async () => {
@@ -247,11 +268,115 @@ void describe('the native forwarder', () => {
     assert.equal(doc.msg, 'node agent answer malformed');
     assert.match(String(doc.details), /more than 1048576 bytes without a newline/);
   });
-  void it('stdin over 1 MiB: CNI 6, the agent gets no connection', async () => {
+  void it("a request over the agent's 1 MiB goes to the direct path; stdin over 64 MiB is CNI 6", async () => {
     const before = agent.connections;
-    const doc = cniError(await run(cniEnv(), conf({ pad: 'x'.repeat(MiB) })), 6);
-    assert.equal(doc.msg, 'network configuration too large');
+    // a GC listing tens of thousands of attachments: the direct path serves it, not a 6 or a 999
+    directAnswered(await run(cniEnv('GC'), conf({}, { cniVersion: '1.1.0', pad: 'x'.repeat(MiB) })));
     assert.equal(agent.connections, before);
+    const doc = cniError(await run(cniEnv(), conf({}, { pad: 'x'.repeat(64 * MiB) })), 6);
+    assert.equal(doc.msg, 'network configuration too large');
+    assert.equal(doc.details, `stdin holds more than ${64 * MiB} bytes`);
+    assert.equal(agent.connections, before);
+  });
+  void it('both clients (Go forwarder, Bun executable) decide alike: core/cni/forward.ts forwardTarget', async () => {
+    agent.reply = () => v2Answer(0, 'forwarded\n');
+    const env = cniEnv('GC', 'same1');
+    const ts = ensurePlugin();
+    /**
+     * stdin whose request line is exactly MAX_REQUEST_BYTES + `over` bytes: `pad` is `unit`
+     * (bytes inside a JSON string, as given: ill-formed UTF-8 reaches both clients as it is)
+     * repeated, `fill` tops it up with 1-byte 'x's.
+     */
+    const sized = (unit: Buffer, over: number): Buffer => {
+      const text = (pad: string, fill: string): string => conf({}, { cniVersion: '1.1.0', pad, fill });
+      const decoded = JSON.parse(`"${unit.toString('utf8')}"`) as string;
+      const base = requestBytes(env, text('', ''));
+      const per = requestBytes(env, text(decoded, '')) - base;
+      const n = Math.floor((MAX_REQUEST_BYTES - base) / per);
+      const fill = 'x'.repeat(MAX_REQUEST_BYTES - requestBytes(env, text(decoded.repeat(n), '')) + over);
+      const [head, tail] = text('', fill).split('"pad":""') as [string, string];
+      return Buffer.concat([
+        Buffer.from(`${head}"pad":"`),
+        Buffer.alloc(unit.length * n, unit),
+        Buffer.from(`"${tail}`),
+      ]);
+    };
+    const deep = (levels: number): Buffer =>
+      Buffer.from(
+        conf({}, { cniVersion: '1.1.0', d: 0 }).replace(
+          '"d":0',
+          `"d":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}`,
+        ),
+      );
+    const cases: [string, Buffer][] = [];
+    const units: [string, Buffer][] = [
+      ['ASCII', Buffer.from('x')],
+      ['quotes and backslashes', Buffer.from('\\"\\\\')],
+      ['multi-byte', Buffer.from('é✓😀')],
+      ['escaped newlines', Buffer.from('\\n')],
+      // ill-formed UTF-8: E2 82 (one U+FFFD), ED A0 80 (a surrogate: three), C0, FF
+      ['ill-formed UTF-8', Buffer.from([0xe2, 0x82, 0x41, 0xed, 0xa0, 0x80, 0xc0, 0xff])],
+    ];
+    for (const [what, unit] of units)
+      for (const over of [0, 1])
+        cases.push([`${what}, request ${over ? 'one byte over' : 'at'} the bound`, sized(unit, over)]);
+    cases.push(
+      ['nested at the limit', deep(MAX_FORWARD_DEPTH)],
+      ['nested one level deeper', deep(MAX_FORWARD_DEPTH + 1)],
+    );
+    for (const [what, stdin] of cases) {
+      const expected = forwardTarget(env, stdin.toString('utf8')) !== undefined;
+      const lines: string[] = [];
+      for (const client of [exe, ts]) {
+        const before = agent.connections;
+        const r = await runPlugin(env, stdin, client);
+        const forwarded = agent.connections > before;
+        assert.equal(forwarded, expected, `${what}: ${client} ${forwarded ? 'forwarded' : 'went direct'}`);
+        if (forwarded) {
+          assert.deepEqual([r.status, r.stdout], [0, 'forwarded\n'], what);
+          lines.push(agent.lines.at(-1) as string);
+        } else directAnswered(r);
+      }
+      if (expected) assert.equal(lines[0], lines[1], `${what}: both clients send the same line`);
+    }
+    // the table holds both outcomes of each pair
+    assert.deepEqual(
+      cases.map(([, stdin]) => forwardTarget(env, stdin.toString('utf8')) !== undefined),
+      [true, false, true, false, true, false, true, false, true, false, true, false],
+    );
+  });
+  void it("the direct path exec'd by the forwarder is told so (BLOCKIPAM_DIRECT) and never connects", async () => {
+    // a stand-in direct path that prints the marker it got
+    const bin = join(tmp, 'bin-marker');
+    const script = join(tmp, 'print-marker');
+    writeFileSync(script, `#!/bin/sh\nprintf '%s' "$${DIRECT_ENV}"\n`);
+    chmodSync(script, 0o755);
+    const marked = forwardedPlugin(bin, script);
+    assert.equal((await runPlugin(cniEnv(), conf({ mode: 'standalone' }), marked)).stdout, '1');
+    const none = join(tmp, 'none.sock');
+    assert.equal((await runPlugin(cniEnv(), conf({ agentSocket: none }), marked)).stdout, `ENOENT ${none}`);
+    // one the runtime set is replaced, not doubled
+    const r = await runPlugin({ ...cniEnv(), [DIRECT_ENV]: 'stale' }, conf({ mode: 'standalone' }), marked);
+    assert.equal(r.stdout, '1');
+    // the TypeScript executable with the marker: the direct path, though the netconf names a
+    // socket that is listening
+    const before = agent.connections;
+    for (const value of ['1', `ECONNREFUSED ${agent.socket}`]) {
+      const direct = await runPlugin({ ...cniEnv(), [DIRECT_ENV]: value }, conf(), ensurePlugin());
+      directAnswered(direct);
+    }
+    assert.equal(agent.connections, before);
+  });
+  void it('an answer cut off before its newline: CNI 11, not 999', async () => {
+    for (const raw of ['{"v":2,"code":0,"std', '{"v":2,"code":0,"stdout":"","stderr":""}']) {
+      agent.reply = () => ({ raw });
+      const doc = cniError(await run(cniEnv(), conf()), 11);
+      assert.equal(doc.msg, 'node agent answer incomplete', raw);
+      assert.match(
+        String(doc.details),
+        new RegExp(`after ${raw.length} bytes of the answer, before its newline`),
+      );
+    }
   });
   void it('blockipam-direct the multi-call executable (the image): argv[0] "blockipam" picks its plugin role', async () => {
     const mc = forwardedPlugin(join(tmp, 'bin-multi-call'), ensureMultiCall());
@@ -267,5 +392,10 @@ void describe('the native forwarder', () => {
     assert.equal(doc.msg, 'cannot run the direct path');
     assert.match(String(doc.details), new RegExp(`^${join(bin, 'blockipam-direct')}: no such file`));
     assert.equal(doc.cniVersion, '1.0.0');
+    // VERSION needs no direct path: the forwarder answers it, byte for byte as core's VERSION
+    for (const stdin of ['{"cniVersion":"0.4.0"}', '{"cniVersion":"9.9.9"}', 'not json', '']) {
+      const v = await runPlugin({ CNI_COMMAND: 'VERSION' }, stdin, lone);
+      assert.deepEqual([v.status, v.stdout], [0, `${JSON.stringify(version(stdin))}\n`], stdin);
+    }
   });
 });

@@ -76,12 +76,12 @@ export interface PluginRun {
 }
 
 /**
- * Runs the executable once with exactly `env` (plus PATH) and `stdin`.
+ * Runs the executable once with exactly `env` (plus PATH) and `stdin` (bytes as given).
  * @param exe another copy of it (e.g. one an installer put in place); default {@link ensurePlugin}'s
  */
 export function runPlugin(
   env: Readonly<Record<string, string | undefined>>,
-  stdin: string,
+  stdin: string | Buffer,
   exe?: string,
 ): Promise<PluginRun> {
   return new Promise((resolve, reject) => {

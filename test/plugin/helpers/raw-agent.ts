@@ -49,13 +49,14 @@ export async function rawAgent(): Promise<RawAgent> {
     open.add(s);
     s.on('close', () => open.delete(s));
     s.on('error', () => undefined);
-    let text = '';
+    // bytes until the newline, decoded once: a character split across chunks stays whole
+    let bytes = Buffer.alloc(0);
     s.on('data', (chunk: Buffer) => {
-      text += chunk.toString('utf8');
-      const nl = text.indexOf('\n');
+      bytes = Buffer.concat([bytes, chunk]);
+      const nl = bytes.indexOf(10);
       if (nl < 0) return;
-      const line = text.slice(0, nl);
-      text = '';
+      const line = bytes.subarray(0, nl).toString('utf8');
+      bytes = Buffer.alloc(0);
       state.lines.push(line);
       const r = state.reply(line);
       if ('raw' in r) s.end(r.raw);
