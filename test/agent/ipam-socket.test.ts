@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
 import { UnavailableError } from 'blockipam/core';
-import { servedNodeProblem, type NodeIpam } from 'blockipam/core/node-ipam';
+import { MAX_REQUEST_BYTES, servedNodeProblem, type NodeIpam } from 'blockipam/core/node-ipam';
 import { startIpamServer, type IpamServerOptions } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
@@ -179,9 +179,9 @@ describe('IPAM socket server', () => {
     const server = await start(path, held.service, { maxConnections: 2, readDeadlineMs: 600_000 });
     const first = [ask(path, del(5000)), ask(path, del(5000))];
     await held.entered(2);
-    // unread: the error in CNI's current version
+    // not served, but its first bytes read: the error in the netconf's cniVersion
     assert.deepEqual(cniError(await ask(path, del(5000))), {
-      cniVersion: '1.1.0',
+      cniVersion: '1.0.0',
       code: 11,
       msg: 'node agent not ready',
       details: 'busy: 2 connections open (maxConnections); try again',
@@ -193,6 +193,8 @@ describe('IPAM socket server', () => {
     lingering.on('data', (chunk) => (busyAnswer += chunk.toString()));
     await once(lingering, 'close');
     assert.match(busyAnswer, /\\"code\\":11/);
+    // it sent nothing: CNI's current version
+    assert.match(busyAnswer, /\\"cniVersion\\":\\"1\.1\.0\\"/);
     held.release();
     for (const answer of await Promise.all(first)) assert.deepEqual(answer, silentOk);
     // their slots free as the server closes them (just after the client saw the answer's end)
@@ -265,6 +267,18 @@ describe('IPAM socket server', () => {
       ],
       ['stdin not a string', { v: 2, env: {}, stdin: {} }, '1.1.0', /request\.stdin: not a string/],
     ];
+    // refused before it parses: the netconf's cniVersion read from the request's first bytes
+    const head = JSON.stringify(cniCall('DEL', socketConf({}, '0.4.0'))).replace(/}$/, '');
+    cases.push(
+      ['too large', `${head.slice(0, -1)}${' '.repeat(MAX_REQUEST_BYTES)}"}\n`, '0.4.0', /larger than/],
+      ['cut short, not JSON', `${head.slice(0, -40)}\n`, '0.4.0', /request: not JSON/],
+      [
+        'not JSON, a version core/cni does not support',
+        `${head.slice(0, -40).replace('0.4.0', '9.9.9')}\n`,
+        '1.1.0',
+        /request: not JSON/,
+      ],
+    );
     for (const [what, request, cniVersion, details] of cases) {
       const req =
         what === 'an unknown v'

@@ -16,6 +16,7 @@ import { errorOfKind, errorVersion, toErrorDocument } from 'blockipam/core/cni';
 import { MAX_REQUEST_BYTES, NODE_IPAM_PROTOCOL, parseCallRequest } from 'blockipam/core/node-ipam';
 import type { CniCallResponse, NodeIpam, NodeIpamErrorKind } from 'blockipam/core/node-ipam';
 import { errorFields, F } from '../../shared/index.ts';
+import { requestCniVersion } from './request-version.ts';
 import type { Logger } from '../../shared/index.ts';
 import { countAddFailure } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
@@ -39,8 +40,14 @@ export const READ_DEADLINE_MS = 10_000;
 export const MAX_CONNECTIONS = 256;
 /** Busy refusals are logged at most once per this many ms (ms; each is counted in the metric). */
 const BUSY_LOG_INTERVAL_MS = 10_000;
-/** A refused (busy) connection is closed at most this long after its answer (ms). */
+/** A refused (busy) connection is closed at most this long after accept (ms). */
 const BUSY_LINGER_MS = 1000;
+/**
+ * A refused (busy) connection that has sent nothing this long after accept (ms) is answered in
+ * 1.1.0: the plugin writes right after connect, so only a stalled or foreign client waits it out,
+ * and half of BUSY_LINGER_MS leaves it the other half to read the answer.
+ */
+const BUSY_ANSWER_MS = BUSY_LINGER_MS / 2;
 
 export interface IpamServerOptions {
   /** The socket's path (its directory is made root-owned 0700). */
@@ -76,13 +83,14 @@ export interface IpamServer {
 /**
  * An answer the agent decides without running the call: exit code 1 and the CNI error document
  * of `kind` (core/cni errorOfKind: notReady 11, badRequest 999) with `message` as its details
- * (bounded by core/cni's toErrorDocument), in the cniVersion of `stdin` when it names one
- * (else 1.1.0).
+ * (bounded by core/cni's toErrorDocument), in `cniVersion` — the call's netconf's as far as it
+ * could be read (errorVersion of a parsed request's stdin, else requestCniVersion of the bytes
+ * read), else 1.1.0.
  */
-const failure = (kind: NodeIpamErrorKind, message: string, stdin?: string): CniCallResponse => ({
+const failure = (kind: NodeIpamErrorKind, message: string, cniVersion: string): CniCallResponse => ({
   v: NODE_IPAM_PROTOCOL,
   code: 1,
-  stdout: `${JSON.stringify(toErrorDocument(errorOfKind(kind, message), errorVersion(stdin)))}\n`,
+  stdout: `${JSON.stringify(toErrorDocument(errorOfKind(kind, message), cniVersion))}\n`,
   stderr: '',
 });
 
@@ -168,25 +176,38 @@ function unlinkIfSame(path: string, bound: { dev: number; ino: number }, log: Lo
 }
 
 /**
- * Answers a connection past `maxConnections` `notReady` (busy) without reading it, and closes it
- * when the client ends or BUSY_LINGER_MS after the answer: a refused connection holds its
- * descriptor at most that long, not up to the read deadline. Counted in the request metric, not logged (the caller
- * logs refusals at most once per BUSY_LOG_INTERVAL_MS).
+ * Answers a connection past `maxConnections` `notReady` (busy) without serving it: at the
+ * client's first bytes (the plugin writes its request right after connect), in the cniVersion
+ * they name (requestCniVersion), or at their end or BUSY_ANSWER_MS without any, in 1.1.0. Closes
+ * it when the client ends, or BUSY_LINGER_MS after accept: a refused connection holds its
+ * descriptor at most that long, not up to the read deadline. Counted in the request metric, not
+ * logged (the caller logs refusals at most once per BUSY_LOG_INTERVAL_MS).
  */
 function refuseBusy(socket: Socket, options: IpamServerOptions, maxConnections: number): void {
-  const response = failure(
-    'notReady',
-    `busy: ${maxConnections} connections open (maxConnections); try again`,
-  );
-  report(options, { op: 'unknown', outcome: 'error_notReady' }, response, 0, false);
-  // what the client sends is read and dropped (closing with it unread resets the connection
-  // before the client reads the answer); the socket goes when the client ends, or 1 s after
+  let answered = false;
+  const answer = (head?: Buffer): void => {
+    if (answered) return;
+    answered = true;
+    clearTimeout(silent);
+    const message = `busy: ${maxConnections} connections open (maxConnections); try again`;
+    const response = failure('notReady', message, requestCniVersion(head));
+    report(options, { op: 'unknown', outcome: 'error_notReady' }, response, 0, false);
+    socket.end(`${JSON.stringify(response)}\n`);
+  };
+  const silent = setTimeout(() => answer(), BUSY_ANSWER_MS);
+  // what the client sends past its first bytes is read and dropped (closing with it unread
+  // resets the connection before the client reads the answer)
   const timer = setTimeout(() => socket.destroy(), BUSY_LINGER_MS);
-  socket.once('close', () => clearTimeout(timer));
+  socket.once('close', () => {
+    clearTimeout(timer);
+    clearTimeout(silent);
+  });
   socket.on('error', () => undefined);
-  socket.on('data', () => undefined);
-  socket.on('end', () => socket.destroy());
-  socket.end(`${JSON.stringify(response)}\n`);
+  socket.on('data', (chunk: Buffer) => answer(chunk));
+  socket.on('end', () => {
+    answer();
+    socket.destroy();
+  });
 }
 
 /** Reads one request from `socket`, answers it, closes. Never rejects. */
@@ -199,10 +220,11 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
   }
   let record: CallRecord = { op: 'unknown', outcome: 'error_badRequest' };
   let response: CniCallResponse;
-  if ('problem' in read) response = failure('badRequest', read.problem);
+  if ('problem' in read) response = failure('badRequest', read.problem, requestCniVersion(read.head));
   else {
     const parsed = parseCallRequest(read.doc);
-    if ('problem' in parsed) response = failure('badRequest', parsed.problem, stdinOf(read.doc));
+    if ('problem' in parsed)
+      response = failure('badRequest', parsed.problem, errorVersion(stdinOf(read.doc)));
     else ({ response, record } = await serveCall(parsed, started, options));
   }
   report(options, record, response, (performance.now() - started) / 1000);
@@ -216,21 +238,24 @@ function stdinOf(doc: unknown): string | undefined {
   return typeof stdin === 'string' ? stdin : undefined;
 }
 
+/** A request that could not be read as JSON: why, and its first bytes (for the answer's cniVersion). */
+interface Unreadable {
+  readonly problem: string;
+  readonly head: Buffer | undefined;
+}
+
 /**
  * One request's text: up to the first newline (or the end of the stream), at most
  * MAX_REQUEST_BYTES, complete within `deadlineMs` of the call (accept). @returns the decoded
- * JSON, a problem (too large, not JSON), or undefined when the client went away or did not
- * finish in time
+ * JSON, a problem (too large, not JSON) with the first bytes read, or undefined when the client
+ * went away or did not finish in time
  */
-function readRequest(
-  socket: Socket,
-  deadlineMs: number,
-): Promise<{ doc: unknown } | { problem: string } | undefined> {
+function readRequest(socket: Socket, deadlineMs: number): Promise<{ doc: unknown } | Unreadable | undefined> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let done = false;
-    const finish = (result: { doc: unknown } | { problem: string } | undefined): void => {
+    const finish = (result: { doc: unknown } | Unreadable | undefined): void => {
       if (done) return;
       done = true;
       clearTimeout(deadline);
@@ -244,7 +269,7 @@ function readRequest(
       try {
         finish({ doc: JSON.parse(bytes.toString('utf8')) as unknown });
       } catch (error) {
-        finish({ problem: `request: not JSON (${(error as Error).message})` });
+        finish({ problem: `request: not JSON (${(error as Error).message})`, head: bytes });
       }
     };
     const deadline = setTimeout(() => finish(undefined), deadlineMs);
@@ -255,7 +280,7 @@ function readRequest(
       const take = newline >= 0 ? chunk.subarray(0, newline) : chunk;
       size += take.length;
       if (size > MAX_REQUEST_BYTES) {
-        finish({ problem: `request: larger than ${MAX_REQUEST_BYTES} bytes` });
+        finish({ problem: `request: larger than ${MAX_REQUEST_BYTES} bytes`, head: chunks[0] ?? take });
         return;
       }
       chunks.push(take);
