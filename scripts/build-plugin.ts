@@ -25,7 +25,11 @@
  *   --multi-call     build the multi-call executable (step 3) instead of the plugin alone
  *   --forwarder      build the forwarder (step 4) only; no codegen, no Bun
  *   --target         Bun's cross-compile target, default bun-linux-x64 (needs AVX2; use
- *                    bun-linux-x64-baseline for older x86-64 CPUs, bun-linux-arm64 for arm64)
+ *                    bun-linux-x64-baseline for older x86-64 CPUs, bun-linux-arm64 for arm64).
+ *                    With --forwarder: GOARCH from it (bun-linux-x64, bun-linux-x64-baseline →
+ *                    amd64; bun-linux-arm64 → arm64; any other target is refused by name), the
+ *                    executable build/forwarder/linux-<GOARCH>/blockipam-forwarder; without
+ *                    --target, the host's architecture at build/forwarder/blockipam-forwarder
  *   --codegen-only   step 1 only
  *   --check-codegen  exit 1 when the committed generated file differs from the schema's output
  * Prints the executable's path on stdout.
@@ -56,7 +60,33 @@ const roleLinks = ['ipamctl', 'blockipam-agent', 'blockipam-controller'];
 const generatedPath = join(root, 'core', 'cni', 'netconf-validate.generated.ts');
 
 const forwarderSrc = join(root, 'ipam-plugin', 'forwarder');
-const forwarderPath = join(root, 'build', 'forwarder', 'blockipam-forwarder');
+const forwarderDir = join(root, 'build', 'forwarder');
+/** Bun's default cross-compile target. */
+const DEFAULT_TARGET = 'bun-linux-x64';
+/**
+ * Bun targets the forwarder builds for → GOARCH. Linux on amd64 and arm64 only: the forwarder's
+ * memfd_create syscall number is defined for those two (memfd_linux_{amd64,arm64}.go).
+ */
+const FORWARDER_ARCH: Readonly<Record<string, 'amd64' | 'arm64'>> = {
+  'bun-linux-x64': 'amd64',
+  'bun-linux-x64-baseline': 'amd64',
+  'bun-linux-arm64': 'arm64',
+};
+
+/**
+ * The forwarder's GOARCH and path for `target` (undefined: the host's architecture, at
+ * build/forwarder/blockipam-forwarder).
+ * @throws Error naming a target the forwarder cannot be built for
+ */
+export function forwarderTarget(target: string | undefined): { goarch?: string; path: string } {
+  if (target === undefined) return { path: join(forwarderDir, 'blockipam-forwarder') };
+  const goarch = FORWARDER_ARCH[target];
+  if (goarch === undefined)
+    throw new Error(
+      `--forwarder --target ${target}: the forwarder builds for Linux amd64 and arm64 only (--target ${Object.keys(FORWARDER_ARCH).join(', ')})`,
+    );
+  return { goarch, path: join(forwarderDir, `linux-${goarch}`, 'blockipam-forwarder') };
+}
 
 function run(cmd: string, args: readonly string[], o: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): void {
   const r = spawnSync(cmd, args, { stdio: ['ignore', 'inherit', 'inherit'], ...o });
@@ -116,10 +146,13 @@ function goBinary(): string {
 }
 
 /**
- * The forwarder build/forwarder/blockipam-forwarder, rebuilt only when missing or older than a
- * file of ipam-plugin/forwarder/ (step 4 above). Returns its path.
+ * The forwarder for Bun target `target` (forwarderTarget: default the host's, at
+ * build/forwarder/blockipam-forwarder), rebuilt only when missing or older than a file of
+ * ipam-plugin/forwarder/ (step 4 above). Returns its path.
+ * @throws Error naming a target it cannot be built for, or the failed build
  */
-export function buildForwarder(): string {
+export function buildForwarder(target?: string): string {
+  const { goarch, path: forwarderPath } = forwarderTarget(target);
   const newest = Math.max(...readdirSync(forwarderSrc).map((f) => statSync(join(forwarderSrc, f)).mtimeMs));
   if (existsSync(forwarderPath) && statSync(forwarderPath).mtimeMs > newest) return forwarderPath;
   const cache =
@@ -131,6 +164,8 @@ export function buildForwarder(): string {
     env: {
       ...process.env,
       CGO_ENABLED: '0',
+      GOOS: 'linux',
+      ...(goarch ? { GOARCH: goarch } : {}),
       GOTOOLCHAIN: 'local',
       GOFLAGS: '',
       GOENV: 'off',
@@ -149,15 +184,21 @@ function main(argv: readonly string[]): void {
     options: {
       'multi-call': { type: 'boolean', default: false },
       forwarder: { type: 'boolean', default: false },
-      target: { type: 'string', default: 'bun-linux-x64' },
+      target: { type: 'string' },
       'codegen-only': { type: 'boolean', default: false },
       'check-codegen': { type: 'boolean', default: false },
     },
   });
   if (values.forwarder) {
-    console.log(buildForwarder());
+    try {
+      console.log(buildForwarder(values.target));
+    } catch (e) {
+      console.error((e as Error).message);
+      process.exitCode = 1;
+    }
     return;
   }
+  const target = values.target ?? DEFAULT_TARGET;
   const code = generateValidator();
   if (values['check-codegen']) {
     if (readFileSync(generatedPath, 'utf8') !== code) {
@@ -170,17 +211,14 @@ function main(argv: readonly string[]): void {
   if (values['codegen-only']) return;
   if (values['multi-call']) {
     mkdirSync(multiOutDir, { recursive: true });
-    console.log(multiCall(values.target));
+    console.log(multiCall(target));
     return;
   }
   mkdirSync(outDir, { recursive: true });
   // ESM chunks, as the multi-call build: VERSION evaluates only its own chunk's bytecode
   // (CPU per VERSION 17.7 ms against 18.8 ms for one bundle, 60 interleaved runs, load 3-5).
   console.log(
-    bunExecutable(values.target, join(root, 'ipam-plugin', 'main.ts'), outDir, [
-      '--format=esm',
-      '--splitting',
-    ]),
+    bunExecutable(target, join(root, 'ipam-plugin', 'main.ts'), outDir, ['--format=esm', '--splitting']),
   );
 }
 

@@ -8,7 +8,7 @@
  * reads a kubeconfig).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -26,7 +26,7 @@ import { after, before, describe, it } from 'node:test';
 import { DIRECT_ENV, forwardTarget, MAX_FORWARD_DEPTH, requestBytes } from 'blockipam/core/cni/forward';
 import { version } from 'blockipam/core/cni/version';
 import { callRequest, MAX_REQUEST_BYTES } from 'blockipam/core/node-ipam/protocol';
-import { ensurePlugin, forwardedPlugin, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
+import { ensurePlugin, forwardedPlugin, repoRoot, runPlugin, type PluginRun } from './helpers/plugin-exe.ts';
 import { ensureMultiCall } from '../helpers/multi-call.ts';
 import { rawAgent, v2Answer, type RawAgent } from './helpers/raw-agent.ts';
 
@@ -397,5 +397,36 @@ void describe('the native forwarder', () => {
       const v = await runPlugin({ CNI_COMMAND: 'VERSION' }, stdin, lone);
       assert.deepEqual([v.status, v.stdout], [0, `${JSON.stringify(version(stdin))}\n`], stdin);
     }
+  });
+});
+
+void describe('the forwarder build: scripts/build-plugin.ts --forwarder --target', () => {
+  /** Runs the build script with `args`. */
+  const build = (...args: string[]) =>
+    spawnSync(process.execPath, [join(repoRoot, 'scripts', 'build-plugin.ts'), '--forwarder', ...args], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    });
+  /** ELF e_machine of the file at `path` (0x3e x86-64, 0xb7 AArch64). */
+  const machine = (path: string): number => readFileSync(path).readUInt16LE(18);
+  void it('builds for the architecture of the Bun target, each at its own path', () => {
+    for (const [target, arch, elf] of [
+      ['bun-linux-arm64', 'arm64', 0xb7],
+      ['bun-linux-x64-baseline', 'amd64', 0x3e],
+    ] as const) {
+      const r = build('--target', target);
+      assert.equal(r.status, 0, r.stderr);
+      const path = r.stdout.trim();
+      assert.equal(path, join(repoRoot, 'build', 'forwarder', `linux-${arch}`, 'blockipam-forwarder'));
+      assert.equal(machine(path), elf, target);
+    }
+  });
+  void it('refuses a target it cannot build for, by name', () => {
+    const r = build('--target', 'bun-darwin-arm64');
+    assert.equal(r.status, 1);
+    assert.match(
+      r.stderr,
+      /--forwarder --target bun-darwin-arm64: the forwarder builds for Linux amd64 and arm64 only/,
+    );
   });
 });
