@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { kubectl } from '../helpers/control-plane.ts';
 import { installCrds } from '../helpers/crds.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
@@ -36,6 +37,7 @@ describe('agent readiness: /readyz and blockipam_agent_ready agree', () => {
   after(async () => {
     await agent?.kill();
     await gate.close();
+    kubectl(['delete', 'node', NODE]);
   });
 
   test('not synced (a watch LIST held): 503 and 0; synced: 200 and 1', async () => {
