@@ -269,7 +269,7 @@ export function renderChurn(run: ChurnRun): {
     breakdown: parts,
     writeDocs: async (docsDir) => {
       const figures = await charts(run);
-      writeDocsSection(
+      await writeDocsSection(
         join(docsDir, 'benchmarks.md'),
         `${markdown}\n\n${figures.join('\n')}`,
         '## IPAM churn',

@@ -3,8 +3,9 @@
  * request counters (apiserver_request_total from /metrics), and the docs section writer.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
+import { writeDocSection } from './doc-section.ts';
 
 export interface Timed {
   readonly ms: number;
@@ -89,19 +90,18 @@ export function total(m: Map<string, number>): number {
   return [...m.values()].reduce((a, b) => a + b, 0);
 }
 
-/** Replaces (or appends) the section under `heading` (default `## CNI plugin`) of docs/benchmarks.md. */
-export function writeDocsSection(path: string, section: string, heading = '## CNI plugin'): void {
-  const doc = existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n';
-  const start = doc.indexOf(`\n${heading}\n`);
-  if (start < 0) {
-    writeFileSync(path, `${doc.trimEnd()}\n\n${section.trimEnd()}\n`);
-    return;
-  }
-  const next = doc.indexOf('\n## ', start + 1);
-  writeFileSync(
-    path,
-    `${doc.slice(0, start).trimEnd()}\n\n${section.trimEnd()}\n${next < 0 ? '' : `\n${doc.slice(next + 1)}`}`,
-  );
+/**
+ * Replaces (or appends) the section under `heading` (default `## CNI plugin`) of the markdown file
+ * at `path`, formatted as `prettier --check .` expects (test/bench/doc-section.ts).
+ * @param section the section's text, starting with its heading line
+ */
+export async function writeDocsSection(
+  path: string,
+  section: string,
+  heading = '## CNI plugin',
+): Promise<void> {
+  const body = section.startsWith(`${heading}\n`) ? section.slice(heading.length + 1) : section;
+  await writeDocSection(heading, body, { path });
 }
 
 /** The value after `--name` on this benchmark's command line, if given. */

@@ -394,7 +394,7 @@ async function main(): Promise<void> {
   );
   const section = lines.join('\n');
   console.log(section);
-  if (argv.includes('--write-docs')) writeDocsSection(join(repoRoot, 'docs', 'benchmarks.md'), section);
+  if (argv.includes('--write-docs')) await writeDocsSection(join(repoRoot, 'docs', 'benchmarks.md'), section);
 }
 
 try {
