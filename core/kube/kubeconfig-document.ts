@@ -20,7 +20,8 @@ type Dict = Record<string, unknown>;
  * Exec / auth-provider plugins are not supported (an error says so). certificate-authority,
  * client-certificate and client-key files are read here; tokenFile only when a request is sent
  * (KubeTransport, which re-reads it as the token rotates).
- * @throws KubeconfigError when the document lacks what is needed, or when a
+ * @throws KubeconfigError when the document lacks what is needed, when the server is not an
+ *   http(s) URL, or when a
  *   certificate-authority / client-certificate / client-key file it names cannot be read (the
  *   message names the field and the resolved path), or when its TLS material cannot be used
  *   (not PEM, does not parse, a certificate without its key or with another key: tls-material.ts)
@@ -48,6 +49,12 @@ export function kubeconfigFromDocument(
   const server = cluster.server;
   if (typeof server !== 'string' || server === '')
     throw new KubeconfigError(`kubeconfig ${path}: cluster has no server`);
+  // Checked here, not left to the first request's `new URL` (a TypeError "Invalid URL" that the
+  // plugin reported as 999 and the agent and controller as exit 1).
+  if (!URL.canParse(server) || !['https:', 'http:'].includes(new URL(server).protocol))
+    throw new KubeconfigError(
+      `kubeconfig ${path}: clusters[].cluster.server of cluster ${String(context.cluster)} is not an https:// or http:// URL: ${JSON.stringify(server.slice(0, 200))}`,
+    );
   const base = dirname(path);
   const files: string[] = [];
   const file = (key: string, dataKey: string, from: Dict): Buffer | undefined => {

@@ -151,6 +151,23 @@ current-context: x
         (e: unknown) => isKubeconfigError(e) && names.test(e.message),
       );
     });
+  for (const server of ['not a url', 'ftp://127.0.0.1', '127.0.0.1:6443'])
+    it(`a server ${JSON.stringify(server)} → KubeconfigError naming clusters[].cluster.server`, () => {
+      const config = write(
+        `config-server-${server.replace(/[^a-z0-9]/g, '-')}`,
+        `clusters: [{ name: c, cluster: { server: ${JSON.stringify(server)} } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+current-context: x
+`,
+      );
+      assert.throws(
+        () => loadKubeconfig(config),
+        (e: unknown) =>
+          isKubeconfigError(e) &&
+          /clusters\[\]\.cluster\.server of cluster c is not an https/.test(e.message),
+      );
+    });
   it('refuses exec credentials, unknown contexts and missing files with KubeconfigError', () => {
     assert.throws(() => loadKubeconfig(path, { context: 'execy' }), isKubeconfigError);
     assert.throws(() => loadKubeconfig(path, { context: 'nope' }), isKubeconfigError);
