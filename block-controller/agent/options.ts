@@ -9,6 +9,7 @@ import yargs from 'yargs';
 import { isAbsolute } from 'node:path';
 import { existsSync } from 'node:fs';
 import { parseCidr } from 'blockipam/core';
+import { networkNameProblem } from 'blockipam/core/cni';
 import type { Cidr } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
 import type { PluginSettings } from './install/conflist.ts';
@@ -83,6 +84,13 @@ export interface AgentOptions {
 
 /** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
 export const MAX_PORT = 65_535;
+
+/**
+ * The cniVersions the agent writes into its conflist — those the chart's `cni.cniVersion` allows
+ * (charts/blockipam/values.schema.json): ptp chained with portmap needs 0.4.0's prevResult and
+ * CHECK; 1.1.0 brings STATUS and GC.
+ */
+export const CONFLIST_CNI_VERSIONS = ['0.4.0', '1.0.0', '1.1.0'] as const;
 
 /**
  * The image's native forwarder (scripts/build-image.sh): `--forwarder-binary`'s default when the
@@ -188,7 +196,11 @@ export async function parseOptions(
       },
       'conflist-name': { type: 'string', default: '10-blockipam.conflist' },
       'network-name': { type: 'string', default: 'blockipam' },
-      'cni-version': { type: 'string', default: '1.1.0' },
+      'cni-version': {
+        choices: CONFLIST_CNI_VERSIONS,
+        default: '1.1.0',
+        describe: 'The conflist’s cniVersion (1.1.0 brings STATUS and GC)',
+      },
       mtu: { type: 'number', describe: 'Pod interface MTU (default: ptp’s)' },
       portmap: { type: 'boolean', default: true, describe: 'Chain portmap (hostPort)' },
       'assign-ipv4': {
@@ -275,6 +287,14 @@ export async function parseOptions(
           throw new Error(
             `--non-masquerade-cidr must be a masked CIDR (address/prefix length, host bits 0), not ${JSON.stringify(text)}`,
           );
+      const networkProblem = networkNameProblem(a['network-name']);
+      if (networkProblem)
+        throw new Error(`--network-name ${JSON.stringify(a['network-name'])}: ${networkProblem}`);
+      // a file name in --cni-conf-dir that the runtime reads (libcni loads *.conf, *.conflist, *.json)
+      if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*\.conflist$/.test(a['conflist-name']))
+        throw new Error(
+          `--conflist-name must be a file name ending in .conflist (letters, digits, _ . -; no /), not ${JSON.stringify(a['conflist-name'])}`,
+        );
       const logFile = a['plugin-log-file'];
       // the plugin's netconf refuses these too, but only at its first call: refused here at start-up
       if (logFile !== undefined && logFile !== '' && !isAbsolute(logFile))

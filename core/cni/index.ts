@@ -12,7 +12,7 @@ export type { IpamClient } from './client.ts';
 export type { Level, Logger, LoggerFactory, LoggerOptions, Sink } from './log.ts';
 export { cniCommands, isCniCommand, parseEnv } from './env.ts';
 export type { CniCommand, Env, InvocationEnv } from './env.ts';
-export { parseNetConf, defaultKubeconfig, defaultCacheDir } from './netconf.ts';
+export { parseNetConf, defaultKubeconfig, defaultCacheDir, networkNameProblem } from './netconf.ts';
 export type { NetConf } from './netconf.ts';
 export { currentVersion, isSupportedVersion, supportedVersions } from './versions.ts';
 export type { CniVersion } from './versions.ts';

@@ -8,6 +8,8 @@
  * main plugin's); inside `ipam` every key is ours and an unknown one is a typo: rejected.
  */
 
+import { NETWORK_NAME_PATTERN } from './netconf.ts';
+
 const dnsLabel = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
 const stringList = { type: 'array', items: { type: 'string' } } as const;
 
@@ -82,7 +84,7 @@ export const netconfSchema = {
   required: ['name', 'ipam'],
   properties: {
     cniVersion: { type: 'string' },
-    name: { type: 'string', pattern: '^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$' },
+    name: { type: 'string', pattern: NETWORK_NAME_PATTERN },
     ipam,
     args: {
       type: 'object',

@@ -10,6 +10,12 @@ import { DEFAULT_TIMEOUT_MS } from './forward.ts';
 import * as generated from './netconf-validate.generated.ts';
 import { implicitVersion, requireSupported, type CniVersion } from './versions.ts';
 
+/** A network name: the Go skel's rule (SPEC §1), as a JSON-schema pattern (netconf-schema.ts). */
+export const NETWORK_NAME_PATTERN = '^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$';
+
+/** The longest network name (`name`) a netconf may carry: an allocation's `network` (crds/ipamblocks.yaml). */
+export const MAX_NETWORK_NAME = 256;
+
 /** A route as the result carries it; 1.1.0 fields are dropped for older versions. */
 export interface Route {
   readonly dst: string;
@@ -188,11 +194,23 @@ interface RawNetConf {
  * were sent and came back as the API server's 422 (code 106) naming the block, not the field.
  */
 const maxLengths: readonly [string, (c: RawNetConf) => readonly (string | undefined)[], number][] = [
-  ['name', (c) => [c.name], 256],
+  ['name', (c) => [c.name], MAX_NETWORK_NAME],
   ['ipam.nodeName', (c) => [c.ipam.nodeName], 253],
   ['ipam.ipv4Pools', (c) => c.ipam.ipv4Pools ?? [], 253],
   ['ipam.ipv6Pools', (c) => c.ipam.ipv6Pools ?? [], 253],
 ];
+
+/**
+ * Why `name` cannot be a netconf's network name (SPEC §1's pattern, at most
+ * {@link MAX_NETWORK_NAME} characters), or undefined when it can — the rule the plugin's netconf
+ * applies, for whoever writes a conflist (the node agent's install mode).
+ */
+export function networkNameProblem(name: string): string | undefined {
+  if (!new RegExp(NETWORK_NAME_PATTERN).test(name))
+    return `must match ${NETWORK_NAME_PATTERN} (letters, digits, _ . -; a letter or digit first)`;
+  if (name.length > MAX_NETWORK_NAME) return `${name.length} characters, at most ${MAX_NETWORK_NAME}`;
+  return undefined;
+}
 
 /** Bytes of a Unix socket path: sun_path is 108 bytes with the terminating NUL (unix(7)). */
 const MAX_SOCKET_PATH = 107;

@@ -115,6 +115,12 @@ describe('the plugin’s settings in the conflist', () => {
     ['--plugin-lock-timeout-ms', '600001', /--plugin-lock-timeout-ms must be an integer 0-600000/],
     ['--plugin-lock-timeout-ms', '1.5', /--plugin-lock-timeout-ms must be an integer 0-600000, not 1.5/],
     ['--plugin-log-level', 'trace', /plugin-log-level.*trace|Invalid values/s],
+    // what the conflist carries: the plugin would refuse these names at every call
+    ['--cni-version', '9.9.9', /cni-version.*9\.9\.9|Invalid values/s],
+    ['--network-name', 'bad name', /--network-name "bad name": must match/],
+    ['--network-name', `n${'a'.repeat(256)}`, /--network-name .*257 characters, at most 256/],
+    ['--conflist-name', '../../x.conflist', /--conflist-name must be a file name ending in \.conflist/],
+    ['--conflist-name', 'blockipam.conf', /--conflist-name must be a file name ending in \.conflist/],
   ] as const)
     test(`${flag} ${value} is refused at start-up, naming it`, async () =>
       assert.rejects(parseOptions(['--node-name', 'node-1', flag, value], {}), message));

@@ -455,6 +455,9 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         [['--set-string', 'agent.maxUnavailable=101%'], /\/agent\/maxUnavailable/],
         [['--set', 'agent.maxUnavailable=0'], /\/agent\/maxUnavailable/],
         [['--set', 'masquerade.enabled=yes'], /\/masquerade\/enabled/],
+        // the socket path runDir/agent/ipam.sock must fit 107 bytes; the plugin refuses a longer name
+        [['--set', `agent.runDir=/${'x'.repeat(91)}`], /\/agent\/runDir/],
+        [['--set', `cni.networkName=n${'a'.repeat(256)}`], /\/cni\/networkName/],
         [['--set', 'masquerade.nonMasqueradeCIDRs={10.0.0.0/33}'], /\/masquerade\/nonMasqueradeCIDRs\/0/],
         [
           ['--set', 'masquerade.nonMasqueradeCIDRs={10.0.0.0/8,10.0.0.0}'],
