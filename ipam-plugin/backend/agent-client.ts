@@ -33,9 +33,12 @@ import { connectUnix, type ConnectError, type UnixConn, type UnixEvents } from '
  * - ENOTSOCK: the path is not a socket;
  * - EACCES / EPERM: this process may not connect (the socket is root-only and the runtime is
  *   not root); the direct path then needs its own credential, and logs say why it was taken.
- * Any other connect() failure — EAGAIN (the agent's accept queue is full: it is alive, and a
- * burst falling back would compete with its batching), a connect that does not complete within
- * the budget — is CNI 11, try again later.
+ * Any other connect() failure — a connect that does not complete within the budget, an errno
+ * not above — is CNI 11, try again later. A full accept queue (EAGAIN: the agent is alive, and a
+ * burst falling back would compete with its batching) should be CNI 11 too, but Bun (1.4.5)
+ * reports it as ECONNREFUSED, so this client cannot tell it from a dead agent and takes the
+ * direct path; the native forwarder, the plugin the agent installs, waits in connect(2) for room
+ * instead (docs/design-plugin.md §Fallback).
  */
 export const FALLBACK_ERRNOS: ReadonlySet<string> = new Set([
   'ENOENT',
