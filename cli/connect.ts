@@ -10,7 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { KubeDatastore, KubeTransport, tlsMaterialProblem } from 'blockipam/core/kube';
+import { KubeDatastore, KubeTransport, kubeServerProblem, tlsMaterialProblem } from 'blockipam/core/kube';
 import { inClusterConfig } from 'blockipam/core/kubeconfig';
 import type { KubeClientConfig } from 'blockipam/core/kube';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -112,6 +112,9 @@ function mergeFirstWins(configs: readonly KubeConfig[]): Parameters<KubeConfig['
 async function toClientConfig(kc: KubeConfig, source: string): Promise<KubeClientConfig> {
   const cluster = kc.getCurrentCluster();
   if (!cluster?.server) throw new CliError(`kubeconfig ${source}: the current context has no cluster server`);
+  const serverProblem = kubeServerProblem(cluster.server);
+  if (serverProblem)
+    throw new CliError(`kubeconfig ${source}: cluster ${cluster.name} server ${serverProblem}`);
   const opts: {
     ca?: unknown;
     cert?: unknown;

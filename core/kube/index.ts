@@ -16,7 +16,7 @@
 export type { KubeClientConfig } from './config.ts';
 export { KubeDatastore } from '../datastore/kube.ts';
 export { KubeconfigError, isKubeconfigError } from './kubeconfig-error.ts';
-export { kubeconfigFromDocument } from './kubeconfig-document.ts';
+export { kubeconfigFromDocument, kubeServerProblem } from './kubeconfig-document.ts';
 export { tlsMaterialProblem } from './tls-material.ts';
 export { credentialNodeName, tokenNodeName } from './token-node.ts';
 export { errorFor, KubeTransport } from './transport.ts';

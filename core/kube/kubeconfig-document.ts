@@ -49,11 +49,10 @@ export function kubeconfigFromDocument(
   const server = cluster.server;
   if (typeof server !== 'string' || server === '')
     throw new KubeconfigError(`kubeconfig ${path}: cluster has no server`);
-  // Checked here, not left to the first request's `new URL` (a TypeError "Invalid URL" that the
-  // plugin reported as 999 and the agent and controller as exit 1).
-  if (!URL.canParse(server) || !['https:', 'http:'].includes(new URL(server).protocol))
+  const serverProblem = kubeServerProblem(server);
+  if (serverProblem)
     throw new KubeconfigError(
-      `kubeconfig ${path}: clusters[].cluster.server of cluster ${String(context.cluster)} is not an https:// or http:// URL: ${JSON.stringify(server.slice(0, 200))}`,
+      `kubeconfig ${path}: clusters[].cluster.server of cluster ${String(context.cluster)} ${serverProblem}`,
     );
   const base = dirname(path);
   const files: string[] = [];
@@ -92,6 +91,16 @@ export function kubeconfigFromDocument(
   const problem = tlsMaterialProblem(config, `kubeconfig ${path}`);
   if (problem) throw new KubeconfigError(problem);
   return config;
+}
+
+/**
+ * Why `server` cannot be a kubeconfig cluster's server, or undefined when it can: an https:// or
+ * http:// URL. Checked where a kubeconfig is read, not left to the first request's `new URL` (a
+ * TypeError "Invalid URL" that the plugin reported as 999 and the agent and controller as exit 1).
+ */
+export function kubeServerProblem(server: string): string | undefined {
+  if (URL.canParse(server) && ['https:', 'http:'].includes(new URL(server).protocol)) return undefined;
+  return `is not an https:// or http:// URL: ${JSON.stringify(server.slice(0, 200))}`;
 }
 
 function pick(doc: Dict, list: string, field: string, name: string | undefined, path: string): Dict {

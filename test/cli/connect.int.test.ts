@@ -37,6 +37,26 @@ describe('ipamctl connect: discovery and an unreachable API server (real API ser
     assert.doesNotMatch(out.stdout, /Check complete/);
   });
 
+  test('a server that is not a URL: exit 2 naming the cluster and the server, no request', async () => {
+    const kubeconfig = join(dir, 'not-a-url.kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: c, cluster: {server: "not a url"}}]',
+        'users: [{name: u, user: {token: t}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+        '',
+      ].join('\n'),
+    );
+    const out = await ipamctl(['check', '--kubeconfig', kubeconfig]);
+    assert.equal(out.code, 2);
+    assert.match(out.stderr, /cluster c server is not an https:\/\/ or http:\/\/ URL: "not a url"/);
+    assert.doesNotMatch(out.stderr, /TypeError/);
+  });
+
   // Each row: arguments, the message expected on stderr.
 
   test('kubeconfig discovery: KUBECONFIG (path list, first wins, missing skipped), then ~/.kube/config; none → exit 2', async () => {
