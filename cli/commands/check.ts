@@ -3,6 +3,7 @@
  * (docs/design-cli.md §check). Exit 0 clean, 1 problems (a leak only when still held
  * `--confirm-after` seconds after its owner was seen gone), 2 could not check.
  */
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { runAudit } from '../audit/audit.ts';
 import { buildReport, writeReport } from '../audit/report.ts';
@@ -11,7 +12,7 @@ import type { Progress } from '../audit/snapshot.ts';
 import { defineCommand, integerFlag } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { clusterIdentity } from '../connect.ts';
-import { EXIT, println } from '../io.ts';
+import { CliError, EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
 import { withConnection } from './with-connection.ts';
 
@@ -45,6 +46,7 @@ export function checkCommand(ctx: CommandContext) {
         .option('output', {
           alias: 'o',
           type: 'string',
+          coerce: reportPath,
           describe: 'Write the JSON report (for release --from-report) to FILE',
         })
         .option('limit', {
@@ -73,6 +75,10 @@ export function checkCommand(ctx: CommandContext) {
 }
 
 async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
+  const reportFile = args.output === undefined ? undefined : resolve(io.cwd ?? process.cwd(), args.output);
+  // refused before the audit, not after it ran (EISDIR at the write)
+  if (reportFile !== undefined && statSync(reportFile, { throwIfNoEntry: false })?.isDirectory())
+    throw new CliError(`-o/--output ${JSON.stringify(args.output)} is a directory: name a FILE in it`);
   return withConnection(args, io, async (conn) => {
     try {
       const cluster = await clusterIdentity(conn);
@@ -92,7 +98,7 @@ async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
             }),
       });
       const report = buildReport(result, cluster);
-      if (args.output) await writeReport(resolve(io.cwd ?? process.cwd(), args.output), report);
+      if (reportFile !== undefined) await writeReport(reportFile, report);
       printSummary(io.stdout, report, args.limit ?? DEFAULT_LIMIT);
       if (args.output) println(io.stdout, `Report written to ${args.output}`);
       return report.problemCount === 0 ? EXIT.OK : EXIT.PROBLEMS;
@@ -101,6 +107,17 @@ async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
       throw error;
     }
   });
+}
+
+/**
+ * `-o FILE` as given; empty (`-o ""`, or `-o` followed by another flag) is a usage error, exit 2 —
+ * the audit ran and silently wrote no report.
+ */
+function reportPath(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const path = String(Array.isArray(value) ? value.at(-1) : value);
+  if (path === '') throw new Error('-o/--output needs a FILE to write the report to');
+  return path;
 }
 
 function progressTo(io: Io): Progress {

@@ -1,6 +1,7 @@
 // ipamctl's dispatcher and executable (cli/ipamctl.ts, cli/main.ts): bad flags (clear message,
 // exit 2, nothing changed), --help on every command, the real executable's exit code.
 import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
@@ -47,6 +48,9 @@ describe('ipamctl dispatcher: usage, help, the executable (real API server)', ()
     [['release', '--ip', 'not-an-ip', '--yes'], /"not-an-ip" is not an IP address/],
     [['release', '--ip', '10.0.0.1', '--from-report', 'x.json'], /mutually exclusive/],
     [['show', '-o', 'xml'], /Invalid values:[\s\S]*Argument: output, Given: "xml"/],
+    // the audit would run, then write no report (empty) or fail at the write (a directory)
+    [['check', '-o', ''], /-o\/--output needs a FILE to write the report to/],
+    [['check', '-o', tmpdir()], /-o\/--output ".*" is a directory: name a FILE in it/],
     [['pool', 'create', 'bad', '--cidr', '10.1.0.1/16'], /--cidr "10.1.0.1\/16" is not a masked CIDR/],
     [['pool', 'create', 'bad'], /Missing required argument: cidr/],
     [['config', 'set', 'colour=blue'], /"colour=blue": want KEY=VALUE with KEY one of strictAffinity/],
