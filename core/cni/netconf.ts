@@ -325,6 +325,15 @@ function valueAt(root: unknown, pointer: string): unknown {
     .reduce<unknown>((v, key) => (v as Record<string, unknown> | undefined)?.[key], root);
 }
 
+/** A scalar as JSON (at most 100 characters), else its kind: a hostile value may be nested deep. */
+function shownValue(value: unknown): string {
+  if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) {
+    const text = JSON.stringify(value);
+    return text.length > 100 ? `${text.slice(0, 100)}…` : text;
+  }
+  return Array.isArray(value) ? 'an array' : `a value of type ${typeof value}`;
+}
+
 /** Turns an ajv error on `root` into `field.path: problem`, naming the offending field. */
 function schemaMessage(e: SchemaError | undefined, root: unknown): string {
   if (!e) return 'invalid';
@@ -340,6 +349,8 @@ function schemaMessage(e: SchemaError | undefined, root: unknown): string {
   if (typeof p.additionalProperty === 'string')
     return `${path ? `${path}.` : ''}${p.additionalProperty}: unknown field`;
   if (p.allowedValue !== undefined) return `${path}: must be ${JSON.stringify(p.allowedValue)}`;
+  if (Array.isArray(p.allowedValues))
+    return `${path}: ${shownValue(valueAt(root, e.instancePath))} is not one of ${p.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
   // The pool lists take names; a CIDR there ("FD00::/64") failed with the bare regex.
   if (p.pattern !== undefined && /^ipam\.ipv[46]Pools\[\d+\]$/.test(path))
     return `${path}: ${JSON.stringify(valueAt(root, e.instancePath))} is not an IPPool name: give the pool's metadata.name (lower-case letters, digits, '-' and '.'), not its CIDR`;

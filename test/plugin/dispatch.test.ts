@@ -58,6 +58,13 @@ void describe('envelope', () => {
     ['9.9.9', ADD, netconf('9.9.9'), 1, /incompatible/],
     ['no ipam', ADD, JSON.stringify({ cniVersion: '1.0.0', name: 'n' }), 7, /ipam: required/],
     ['unknown ipam field', ADD, netconf('1.0.0', { subnet: '10.0.0.0/31' }), 7, /ipam.subnet: unknown field/],
+    [
+      'a mode not allowed',
+      ADD,
+      netconf('1.0.0', { mode: 'turbo' }),
+      7,
+      /ipam\.mode: "turbo" is not one of "agent", "standalone"/,
+    ],
     ['bad route', ADD, netconf('1.0.0', { routes: [{ dst: '10.0.0.0/33' }] }), 7, /ipam.routes\[0\].dst/],
     ['CHECK at 0.3.1', { ...baseEnv, CNI_COMMAND: 'CHECK' }, netconf('0.3.1'), 1, /does not allow CHECK/],
     ['GC at 1.0.0', { CNI_COMMAND: 'GC', CNI_PATH: '/x' }, netconf('1.0.0'), 1, /GC/],
