@@ -125,7 +125,12 @@ async function toClientConfig(kc: KubeConfig, source: string): Promise<KubeClien
   try {
     await kc.applyToHTTPSOptions(opts);
   } catch (error) {
-    throw new CliError(`kubeconfig ${source}: cannot get credentials: ${(error as Error).message}`);
+    // an exec credential plugin that fails (`command: /bin/false`) throws with an empty message
+    const why =
+      error instanceof Error && error.message !== ''
+        ? error.message
+        : `${String(error)} (no message; an exec credential plugin that failed?)`;
+    throw new CliError(`kubeconfig ${source}: cannot get credentials: ${why}`);
   }
   if (opts.auth) throw new CliError(`kubeconfig ${source}: basic authentication is not supported`);
   const authorization = opts.headers?.Authorization;

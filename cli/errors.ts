@@ -2,7 +2,7 @@
  * Turns a failure into one clear line on stderr and exit code 2 (ERROR). Expected failures get a
  * sentence saying what to do; anything else is shown with its name so it can be reported.
  */
-import { isApiError, isConflict, isInvalid, isNotFound, isUnavailable } from 'blockipam/core';
+import { isApiError, isConflict, isInvalid, isNotFound, isTlsError, isUnavailable } from 'blockipam/core';
 import { isKubeconfigError } from 'blockipam/core/kube';
 import { EXIT, isCliError, println } from './io.ts';
 import type { ExitCode, TextOut } from './io.ts';
@@ -26,6 +26,13 @@ export function describeFailure(error: unknown): string {
     return `the API server refused the request: ${message}`;
   if (isConflict(error))
     return `an object changed while ipamctl was writing it; nothing more was done: ${message}`;
+  // kube-apiserver answers an http:// request on its TLS port with 400 and this body
+  if (isInvalid(error) && /HTTP request to an HTTPS server/i.test(message))
+    return `the kubeconfig's server is http:// but the API server speaks HTTPS: write https:// (${message})`;
   if (isInvalid(error)) return `the API server rejected the object: ${message}`;
+  if (isTlsError(error))
+    return error.origin === 'server'
+      ? `no TLS session with the API server: ${message} (check the kubeconfig's certificate-authority for this cluster)`
+      : `the kubeconfig's TLS material cannot be used: ${message}`;
   return error instanceof Error ? `${error.name}: ${message}` : message;
 }

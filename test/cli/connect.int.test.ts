@@ -57,6 +57,25 @@ describe('ipamctl connect: discovery and an unreachable API server (real API ser
     assert.doesNotMatch(out.stderr, /TypeError/);
   });
 
+  test('an exec credential plugin that fails: exit 2, the message says so (not an empty reason)', async () => {
+    const kubeconfig = join(dir, 'exec-false.kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]',
+        'users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/false, interactiveMode: Never}}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+        '',
+      ].join('\n'),
+    );
+    const out = await ipamctl(['check', '--kubeconfig', kubeconfig]);
+    assert.equal(out.code, 2);
+    assert.match(out.stderr, /cannot get credentials: \S.*exec credential plugin that failed/);
+  });
+
   // Each row: arguments, the message expected on stderr.
 
   test('kubeconfig discovery: KUBECONFIG (path list, first wins, missing skipped), then ~/.kube/config; none → exit 2', async () => {

@@ -1,7 +1,14 @@
 // How failures reach the operator: one sentence per kind of failure (cli/errors.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ApiError, ConflictError, InvalidError, NotFoundError, UnavailableError } from 'blockipam/core';
+import {
+  ApiError,
+  ConflictError,
+  InvalidError,
+  NotFoundError,
+  TlsError,
+  UnavailableError,
+} from 'blockipam/core';
 import { KubeconfigError } from 'blockipam/core/kube';
 import { describeFailure } from '../../cli/errors.ts';
 import { CliError } from '../../cli/io.ts';
@@ -42,6 +49,16 @@ const cases: [string, unknown, RegExp][] = [
     'schema refusal',
     new InvalidError('spec.cidr: must be strictly masked', 422),
     /^the API server rejected the object: spec\.cidr/,
+  ],
+  [
+    'http:// against the TLS port',
+    new InvalidError('GET /api/v1/nodes: HTTP 400: Client sent an HTTP request to an HTTPS server.', 400),
+    /^the kubeconfig's server is http:\/\/ but the API server speaks HTTPS: write https:\/\//,
+  ],
+  [
+    'an untrusted server certificate',
+    new TlsError('GET /api: unable to verify the first certificate', 'server'),
+    /^no TLS session with the API server: GET \/api: unable to verify the first certificate \(check the kubeconfig's certificate-authority/,
   ],
   ['anything else keeps its name', new TypeError('boom'), /^TypeError: boom$/],
 ];
