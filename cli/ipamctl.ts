@@ -92,8 +92,13 @@ function knownCommand(argv: readonly string[], tree: ReadonlyMap<string, readonl
  * the message is another one or names a word that is not a flag (an unknown command).
  */
 function unknownFlags(message: string, argv: readonly string[]): string[] | undefined {
-  const names = /^Unknown arguments?: (.+)$/.exec(message)?.[1]?.split(', ');
-  if (!names) return undefined;
+  const listed = /^Unknown arguments?: (.+)$/.exec(message)?.[1]?.split(', ');
+  if (!listed) return undefined;
+  // yargs lists a kebab-case flag twice, as typed and camel-cased (`bogus-flag, bogusFlag`)
+  const camel = (name: string): string => name.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  const names = listed.filter(
+    (name) => !listed.some((other) => other !== name && other.includes('-') && camel(other) === name),
+  );
   const typed = names.map((name) =>
     argv.find((arg) => {
       if (arg.startsWith('--')) return arg.slice(2).split('=')[0] === name;

@@ -42,6 +42,10 @@ describe('ipamctl dispatcher: usage, help, the executable (real API server)', ()
     [['frobnicate'], /Unknown argument: frobnicate\nRun "ipamctl --help" for usage\./],
     [['pool', 'frobnicate'], /Run "ipamctl pool --help" for usage\./],
     [['pool', 'create', 'x', '--bogus'], /Run "ipamctl pool create --help" for usage\./],
+    [
+      ['check', '--bogus-flag'],
+      /^ipamctl: unknown flag --bogus-flag\. Run "ipamctl check --help" for usage\.\n$/,
+    ],
     [['check', '--context', 'nope'], /context "nope" is not found in kubeconfig .*\(contexts: /],
     [[], /Name a command/],
     [['release'], /Give --from-report FILE… or --ip ADDRESS\./],
