@@ -274,7 +274,11 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         [pools('{name: a, cidr: 10.256.0.0/16}'), /at '\/pools\/0\/cidr'/],
         [pools('{name: a, cidr: 010.0.0.0/8}'), /at '\/pools\/0\/cidr'/],
         [pools('{name: a, cidr: "fd00::/129"}'), /at '\/pools\/0\/cidr': 'fd00::\/129'/],
-        [pools('{name: a, cidr: "FD00::/64"}'), /at '\/pools\/0\/cidr'/],
+        // upper case passes the schema so that _pools.tpl can say how to write it
+        [
+          pools('{name: a, cidr: "FD00::/64"}'),
+          /pools\[0\]\.cidr "FD00::\/64" is not in canonical form .*write fd00::\/64/,
+        ],
         [pools('{name: a, cidr: "fd00:::1/64"}'), /at '\/pools\/0\/cidr'/],
         [
           pools(v4, '{name: b, cidr: 10.245.0.0/16, blockSize: 31}'),

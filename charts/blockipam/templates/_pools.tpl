@@ -86,7 +86,8 @@ longest run of two or more zero groups — the first of equal runs — as "::").
 {{- $parts := splitList "/" $p.cidr -}}
 {{- $len := atoi (index $parts 1) -}}
 {{- $v6 := contains ":" $p.cidr -}}
-{{- $bits := include "blockipam.addrBits" (index $parts 0) -}}
+{{- /* lower: the schema lets upper-case IPv6 through so that the message below can say how to write it */}}
+{{- $bits := include "blockipam.addrBits" (lower (index $parts 0)) -}}
 {{- $masked := printf "%s/%d" (include "blockipam.bitsAddr" (printf "%s%s" (substr 0 $len $bits) (repeat (int (sub (len $bits) $len)) "0"))) $len -}}
 {{- if contains "1" (substr $len (len $bits) $bits) -}}
 {{- fail (printf "%s.cidr %q has host bits set (the address bits after /%d must be 0): the network is %s" $where $p.cidr $len $masked) -}}
