@@ -459,6 +459,10 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         [['--set-string', 'agent.maxUnavailable=101%'], /\/agent\/maxUnavailable/],
         [['--set', 'agent.maxUnavailable=0'], /\/agent\/maxUnavailable/],
         [['--set', 'masquerade.enabled=yes'], /\/masquerade\/enabled/],
+        [['--set', 'agent.resources.requests.cpu=lots'], /\/agent\/resources\/requests\/cpu/],
+        [['--set', 'controller.tolerations[0].bogus=1'], /additional properties 'bogus' not allowed/],
+        [['--set', 'apiServer.host=999.999.999.999'], /\/apiServer\/host/],
+        [['--set', 'image.repository=UPPER/Case'], /\/image\/repository/],
         // the socket path runDir/agent/ipam.sock must fit 107 bytes; the plugin refuses a longer name
         [['--set', `agent.runDir=/${'x'.repeat(91)}`], /\/agent\/runDir/],
         [['--set', `cni.networkName=n${'a'.repeat(256)}`], /\/cni\/networkName/],
