@@ -21,7 +21,7 @@ export interface CommandContext {
 export interface GlobalFlags extends ConnectionFlags {
   kubeconfig?: string;
   context?: string;
-  requestTimeout: number;
+  requestTimeout?: number;
 }
 
 export type CommandFactory = (ctx: CommandContext) => CommandModule<GlobalFlags, never>;

@@ -43,7 +43,8 @@ function parser(ctx: CommandContext): Argv<GlobalFlags> {
     .option('request-timeout', {
       type: 'string',
       global: true,
-      default: String(DEFAULT_REQUEST_TIMEOUT_S),
+      // no `default`: yargs would put it in for a flag given without a value
+      defaultDescription: String(DEFAULT_REQUEST_TIMEOUT_S),
       coerce: integerFlag('request-timeout', { min: 1, max: MAX_REQUEST_TIMEOUT_S, what: 'seconds' }),
       describe: 'Seconds to wait for one API request (integer)',
     }) as unknown as Argv<GlobalFlags>;

@@ -51,13 +51,15 @@ export function checkCommand(ctx: CommandContext) {
         })
         .option('limit', {
           type: 'string',
-          default: String(DEFAULT_LIMIT),
+          // no `default`: yargs would put it in for a flag given without a value
+          defaultDescription: String(DEFAULT_LIMIT),
           coerce: integerFlag('limit', { min: 0, what: '0 = all' }),
           describe: 'Findings printed per problem kind (integer, 0 = all)',
         })
         .option('confirm-after', {
           type: 'string',
-          default: String(DEFAULT_CONFIRM_AFTER_S),
+          // no `default`: yargs would put it in for a flag given without a value
+          defaultDescription: String(DEFAULT_CONFIRM_AFTER_S),
           coerce: integerFlag('confirm-after', { min: 0, max: MAX_CONFIRM_AFTER_S, what: 'seconds' }),
           describe:
             'Seconds a suspected leak must stay allocated after its pod or node was seen gone before it is reported (0 = at once)',

@@ -54,6 +54,12 @@ describe('ipamctl dispatcher: usage, help, the executable (real API server)', ()
     [['show', '-o', 'xml'], /Invalid values:[\s\S]*Argument: output, Given: "xml"/],
     // the audit would run, then write no report (empty) or fail at the write (a directory)
     [['check', '-o', ''], /-o\/--output needs a FILE to write the report to/],
+    // yargs put a flag's default in for one given without a value
+    [['check', '--limit', '--context', 'x'], /--limit must be an integer ≥ 0 \(0 = all\), not ""/],
+    [
+      ['check', '--request-timeout', '--context', 'x'],
+      /--request-timeout must be an integer from 1 to 86400/,
+    ],
     [['check', '-o', tmpdir()], /-o\/--output ".*" is a directory: name a FILE in it/],
     [['pool', 'create', 'bad', '--cidr', '10.1.0.1/16'], /--cidr "10.1.0.1\/16" is not a masked CIDR/],
     [['pool', 'create', 'bad'], /Missing required argument: cidr/],
