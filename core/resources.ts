@@ -8,6 +8,16 @@
 
 export const API_VERSION = 'ipam.blockipam.io/v1alpha1';
 
+/**
+ * Whether `name` is a lower-case RFC 1123 subdomain of at most `max` characters (default 253):
+ * what Kubernetes takes as a Node's or a cluster-scoped custom resource's name
+ * (apimachinery's IsDNS1123Subdomain). An IPPool name is one of at most 63 (crds/ippools.yaml).
+ * A name outside it would reach the API as another path — `p/status` is p's status subresource.
+ */
+export function isDnsSubdomain(name: string, max = 253): boolean {
+  return name.length <= max && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
+}
+
 /** Kubernetes ObjectMeta, the fields blockipam uses. */
 export interface ObjectMeta {
   name: string;

@@ -8,6 +8,7 @@
  */
 import { isIP } from 'node:net';
 import { isKubeconfigError } from 'blockipam/core/kube';
+import { isDnsSubdomain } from 'blockipam/core';
 
 export const EXIT_USAGE = 2;
 export const EXIT_FAILURE = 1;
@@ -65,8 +66,7 @@ export const shownNumber = (value: number): string => (Number.isNaN(value) ? 'a 
  * A Kubernetes node name: a DNS subdomain (RFC 1123, lower case, ≤ 253 characters), as the
  * API server validates Node names (k8s.io/apimachinery validation.IsDNS1123Subdomain).
  */
-export const isNodeName = (name: string): boolean =>
-  name.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
+export const isNodeName = (name: string): boolean => isDnsSubdomain(name);
 
 /**
  * A --metrics-host value the HTTP server can bind: an IPv4 or IPv6 address, or a host name of

@@ -54,6 +54,11 @@ describe('ipamctl dispatcher: usage, help, the executable (real API server)', ()
     [['show', '-o', 'xml'], /Invalid values:[\s\S]*Argument: output, Given: "xml"/],
     // the audit would run, then write no report (empty) or fail at the write (a directory)
     [['check', '-o', ''], /-o\/--output needs a FILE to write the report to/],
+    // a name no IPPool or Node can have: `p/status` reached pool p's status subresource
+    [['pool', 'delete', 'p/status', '--yes'], /NAME "p\/status" is not a valid IPPool name/],
+    [['pool', 'disable', 'p/status'], /NAME "p\/status" is not a valid IPPool name/],
+    [['pool', 'enable', ''], /NAME "" is not a valid IPPool name/],
+    [['show', '--node', 'Ünïcode'], /--node "Ünïcode" is not a Kubernetes node name/],
     // yargs put a flag's default in for one given without a value
     [['check', '--limit', '--context', 'x'], /--limit must be an integer ≥ 0 \(0 = all\), not ""/],
     [

@@ -23,6 +23,7 @@ import {
   formatCidr,
   isAllowedBlockSize,
   isAlreadyExists,
+  isDnsSubdomain,
   isConflict,
   isNotFound,
   parseCidr,
@@ -59,7 +60,18 @@ export function parseSelector(text: string, flag: string): LabelSelector {
 // The CRD's name rule for IPPool (crds/ippools.yaml: ≤ 63 characters) and Kubernetes' object
 // name syntax (a lowercase RFC 1123 subdomain).
 const MAX_POOL_NAME = 63;
-const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Refuses, before any request, a NAME that cannot be an IPPool's (core's isDnsSubdomain, at most
+ * 63): `p/status` would reach pool p's status subresource, "" the collection.
+ * @throws CliError naming NAME and the rule; the value cut at 100 characters
+ */
+export function requirePoolName(name: string): void {
+  if (!isDnsSubdomain(name, MAX_POOL_NAME))
+    throw new CliError(
+      `NAME ${JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name)} is not a valid IPPool name: at most ${MAX_POOL_NAME} lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`,
+    );
+}
 
 /**
  * The IPPool object the flags describe, checked with the CRD's rules that need no other object
@@ -67,10 +79,7 @@ const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/
  * @throws CliError naming the flag and the rule
  */
 export function poolFromArgs(args: CreateArgs): IPPool {
-  if (args.name.length > MAX_POOL_NAME || !NAME.test(args.name))
-    throw new CliError(
-      `NAME ${JSON.stringify(args.name)} is not a valid IPPool name: at most ${MAX_POOL_NAME} lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`,
-    );
+  requirePoolName(args.name);
   const cidr = parseCidr(args.cidr);
   if (!cidr)
     throw new CliError(`--cidr ${JSON.stringify(args.cidr)} is not a masked CIDR (e.g. 10.244.0.0/16)`);

@@ -14,6 +14,7 @@ import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import type { ExitCode, Io } from '../../io.ts';
 import { withConnection } from '../with-connection.ts';
+import { requirePoolName } from './create.ts';
 
 interface DeleteArgs extends GlobalFlags {
   name: string;
@@ -53,6 +54,7 @@ export async function deletePool(
   args: Pick<DeleteArgs, 'name' | 'yes'>,
   io: Io,
 ): Promise<ExitCode> {
+  requirePoolName(args.name);
   const pool = await ds.pools.get(args.name);
   if (!pool) throw new CliError(`IPPool ${args.name} does not exist`);
   const blocks = await blocksOf(ds, pool);
@@ -118,6 +120,9 @@ export function poolDeleteCommand(ctx: CommandContext) {
         })
         .example('$0 pool delete old-v4', 'Show what would be deleted')
         .example('$0 pool delete old-v4 --yes', 'Delete it (refused while addresses are allocated from it)'),
-    run: (args) => withConnection(args, ctx.io, (conn) => deletePool(conn.ds, args, ctx.io)),
+    run: (args) => {
+      requirePoolName(args.name); // before connecting
+      return withConnection(args, ctx.io, (conn) => deletePool(conn.ds, args, ctx.io));
+    },
   });
 }

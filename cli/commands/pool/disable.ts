@@ -6,6 +6,7 @@ import { defineCommand } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import { withConnection } from '../with-connection.ts';
+import { requirePoolName } from './create.ts';
 
 interface ToggleArgs extends GlobalFlags {
   name: string;
@@ -26,8 +27,9 @@ function toggle(ctx: CommandContext, disabled: boolean) {
           `$0 pool ${verb} default-v4`,
           disabled ? 'Drain a pool before deleting it' : 'Undo pool disable',
         ),
-    run: (args) =>
-      withConnection(args, ctx.io, async (conn) => {
+    run: (args) => {
+      requirePoolName(args.name); // before connecting
+      return withConnection(args, ctx.io, async (conn) => {
         const pool = await conn.ds.pools.get(args.name);
         if (!pool) throw new CliError(`IPPool ${args.name} does not exist`);
         if ((pool.spec.disabled === true) === disabled) {
@@ -37,7 +39,8 @@ function toggle(ctx: CommandContext, disabled: boolean) {
         await conn.ds.pools.update({ ...pool, spec: { ...pool.spec, disabled } });
         println(ctx.io.stdout, `IPPool ${args.name} ${verb}d.`);
         return EXIT.OK;
-      }),
+      });
+    },
   });
 }
 
