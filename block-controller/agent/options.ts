@@ -10,6 +10,7 @@ import { isAbsolute } from 'node:path';
 import { existsSync } from 'node:fs';
 import { parseCidr } from 'blockipam/core';
 import { networkNameProblem } from 'blockipam/core/cni';
+import { kubeServerProblem } from 'blockipam/core/kube';
 import type { Cidr } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
 import type { PluginSettings } from './install/conflist.ts';
@@ -271,6 +272,22 @@ export async function parseOptions(
       for (const key of ['upkeep-seconds', 'token-expiration-seconds'] as const)
         if (!Number.isFinite(a[key]) || a[key] < 0)
           throw new Error(`--${key} must be a number >= 0, not ${shownNumber(a[key])}`);
+      // the TokenRequest API refuses less than 10 minutes — after the plugin was already installed
+      const lifetime = a['token-expiration-seconds'];
+      if (!(Number.isInteger(lifetime) && lifetime >= 600 && lifetime <= 86_400))
+        throw new Error(
+          `--token-expiration-seconds must be an integer 600-86400, not ${shownNumber(lifetime)}`,
+        );
+      const refresh = a['token-refresh-seconds'];
+      if (refresh !== undefined && !(Number.isFinite(refresh) && refresh > 0 && refresh < lifetime))
+        throw new Error(
+          `--token-refresh-seconds must be a number above 0 and below --token-expiration-seconds (${lifetime}), not ${shownNumber(refresh)}`,
+        );
+      for (const key of ['api-server', 'plugin-api-server'] as const) {
+        const server = a[key];
+        const problem = server === undefined || server === '' ? undefined : kubeServerProblem(server);
+        if (problem) throw new Error(`--${key} ${problem}`);
+      }
       if (!a['assign-ipv4'] && !a['assign-ipv6'])
         throw new Error('--assign-ipv4=false needs --assign-ipv6 (pods would get no address)');
       // 576: the IPv4 minimum datagram (RFC 791); 65535: the largest Linux lets a veth have (ETH_MAX_MTU)

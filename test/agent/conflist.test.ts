@@ -121,6 +121,12 @@ describe('the plugin’s settings in the conflist', () => {
     ['--network-name', `n${'a'.repeat(256)}`, /--network-name .*257 characters, at most 256/],
     ['--conflist-name', '../../x.conflist', /--conflist-name must be a file name ending in \.conflist/],
     ['--conflist-name', 'blockipam.conf', /--conflist-name must be a file name ending in \.conflist/],
+    // refused by the TokenRequest API only after the plugin was installed
+    ['--token-expiration-seconds', '1', /--token-expiration-seconds must be an integer 600-86400, not 1/],
+    ['--token-refresh-seconds', '99999', /--token-refresh-seconds must be a number above 0 and below/],
+    ['--token-refresh-seconds', '-1', /--token-refresh-seconds must be a number above 0/],
+    ['--api-server', 'not a url', /--api-server is not an https:\/\/ or http:\/\/ URL: "not a url"/],
+    ['--plugin-api-server', 'ftp://x', /--plugin-api-server is not an https:\/\/ or http:\/\/ URL/],
   ] as const)
     test(`${flag} ${value} is refused at start-up, naming it`, async () =>
       assert.rejects(parseOptions(['--node-name', 'node-1', flag, value], {}), message));
