@@ -6,7 +6,7 @@
  * plugin's ServiceAccount).
  */
 import yargs from 'yargs';
-import { isAbsolute } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { parseCidr } from 'blockipam/core';
 import { networkNameProblem } from 'blockipam/core/cni';
@@ -226,7 +226,11 @@ export async function parseOptions(
         type: 'number',
         describe: 'How long the plugin waits for the host lock (0-600000; default 60000)',
       },
-      'plugin-kubeconfig': { type: 'string', default: '/etc/cni/net.d/blockipam-kubeconfig' },
+      'plugin-kubeconfig': {
+        type: 'string',
+        describe:
+          'The plugin’s kubeconfig, named in the conflist (default <--cni-conf-dir>/blockipam-kubeconfig)',
+      },
       'plugin-api-server': {
         type: 'string',
         describe: 'API server URL written for the plugin (default: the agent’s)',
@@ -387,7 +391,8 @@ export async function parseOptions(
         ? { lockTimeoutMs: parsed['plugin-lock-timeout-ms'] }
         : {}),
     },
-    pluginKubeconfig: parsed['plugin-kubeconfig'],
+    // beside the conflist unless named: a --cni-conf-dir elsewhere must not write /etc/cni
+    pluginKubeconfig: parsed['plugin-kubeconfig'] || join(parsed['cni-conf-dir'], 'blockipam-kubeconfig'),
     pluginApiServer: opt(parsed['plugin-api-server']),
     serviceAccount: opt(parsed['service-account']),
     namespace: opt(parsed.namespace),

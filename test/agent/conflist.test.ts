@@ -97,6 +97,14 @@ describe('the plugin’s settings in the conflist', () => {
     );
   });
 
+  test('the plugin’s kubeconfig goes beside the conflist unless --plugin-kubeconfig names it', async () => {
+    const parsed = async (...args: string[]) =>
+      (await parseOptions(['--node-name', 'node-1', ...args], {})).pluginKubeconfig;
+    assert.equal(await parsed(), '/etc/cni/net.d/blockipam-kubeconfig');
+    assert.equal(await parsed('--cni-conf-dir', '/tmp/x/conf'), '/tmp/x/conf/blockipam-kubeconfig');
+    assert.equal(await parsed('--cni-conf-dir', '/tmp/x/conf', '--plugin-kubeconfig', '/k/kc'), '/k/kc');
+  });
+
   test('without them the plugin keeps its own defaults and nothing is written', async () => {
     const options = await parseOptions(['--node-name', 'node-1'], {});
     assert.deepEqual(options.plugin, {});
