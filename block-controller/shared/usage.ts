@@ -74,5 +74,7 @@ export const isNodeName = (name: string): boolean => isDnsSubdomain(name);
  */
 export const isBindHost = (host: string): boolean =>
   isIP(host) !== 0 ||
-  (host.length <= 253 &&
+  // digits and dots only is meant as an IPv4 address: 999.1.1.1 is none, and no host name either
+  (!/^[0-9.]+$/.test(host) &&
+    host.length <= 253 &&
     /^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$/.test(host));

@@ -42,7 +42,7 @@ describe('agent options', () => {
       /--upkeep-seconds must be a number >= 0, not a number$/,
     ));
 
-  for (const host of ['not a host', 'a/b', '-x', ''])
+  for (const host of ['not a host', 'a/b', '-x', '', '999.1.1.1', '10.0.0'])
     test(`--metrics-host ${JSON.stringify(host)} is refused`, async () =>
       assert.rejects(
         parseOptions([...base, `--metrics-host=${host}`], {}),
