@@ -30,6 +30,27 @@ describe('ipamctl config (real API server)', () => {
     assert.equal((await ds.configs.get('default'))?.spec.strictAffinity, true);
   });
 
+  test('concurrent config set of different keys: each one lands (a lost race starts over)', async () => {
+    const settings = [
+      'maxBlocksPerNode=7',
+      'ipCooldownSeconds=5',
+      'leakGracePeriodSeconds=600',
+      'minFreeAddressesPerNode=8',
+    ];
+    const runs = await Promise.all(settings.map((kv) => ipamctl(['config', 'set', kv])));
+    for (const run of runs) assert.equal(run.code, 0, run.stderr);
+    const spec = (await ds.configs.get('default'))?.spec;
+    assert.deepEqual(
+      [
+        spec?.maxBlocksPerNode,
+        spec?.ipCooldownSeconds,
+        spec?.leakGracePeriodSeconds,
+        spec?.minFreeAddressesPerNode,
+      ],
+      [7, 5, 600, 8],
+    );
+  });
+
   test('config set refuses a key given twice', async () => {
     const out = await ipamctl(['config', 'set', 'maxBlocksPerNode=4', 'maxBlocksPerNode=5']);
     assert.equal(out.code, 2);

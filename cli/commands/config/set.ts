@@ -10,6 +10,8 @@ import {
   configProblems,
   DEFAULT_SETTINGS,
   IPAM_CONFIG_NAME,
+  isAlreadyExists,
+  isConflict,
   SETTING_LIMITS,
   settingsOf,
 } from 'blockipam/core';
@@ -19,6 +21,9 @@ import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import { reportFailure } from '../../errors.ts';
 import { withConnection } from '../with-connection.ts';
+
+/** Compare-and-swap rounds before a lost race is reported (pool delete's figure). */
+const MAX_ROUNDS = 5;
 
 interface SetArgs extends GlobalFlags {
   settings: string[];
@@ -90,19 +95,30 @@ export function configSetCommand(ctx: CommandContext) {
         return Promise.resolve(reportFailure(ctx.io.stderr, error));
       }
       return withConnection(args, ctx.io, async (conn) => {
-        const stored = await conn.ds.configs.get(IPAM_CONFIG_NAME);
-        const spec = applySettings(stored?.spec ?? {}, args.settings);
-        const problems = configProblems(settingsOf({ metadata: { name: IPAM_CONFIG_NAME }, spec }));
-        if (problems.length > 0) throw new CliError(`refused: ${problems.join('; ')}. Nothing was changed.`);
-        const object: IPAMConfigObject = {
-          apiVersion: API_VERSION,
-          kind: 'IPAMConfig',
-          metadata: stored?.metadata ?? { name: IPAM_CONFIG_NAME },
-          spec,
-        };
-        await (stored ? conn.ds.configs.update(object) : conn.ds.configs.create(object));
-        println(ctx.io.stdout, `IPAMConfig ${IPAM_CONFIG_NAME} updated: ${args.settings.join(' ')}`);
-        return EXIT.OK;
+        // A write that loses the compare-and-swap to another writer (409, or the create of a
+        // config someone else just created) starts over from a fresh GET, as pool delete does:
+        // the settings are applied to what is stored then and the rules checked again.
+        for (let round = 1; ; round++) {
+          const stored = await conn.ds.configs.get(IPAM_CONFIG_NAME);
+          const spec = applySettings(stored?.spec ?? {}, args.settings);
+          const problems = configProblems(settingsOf({ metadata: { name: IPAM_CONFIG_NAME }, spec }));
+          if (problems.length > 0)
+            throw new CliError(`refused: ${problems.join('; ')}. Nothing was changed.`);
+          const object: IPAMConfigObject = {
+            apiVersion: API_VERSION,
+            kind: 'IPAMConfig',
+            metadata: stored?.metadata ?? { name: IPAM_CONFIG_NAME },
+            spec,
+          };
+          try {
+            await (stored ? conn.ds.configs.update(object) : conn.ds.configs.create(object));
+          } catch (error) {
+            if (round < MAX_ROUNDS && (isConflict(error) || isAlreadyExists(error))) continue;
+            throw error;
+          }
+          println(ctx.io.stdout, `IPAMConfig ${IPAM_CONFIG_NAME} updated: ${args.settings.join(' ')}`);
+          return EXIT.OK;
+        }
       });
     },
   });
