@@ -1,6 +1,6 @@
 /**
  * `ipamctl config set key=value…`: changes IPAMConfig `default` (created when missing) with one
- * compare-and-swap write, after checking each value against the CRD's own ranges (core's
+ * compare-and-swap write (a lost race starts over from a fresh GET, at most 5 rounds), after checking each value against the CRD's own ranges (core's
  * SETTING_LIMITS, before any request) and the cross-field rules (core's configProblems, on the
  * stored object; the CRD's CEL rules check them again). `key=` removes a setting (back to its
  * default).
