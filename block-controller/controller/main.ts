@@ -14,6 +14,7 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { kubeServerProblem } from 'blockipam/core/kube';
 import { versionLine } from '../../cmd/version.ts';
 import { LOG_LEVELS } from '../shared/index.ts';
 import { exitStartFailure, exitUsage, isBindHost, shownNumber } from '../shared/usage.ts';
@@ -76,6 +77,9 @@ try {
         throw new Error(
           `--metrics-host must be an IP address or a host name, not ${JSON.stringify(a['metrics-host'])}`,
         );
+      const server = a['api-server'];
+      const serverProblem = server === undefined || server === '' ? undefined : kubeServerProblem(server);
+      if (serverProblem) throw new Error(`--api-server ${serverProblem}`);
       for (const key of [
         'lease-duration-seconds',
         'renew-deadline-seconds',

@@ -88,6 +88,14 @@ describe('blockipam-controller options', () => {
     ],
     [['--debounce-ms', '-5'], /^blockipam-controller: --debounce-ms must be a whole number/],
     [
+      ['--api-server', 'not a url'],
+      /^blockipam-controller: --api-server is not an https:\/\/ or http:\/\/ URL/,
+    ],
+    [
+      ['--metrics-host', '999.1.1.1'],
+      /^blockipam-controller: --metrics-host must be an IP address or a host name/,
+    ],
+    [
       ['--lease-duration-seconds', '5', '--renew-deadline-seconds', '10'],
       /^blockipam-controller: --renew-deadline-seconds must be less than --lease-duration-seconds$/,
     ],
