@@ -313,18 +313,14 @@ test('5. a standalone plugin and the agent write one node’s blocks at once: ad
   kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinnedDeployment('mixed', n3)));
   const offset = logOffsets(n3);
   const t0 = Date.now();
-  scale('mixed', 15);
-  await waitFor(
-    'the burst under way (1 address allocated)',
-    () => (allocationsOf(ns).length >= 1 ? true : undefined),
-    180_000,
-    300,
-  );
-  // waves of 3 standalone ADDs at once for as long as the agent's burst lasts (2 to 8 waves)
+  // Waves of 3 standalone ADDs at once from the scale until the agent's burst has allocated all
+  // 15 (2 to 12 waves), so the agent's ADDs fall inside the waves' window. (Waves that began
+  // once the first pod address was allocated missed a burst the agent finished within one wave.)
   const tAdds = Date.now();
+  scale('mixed', 15);
   const waves: string[] = [];
   const adds: PluginRun[] = [];
-  while (waves.length < 2 || (waves.length < 8 && allocationsOf(ns).length < 15)) {
+  while (waves.length < 2 || (waves.length < 12 && allocationsOf(ns).length < 15)) {
     const prefix = `faults-sa-w${waves.length + 1}`;
     waves.push(prefix);
     adds.push(...(await standalonePlugin(n3, 'ADD', prefix, 3)));
