@@ -10,23 +10,23 @@ import { adminHooks, ipamctl } from './cluster.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipamctl-cli-'));
 
+/** Writes a kubeconfig of one cluster `c` and one user `u` (YAML flow lists), context `x` current. */
+function writeKubeconfig(path: string, clusters: string, users: string): void {
+  const lines = ['apiVersion: v1', 'kind: Config', `clusters: ${clusters}`, `users: ${users}`];
+  lines.push('contexts: [{name: x, context: {cluster: c, user: u}}]', 'current-context: x', '');
+  writeFileSync(path, lines.join('\n'));
+}
+
 describe('ipamctl connect: discovery and an unreachable API server (real API server)', () => {
   adminHooks(() => undefined); // a clean cluster before and after
 
   test('unreachable API server: exit 2 with a clear message, no verdict', async () => {
     const kubeconfig = join(dir, 'unreachable.kubeconfig');
     // Port 1 on loopback: nothing listens there, the connection is refused at once.
-    writeFileSync(
+    writeKubeconfig(
       kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
-        'users: [{name: u, user: {token: t}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-        '',
-      ].join('\n'),
+      '[{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
+      '[{name: u, user: {token: t}}]',
     );
     const out = await ipamctl(['check', '--kubeconfig', kubeconfig]);
     assert.equal(out.code, 2);
@@ -39,17 +39,10 @@ describe('ipamctl connect: discovery and an unreachable API server (real API ser
 
   test('a server that is not a URL: exit 2 naming the cluster and the server, no request', async () => {
     const kubeconfig = join(dir, 'not-a-url.kubeconfig');
-    writeFileSync(
+    writeKubeconfig(
       kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters: [{name: c, cluster: {server: "not a url"}}]',
-        'users: [{name: u, user: {token: t}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-        '',
-      ].join('\n'),
+      '[{name: c, cluster: {server: "not a url"}}]',
+      '[{name: u, user: {token: t}}]',
     );
     const out = await ipamctl(['check', '--kubeconfig', kubeconfig]);
     assert.equal(out.code, 2);
@@ -59,17 +52,10 @@ describe('ipamctl connect: discovery and an unreachable API server (real API ser
 
   test('an exec credential plugin that fails: exit 2, the message says so (not an empty reason)', async () => {
     const kubeconfig = join(dir, 'exec-false.kubeconfig');
-    writeFileSync(
+    writeKubeconfig(
       kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]',
-        'users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/false, interactiveMode: Never}}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-        '',
-      ].join('\n'),
+      '[{name: c, cluster: {server: "https://127.0.0.1:1"}}]',
+      '[{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/false, interactiveMode: Never}}}]',
     );
     const out = await ipamctl(['check', '--kubeconfig', kubeconfig]);
     assert.equal(out.code, 2);
