@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeDatastore, KubeTransport } from 'blockipam/core/kube';
+import { KubeDatastore, KubeTransport, kubeServerProblem } from 'blockipam/core/kube';
 import { inClusterConfig, loadKubeconfig, SERVICE_ACCOUNT_DIR } from 'blockipam/core/kubeconfig';
 import type { KubeClientConfig } from 'blockipam/core/kube';
 
@@ -114,14 +114,9 @@ function overrideServer(kubeConfig: KubeConfig, server: string): void {
   });
 }
 
+/** The override without trailing slashes; the daemons' flag checks refused a non-URL at start. */
 function checkedServer(value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new Error(`apiServer: ${JSON.stringify(value)} is not a URL (e.g. https://10.99.0.1:6443)`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    throw new Error(`apiServer: ${JSON.stringify(value)} must be an https:// (or http://) URL`);
+  const problem = kubeServerProblem(value);
+  if (problem) throw new Error(`apiServer ${problem}`);
   return value.replace(/\/+$/, '');
 }
