@@ -121,6 +121,20 @@ export { rfc3339 } from './time.ts';
 
 export { checkBlockInvariants } from './block/invariants.ts';
 export {
+  CLOCK_SKEW_MS,
+  FREEZE_REASONS,
+  SEQUENCE_MAX,
+  SEQUENCE_REPAIRABLE_ABOVE,
+  freezesOf,
+  futureDates,
+  isAllocatable,
+  isSafeSequence,
+  repairedSequence,
+  trustedTimeMs,
+  unsafeSequences,
+} from './block/frozen.ts';
+export type { Freeze, FreezeReason } from './block/frozen.ts';
+export {
   allocateOrdinal,
   capacityOf,
   cidrOf,

@@ -28,6 +28,8 @@ export interface ObjectMeta {
   creationTimestamp?: string;
   deletionTimestamp?: string;
   labels?: Record<string, string>;
+  /** Keys that hold a deletion until removed (core never sets any on its objects). */
+  finalizers?: string[];
   annotations?: Record<string, string>;
   /** Objects this one belongs to: Kubernetes' garbage collector deletes it with its owner. */
   ownerReferences?: OwnerReference[];
