@@ -58,7 +58,7 @@ export function isSafeSequence(value: unknown): boolean {
 /** Every reason `block` is frozen, in the module comment's order; empty = allocatable. O(allocations). */
 export function freezesOf(block: IPAMBlock): Freeze[] {
   const out: Freeze[] = [];
-  const { metadata, spec } = block;
+  const { metadata } = block;
   if (metadata.deletionTimestamp)
     out.push({ reason: 'terminating', message: `deleted at ${metadata.deletionTimestamp}, still Terminating` });
   if ((metadata.finalizers?.length ?? 0) > 0)
