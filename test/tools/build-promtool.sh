@@ -25,7 +25,13 @@ dir=$CACHE/bin/promtool-$PROMETHEUS_VERSION
 minor=$(echo "$PROMETHEUS_VERSION" | sed -n 's/^v0\.3\([0-9][0-9]\)\.[0-9]*$/\1/p')
 [ -n "$minor" ] || { log "PROMETHEUS_VERSION $PROMETHEUS_VERSION is not a v0.3MM.P module version"; exit 1; }
 release=3.$((10#$minor)).${PROMETHEUS_VERSION##*.}
-built() { [ -x "$dir/promtool" ] && "$dir/promtool" --version 2>/dev/null | grep -q "^promtool, version $release "; }
+# Its output is read whole: `promtool --version | grep -q` can end the pipe before promtool is done
+# writing, which pipefail counts as "not built".
+built() {
+  local said
+  [ -x "$dir/promtool" ] && said=$("$dir/promtool" --version 2>/dev/null) &&
+    grep -q "^promtool, version $release " <<<"$said"
+}
 if built; then
   echo "PROMTOOL=$dir/promtool"
   exit 0
@@ -41,13 +47,18 @@ if ! built; then
   t0=$SECONDS
   log "building promtool $PROMETHEUS_VERSION (first time only; see docs/operations.md §Testing the rules)"
   rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
-  # progress: the go command's download lines, then a line a minute while it compiles
-  (while sleep 60; do log "still building ($((SECONDS - t0)) s)"; done) &
+  # progress: the go command's download lines, then a line a minute while it compiles. The
+  # ticker's sleep holds neither the output nor the lock (fd 8): killing the ticker leaves it to
+  # finish alone, and a caller reading this script's output to its end must not wait for it.
+  (while sleep 60 >/dev/null 2>&1; do log "still building ($((SECONDS - t0)) s)"; done) 8>&- &
   ticker=$!
-  trap 'kill "$ticker" 2>/dev/null' EXIT
+  # `|| true`: under set -e a failing command in an EXIT trap becomes the script's exit status.
+  stop_ticker() { kill "$ticker" 2>/dev/null || true; }
+  trap stop_ticker EXIT
   GOBIN=$dir.tmp go install -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" \
     "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" >&2
-  kill "$ticker" 2>/dev/null
+  stop_ticker
+  trap - EXIT
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
   log "promtool $PROMETHEUS_VERSION built in $((SECONDS - t0)) s"
 fi
