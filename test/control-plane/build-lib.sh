@@ -5,6 +5,8 @@
 # Defines: K8S_VERSION ETCD_VERSION CNI_VERSION PLUGINS_VERSION CACHE BIN CNI_BIN,
 #   build_lock        takes the cache's build lock (fd 9) — one build at a time per cache
 #   have BIN ARGS...  true when BIN exists and `BIN ARGS` exits 0
+#   go_mod_init MOD   `go mod init MOD` in the working directory unless it has a go.mod: quiet, but
+#                     a failure prints what go said
 #   k8s_build NAME... builds k8s.io/kubernetes/cmd/NAME for each NAME into $BIN (go get -tool
 #                     into the wrapper module, `-tags selinux,notest`, version stamped)
 # Environment: BLOCKIPAM_CACHE (default ~/.cache/blockipam), K8S_VERSION (v1.37.2),
@@ -34,13 +36,19 @@ build_lock() {
 
 have() { [ -x "$1" ] && "$1" "${@:2}" >/dev/null 2>&1; }
 
+go_mod_init() {
+  [ -f go.mod ] && return
+  local said
+  said=$(go mod init "$1" 2>&1) || { echo "$said" >&2; return 1; }
+}
+
 # The wrapper module replaces every staging module (k8s.io/api …) with its published
 # v0.<minor>.<patch>; the list is read from the published go.mod of k8s.io/kubernetes.
 k8s_module() {
   local w=$CACHE/gomod/k8s-$K8S_VERSION
   local staging=v0.${K8S_VERSION#v1.}
   mkdir -p "$w" && cd "$w"
-  [ -f go.mod ] || go mod init example.invalid/k8s-build >/dev/null 2>&1
+  go_mod_init example.invalid/k8s-build
   grep -q 'k8s.io/api => ' go.mod && return
   local kmod mods m
   kmod=$(cd "$(mktemp -d)" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\([^"]*\)".*/\1/p')

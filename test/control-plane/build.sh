@@ -23,7 +23,7 @@ build_etcd() {
   local w=$CACHE/gomod/etcd-$ETCD_VERSION t0=$SECONDS
   log "building etcd $ETCD_VERSION (first time only)"
   mkdir -p "$w" && cd "$w"
-  [ -f go.mod ] || go mod init example.invalid/etcd-build >/dev/null 2>&1
+  go_mod_init example.invalid/etcd-build
   go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION" "go.etcd.io/etcd/etcdctl/v3@$ETCD_VERSION" >&2
   go build -ldflags "-s -w" -o "$BIN/etcd.tmp" go.etcd.io/etcd/server/v3 && mv "$BIN/etcd.tmp" "$BIN/etcd"
   go build -ldflags "-s -w" -o "$BIN/etcdctl.tmp" go.etcd.io/etcd/etcdctl/v3 && mv "$BIN/etcdctl.tmp" "$BIN/etcdctl"

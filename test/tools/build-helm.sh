@@ -18,6 +18,8 @@
 # HELM4_VERSION (v4.3.2). Its own lock (.helm-build.lock): a cold Helm build does not hold up the
 # cluster build's lock, and two runs never build the same Helm at once.
 set -euo pipefail
+# build_helm runs in a command substitution, which without this ignores set -e
+shopt -s inherit_errexit
 HELM3_VERSION=${HELM3_VERSION:-v3.22.0}
 HELM4_VERSION=${HELM4_VERSION:-v4.3.2}
 export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
@@ -59,5 +61,8 @@ build_helm() {
   echo "$dir/helm"
 }
 
-echo "HELM3=$(build_helm 3 "$HELM3_VERSION")"
-echo "HELM4=$(build_helm 4 "$HELM4_VERSION")"
+# Assigned before they are printed: `echo "HELM3=$(build_helm …)"` exits 0 when build_helm fails.
+helm3=$(build_helm 3 "$HELM3_VERSION")
+helm4=$(build_helm 4 "$HELM4_VERSION")
+echo "HELM3=$helm3"
+echo "HELM4=$helm4"
