@@ -20,7 +20,8 @@
 #              than the executable, the base, the Containerfile and this script is kept as it is
 #   --context  only write the build context into DIR (for docker/podman/buildah users); no build
 #   --prepare  only fetch the tools and build the base (what needs the network; scripts/setup.sh)
-# stdout: IMAGE=localhost/blockipam:<package.json version>, ARCHIVE=<path>, DIGEST=<manifest digest>
+# stdout: IMAGE=localhost/blockipam:<package.json version>, ARCHIVE=<path>, DIGEST=<manifest digest>;
+# with --prepare TOOLS=<unpacked tools directory>, BASE=<base tar>; with --context nothing.
 # Progress on stderr. Environment: BLOCKIPAM_CACHE (default ~/.cache/blockipam). Run as root.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,7 +71,10 @@ tools() {
 base() {
   [ -s "$BASE" ] && return
   local t0=$SECONDS tmp mirror
-  mirror=$(apt-get indextargets --format '$(REPO_URI)' 'Origin: Debian' 2>/dev/null | grep -v security | head -1)
+  # The first Debian mirror apt knows, else deb.debian.org. No match is not a failure: a machine
+  # before its first `apt-get update` lists nothing.
+  mirror=$({ apt-get indextargets --format '$(REPO_URI)' 'Origin: Debian' 2>/dev/null || true; } |
+    awk '!/security/ { print; exit }')
   mirror=${mirror:-http://deb.debian.org/debian/}
   log "building the base root file system with mmdebstrap from $mirror (first time only, ~10 s idle, 2-3 min loaded)"
   tmp=$(mktemp -d "$CACHE/images/.base.XXXXXX")
@@ -124,7 +128,10 @@ write_context() { # write_context DIR
 
 tools
 base
-[ -z "$prepare" ] || exit 0
+if [ -n "$prepare" ]; then
+  printf 'TOOLS=%s\nBASE=%s\n' "$TOOLS" "$BASE"
+  exit 0
+fi
 executable
 forwarder
 if [ -n "$context" ]; then
