@@ -11,6 +11,7 @@
  */
 import type { IPFamily } from '../address/ip.ts';
 import { cidrOf } from '../block/block.ts';
+import { isAllocatable } from '../block/frozen.ts';
 import { affineSelector, familySelector, nodeBlocksSelector } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
@@ -102,7 +103,9 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
   if (ofFamily.some((b) => holdsHandle(b, request.handle))) return found('handle', request.handle, family);
   // Only trusted blocks affine by their spec are the node's (block-trust.ts): a block labelled
   // affine to this node by someone else neither serves it nor counts against maxBlocksPerNode.
-  let held = trustedAffine(ofFamily, snapshot.pools, request.node);
+  // A frozen one (frozen.ts) is still the node's for routes and releases, but neither serves nor
+  // counts: the node claims another instead of being locked out by it.
+  let held = allocatableAffine(ofFamily, snapshot.pools, request.node);
   let affine = held.filter(eligible);
   let limitHit = false;
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
@@ -119,7 +122,7 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
       claimed === 'limit' ? undefined : await allocateFromBlocks(ctx, [claimed], { ...own, mode: 'fresh' });
     if (fresh !== undefined) return found(fresh, request.handle, family);
     const listed = await ctx.ds.blocks.list({ labelSelector: affineSelector(request.node, family) });
-    held = trustedAffine(listed, snapshot.pools, request.node);
+    held = allocatableAffine(listed, snapshot.pools, request.node);
     affine = held.filter(eligible);
   }
   const cooling = await allocateFromBlocks(ctx, affine, { ...own, mode: 'any' });
@@ -129,6 +132,15 @@ async function assignFamily(ctx: Context, job: FamilyJob): Promise<FamilyOutcome
     : await borrow(ctx, { ...base, mode: 'fresh' }, { node: request.node, family, eligible, snapshot });
   if (borrowed !== undefined) return found(borrowed, request.handle, family);
   return failure(job, choice.pools, limitHit, held.length);
+}
+
+/** The node's trusted affine blocks (trustedAffine) it may allocate from: what maxBlocksPerNode counts. */
+function allocatableAffine(
+  blocks: readonly IPAMBlock[],
+  pools: readonly IPPool[],
+  node: string,
+): IPAMBlock[] {
+  return trustedAffine(blocks, pools, node).filter(isAllocatable);
 }
 
 function found(got: AllocatedAddress | 'handle', handle: string, family: IPFamily): FamilyOutcome {
@@ -155,7 +167,8 @@ async function claimFirst(
 /**
  * Borrows from another node's (or an unowned) trusted block of the allowed pools: one LIST of
  * the family's blocks, classified (block-trust.ts: a block overlapping an older one, or of the
- * wrong size, is never borrowed from), tried from a random start so borrowers spread out.
+ * wrong size, is never borrowed from; nor a frozen one: allocateFromBlocks passes it over), tried
+ * from a random start so borrowers spread out.
  */
 async function borrow(
   ctx: Context,

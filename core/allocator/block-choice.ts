@@ -7,6 +7,7 @@ import { cidrCovers, cidrLast, cidrsOverlap } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { allocateOrdinal, cidrOf, pickOrdinal, poolOf } from '../block/block.ts';
 import type { Owner } from '../block/block.ts';
+import { isAllocatable } from '../block/frozen.ts';
 import type { Allocation, IPAMBlock, IPPool } from '../resources.ts';
 import { updateBlock } from './cas.ts';
 import type { Context } from './context.ts';
@@ -25,8 +26,9 @@ export interface TryOptions {
 }
 
 /**
- * Tries the blocks in order until one yields an address. A block that is full, gone, or whose
- * affinity changed is passed over.
+ * Tries the blocks in order until one yields an address. A block that is full, gone, frozen
+ * (core/block/frozen.ts: judged on the block as read for the write, so one frozen since the
+ * caller listed it is passed over too), or whose affinity changed is passed over.
  * @returns the address, `'handle'` when a block already holds the owner's handle, or undefined
  */
 export async function allocateFromBlocks(
@@ -39,6 +41,7 @@ export async function allocateFromBlocks(
     const outcome = await updateBlock<Picked>(ctx, block, (current) => {
       if (options.affinity !== undefined && current.spec.affinity !== options.affinity)
         return { skip: undefined };
+      if (!isAllocatable(current)) return { skip: undefined };
       if (holdsHandle(current, options.owner.handle)) return { skip: 'handle' as const };
       const ordinal = pickOrdinal(current, {
         nowMs: ctx.clock(),

@@ -11,6 +11,7 @@ import { blockNameOf, cidrFromBlockName } from '../address/block-cidr.ts';
 import { bitsOf, cidrLast, cidrsOverlap } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { newBlock } from '../block/block.ts';
+import { isAllocatable } from '../block/frozen.ts';
 import { nodeLabel, REGION_PREFIX, regionOf, regionSelector } from '../block/labels.ts';
 import { isAlreadyExists } from '../errors/already-exists.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
@@ -75,11 +76,13 @@ export async function claimBlock(
 
 /**
  * maxBlocksPerNode as the caller saw it: `held` trusted blocks affine to the node by their spec
- * (block-trust.ts trustedAffine) when it listed the node's blocks. The region LIST right before
- * the CREATE is a fresher view; when its labels show the node at the limit already (a concurrent
- * ADD of the node claimed meanwhile), the node's blocks of the region are read in full and only
- * the trusted ones affine by their spec count — labels alone never count against a node (anyone
- * who may create a block may label it "affine to B"). At the limit the claim stops with 'limit'.
+ * (block-trust.ts trustedAffine) and not frozen (core/block/frozen.ts) when it listed the node's
+ * blocks. The region LIST right before the CREATE is a fresher view; when its labels show the
+ * node at the limit already (a concurrent ADD of the node claimed meanwhile), the node's blocks of
+ * the region are read in full and only the trusted, unfrozen ones affine by their spec count —
+ * labels alone never count against a node (anyone who may create a block may label it "affine to
+ * B"), and a frozen block, never allocated from, must not lock the node out of claiming. At the
+ * limit the claim stops with 'limit'.
  */
 export interface BlockLimit {
   held: number;
@@ -121,7 +124,8 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
       if (!isAlreadyExists(error)) throw error;
       ctx.stats.claimCollisions += 1;
       const existing = await ctx.ds.blocks.get(blockNameOf(block));
-      if (existing?.spec.affinity === node) return existing;
+      // A concurrent claim of this node: share its block, unless it is frozen (never allocated from).
+      if (existing?.spec.affinity === node && isAllocatable(existing)) return existing;
       insertSpan(taken, { lo: index, hi: index });
       start = index + 1n < count ? index + 1n : 0n;
     }
@@ -132,8 +136,8 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
 /**
  * True when the node holds `limit.max` blocks: by the caller's count, or by the region's labels
  * (`labelled`) confirmed by a LIST of the node's labelled blocks in the region, counting only
- * trusted blocks affine by their spec. The extra LIST runs only when the labels alone would stop
- * the claim.
+ * trusted, unfrozen blocks affine by their spec. The extra LIST runs only when the labels alone
+ * would stop the claim.
  */
 async function atLimit(
   ctx: Context,
@@ -148,7 +152,7 @@ async function atLimit(
   const listed = await ctx.ds.blocks.list({
     labelSelector: { matchLabels: { ...selector.matchLabels, [nodeLabel(node)]: 'affine' } },
   });
-  return trustedAffine(listed, limit.pools, node).length >= limit.max;
+  return trustedAffine(listed, limit.pools, node).filter(isAllocatable).length >= limit.max;
 }
 
 /** Index spans of `area` covered by existing blocks of any size, or by whole reservations. */

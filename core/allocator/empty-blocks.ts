@@ -1,12 +1,14 @@
 /**
  * Empty-block release with the anti-ping-pong rule (docs/design-core.md §2, Calico's releaseUnusedBlocks):
  * an empty block goes only after staying empty for max(emptyBlockReleaseSeconds,
- * ipCooldownSeconds), and a node always keeps at least one block of each IP family (a
+ * ipCooldownSeconds) — its dates read with frozen.ts trustedTimeMs, so a future date cannot keep
+ * it — and a node always keeps at least one unfrozen block of each IP family (a
  * dual-stack node's next pod needs both; keyed by (node, family), so the v6 block is not the
  * one that ping-pongs). The delete carries the resourceVersion + uid read, so a block that got an allocation meanwhile survives (no
  * compare-and-delete is needed beyond Kubernetes' delete preconditions).
  */
 import { cidrOf, emptySinceMs } from '../block/block.ts';
+import { isAllocatable } from '../block/frozen.ts';
 import { affineSelector } from '../block/labels.ts';
 import { IPAM_CONFIG_NAME, settingsOf } from '../config.ts';
 import type { IPAMSettings } from '../config.ts';
@@ -42,14 +44,22 @@ export async function releaseEmptyBlocks(
   const result: EmptyBlockRelease = { released: [], kept: [] };
   for (const group of byAffinityAndFamily(blocks).values()) {
     const idle = group.filter((block) => {
-      const since = emptySinceMs(block);
+      const since = emptySinceMs(block, ctx.clock());
       return since !== undefined && ctx.clock() - since >= minAgeMs;
     });
-    // Keep one block per (node, family): if every block of the node in the family is idle, the
-    // first by name stays — a deterministic choice, so concurrent passes agree on it.
+    // Keep one unfrozen block per (node, family): if every unfrozen block of the node in the
+    // family is idle, the first by name stays — a deterministic choice, so concurrent passes agree
+    // on it. A frozen block (core/block/frozen.ts) is never the one kept: it is no room.
     const owned = group[0]?.spec.affinity !== null;
-    const keep = owned && idle.length === group.length ? idle.shift() : undefined;
-    if (keep) result.kept.push(keep.metadata.name);
+    const allocatable = idle.filter(isAllocatable);
+    const keep =
+      owned && allocatable.length > 0 && allocatable.length === group.filter(isAllocatable).length
+        ? allocatable[0]
+        : undefined;
+    if (keep) {
+      idle.splice(idle.indexOf(keep), 1);
+      result.kept.push(keep.metadata.name);
+    }
     for (const block of idle)
       ((await deleteIfUnchanged(ctx, block)) ? result.released : result.kept).push(block.metadata.name);
   }

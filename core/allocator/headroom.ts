@@ -9,13 +9,15 @@
  * - A pool is eligible for a node when it is usable (the caller passes core's usablePools),
  *   `Automatic`, and its nodeSelector matches the node's labels.
  * - free = Σ over the node's affine blocks of the pool (spec.affinity, pool label) of assignable
- *   ordinals − allocations; addresses the node borrowed elsewhere do not count.
+ *   ordinals − allocations; addresses the node borrowed elsewhere do not count, nor do a frozen
+ *   block's (core/block/frozen.ts: never allocated from, so no room: the node claims another).
  * - short when free < max(minFreeAddressesPerNode, 1) and the node cannot claim: autoAllocateBlocks
  *   is false (`AutoAllocateOff`), the node holds maxBlocksPerNode affine blocks of the pool's
- *   family (`MaxBlocksPerNode`), or the pool has no unclaimed block (`NoUnclaimedBlocks`),
- *   checked in that order.
+ *   family, frozen ones not counted (`MaxBlocksPerNode`), or the pool has no unclaimed block
+ *   (`NoUnclaimedBlocks`), checked in that order.
  */
 import { capacityOf, cidrOf } from '../block/block.ts';
+import { isAllocatable } from '../block/frozen.ts';
 import { POOL_LABEL } from '../block/labels.ts';
 import type { IPAMSettings } from '../config.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
@@ -51,7 +53,7 @@ export interface NodeHeadroom {
   readonly pool: string;
   /** Free addresses in the node's affine blocks of the pool. */
   readonly free: number;
-  /** The node's affine blocks of the pool. */
+  /** The node's affine blocks of the pool, frozen ones included. */
   readonly blocks: number;
   /** Set when the node is short in this pool: below the watermark and {@link cannotClaim}. */
   readonly short?: ShortReason;
@@ -63,7 +65,7 @@ export interface NodeHeadroom {
  * Why a node could not claim a block of a pool now (undefined: it could), checked in this order:
  * autoAllocateBlocks is false; the node holds maxBlocksPerNode blocks of the pool's family; the
  * pool has no unclaimed block. The one rule of nodeHeadroom's `short` and `cannotClaim`.
- * @param f.held the node's affine blocks of the pool's family (any pool)
+ * @param f.held the node's affine blocks of the pool's family (any pool), frozen ones not counted
  */
 export function claimBlockedBy(f: {
   autoAllocateBlocks: boolean;
@@ -100,8 +102,12 @@ export function cannotClaimText(
   }
 }
 
-/** Free addresses of one block: assignable ordinals minus allocations, never below 0. */
+/**
+ * Free addresses of one block the allocator may hand out: assignable ordinals minus allocations,
+ * never below 0; 0 for a frozen block (core/block/frozen.ts), which is no room for its node.
+ */
 export function blockFree(block: IPAMBlock): number {
+  if (!isAllocatable(block)) return 0;
   return Math.max(0, capacityOf(block) - Object.keys(block.spec.allocations).length);
 }
 
@@ -121,6 +127,7 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
     const k = key(node, block.metadata.labels?.[POOL_LABEL] ?? '');
     free.set(k, (free.get(k) ?? 0) + blockFree(block));
     count.set(k, (count.get(k) ?? 0) + 1);
+    if (!isAllocatable(block)) continue; // no room, and not counted against maxBlocksPerNode
     const f = key(node, String(cidrOf(block).family));
     held.set(f, (held.get(f) ?? 0) + 1);
   }

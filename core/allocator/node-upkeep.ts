@@ -18,7 +18,10 @@ export interface NodeBlockClaim {
   readonly node: string;
   /** CIDRs of every IPReservation (wholly reserved blocks are never claimed). */
   readonly reservations: readonly Cidr[];
-  /** Trusted blocks of the pool's family affine to `node` by spec (trustedAffine), as the caller saw them. */
+  /**
+   * Trusted, unfrozen blocks of the pool's family affine to `node` by spec (trustedAffine, then
+   * core/block/frozen.ts isAllocatable), as the caller saw them: what maxBlocksPerNode counts.
+   */
   readonly held: number;
   /** Every IPPool (trust is judged against them). */
   readonly pools: readonly IPPool[];

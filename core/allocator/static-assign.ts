@@ -3,12 +3,15 @@
  * address must lie in a usable pool allowed for this node and namespace (Manual pools included:
  * naming the address is the request), must not be reserved (block reserved ordinals,
  * IPReservations), and must not be taken. A missing block is claimed for this node (a static
- * address claims a whole block, as in Calico). All-or-nothing across the addresses.
+ * address claims a whole block, as in Calico); an existing frozen block (core/block/frozen.ts) is
+ * never allocated from: `NotAllowed` naming the block and why. All-or-nothing across the addresses.
  */
 import { blockCidrFor, blockNameOf, ordinalOf, reservedOrdinals } from '../address/block-cidr.ts';
 import { cidrContains, parseIP } from '../address/ip.ts';
 import type { IP } from '../address/ip.ts';
 import { allocateOrdinal } from '../block/block.ts';
+import { freezesOf } from '../block/frozen.ts';
+import type { Freeze } from '../block/frozen.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPPool } from '../resources.ts';
 import { holdsHandle } from './block-choice.ts';
@@ -28,8 +31,9 @@ type One = AllocatedAddress | { reason: AssignFailure; message: string };
 
 /**
  * Assigns exactly `request.addresses` (at most one per family) to `request.handle`.
- * @returns the addresses, or a failure (NotInPool, Reserved, Taken, NotAllowed, HandleInUse,
- *   PoolDisabled: the address's pool is disabled or being deleted)
+ * @returns the addresses, or a failure (NotInPool, Reserved, Taken, NotAllowed — also the
+ *   address's block is frozen —, HandleInUse, PoolDisabled: the address's pool is disabled or
+ *   being deleted)
  * @throws datastore errors; RetriesExhaustedError. Earlier addresses are rolled back first.
  */
 export async function assignIP(
@@ -104,6 +108,8 @@ async function assignOne(
     };
   }
   const outcome = await updateBlock<One>(ctx, got.block, (current) => {
+    const freezes = freezesOf(current);
+    if (freezes.length > 0) return { skip: frozenRefusal(text, current.metadata.name, freezes) };
     const holder = current.spec.allocations[ordinal];
     if (holder)
       return {
@@ -135,6 +141,15 @@ async function assignOne(
       message: `${text}: block ${got.block.metadata.name} was released concurrently; retry`,
     };
   return outcome.result;
+}
+
+/** A static address in a frozen block: `NotAllowed`, naming the block and each reason. */
+function frozenRefusal(text: string, block: string, freezes: readonly Freeze[]): One {
+  const why = freezes.map((f) => `${f.reason}: ${f.message}`).join('; ');
+  return {
+    reason: 'NotAllowed',
+    message: `${text}: block ${block} is frozen (routed and releasable, not allocated from): ${why}`,
+  };
 }
 
 /** The usable pool holding `ip` that this pod on this node may use. */

@@ -31,7 +31,7 @@ export async function releaseUnownedEmptyBlocks(
   const result: EmptyBlockRelease = { released: [], kept: [] };
   for (const block of blocks) {
     if (block.spec.affinity !== null) continue;
-    const since = emptySinceMs(block);
+    const since = emptySinceMs(block, ctx.clock());
     if (since === undefined || ctx.clock() - since < minAgeMs) continue;
     ((await deleteIfUnchanged(ctx, block)) ? result.released : result.kept).push(block.metadata.name);
   }

@@ -10,18 +10,23 @@
  *   labels (its namespaceSelector is not checked: some namespace may use it on this node).
  * - **free(pool)** = Σ over the node's affine blocks of that pool of (assignable ordinals −
  *   allocations). Addresses the node borrowed in other nodes' blocks never count: they are not
- *   the node's headroom (with strictAffinity they could not even be used).
+ *   the node's headroom (with strictAffinity they could not even be used). Nor does a frozen
+ *   block (core/block/frozen.ts): it is never allocated from, so its free addresses are no room.
  * - **Claim** one block of an eligible pool when free(pool) < minFreeAddressesPerNode, unless
- *   autoAllocateBlocks is false or the node holds maxBlocksPerNode affine blocks of that family
- *   (then the pool is reported `atLimit`: pods fall back to borrowing, or fail with strictAffinity).
+ *   autoAllocateBlocks is false or the node holds maxBlocksPerNode affine blocks of that family,
+ *   frozen ones not counted (then the pool is reported `atLimit`: pods fall back to borrowing, or
+ *   fail with strictAffinity).
  * - **Release** an affine block that has been empty for max(emptyBlockReleaseSeconds,
- *   ipCooldownSeconds), unless it is the node's last affine block of its family, or releasing it
- *   would take an eligible pool below the watermark (that would only make the next pass claim
- *   again: ping-pong). If every block of the family is idle, the first by name stays (core's
- *   releaseEmptyBlocks keeps the same one).
+ *   ipCooldownSeconds), unless it is the node's last unfrozen affine block of its family, or
+ *   releasing it would take an eligible pool below the watermark (that would only make the next
+ *   pass claim again: ping-pong). If every unfrozen block of the family is idle, the first of them
+ *   by name stays (core's releaseEmptyBlocks keeps the same one). An idle frozen block always
+ *   goes: it is no room, and keeping it instead of a block the node can allocate from would only
+ *   make the node claim again.
  */
 import type { IPFamily } from '../address/ip.ts';
 import { cidrOf, emptySinceMs } from '../block/block.ts';
+import { isAllocatable } from '../block/frozen.ts';
 import { POOL_LABEL } from '../block/labels.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { matchesSelector } from '../selector.ts';
@@ -43,9 +48,9 @@ export interface UpkeepView {
 export interface PoolHeadroom {
   readonly pool: string;
   readonly family: IPFamily;
-  /** Free addresses in the node's affine blocks of the pool. */
+  /** Free addresses in the node's affine blocks of the pool (frozen blocks count none). */
   readonly free: number;
-  /** The node's affine blocks of the pool. */
+  /** The node's affine blocks of the pool, frozen ones included. */
   readonly blocks: number;
 }
 
@@ -62,7 +67,7 @@ export interface UpkeepPlan {
   readonly watermark: number;
 }
 
-/** Free addresses of one block: assignable ordinals minus allocations (core's blockFree). */
+/** Free addresses of one block: assignable ordinals minus allocations, 0 when frozen (core's blockFree). */
 export function freeOf(block: IPAMBlock): number {
   return blockFree(block);
 }
@@ -93,7 +98,7 @@ export function planUpkeep(view: UpkeepView): UpkeepPlan {
     count.set(poolOf(block), (count.get(poolOf(block)) ?? 0) + 1);
   }
   const held: Record<IPFamily, number> = { 4: 0, 6: 0 };
-  for (const block of view.affine) held[cidrOf(block).family] += 1;
+  for (const block of view.affine) if (isAllocatable(block)) held[cidrOf(block).family] += 1;
   const headroom = eligible.map((pool) => ({
     pool: pool.metadata.name,
     family: poolCidr(pool).family,
@@ -135,19 +140,24 @@ function planReleases(
       .filter((b) => cidrOf(b).family === family)
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     const idle = group.filter((block) => {
-      const since = emptySinceMs(block);
+      const since = emptySinceMs(block, view.nowMs);
       return since !== undefined && view.nowMs - since >= minAgeMs;
     });
-    // Keep one block per (node, family): when all are idle, the first by name stays.
-    if (idle.length === group.length) idle.shift();
-    let remaining = group.length;
+    // Keep one unfrozen block per (node, family): when all are idle, the first by name stays.
+    const allocatable = group.filter(isAllocatable);
+    const idleAllocatable = idle.filter(isAllocatable);
+    if (idleAllocatable.length > 0 && idleAllocatable.length === allocatable.length)
+      idle.splice(idle.indexOf(idleAllocatable[0]!), 1);
+    let remaining = allocatable.length;
     for (const block of idle) {
-      if (remaining <= 1) break;
-      const pool = poolOf(block);
-      const after = (free.get(pool) ?? 0) - freeOf(block);
-      if (pools.eligible.has(pool) && after < pools.watermark) continue;
-      free.set(pool, after);
-      remaining -= 1;
+      if (isAllocatable(block)) {
+        if (remaining <= 1) continue;
+        const pool = poolOf(block);
+        const after = (free.get(pool) ?? 0) - freeOf(block);
+        if (pools.eligible.has(pool) && after < pools.watermark) continue;
+        free.set(pool, after);
+        remaining -= 1;
+      }
       releases.push(block);
     }
   }

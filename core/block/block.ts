@@ -15,6 +15,7 @@ import { mustParseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { API_VERSION } from '../resources.ts';
 import type { Allocation, IPAMBlock } from '../resources.ts';
+import { isSafeSequence, repairedSequence, trustedTimeMs } from './frozen.ts';
 import { blockLabels, POOL_LABEL, relabel } from './labels.ts';
 import { rfc3339 } from '../time.ts';
 
@@ -72,7 +73,10 @@ export interface PickOptions {
 /**
  * The ordinal to hand out next, or undefined when the block has none for this mode. Order:
  * never-used (lowest first), then freed ordinals whose cooldown is over (least recently freed
- * first), then — mode 'any' only — still-cooling ones, least recently freed first.
+ * first), then — mode 'any' only — still-cooling ones, least recently freed first. A `releasedAt`
+ * core does not trust (frozen.ts trustedTimeMs: later than now plus the clock skew) reads as the
+ * epoch: that ordinal is cooled, so a date far in the future cannot hide a free address. Whether
+ * the block may be allocated from at all (frozen.ts) is the caller's question.
  */
 export function pickOrdinal(block: IPAMBlock, options: PickOptions): number | undefined {
   const { allocations, freed } = block.spec;
@@ -93,7 +97,7 @@ export function pickOrdinal(block: IPAMBlock, options: PickOptions): number | un
       isAssignable(cidr, entry.ordinal) &&
       allocations[entry.ordinal] === undefined,
   );
-  const cooled = available.find((entry) => Date.parse(entry.releasedAt) <= cooledBefore);
+  const cooled = available.find((entry) => trustedTimeMs(entry.releasedAt, options.nowMs) <= cooledBefore);
   if (cooled) return cooled.ordinal;
   return options.mode === 'any' ? available[0]?.ordinal : undefined;
 }
@@ -155,6 +159,11 @@ export interface ReleasedOrdinal {
  * An allocation found on a key that is not an assignable ordinal (a corrupted block: reserved,
  * out of range, not canonical) is removed but never enters `freed` (I6), so it can never be
  * picked and refused ahead of the good entries behind it.
+ * Releases work in a frozen block too (frozen.ts). When `spec.sequence` is unsafe (above 2^52 or
+ * not an integer) the release writes {@link repairedSequence} in its place: the block's writes
+ * would otherwise carry a rounded sequence. The release time is max(now, the last `freed` entry's
+ * trusted time): a `releasedAt` later than now plus the clock skew is ignored, so one entry dated
+ * years ahead does not date every later release the same.
  */
 export function releaseHandle(
   block: IPAMBlock,
@@ -176,7 +185,7 @@ export function releaseHandle(
   if (released.length === 0) return { block, released, refused };
   // Never earlier than the last release: nodes' clocks differ, and `freed` stays in order (I7).
   const last = block.spec.freed.at(-1);
-  const releaseTime = Math.max(nowMs, last ? Date.parse(last.releasedAt) : 0);
+  const releaseTime = Math.max(nowMs, last ? trustedTimeMs(last.releasedAt, nowMs) : 0);
   const allocations = { ...block.spec.allocations };
   for (const { key } of released) delete allocations[key];
   const cidr = cidrOf(block);
@@ -189,7 +198,12 @@ export function releaseHandle(
       )
       .map(({ ordinal }) => ({ ordinal, releasedAt: rfc3339(releaseTime) })),
   ];
-  return { block: withSpec(block, { ...block.spec, allocations, freed }), released, refused };
+  const sequence = isSafeSequence(block.spec.sequence) ? block.spec.sequence : repairedSequence(block, nowMs);
+  return {
+    block: withSpec(block, { ...block.spec, sequence, allocations, freed }),
+    released,
+    refused,
+  };
 }
 
 /** Sets the block's affinity (null = unowned) and claim time. */
@@ -203,13 +217,15 @@ export function isEmpty(block: IPAMBlock): boolean {
 }
 
 /**
- * Since when (ms) the block has been empty: its last release or its claim, whichever is later.
+ * Since when (ms) the block has been empty: its last release or its claim, whichever is later,
+ * each read with frozen.ts trustedTimeMs (a date later than `nowMs` plus the clock skew reads as
+ * the epoch, so a future `affinityClaimTime` or `releasedAt` cannot keep a block from going idle).
  * Undefined when it is not empty.
  */
-export function emptySinceMs(block: IPAMBlock): number | undefined {
+export function emptySinceMs(block: IPAMBlock, nowMs: number): number | undefined {
   if (!isEmpty(block)) return undefined;
-  let since = Date.parse(block.spec.affinityClaimTime);
-  for (const entry of block.spec.freed) since = Math.max(since, Date.parse(entry.releasedAt));
+  let since = trustedTimeMs(block.spec.affinityClaimTime, nowMs);
+  for (const entry of block.spec.freed) since = Math.max(since, trustedTimeMs(entry.releasedAt, nowMs));
   return since;
 }
 

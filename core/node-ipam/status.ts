@@ -8,6 +8,8 @@
  *      than maxBlocksPerNode of the family): a metadata-only LIST of the pool's blocks;
  *   3. a free ordinal in another node's block, unless strictAffinity: a LIST of the pool's
  *      blocks of the family (the ADD would borrow).
+ * A frozen block (core/block/frozen.ts) has no room and does not count against maxBlocksPerNode,
+ * as for the allocator.
  * IPReservations and cooldowns are not subtracted, so "ready" can be optimistic; "no room"
  * is exact. Cost: runtimes poll STATUS every few seconds per node, so the usual answer (the node
  * has room in its own blocks) is one LIST selected by the node's label — never a LIST of every
@@ -15,6 +17,7 @@
  */
 import { blockCapacity } from '../address/block-cidr.ts';
 import { cidrOf, capacityOf } from '../block/block.ts';
+import { isAllocatable } from '../block/frozen.ts';
 import { familySelector, nodeBlocksSelector, POOL_LABEL } from '../block/labels.ts';
 import type { IPFamily } from '../address/ip.ts';
 import { poolBlockSize, poolCidr, type PoolSnapshot } from '../allocator/pools.ts';
@@ -43,7 +46,8 @@ function eligible(q: StatusQuery, family: IPFamily): IPPool[] {
 }
 
 const inPool = (pool: IPPool) => (b: IPAMBlock) => b.metadata.labels?.[POOL_LABEL] === pool.metadata.name;
-const hasRoom = (b: IPAMBlock): boolean => capacityOf(b) > Object.keys(b.spec.allocations).length;
+const hasRoom = (b: IPAMBlock): boolean =>
+  isAllocatable(b) && capacityOf(b) > Object.keys(b.spec.allocations).length;
 
 /** Blocks of `pool` that were never claimed (a lower bound of 1 is all STATUS needs). */
 function unclaimedIn(pool: IPPool, claimed: number): bigint {
@@ -65,7 +69,7 @@ async function roomFor(
   const s = q.snapshot.settings;
   const own = mine.filter((b) => b.spec.affinity === q.node);
   if (pools.some((p) => own.filter(inPool(p)).some(hasRoom))) return true;
-  const held = own.filter((b) => cidrOf(b).family === family);
+  const held = own.filter((b) => cidrOf(b).family === family && isAllocatable(b));
   if (s.autoAllocateBlocks && held.length < s.maxBlocksPerNode) {
     for (const pool of pools) {
       const claimed = await ds.blocks.listMetadata({

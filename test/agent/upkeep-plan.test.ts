@@ -78,6 +78,19 @@ describe('pre-claim', () => {
     assert.deepEqual(p.atLimit, ['v4b']);
   });
 
+  test('a frozen block (core/block/frozen.ts) is no room and does not count against maxBlocksPerNode', () => {
+    // n1's only block has 61 free ordinals but a finalizer: free 0, so it claims one more
+    const frozen = block(V4, '10.1.0.0/26', 0);
+    frozen.metadata.finalizers = ['example.com/hold'];
+    const p = plan([frozen], { maxBlocksPerNode: 1 });
+    assert.deepEqual(names(p.claims), ['v4']);
+    assert.deepEqual(p.atLimit, []);
+    assert.deepEqual(
+      p.headroom.map((h) => [h.pool, h.free, h.blocks]),
+      [['v4', 0, 1]],
+    );
+  });
+
   test('nodeSelector, Manual and disabled pools are not eligible', () => {
     const zoned = pool('zoned', { cidr: '10.3.0.0/16', nodeSelector: { matchLabels: { zone: 'a' } } });
     const manual = pool('manual', { cidr: '10.4.0.0/16', assignmentMode: 'Manual' });
@@ -110,6 +123,22 @@ describe('release', () => {
     assert.deepEqual(names(plan([busy, spare], { ...idle, minFreeAddressesPerNode: 5 }).releases), [
       '10-1-0-64-26',
     ]);
+  });
+
+  test('an idle frozen block goes and is never the one kept', () => {
+    // both idle; the first by name is frozen (a deletionTimestamp): it goes, the other stays
+    const frozen = block(V4, '10.1.0.0/26', 0);
+    frozen.metadata.deletionTimestamp = '2026-12-01T07:00:00Z';
+    const b = block(V4, '10.1.0.64/26', 0);
+    assert.deepEqual(names(plan([frozen, b], idle).releases), ['10-1-0-0-26']);
+  });
+
+  test('an affinityClaimTime in the future does not keep an empty block from idling', () => {
+    // b claimed "in 2099": read as the epoch, so it is idle and goes (a stays: first by name)
+    const a = block(V4, '10.1.0.0/26', 0);
+    const b = block(V4, '10.1.0.64/26', 0);
+    b.spec.affinityClaimTime = '2099-01-01T00:00:00Z';
+    assert.deepEqual(names(plan([a, b], idle).releases), ['10-1-0-64-26']);
   });
 
   test('an idle block of a pool the node may no longer use goes (the last of the family stays)', () => {

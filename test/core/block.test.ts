@@ -129,11 +129,43 @@ describe('releaseHandle', () => {
     assert.equal(releaseHandle(b, 'net.nope.eth0', {}, T0).released.length, 0);
   });
   it('emptySinceMs is the last release (or the claim)', () => {
-    assert.equal(emptySinceMs(fresh()), T0);
-    assert.equal(emptySinceMs(b), undefined);
+    assert.equal(emptySinceMs(fresh(), T0), T0);
+    assert.equal(emptySinceMs(b, T0), undefined);
     let e = releaseHandle(b, 'net.c1.eth0', {}, T0 + 5000).block;
     e = releaseHandle(e, 'net.c2.eth0', {}, T0 + 9000).block;
-    assert.equal(emptySinceMs(e), T0 + 9000);
+    assert.equal(emptySinceMs(e, T0 + 9000), T0 + 9000);
+  });
+});
+
+describe('dates core does not trust and unsafe sequences (frozen.ts)', () => {
+  const FUTURE = '2099-01-01T00:00:00Z';
+  /** A full /26 whose ordinal 2 was freed with `releasedAt` written as `at`. */
+  const freedAt = (at: string): IPAMBlock => {
+    const b = releaseHandle(filled(fresh(), 61), 'net.c1.eth0', {}, T0).block;
+    return { ...b, spec: { ...b.spec, freed: [{ ordinal: 2, releasedAt: at }] } };
+  };
+  it('a freed entry dated 2099 reads as cooled: its ordinal is picked fresh', () => {
+    assert.equal(pick(freedAt(FUTURE), T0 + 1000, 60, 'fresh'), 2);
+    // within the clock skew (60 s) the date is trusted: still cooling
+    assert.equal(pick(freedAt('2026-11-29T08:00:30Z'), T0 + 1000, 60, 'fresh'), undefined);
+  });
+  it('a freed entry dated 2099 does not date later releases 2099', () => {
+    const done = releaseHandle(freedAt(FUTURE), 'net.c2.eth0', {}, T0 + 5000);
+    assert.deepEqual(done.block.spec.freed.at(-1), { ordinal: 3, releasedAt: '2026-11-29T08:00:05Z' });
+  });
+  it('a future affinityClaimTime or releasedAt does not keep an empty block from idling', () => {
+    const claimed = { ...fresh(), spec: { ...fresh().spec, affinityClaimTime: FUTURE } };
+    assert.equal(emptySinceMs(claimed, T0), 0);
+    let e = releaseHandle(filled(fresh(), 1), 'net.c1.eth0', {}, T0 + 5000).block;
+    e = { ...e, spec: { ...e.spec, freed: [...e.spec.freed, { ordinal: 3, releasedAt: FUTURE }] } };
+    assert.equal(emptySinceMs(e, T0 + 9000), T0 + 5000);
+  });
+  it('a release in a block whose spec.sequence is above 2^52 writes the repaired sequence', () => {
+    const b = filled(fresh(), 2);
+    const unsafe = { ...b, spec: { ...b.spec, sequence: 2 ** 52 + 8 } };
+    const done = releaseHandle(unsafe, 'net.c1.eth0', {}, T0 + 5000);
+    assert.equal(done.block.spec.sequence, T0 + 5001, 'max(now, safe allocation sequences) + 1');
+    assert.equal(releaseHandle(b, 'net.c1.eth0', {}, T0 + 5000).block.spec.sequence, b.spec.sequence);
   });
 });
 

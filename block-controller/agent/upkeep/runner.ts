@@ -7,7 +7,15 @@
  * A block the loop claimed counts at once, before the watch reports it (and one it released stops
  * counting): without that, the pass after a claim would see the old headroom and claim again.
  */
-import { cidrOf, claimNodeBlock, POOL_LABEL, poolCidr, releaseIdleBlock, snapshotOf } from 'blockipam/core';
+import {
+  cidrOf,
+  claimNodeBlock,
+  isAllocatable,
+  POOL_LABEL,
+  poolCidr,
+  releaseIdleBlock,
+  snapshotOf,
+} from 'blockipam/core';
 import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
 import { errorFields, F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
@@ -155,7 +163,8 @@ export class Upkeep {
       { config: state.config(), pools: state.pools(), reservations: state.reservations() },
       this.#clock(),
     );
-    const held = this.#affine().filter((b) => cidrOf(b).family === family).length;
+    // What maxBlocksPerNode counts: a frozen block (core's isAllocatable) is no room and no count.
+    const held = this.#affine().filter((b) => cidrOf(b).family === family && isAllocatable(b)).length;
     const started = this.#clock();
     const got = await lifecycle.track(
       claimNodeBlock(ds, {
