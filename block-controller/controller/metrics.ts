@@ -28,6 +28,7 @@
  * | blockipam_ipam_block_claims_total                | counter | ippool                | blocks that gained an affinity (by anyone), seen between passes |
  * | blockipam_ipam_block_releases_total              | counter | ippool                | blocks deleted or made unowned, seen between passes |
  * | blockipam_ipam_blocks_ignored                    | gauge   | reason                | blocks with Trusted=False |
+ * | blockipam_ipam_blocks_frozen                     | gauge   | reason                | trusted blocks not allocated from (Trusted=True, reason Frozen), by first freeze reason |
  * | blockipam_ipam_blocks_unrouted                   | gauge   | reason                | trusted blocks given no route (covers-node-address) |
  * | blockipam_ipamnode_writes_total                  | counter | op                    | IPAMNodes created, updated, deleted |
  * | blockipam_controller_leader                      | gauge   |                       | 1 while this replica leads |
@@ -60,6 +61,7 @@ export interface ControllerMetrics {
   blockClaims: Counter<'ippool'>;
   blockReleases: Counter<'ippool'>;
   blocksIgnored: Gauge<'reason'>;
+  blocksFrozen: Gauge<'reason'>;
   blocksUnrouted: Gauge<'reason'>;
   ipamNodeWrites: Counter<'op'>;
   leader: Gauge;
@@ -136,6 +138,11 @@ export function controllerMetrics(registry: Registry): ControllerMetrics {
     blocksIgnored: gauge(
       'ipam_blocks_ignored',
       'IPAM blocks routes and allocation ignore (status condition Trusted=False), by reason',
+      ['reason'],
+    ),
+    blocksFrozen: gauge(
+      'ipam_blocks_frozen',
+      'Trusted IPAM blocks allocation does not use (routed and releasable; status condition Trusted reason Frozen), by first freeze reason',
       ['reason'],
     ),
     blocksUnrouted: gauge(

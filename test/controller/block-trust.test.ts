@@ -1,7 +1,8 @@
 // The controller's block trust step on the memory datastore: Trusted=False with core's reason on
 // a hostile block, written once (not every pass, not on an allocation's generation bump), an
 // Event only on a transition, Trusted=True when the block is fixed, nothing written for blocks
-// that were always trusted, and the gauge by reason.
+// that were always trusted, and the gauge by reason. A frozen block (core/block/frozen.ts) is its
+// own verdict: Trusted=True with reason Frozen, a BlockFrozen Event and the frozen gauge.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
@@ -57,11 +58,11 @@ function setup(options: { write?: boolean } = {}) {
     await budget.flush();
     return done;
   };
-  const gauge = async (reason: string) =>
-    (await registry.getSingleMetric('blockipam_ipam_blocks_ignored')?.get())?.values.find(
-      (v) => v.labels['reason'] === reason,
-    )?.value;
-  return { ds, events, step, clock, gauge };
+  const gaugeOf = (name: string) => async (reason: string) =>
+    (await registry.getSingleMetric(name)?.get())?.values.find((v) => v.labels['reason'] === reason)?.value;
+  const gauge = gaugeOf('blockipam_ipam_blocks_ignored');
+  const frozenGauge = gaugeOf('blockipam_ipam_blocks_frozen');
+  return { ds, events, step, clock, gauge, frozenGauge };
 }
 
 const trustedOf = async (ds: MemoryDatastore, name: string) =>
@@ -125,6 +126,60 @@ void describe('controller: blocks Trusted condition', () => {
       ],
     );
   });
+
+  // Each freeze reason, as the admission policy cannot stop an admin (or, before it, a node) writing it.
+  const freezes: [string, (b: IPAMBlock) => void][] = [
+    ['terminating', (b) => void (b.metadata.deletionTimestamp = '2026-12-03T08:30:00Z')],
+    ['finalizers', (b) => void (b.metadata.finalizers = ['example.com/hold'])],
+    [
+      'owner-references',
+      (b) => void (b.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'x', uid: 'u' }]),
+    ],
+    ['unsafe-sequence', (b) => void (b.spec.sequence = 2 ** 52 + 8)],
+  ];
+  for (const [reason, freeze] of freezes)
+    void it(`${reason}: Trusted=True reason Frozen, one BlockFrozen Event, the gauge; thawed: Trusted`, async () => {
+      const w = setup();
+      const frozen = block('10.72.2.0/26', 'node-1');
+      freeze(frozen);
+      await w.ds.blocks.create(frozen);
+      const first = await w.step();
+      assert.deepEqual(
+        [first.written, first.frozen, first.ignored],
+        [['10-72-2-0-26'], ['10-72-2-0-26'], []],
+      );
+      const c = await trustedOf(w.ds, '10-72-2-0-26');
+      assert.deepEqual([c?.status, c?.reason], ['True', 'Frozen']);
+      assert.match(c?.message ?? '', new RegExp(`^routed and releasable, not allocated from: ${reason}: `));
+      assert.deepEqual(
+        w.events.map((e) => [e.type, e.reason, e.note]),
+        [['Warning', 'BlockFrozen', c?.message]],
+      );
+      assert.equal(await w.frozenGauge(reason), 1);
+      assert.deepEqual((await w.step()).written, [], 'nothing new to say');
+      // thawed (an admin removes what froze it): allocated from again
+      const stored = (await w.ds.blocks.get('10-72-2-0-26'))!;
+      const thawed = block('10.72.2.0/26', 'node-1');
+      await w.ds.blocks.update({
+        ...thawed,
+        metadata: { ...thawed.metadata, resourceVersion: stored.metadata.resourceVersion },
+      });
+      w.clock.advance(60);
+      assert.deepEqual((await w.step()).written, ['10-72-2-0-26']);
+      const after = await trustedOf(w.ds, '10-72-2-0-26');
+      assert.deepEqual(
+        [after?.status, after?.reason, after?.message],
+        ['True', 'Trusted', 'routed and allocated from'],
+      );
+      assert.deepEqual(
+        w.events.map((e) => [e.type, e.reason]),
+        [
+          ['Warning', 'BlockFrozen'],
+          ['Normal', 'BlockTrusted'],
+        ],
+      );
+      assert.equal(await w.frozenGauge(reason), 0);
+    });
 
   void it('writes nothing when it may not (not leading) or has no status writer', async () => {
     // a deposed leader, and a reconciler without blockStatus: they count, never write
