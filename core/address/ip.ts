@@ -50,16 +50,49 @@ export function parseIP(text: string): IP | undefined {
  * @returns undefined for bad syntax, a prefix out of range, or (strict) host bits set
  */
 export function parseCidr(text: string, options: { strict?: boolean } = {}): Cidr | undefined {
+  const read = readCidr(text, options.strict ?? true);
+  return 'problem' in read ? undefined : read;
+}
+
+/**
+ * Why {@link parseCidr} refuses `text`, for the person who typed it (same options), e.g.
+ * `10.300.0.0 is not a valid IPv4 address (four numbers from 0 to 255, …)`, `the prefix length "33"
+ * is not a whole number from 0 to 32`, `host bits are set: the network is 10.0.0.0/24`.
+ * @returns undefined when parseCidr accepts `text`
+ */
+export function cidrProblem(text: string, options: { strict?: boolean } = {}): string | undefined {
+  const read = readCidr(text, options.strict ?? true);
+  return 'problem' in read ? read.problem() : undefined;
+}
+
+/** parseCidr's rules, once: the CIDR, or the problem (a thunk: words only when asked for). */
+function readCidr(text: string, strict: boolean): Cidr | { problem: () => string } {
   const slash = text.indexOf('/');
-  if (slash < 0) return undefined;
-  const ip = parseIP(text.slice(0, slash));
+  if (slash < 0) return { problem: () => 'no "/" and prefix length (e.g. 10.244.0.0/16)' };
+  const addressText = text.slice(0, slash);
+  const ip = parseIP(addressText);
+  if (!ip) return { problem: () => notAnAddress(addressText) };
   const prefixText = text.slice(slash + 1);
-  if (!ip || !/^(0|[1-9][0-9]{0,2})$/.test(prefixText)) return undefined;
+  const bits = bitsOf(ip.family);
+  if (!/^(0|[1-9][0-9]{0,2})$/.test(prefixText) || Number(prefixText) > bits)
+    return {
+      problem: () =>
+        `the prefix length ${JSON.stringify(prefixText)} is not a whole number from 0 to ${bits} (IPv${ip.family})`,
+    };
   const prefixLength = Number(prefixText);
-  if (prefixLength > bitsOf(ip.family)) return undefined;
   const base = maskValue(ip.value, ip.family, prefixLength);
-  if ((options.strict ?? true) && base !== ip.value) return undefined;
-  return { family: ip.family, base, prefixLength };
+  const cidr = { family: ip.family, base, prefixLength };
+  if (strict && base !== ip.value)
+    return { problem: () => `host bits are set: the network is ${formatCidr(cidr)}` };
+  return cidr;
+}
+
+/** Why {@link parseIP} refuses `text`, naming the family it looks like. */
+function notAnAddress(text: string): string {
+  if (text.includes(':')) return `${text} is not a valid IPv6 address`;
+  if (text.includes('.'))
+    return `${text} is not a valid IPv4 address (four numbers from 0 to 255, without leading zeros)`;
+  return `${JSON.stringify(text)} is not an IP address`;
 }
 
 /** Like {@link parseCidr} (strict) but throws; for CIDRs that were validated at the edge. */

@@ -87,6 +87,16 @@ describe('ipamctl: input checked before any request (exit 2, the field named)', 
       ['pool', 'create', 'p', '--cidr', '10.1.0.0/28'],
       /--cidr 10\.1\.0\.0\/28 is smaller than one block \(--block-size 26\)/,
     ],
+    // the part of the CIDR that is wrong, not "not a masked CIDR" for every fault
+    [
+      ['pool', 'create', 'p', '--cidr', '10.300.0.0/16'],
+      /--cidr "10\.300\.0\.0\/16": 10\.300\.0\.0 is not a valid IPv4 address/,
+    ],
+    [
+      ['pool', 'create', 'p', '--cidr', '10.1.0.0/33'],
+      /--cidr "10\.1\.0\.0\/33": the prefix length "33" is not a whole number from 0 to 32 \(IPv4\)/,
+    ],
+    [['pool', 'create', 'p', '--cidr', '10.1.0.0'], /--cidr "10\.1\.0\.0": no "\/" and prefix length/],
     [['pool', 'create', 'Bad_Name', '--cidr', '10.1.0.0/16'], /NAME "Bad_Name" is not a valid IPPool name/],
     [['pool', 'create', 'x'.repeat(64), '--cidr', '10.1.0.0/16'], /is not a valid IPPool name: at most 63/],
   ];

@@ -66,7 +66,10 @@ describe('ipamctl dispatcher: usage, help, the executable (real API server)', ()
       /--request-timeout must be an integer from 1 to 86400/,
     ],
     [['check', '-o', tmpdir()], /-o\/--output ".*" is a directory: name a FILE in it/],
-    [['pool', 'create', 'bad', '--cidr', '10.1.0.1/16'], /--cidr "10.1.0.1\/16" is not a masked CIDR/],
+    [
+      ['pool', 'create', 'bad', '--cidr', '10.1.0.1/16'],
+      /--cidr "10\.1\.0\.1\/16": host bits are set: the network is 10\.1\.0\.0\/16/,
+    ],
     [['pool', 'create', 'bad'], /Missing required argument: cidr/],
     [['config', 'set', 'colour=blue'], /"colour=blue": want KEY=VALUE with KEY one of strictAffinity/],
     [

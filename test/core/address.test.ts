@@ -7,6 +7,7 @@ import {
   blockCidrFor,
   blockNameOf,
   cidrFromBlockName,
+  cidrProblem,
   cidrsOverlap,
   formatCidr,
   formatIP,
@@ -57,6 +58,37 @@ describe('parseCidr', () => {
       assert.equal(cidr && formatCidr(cidr), want);
     });
   }
+});
+
+describe('cidrProblem', () => {
+  const cases: [string, boolean, string | undefined][] = [
+    ['10.244.0.0/16', true, undefined], // accepted: no problem
+    ['10.244.0.1/16', false, undefined], // lenient: host bits are cleared, not a problem
+    [
+      '10.300.0.0/16',
+      true,
+      '10.300.0.0 is not a valid IPv4 address (four numbers from 0 to 255, without leading zeros)',
+    ], // the address, not "not masked"
+    [
+      '010.0.0.0/8',
+      true,
+      '010.0.0.0 is not a valid IPv4 address (four numbers from 0 to 255, without leading zeros)',
+    ], // leading zero
+    ['fd00::g/64', true, 'fd00::g is not a valid IPv6 address'], // IPv6 by its colons
+    ['pool/16', true, '"pool" is not an IP address'], // neither family
+    ['10.0.0.0/33', true, 'the prefix length "33" is not a whole number from 0 to 32 (IPv4)'], // past the family's width
+    ['fd00::/129', true, 'the prefix length "129" is not a whole number from 0 to 128 (IPv6)'],
+    ['10.0.0.0/08', true, 'the prefix length "08" is not a whole number from 0 to 32 (IPv4)'], // leading zero
+    ['10.0.0.0/', true, 'the prefix length "" is not a whole number from 0 to 32 (IPv4)'], // empty
+    ['10.244.0.1/16', true, 'host bits are set: the network is 10.244.0.0/16'], // strict
+    ['fd00::41/122', true, 'host bits are set: the network is fd00::40/122'],
+    ['10.0.0.0', true, 'no "/" and prefix length (e.g. 10.244.0.0/16)'], // no prefix
+  ];
+  for (const [input, strict, want] of cases)
+    it(`${input} (strict=${strict}) → ${String(want)}`, () => {
+      assert.equal(cidrProblem(input, { strict }), want);
+      assert.equal(parseCidr(input, { strict }) === undefined, want !== undefined, 'agrees with parseCidr');
+    });
 });
 
 describe('block names', () => {

@@ -19,6 +19,7 @@
 import {
   API_VERSION,
   BLOCK_SIZE_RANGE,
+  cidrProblem,
   DEFAULT_BLOCK_SIZE,
   formatCidr,
   isAllowedBlockSize,
@@ -81,8 +82,7 @@ export function requirePoolName(name: string): void {
 export function poolFromArgs(args: CreateArgs): IPPool {
   requirePoolName(args.name);
   const cidr = parseCidr(args.cidr);
-  if (!cidr)
-    throw new CliError(`--cidr ${JSON.stringify(args.cidr)} is not a masked CIDR (e.g. 10.244.0.0/16)`);
+  if (!cidr) throw new CliError(`--cidr ${JSON.stringify(args.cidr)}: ${cidrProblem(args.cidr) ?? ''}`);
   const blockSize = args.blockSize ?? DEFAULT_BLOCK_SIZE[cidr.family];
   if (!isAllowedBlockSize(cidr.family, blockSize)) {
     const { min, max } = BLOCK_SIZE_RANGE[cidr.family];
