@@ -12,8 +12,7 @@ import {
   parseIP,
   reservedOrdinals,
 } from 'blockipam/core';
-import type { Allocation, IP, IPAMBlock } from 'blockipam/core';
-import type { KubeDatastore } from 'blockipam/core/kube';
+import type { Allocation, Datastore, IP, IPAMBlock } from 'blockipam/core';
 import { CliError } from './io.ts';
 
 /** One holder of the address. */
@@ -43,7 +42,7 @@ export function parseAddress(text: string): IP {
 }
 
 /** Looks `ip` up. */
-export async function lookupAddress(ds: KubeDatastore, ip: IP): Promise<AddressInfo> {
+export async function lookupAddress(ds: Datastore, ip: IP): Promise<AddressInfo> {
   const names = (await ds.blocks.listMetadata())
     .map((m) => m.name)
     .filter((name) => {

@@ -1,10 +1,12 @@
 /**
  * `ipamctl release --from-report R… | --ip X`: frees leaked allocations safely
- * (docs/design-cli.md §Release safety). Prints its plan; changes nothing without --yes.
+ * (docs/design-cli.md §Release safety). Prints its plan; changes nothing without --yes. An --ip
+ * that no IPPool and no IPAMBlock contains is refused input (exit 2): it was never blockipam's to
+ * allocate, so "not allocated" would mislead.
  */
 import { resolve } from 'node:path';
 import { cidrContains, formatIP, parseCidr } from 'blockipam/core';
-import type { IP } from 'blockipam/core';
+import type { Datastore, IP } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { readReport } from '../audit/report.ts';
@@ -104,10 +106,19 @@ async function fromReports(
   return recheckAll(conn.ds, leakedInEveryReport(reports, cluster.kubeSystemUID));
 }
 
-async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidate[]> {
+/**
+ * The allocations `release --ip` would free, each re-checked (unless --force).
+ * @throws CliError for an unparsable address, a bad --block, two holders without --block, or an
+ *   address in no IPPool and no IPAMBlock
+ */
+export async function byAddress(
+  ds: Datastore,
+  args: Pick<ReleaseArgs, 'ip' | 'block' | 'force'>,
+): Promise<Candidate[]> {
   const ip = parseAddress(args.ip ?? '');
   if (args.block !== undefined) await checkBlockArg(ds, args.block, ip);
   const info = await lookupAddress(ds, ip);
+  if (info.blocks.length === 0) await checkInAPool(ds, ip);
   const holders = info.holders.filter(
     (h) => args.block === undefined || h.block.metadata.name === args.block,
   );
@@ -133,8 +144,21 @@ async function byAddress(ds: KubeDatastore, args: ReleaseArgs): Promise<Candidat
   );
 }
 
+/** @throws CliError when no IPPool contains `ip` (1 LIST of pools) */
+async function checkInAPool(ds: Datastore, ip: IP): Promise<void> {
+  const pools = await ds.pools.list();
+  const inAPool = pools.some((p) => {
+    const cidr = parseCidr(p.spec.cidr);
+    return cidr !== undefined && cidrContains(cidr, ip);
+  });
+  if (inAPool) return;
+  throw new CliError(
+    `${formatIP(ip)} is in no IPPool (${pools.map((p) => `${p.metadata.name} ${p.spec.cidr}`).join(', ') || 'there are none'}) and no IPAMBlock: nothing to release`,
+  );
+}
+
 /** @throws CliError when `--block NAME` does not exist or does not contain `ip` */
-async function checkBlockArg(ds: KubeDatastore, name: string, ip: IP): Promise<void> {
+async function checkBlockArg(ds: Datastore, name: string, ip: IP): Promise<void> {
   const block = await ds.blocks.get(name);
   if (!block) throw new CliError(`no such IPAMBlock ${name}`);
   const cidr = parseCidr(block.spec.cidr);
