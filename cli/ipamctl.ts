@@ -10,6 +10,7 @@ import { releaseCommand } from './commands/release.ts';
 import { showCommand } from './commands/show.ts';
 import { poolCommand } from './commands/pool.ts';
 import { configCommand } from './commands/config.ts';
+import { repairCommand } from './commands/repair.ts';
 import { integerFlag } from './command.ts';
 import type { CommandContext, CommandFactory, GlobalFlags } from './command.ts';
 import { commandName } from './commands/group.ts';
@@ -25,6 +26,7 @@ const COMMANDS: readonly CommandFactory[] = [
   checkCommand,
   showCommand,
   releaseCommand,
+  repairCommand,
   poolCommand,
   configCommand,
 ];

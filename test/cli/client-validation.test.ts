@@ -99,6 +99,8 @@ describe('ipamctl: input checked before any request (exit 2, the field named)', 
     [['pool', 'create', 'p', '--cidr', '10.1.0.0'], /--cidr "10\.1\.0\.0": no "\/" and prefix length/],
     [['pool', 'create', 'Bad_Name', '--cidr', '10.1.0.0/16'], /NAME "Bad_Name" is not a valid IPPool name/],
     [['pool', 'create', 'x'.repeat(64), '--cidr', '10.1.0.0/16'], /is not a valid IPPool name: at most 63/],
+    [['repair', 'sequence', 'Bad_Name'], /BLOCK "Bad_Name" is neither an IPAMBlock name/],
+    [['repair', 'sequence', '10.244.0.0/33'], /BLOCK "10\.244\.0\.0\/33" is neither an IPAMBlock name/],
   ];
   for (const [args, message] of cases)
     test(`${args.join(' ')}`, async () => {
@@ -123,6 +125,8 @@ describe('ipamctl: a usage error names the deepest real command typed (read from
     [['pool', 'frobnicate'], 'ipamctl pool --help'],
     [['pool', 'create', 'x', '--bogus'], 'ipamctl pool create --help'],
     [['config', 'set'], 'ipamctl config set --help'],
+    [['repair', 'sequence'], 'ipamctl repair sequence --help'],
+    [['repair', 'frobnicate'], 'ipamctl repair --help'],
     [['--context', 'x', 'show', '--bogus'], 'ipamctl show --help'],
     [['frobnicate'], 'ipamctl --help'],
   ];

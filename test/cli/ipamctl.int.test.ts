@@ -98,6 +98,7 @@ describe('ipamctl dispatcher: usage, help, the executable (real API server)', ()
       ['pool', 'delete'],
       ['config', 'get'],
       ['config', 'set'],
+      ['repair', 'sequence'],
     ]) {
       const out = await ipamctl([...command, '--help']);
       assert.equal(out.code, 0, command.join(' '));
