@@ -20,6 +20,7 @@ import {
   invariantProblems,
   poolOverlapProblems,
 } from './block-checks.ts';
+import { frozenBlockProblems } from './frozen-checks.ts';
 import {
   allocatedAddresses,
   isLivePod,
@@ -101,9 +102,14 @@ export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promi
     const again = await relistBlocks(ds, progress);
     snapshot.resourceVersions['ipamblocks (confirmation)'] = again.resourceVersion;
     owners = stillHeld(candidates, again.items);
-    unallocated = await confirmUnallocated(ds, again.items, ipChecks.candidates);
+    unallocated = await confirmUnallocated(
+      ds,
+      { blocks: again.items, pools: snapshot.pools },
+      ipChecks.candidates,
+    );
   }
   const problems = [
+    ...frozenBlockProblems(snapshot),
     ...duplicateAddresses(snapshot.blocks),
     ...ignoredBlockProblems(snapshot),
     ...poolOverlapProblems(snapshot),
@@ -146,10 +152,10 @@ function stillHeld(findings: readonly OwnerFinding[], blocks: readonly IPAMBlock
 
 async function confirmUnallocated(
   ds: Datastore,
-  blocks: readonly IPAMBlock[],
+  where: Parameters<typeof unallocatedProblem>[1],
   candidates: readonly UnallocatedCandidate[],
 ): Promise<Problem[]> {
-  const allocated = allocatedAddresses(blocks);
+  const allocated = allocatedAddresses(where.blocks);
   const out: Problem[] = [];
   for (const candidate of candidates.filter((c) => !allocated.has(c.address))) {
     const { namespace, name, uid } = candidate.pod.metadata;
@@ -161,7 +167,7 @@ async function confirmUnallocated(
       isLivePod(now) &&
       podIPs(now).includes(candidate.address)
     )
-      out.push(unallocatedProblem(candidate));
+      out.push(unallocatedProblem(candidate, where));
   }
   return out;
 }

@@ -2,8 +2,8 @@
  * Checks of blocks against blocks and pools (docs/design-cli.md §What it reports): one address in
  * two blocks, blocks the data path ignores (core's classifyBlocks: outside every pool, wrong pool
  * or size, forged labels, overlapping an older block), overlapping pools, broken block invariants
- * (core's checkBlockInvariants), blocks affine to deleted nodes, empty blocks. Pure functions of
- * the snapshot; the trust rules live in core only.
+ * and dates in the future (core's checkBlockInvariants), blocks affine to deleted nodes, empty
+ * blocks. Pure functions of the snapshot; the trust rules live in core only.
  */
 import {
   addressTextAt,
@@ -118,13 +118,28 @@ export function poolOverlapProblems(snapshot: Snapshot): Problem[] {
   );
 }
 
-/** Core's block invariants, one problem per broken rule. */
+/**
+ * Core's block invariants, one problem per broken rule: `future-date` for its one rule that needs
+ * the clock (a date later than now plus the clock skew: the findings `checkBlockInvariants` adds
+ * when given `nowMs`), `invalid-block` for every other. Each finding once, in core's words.
+ */
 export function invariantProblems(snapshot: Snapshot): Problem[] {
-  return snapshot.blocks.flatMap((block) =>
-    checkBlockInvariants(block, { nowMs: snapshot.startedAtMs }).map((text) =>
-      problem('invalid-block', text, [`IPAMBlock/${block.metadata.name}`]),
-    ),
-  );
+  return snapshot.blocks.flatMap((block) => {
+    const name = block.metadata.name;
+    const all = checkBlockInvariants(block, { nowMs: snapshot.startedAtMs });
+    if (all.length === 0) return [];
+    const timeless = checkBlockInvariants(block);
+    const future = [...all];
+    for (const text of timeless) {
+      const at = future.indexOf(text);
+      if (at >= 0) future.splice(at, 1);
+    }
+    const hint = `core reads a freed entry's releasedAt or the affinityClaimTime later than now as the epoch (no effect on allocation) and reads no allocatedAt; correct the date, or remove the freed entry (its ordinal stays free), with kubectl edit ipamblock ${name}, and find who wrote it (the API server's audit log)`;
+    return [
+      ...timeless.map((text) => problem('invalid-block', text, [`IPAMBlock/${name}`])),
+      ...future.map((text) => ({ ...problem('future-date', text, [`IPAMBlock/${name}`]), hint })),
+    ];
+  });
 }
 
 /** Blocks affine to a node that no longer exists, and empty blocks (information). */

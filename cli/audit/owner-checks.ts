@@ -8,7 +8,7 @@
  * snapshot.
  */
 import { addressTextAt, cidrContains, isLivePod, parseCidr, parseIP, podIPs } from 'blockipam/core';
-import type { Allocation, Cidr, IPAMBlock } from 'blockipam/core';
+import type { Allocation, Cidr, IPAMBlock, IPPool } from 'blockipam/core';
 import { rangedBlocks } from './block-checks.ts';
 import { problem } from './problems.ts';
 import type { LeakedAllocation, LeakReason, Problem } from './problems.ts';
@@ -200,12 +200,35 @@ export function podIPProblems(
   return { problems, candidates };
 }
 
-/** The problem for a confirmed unallocated pod IP. */
-export function unallocatedProblem(candidate: UnallocatedCandidate): Problem {
+/**
+ * The problem for a confirmed unallocated pod IP, saying whether a block covers the address
+ * (it does not record it) or none does (its block is gone: deleted, or wiped by the garbage
+ * collector through ownerReferences), and what to do: the address may be handed out twice.
+ * @param where the blocks of the confirmation LIST and the snapshot's pools
+ */
+export function unallocatedProblem(
+  candidate: UnallocatedCandidate,
+  where: { blocks: readonly IPAMBlock[]; pools: readonly IPPool[] },
+): Problem {
   const pod = candidate.pod;
-  return problem(
-    'pod-ip-unallocated',
-    `pod ${podName(pod)} (uid ${pod.metadata.uid ?? '?'}, node ${pod.spec?.nodeName ?? '?'}) has IP ${candidate.address}, which no IPAMBlock allocates`,
-    [`Pod/${podName(pod)}`],
-  );
+  const ip = parseIP(candidate.address);
+  const covers = (cidr: Cidr): boolean => ip !== undefined && cidrContains(cidr, ip);
+  const block = rangedBlocks(where.blocks).find((b) => covers(b.cidr));
+  const pool = where.pools.find((p) => {
+    const cidr = parseCidr(p.spec.cidr);
+    return cidr !== undefined && covers(cidr);
+  });
+  const why = block
+    ? `IPAMBlock ${block.name} covers it and does not record it`
+    : `no IPAMBlock covers it${pool ? ` in IPPool ${pool.metadata.name}` : ''} (its block is gone: deleted, or removed by the garbage collector through ownerReferences)`;
+  const name = pod.metadata.name;
+  const namespace = pod.metadata.namespace ?? '';
+  return {
+    ...problem(
+      'pod-ip-unallocated',
+      `pod ${podName(pod)} (uid ${pod.metadata.uid ?? '?'}, node ${pod.spec?.nodeName ?? '?'}) has IP ${candidate.address}, which no IPAMBlock allocates: ${why}`,
+      [`Pod/${podName(pod)}`, ...(block ? [`IPAMBlock/${block.name}`] : [])],
+    ),
+    hint: `${candidate.address} may be handed out twice: the allocator can give it to another pod (${block ? `its ordinal is free in IPAMBlock ${block.name}` : 'any node can claim its block again'}); restart the pod so it gets a recorded address (kubectl delete pod -n ${namespace} ${name}: its controller re-creates it), and find who removed the record in the API server's audit log`,
+  };
 }

@@ -1,16 +1,24 @@
 /**
  * What `ipamctl check` finds: problems (exit 1) and information (no effect on the exit code),
- * each of one kind, naming the objects involved. Leaked allocations are also listed with
- * everything `release --from-report` needs to free exactly them (block, ordinal, handle,
- * sequence number, pod UID).
+ * each of one kind, naming the objects involved, some with what to do. Leaked allocations are
+ * also listed with everything `release --from-report` needs to free exactly them (block,
+ * ordinal, handle, sequence number, pod UID).
  */
 
-/** Kinds, in the order the summary prints them, with their one-line titles. */
+/**
+ * Kinds, in the order the summary prints them — the most urgent first: addresses about to be
+ * freed under live pods, then one address held twice, then what lets a block be wiped or stops
+ * its writes — with their one-line titles.
+ */
 export const PROBLEM_KINDS = {
+  'terminating-block': 'Terminating blocks still holding allocations (freed under live pods once they go)',
   'duplicate-address': 'One address allocated in more than one block',
+  'foreign-metadata': 'Blocks carrying finalizers or ownerReferences (core sets none)',
+  'unsafe-sequence': 'Blocks with a sequence number above 2^52 (nothing is allocated from them)',
   'ignored-block': 'Blocks every agent and the allocator ignore (not trusted by core)',
   'overlapping-pools': 'Pools whose CIDRs overlap',
   'invalid-block': 'Blocks breaking a block invariant',
+  'future-date': 'Block dates later than now (not trusted by core)',
   'leaked-pod-deleted': 'Leaked: allocations of deleted pods',
   'leaked-pod-uid': 'Leaked: allocations of an earlier pod with the same name (another UID)',
   'leaked-node-deleted': 'Leaked: allocations of deleted nodes',
@@ -38,6 +46,8 @@ export interface Problem {
   message: string;
   /** Objects involved, "Kind/name" or "Pod/namespace/name". */
   objects: string[];
+  /** What to do about it, naming the objects (a command to run where there is one). */
+  hint?: string;
 }
 
 /** The problem kinds that make an allocation leaked (the only reasons a report's `leaked` holds). */

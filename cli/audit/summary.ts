@@ -1,7 +1,7 @@
 /**
  * The human summary of a check: what was read, then problems grouped by kind (each kind's title,
- * count and the first `limit` findings naming their objects), then information, then one verdict
- * line. Written to stdout.
+ * count and the first `limit` findings naming their objects, each followed by what to do when the
+ * finding says), then information, then one verdict line. Written to stdout.
  */
 import { println } from '../io.ts';
 import type { TextOut } from '../io.ts';
@@ -43,7 +43,10 @@ export function printSummary(out: TextOut, report: Report, limit: number): void 
       if (ofKind.length === 0) continue;
       println(out, `  ${PROBLEM_KINDS[kind]} [${kind}] (${ofKind.length}):`);
       const shown = limit > 0 ? ofKind.slice(0, limit) : ofKind;
-      for (const p of shown) println(out, `    - ${p.message}`);
+      for (const p of shown) {
+        println(out, `    - ${p.message}`);
+        if (p.hint !== undefined) println(out, `      what to do: ${p.hint}`);
+      }
       if (shown.length < ofKind.length)
         println(
           out,
