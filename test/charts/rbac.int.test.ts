@@ -10,8 +10,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { claimPoolsData, newBlock, nodeLabel, parseCidr } from 'blockipam/core';
-import type { IPPool } from 'blockipam/core';
+import {
+  allocateOrdinal,
+  claimPoolsData,
+  newBlock,
+  nodeLabel,
+  parseCidr,
+  releaseHandle,
+} from 'blockipam/core';
+import type { IPAMBlock, IPPool } from 'blockipam/core';
 import { admin, adminOk, allowed, as, ChartIdentities, eventually, refused } from './identities.ts';
 import type { KubectlResult } from './identities.ts';
 
@@ -64,6 +71,18 @@ function block(
     },
   };
 }
+
+/** The block as stored (the admin reads it). */
+const stored = (name: string): IPAMBlock =>
+  JSON.parse(adminOk(['get', 'ipamblock', name, '-o', 'json'])) as IPAMBlock;
+
+/** Core's allocation of `ordinal` for `node` (handle `rbac.<node>.<ordinal>`). */
+const allocate = (b: IPAMBlock, ordinal: number, node: string): IPAMBlock =>
+  allocateOrdinal(b, ordinal, { handle: `rbac.${node}.${ordinal}`, node }, Date.now())!.block;
+
+/** Core's release of what {@link allocate} made. */
+const release = (b: IPAMBlock, ordinal: number, node: string): IPAMBlock =>
+  releaseHandle(b, `rbac.${node}.${ordinal}`, {}, Date.now()).block;
 
 describe('the chart’s RBAC and admission policy', () => {
   let node1: string; // the node ServiceAccount, token bound to the agent pod on rbac-n1
@@ -261,7 +280,9 @@ describe('the chart’s RBAC and admission policy', () => {
   });
 
   // Both node credentials write blocks (the agent serves its node's IPAM; the plugin's direct
-  // path when the agent is away): the same per-node rules hold both.
+  // path when the agent is away): the same per-node rules hold both. Every write below is core's
+  // own (allocateOrdinal, releaseHandle, newBlock) applied to the stored block, or one change to
+  // it that core never makes; test/charts/policy-walk.int.test.ts probes every field.
   for (const who of ['plugin', 'agent'] as const)
     test(`the policy (the ${who}’s credential): a node writes its own blocks, borrows only its own allocations, never another node’s block`, async () => {
       admin(['delete', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`]);
@@ -275,113 +296,120 @@ describe('the chart’s RBAC and admission policy', () => {
         refused(
           r,
           // either policy may answer first: the claims policy or the per-node blocks policy
-          /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only between itself and none; IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
+          /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only from itself to none \(and affinityClaimTime only with it\); IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
           'claim for another node',
         );
       }, 'the policy takes effect');
 
       // a claim is what core creates: empty, affine to the node, core's labels
-      const claim = newBlock({
-        cidr: parseCidr('10.77.0.0/26')!,
-        pool: POOL,
-        node: NODES[0],
-        nowMs: 100, // sequence 100: below the test blocks' (sequence never decreases)
-      });
-      allowed(as(cred, ['create', '-f', '-'], claim), 'claim its own block');
-      allowed(
-        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
-        'allocate in its own block',
-      );
-      // node 2 borrows an address in node 1's block (as admin: the test's node 2 identity is not needed)
-      adminOk(['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0], 1: NODES[1] }));
-      // a reviewer's probe: the owner freed a borrower's address in its own block (handed out twice
-      // later), or took an unowned block holding one to wipe it; owners are bound like anyone else
-      refused(
-        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 0: NODES[0] })),
-        /may add or remove only its own allocations in IPAMBlock 10-77-0-0-26 \(affine to rbac-n1\); ordinal\(s\) 1 belong to other nodes/,
-        'free a borrower’s address in its own block',
-      );
-      refused(
-        as(cred, ['delete', 'ipamblock', '10-77-0-0-26']),
-        /ordinal\(s\) 1 belong to other nodes/,
-        'delete its own block holding a borrower’s address',
-      );
-      allowed(
-        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', null, { 1: NODES[1] })),
-        'release its own block (affinity → none), the borrower’s address kept',
-      );
-      allowed(
-        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], { 1: NODES[1] })),
-        'claim an unowned block, leaving others’ allocations alone',
-      );
-      refused(
-        as(cred, ['replace', '-f', '-'], block('10.77.0.0/26', NODES[0], {})),
-        /ordinal\(s\) 1 belong to other nodes/,
-        'wipe the unowned block it just took',
-      );
-
-      // another node's block: borrowing
-      adminOk(['create', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }));
-      const borrowed = { 0: NODES[1], 5: NODES[0] };
-      // the labels core derives from the allocations (core/block/labels.ts): borrowing adds the
-      // borrower's node label "borrowed" (found by the fresh-user review: every borrow was refused)
-      const ownerLabel = { [nodeLabel(NODES[1])]: 'affine' };
-      const borrowerLabel = { [nodeLabel(NODES[0])]: 'borrowed' };
-      adminOk(['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel));
+      const own = '10-77-0-0-26';
       allowed(
         as(
           cred,
-          ['replace', '-f', '-'],
-          block(other, NODES[1], borrowed, { ...ownerLabel, ...borrowerLabel }),
+          ['create', '-f', '-'],
+          newBlock({ cidr: parseCidr('10.77.0.0/26')!, pool: POOL, node: NODES[0], nowMs: Date.now() }),
         ),
-        'borrow: add its own allocation and its node label "borrowed"',
+        'claim its own block',
+      );
+      allowed(
+        as(cred, ['replace', '-f', '-'], allocate(stored(own), 2, NODES[0])),
+        'allocate in its own block',
+      );
+      // node 2 borrows an address in node 1's block (as admin: the test's node 2 identity is not needed)
+      adminOk(['replace', '-f', '-'], allocate(stored(own), 3, NODES[1]));
+      // a reviewer's probe: the owner freed a borrower's address in its own block (handed out twice
+      // later), or took an unowned block holding one to wipe it; owners are bound like anyone else
+      refused(
+        as(cred, ['replace', '-f', '-'], release(stored(own), 3, NODES[1])),
+        /may add or remove only its own allocations in IPAMBlock 10-77-0-0-26 \(affine to rbac-n1\); ordinal\(s\) 3 belong to other nodes/,
+        'free a borrower’s address in its own block',
       );
       refused(
-        as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, borrowerLabel)),
+        as(cred, ['delete', 'ipamblock', own]),
+        /may delete only an empty IPAMBlock that is its own or unowned; 10-77-0-0-26 is affine to rbac-n1 and holds 2 allocation/,
+        'delete its own block holding a borrower’s address',
+      );
+      allowed(as(cred, ['replace', '-f', '-'], release(stored(own), 2, NODES[0])), 'release its own address');
+      const unowned = stored(own);
+      allowed(
+        as(cred, ['replace', '-f', '-'], { ...unowned, spec: { ...unowned.spec, affinity: null } }),
+        'give its own block up (affinity → none), the borrower’s address kept',
+      );
+      const taken = stored(own);
+      refused(
+        as(cred, ['replace', '-f', '-'], { ...taken, spec: { ...taken.spec, affinity: NODES[0] } }),
+        /may change a block's affinity only from itself to none .*would go from none to rbac-n1/,
+        'take an unowned block by UPDATE (only a claim or the controller gives affinity)',
+      );
+      refused(
+        as(cred, ['replace', '-f', '-'], release(stored(own), 3, NODES[1])),
+        /ordinal\(s\) 3 belong to other nodes/,
+        'wipe the unowned block',
+      );
+
+      // another node's block: borrowing
+      adminOk(
+        ['create', '-f', '-'],
+        allocate(
+          newBlock({ cidr: parseCidr(other)!, pool: POOL, node: NODES[1], nowMs: Date.now() }),
+          2,
+          NODES[1],
+        ),
+      );
+      const foreign = '10-77-1-0-26';
+      allowed(
+        as(cred, ['replace', '-f', '-'], allocate(stored(foreign), 5, NODES[0])),
+        'borrow: add its own allocation and its node label "borrowed"',
+      );
+      const labels = (b: IPAMBlock, change: Record<string, string | undefined>): IPAMBlock => ({
+        ...b,
+        metadata: {
+          ...b.metadata,
+          labels: Object.fromEntries(
+            Object.entries({ ...b.metadata.labels, ...change }).filter(
+              (e): e is [string, string] => e[1] !== undefined,
+            ),
+          ),
+        },
+      });
+      refused(
+        as(cred, ['replace', '-f', '-'], labels(stored(foreign), { [nodeLabel(NODES[1])]: undefined })),
         /may not change the labels of IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\) other than a node label "borrowed".*changed: node\.ipam\.blockipam\.io\//,
         'drop the owner’s node label',
       );
       refused(
-        as(
-          cred,
-          ['replace', '-f', '-'],
-          block(other, NODES[1], borrowed, {
-            ...ownerLabel,
-            ...borrowerLabel,
-            'ipam.blockipam.io/pool': 'elsewhere',
-          }),
-        ),
+        as(cred, ['replace', '-f', '-'], labels(stored(foreign), { 'ipam.blockipam.io/pool': 'elsewhere' })),
         /changed: ipam\.blockipam\.io\/pool/,
         'move the block to another pool label',
       );
-
       refused(
-        as(cred, ['replace', '-f', '-'], block(other, NODES[1], { ...borrowed, 6: NODES[1] })),
+        as(cred, ['replace', '-f', '-'], allocate(stored(foreign), 6, NODES[1])),
         /may add or remove only its own allocations in IPAMBlock 10-77-1-0-26 \(affine to rbac-n2\); ordinal\(s\) 6 belong to other nodes/,
         'add an allocation for another node',
       );
       refused(
-        as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 5: NODES[0] })),
-        /ordinal\(s\) 0 belong to other nodes/,
+        as(cred, ['replace', '-f', '-'], release(stored(foreign), 2, NODES[1])),
+        /ordinal\(s\) 2 belong to other nodes/,
         'remove the owner’s allocation',
       );
+      const took = stored(foreign);
       refused(
-        as(cred, ['replace', '-f', '-'], block(other, NODES[0], borrowed)),
+        as(cred, ['replace', '-f', '-'], { ...took, spec: { ...took.spec, affinity: NODES[0] } }),
         /would go from rbac-n2 to rbac-n1/,
         'take another node’s block',
       );
       refused(
-        as(cred, ['replace', '-f', '-'], block(other, NODES[1], borrowed, { x: 'y' })),
+        as(cred, ['replace', '-f', '-'], labels(stored(foreign), { x: 'y' })),
         /may not change the labels of IPAMBlock 10-77-1-0-26/,
         'relabel another node’s block',
       );
       refused(
-        as(cred, ['delete', 'ipamblock', '10-77-1-0-26']),
-        /would go from rbac-n2 to none/,
+        as(cred, ['delete', 'ipamblock', foreign]),
+        /may delete only an empty IPAMBlock that is its own or unowned; 10-77-1-0-26 is affine to rbac-n2/,
         'delete another node’s block',
       );
       allowed(
-        as(cred, ['replace', '-f', '-'], block(other, NODES[1], { 0: NODES[1] }, ownerLabel)),
+        as(cred, ['replace', '-f', '-'], release(stored(foreign), 5, NODES[0])),
         'release its borrowed address (and its node label "borrowed" goes)',
       );
 
@@ -394,7 +422,11 @@ describe('the chart’s RBAC and admission policy', () => {
       );
       // the controller is not bound by the per-node policy (it releases any node's leaks)
       allowed(
-        as(credential(CONTROLLER_SA, 'controller'), ['replace', '-f', '-'], block(other, NODES[1])),
+        as(
+          credential(CONTROLLER_SA, 'controller'),
+          ['replace', '-f', '-'],
+          release(stored(foreign), 2, NODES[1]),
+        ),
         'the controller releases',
       );
     });
@@ -407,7 +439,7 @@ describe('the chart’s RBAC and admission policy', () => {
       if (r.status === 0) admin(['delete', 'ipamblock', '10-77-1-0-26']);
       refused(
         r,
-        /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only between itself and none; IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
+        /blockipam: node rbac-n1 (may claim IPAMBlock 10-77-1-0-26 only with spec\.affinity = itself \(got rbac-n2\)|may change a block's affinity only from itself to none \(and affinityClaimTime only with it\); IPAMBlock 10-77-1-0-26 would go from none to rbac-n2)/,
         'claim for another node',
       );
     }, 'the policy takes effect');
@@ -416,7 +448,7 @@ describe('the chart’s RBAC and admission policy', () => {
     adminOk(['create', '-f', '-'], block(other, NODES[1]));
     refused(
       as(node1, ['delete', 'ipamblock', '10-77-1-0-26']),
-      /would go from rbac-n2 to none/,
+      /may delete only an empty IPAMBlock that is its own or unowned; 10-77-1-0-26 is affine to rbac-n2/,
       'delete another node’s block',
     );
     allowed(as(node1, ['delete', 'ipamblock', '10-77-0-0-26']), 'release its own idle block');
