@@ -103,8 +103,9 @@ export interface BatchingDatastore extends Datastore {
    * does not list although its speculative state matches the selector (deleted, or not yet seen
    * by `reads`), is not overlaid: the LIST waits until that block is idle and reads it afresh
    * (this datastore's GET), so it answers the block as written or without it when it is gone —
-   * never `reads`' copy from before the wait, nor a state laid over a deleted block. Everything
-   * else as this datastore.
+   * never `reads`' copy from before the wait, nor a state laid over a deleted block. An idle
+   * block `reads` lists at an earlier resourceVersion than our last write of it is read afresh
+   * too. Everything else as this datastore.
    * @param reads where block LISTs go; its other stores are not used
    */
   readingFrom(reads: Datastore): Datastore;
@@ -231,7 +232,9 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
    * state matches the selector (deleted meanwhile, or not yet seen by `reads`). What `reads` says
    * of such a block can neither be laid over nor trusted once the batch settles, so the LIST waits
    * until the block is idle and reads it afresh (this store's GET: the block as it now is, or gone
-   * and so not listed).
+   * and so not listed). An idle block listed at an earlier resourceVersion than our last write of
+   * it (it was busy while the LIST was in flight: `reads` read it before our UPDATE committed) is
+   * read afresh too.
    */
   async #listFrom(reads: ResourceStore<IPAMBlock>, options?: ListOptions): Promise<IPAMBlock[]> {
     const signal = options?.signal;
@@ -244,9 +247,17 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
         : matchesSelector(selector, busy.state.metadata.labels),
     );
     await Promise.all(unsure.map((busy) => idleOf(busy, signal)));
-    const reread = new Set(unsure.map((busy) => busy.name));
+    // Idle now, but written by us after `reads` read it (busy while the LIST was in flight).
+    const behind = listed
+      .map((b) => b.metadata.name)
+      .filter(
+        (name) =>
+          !this.#busy.has(name) &&
+          isLaterVersion(this.#written.get(name)?.resourceVersion, version.get(name)),
+      );
+    const reread = new Set([...unsure.map((busy) => busy.name), ...behind]);
     const fresh = await Promise.all(
-      unsure.map((busy) => this.get(busy.name, signal ? { signal } : undefined)),
+      [...reread].map((name) => this.get(name, signal ? { signal } : undefined)),
     );
     const kept = listed.filter((b) => !reread.has(b.metadata.name));
     for (const block of fresh)

@@ -2,7 +2,8 @@
 // from `reads` sees the busy blocks' speculative states, so a change computed on it joins the
 // batch; a block `reads` has at a later resourceVersion than the batch's base (another writer)
 // is waited for until idle and read afresh, never hidden by a doomed batch; nor answered from the
-// copy listed before the wait (our own write seen early), nor laid over a block deleted meanwhile.
+// copy listed before the wait (our own write seen early), nor laid over a block deleted meanwhile;
+// a block that went idle while the LIST was in flight is read afresh when we wrote it later.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
@@ -171,5 +172,49 @@ describe('batching datastore reading from another datastore', () => {
     const released = await releasing;
     assert.deepEqual(released.released, [], 'nothing to release: the block is gone');
     assert.equal(p.counts.updates, 1, 'no release UPDATE queued on the deleted block');
+  });
+  it('a LIST read before our UPDATE committed, answered once the block is idle: DEL releases it', async () => {
+    const w = world();
+    await w.ds.blocks.create(
+      newBlock({ cidr: mustParseCidr('10.244.0.0/26'), pool: 'default-v4', node: 'n1', nowMs: T0 }),
+    );
+    const p = probe(w.ds);
+    const bds = createBatchingDatastore(p.ds);
+    // ADD(a): its UPDATE held at the gate, before it lands
+    const open = deferred();
+    p.gate = open.promise;
+    const arrived = deferred();
+    p.onUpdate = () => arrived.resolve();
+    const adding = autoAssign(bds, { ...pod('a'), node: 'n1' }, w.options);
+    await arrived.promise;
+    p.gate = undefined;
+    // `reads` lists the store now (without a's address) and answers only when `answer` opens
+    const listed = deferred();
+    const answer = deferred();
+    const b = w.ds.blocks;
+    const reads = withBlocks(w.ds, {
+      get: (name, o) => b.get(name, o),
+      list: async (o) => {
+        const got = await b.list(o);
+        listed.resolve();
+        await answer.promise;
+        return got;
+      },
+      listMetadata: (o) => b.listMetadata(o),
+      listPage: (o) => b.listPage(o),
+      create: (object, o) => b.create(object, o),
+      delete: (name, pre, o) => b.delete(name, pre, o),
+      update: (block, o) => b.update(block, o),
+    });
+    // DEL(a) confirmed at `reads`: its LIST goes out while the ADD's UPDATE is in flight
+    const releasing = releaseByHandle(bds.readingFrom(reads), 'net.a.eth0', { node: 'n1' }, w.options);
+    await listed.promise;
+    open.resolve(); // the UPDATE lands and is answered: the block goes idle
+    assert.ok((await adding).ok);
+    answer.resolve();
+    const released = await releasing;
+    assert.equal(released.released.length, 1, 'the address the ADD wrote is released');
+    const stored = await w.ds.blocks.get(BLOCK);
+    assert.deepEqual(Object.keys(stored?.spec.allocations ?? {}), [], 'nothing of a is left allocated');
   });
 });
