@@ -88,7 +88,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
   lifecycle.onStop('watches', () => watched.stop());
   const upkeep = new Upkeep({
     state,
-    ds: view,
+    view,
     log,
     metrics,
     lifecycle,

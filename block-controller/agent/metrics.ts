@@ -19,6 +19,7 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly watermark: Gauge<'node'>;
   readonly atBlockLimit: Gauge<'node' | 'pool'>;
   readonly tokenRefreshes: Counter<'node' | 'result'>;
+  readonly upkeepPasses: Counter<'node' | 'status'>;
   readonly routePasses: Counter<'node' | 'status'>;
   readonly masqueradePasses: Counter<'node' | 'status' | 'why'>;
   readonly routesSkipped: Gauge<'node' | 'family' | 'reason'>;
@@ -72,6 +73,12 @@ export function createAgentMetrics(): AgentMetrics {
       name: `${P}token_refreshes_total`,
       help: "TokenRequests for the plugin's kubeconfig, by result (ok, error)",
       labelNames: ['node', 'result'],
+      registers,
+    }),
+    upkeepPasses: new Counter({
+      name: `${P}upkeep_passes_total`,
+      help: 'Pre-claim / release passes, by outcome: done, waiting (watches not synced or own Node missing), error',
+      labelNames: ['node', 'status'],
       registers,
     }),
     routePasses: new Counter({

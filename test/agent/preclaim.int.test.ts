@@ -40,6 +40,21 @@ async function reset(config: IPAMConfigSpec, pools: Record<string, IPPoolSpec>):
   for (const [name, spec] of Object.entries(pools)) await ds.pools.create({ metadata: { name }, spec });
 }
 
+/**
+ * Resolves once `a` has finished two more upkeep passes than now: at least one of them started
+ * after this call, so it planned on everything done before it.
+ */
+async function nextPass(a: AgentProcess): Promise<void> {
+  const done = async (): Promise<number> =>
+    Number(
+      /blockipam_agent_upkeep_passes_total\{node="[^"]+",status="done",component="agent"\} (\d+)/.exec(
+        (await scrape(a)).text,
+      )?.[1] ?? 0,
+    );
+  const start = await done();
+  await eventually('an upkeep pass', async () => ((await done()) >= start + 2 ? true : undefined));
+}
+
 const affine = async (node: string): Promise<IPAMBlock[]> =>
   ds.blocks.list({ labelSelector: affineSelector(node) });
 
@@ -77,7 +92,7 @@ describe('agent pre-claim and release', () => {
     // 61 usable in a /26: 45 allocations leave 16 free (at the watermark: no claim) ...
     await allocate('pc-1', 45);
     await a.waitFor((l) => l.message === 'block pre-claimed', 'first claim');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await nextPass(a);
     assert.equal((await affine('pc-1')).length, 1, 'at the watermark: still one block');
     // ... the 46th leaves 15: the agent claims the second block, no ADD had to.
     const breach = Date.now();
@@ -157,7 +172,7 @@ describe('agent pre-claim and release', () => {
     await reset({ autoAllocateBlocks: false, strictAffinity: true }, { v4: { cidr: '10.52.0.0/16' } });
     const a = agent('pc-1');
     await eventually('ready', async () => ((await scrape(a, '/readyz')).status === 200 ? true : undefined));
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await nextPass(a);
     assert.equal((await affine('pc-1')).length, 0);
   });
 
@@ -218,7 +233,7 @@ describe('agent pre-claim and release', () => {
     });
     assert.deepEqual(left.map((b) => cidrOf(b).family).sort(), [4, 6]);
     await a.waitFor((l) => l.message === 'idle block released', 'released');
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await nextPass(a);
     assert.equal((await affine('pc-1')).length, 2, 'the last block of each family stays');
     assert.match(
       (await scrape(a)).text,
@@ -239,7 +254,7 @@ describe('agent pre-claim and release', () => {
     await eventually('ready', async () =>
       (await scrape(second, '/readyz')).status === 200 ? true : undefined,
     );
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await nextPass(second);
     const blocks = await ds.blocks.list();
     assert.equal(blocks.length, 5, `blocks: ${blocks.map((b) => b.metadata.name).join(', ')}`);
     assert.ok(blocks.every((b) => b.spec.affinity === 'pc-1'));

@@ -79,7 +79,8 @@ export interface ViewDatastore extends Datastore {
   readonly direct: Datastore;
   /**
    * The node's blocks `selector` selects as last known (the watch with this agent's writes laid
-   * over it), whether or not the watch is current; no request. For STATUS during an outage.
+   * over it), whether or not the watch is current; no request, not counted in `viewLists`. What
+   * upkeep plans from, and STATUS answers from during an outage.
    */
   lastKnown(selector: LabelSelector | undefined): IPAMBlock[];
   /** Tells the view of a watch event of one of the node's blocks (drops an overlay it caught up with). */
@@ -163,7 +164,6 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
   const covers = (selector: LabelSelector | undefined): boolean => requiresLabel(selector, key);
 
   const fromView = (selector: LabelSelector | undefined): IPAMBlock[] => {
-    stats.viewLists += 1;
     const byName = new Map(options.watched().map((b) => [b.metadata.name, b]));
     for (const [name, overlay] of overlays) {
       const seen = byName.get(name);
@@ -247,6 +247,7 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
       if (covers(listOptions?.labelSelector)) {
         if (!current()) return fromInner(listOptions);
         listOptions?.signal?.throwIfAborted();
+        stats.viewLists += 1;
         return fromView(listOptions?.labelSelector);
       }
       stats.blockReads += 1;

@@ -1,24 +1,29 @@
 /**
- * The pre-claim / release loop (docs/design-agent.md §Pre-claim): a pass plans from the watched
- * state (plan.ts) and carries the plan out through core's claimNodeBlock / releaseIdleBlock, then
- * plans again, until there is nothing to do. Passes are serialised, run after a change
- * (debounced) and every `tickMs` (empty blocks age without an event; a failed pass is retried).
+ * The pre-claim / release loop (docs/design-agent.md §Pre-claim): a pass plans from the view of
+ * the node's blocks (core's planUpkeep) and carries the plan out through core's claimNodeBlock /
+ * releaseIdleBlock, written through the same view, then plans again, until there is nothing to
+ * do. Passes are serialised, run after a change (debounced) and every `tickMs` (empty blocks age
+ * without an event; a failed pass is retried).
  *
- * A block the loop claimed counts at once, before the watch reports it (and one it released stops
- * counting): without that, the pass after a claim would see the old headroom and claim again.
+ * The view lays every write of this agent over the watch the moment it succeeds, so a block the
+ * loop claimed counts at once, before the watch reports it (and one it released stops counting):
+ * the pass after a claim sees the new headroom and does not claim again.
  */
 import {
   cidrOf,
   claimNodeBlock,
   isAllocatable,
+  nodeBlocksSelector,
   POOL_LABEL,
   poolCidr,
   releaseIdleBlock,
   snapshotOf,
+  trustedAffine,
 } from 'blockipam/core';
 import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
 import { errorFields, F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
+import type { ViewDatastore } from '../ipam/view-datastore.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import type { AgentState } from '../state.ts';
 import { planUpkeep } from 'blockipam/core';
@@ -26,7 +31,8 @@ import type { UpkeepPlan } from 'blockipam/core';
 
 export interface UpkeepOptions {
   readonly state: AgentState;
-  readonly ds: Datastore;
+  /** The view of the node's blocks: planned from (`lastKnown`) and written through. */
+  readonly view: Datastore & Pick<ViewDatastore, 'lastKnown'>;
   readonly log: Logger;
   readonly metrics: AgentMetrics;
   readonly lifecycle: Lifecycle;
@@ -48,8 +54,6 @@ const MAX_ROUNDS = 64;
 export class Upkeep {
   readonly #o: UpkeepOptions;
   readonly #clock: () => number;
-  /** Claimed or released by this process, not yet seen so by the watch: name → block | 'gone'. */
-  readonly #pending = new Map<string, IPAMBlock | 'gone'>();
   #timer: NodeJS.Timeout | undefined;
   #tick: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
@@ -59,13 +63,7 @@ export class Upkeep {
   constructor(options: UpkeepOptions) {
     this.#o = options;
     this.#clock = options.clock ?? Date.now;
-    options.state.onChange((kind, event, object) => {
-      if (kind === 'blocks') {
-        const pending = this.#pending.get(object.metadata.name);
-        // The watch caught up: a claimed block arrived, or a released one is gone.
-        if (pending !== undefined && (event === 'delete' || pending !== 'gone'))
-          this.#pending.delete(object.metadata.name);
-      }
+    options.state.onChange((kind) => {
       if (kind !== 'pods' && kind !== 'namespaces') this.kick();
     });
     this.#tick = setInterval(() => this.kick(), options.tickMs ?? DEFAULT_TICK_MS);
@@ -108,14 +106,10 @@ export class Upkeep {
     return this.#running ?? Promise.resolve();
   }
 
+  /** The node's trusted affine blocks as last known: the watch with this agent's writes laid over it. */
   #affine(): IPAMBlock[] {
-    const { state } = this.#o;
-    const watched = state.affineBlocks().filter((b) => this.#pending.get(b.metadata.name) !== 'gone');
-    const known = new Set(state.nodeBlocks().map((b) => b.metadata.name));
-    const claimed = [...this.#pending.values()].filter(
-      (b): b is IPAMBlock => b !== 'gone' && !known.has(b.metadata.name),
-    );
-    return [...watched, ...claimed];
+    const { state, view } = this.#o;
+    return trustedAffine(view.lastKnown(nodeBlocksSelector(state.node)), state.pools(), state.node);
   }
 
   #plan(): UpkeepPlan {
@@ -135,29 +129,39 @@ export class Upkeep {
   }
 
   async #pass(): Promise<void> {
-    const { state, lifecycle } = this.#o;
+    const { state, metrics } = this.#o;
     // The node's labels decide pool eligibility: without its Node object nothing is known.
-    if (!state.synced || state.nodeObject() === undefined) return;
+    if (!state.synced || state.nodeObject() === undefined) {
+      metrics.upkeepPasses.inc({ node: state.node, status: 'waiting' });
+      return;
+    }
     try {
-      for (let round = 0; round < MAX_ROUNDS && !lifecycle.stopping; round++) {
-        const plan = this.#plan();
-        this.#report(plan);
-        if (plan.claims.length === 0 && plan.releases.length === 0) return;
-        let progressed = false;
-        for (const pool of plan.claims)
-          if (!lifecycle.stopping && (await this.#claim(pool))) progressed = true;
-        for (const block of plan.releases)
-          if (!lifecycle.stopping && (await this.#release(block))) progressed = true;
-        if (!progressed) return;
-      }
+      await this.#rounds();
+      metrics.upkeepPasses.inc({ node: state.node, status: 'done' });
     } catch (error) {
-      this.#o.metrics.apiErrors.inc({ operation: 'upkeep', reason: (error as Error).name ?? 'Error' });
+      metrics.upkeepPasses.inc({ node: state.node, status: 'error' });
+      metrics.apiErrors.inc({ operation: 'upkeep', reason: (error as Error).name ?? 'Error' });
       this.#o.log.warn('pre-claim pass failed; retrying on the next tick', errorFields(error));
     }
   }
 
+  /** Plans and carries the plan out until nothing is left, nothing progressed, or MAX_ROUNDS. */
+  async #rounds(): Promise<void> {
+    const { lifecycle } = this.#o;
+    for (let round = 0; round < MAX_ROUNDS && !lifecycle.stopping; round++) {
+      const plan = this.#plan();
+      this.#report(plan);
+      if (plan.claims.length === 0 && plan.releases.length === 0) return;
+      let progressed = false;
+      for (const pool of plan.claims) if (!lifecycle.stopping && (await this.#claim(pool))) progressed = true;
+      for (const block of plan.releases)
+        if (!lifecycle.stopping && (await this.#release(block))) progressed = true;
+      if (!progressed) return;
+    }
+  }
+
   async #claim(pool: IPPool): Promise<boolean> {
-    const { state, ds, lifecycle, log, metrics } = this.#o;
+    const { state, view, lifecycle, log, metrics } = this.#o;
     const family = poolCidr(pool).family;
     const snapshot = snapshotOf(
       { config: state.config(), pools: state.pools(), reservations: state.reservations() },
@@ -167,7 +171,7 @@ export class Upkeep {
     const held = this.#affine().filter((b) => cidrOf(b).family === family && isAllocatable(b)).length;
     const started = this.#clock();
     const got = await lifecycle.track(
-      claimNodeBlock(ds, {
+      claimNodeBlock(view, {
         pool,
         node: state.node,
         reservations: snapshot.reservations,
@@ -184,8 +188,6 @@ export class Upkeep {
       );
       return false;
     }
-    if (!state.nodeBlocks().some((b) => b.metadata.name === got.metadata.name))
-      this.#pending.set(got.metadata.name, got);
     metrics.blocksClaimed.inc({ node: state.node, pool: pool.metadata.name });
     log.info('block pre-claimed', {
       ...fields,
@@ -197,15 +199,13 @@ export class Upkeep {
   }
 
   async #release(block: IPAMBlock): Promise<boolean> {
-    const { state, ds, lifecycle, log, metrics } = this.#o;
+    const { state, view, lifecycle, log, metrics } = this.#o;
     const pool = block.metadata.labels?.[POOL_LABEL] ?? '';
-    const released = await lifecycle.track(releaseIdleBlock(ds, block));
+    const released = await lifecycle.track(releaseIdleBlock(view, block));
     if (!released) {
       metrics.conflicts.inc({ operation: 'release' });
       return false;
     }
-    if (state.nodeBlocks().some((b) => b.metadata.name === block.metadata.name))
-      this.#pending.set(block.metadata.name, 'gone');
     metrics.blocksReleased.inc({ node: state.node, pool });
     log.info('idle block released', {
       [F.node]: state.node,
