@@ -2,7 +2,7 @@
  * blockipam core — the public API (documented in docs/design-core.md §4).
  *
  * Allocation:   autoAssign, assignIP, releaseByHandle, releaseAddresses, releaseForGC,
- *               findByHandle, listNodeAllocations, releaseEmptyBlocks, releaseNodeBlocks,
+ *               findByHandle, listNodeAllocations, releaseNodeBlocks,
  *               loadSnapshot
  * Validation:   validatePool, checkBlockInvariants, configProblems
  * Trust:        classifyBlocks, trustedAffine (which blocks routes, allocation and
@@ -37,13 +37,12 @@ export type {
 export { releaseForGC } from './allocator/gc.ts';
 export type { Attachment, GcRequest, GcResult } from './allocator/gc.ts';
 export { isLivePod, podIPs } from './allocator/pod-liveness.ts';
-export { releaseEmptyBlocks } from './allocator/empty-blocks.ts';
 export { releaseNodeBlocks } from './allocator/node-blocks.ts';
 export { releaseUnownedEmptyBlocks } from './allocator/unowned-blocks.ts';
 export { claimNodeBlock, releaseIdleBlock } from './allocator/node-upkeep.ts';
 export type { NodeBlockClaim } from './allocator/node-upkeep.ts';
 export type { NodeBlocksRelease } from './allocator/node-blocks.ts';
-export type { EmptyBlockRelease } from './allocator/empty-blocks.ts';
+export type { EmptyBlockRelease } from './allocator/unowned-blocks.ts';
 export {
   exclusionOf,
   loadSnapshot,

@@ -13,8 +13,15 @@ import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock } from '../resources.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions } from './context.ts';
-import type { EmptyBlockRelease } from './empty-blocks.ts';
 import { deleteIfUnchanged } from './release.ts';
+
+/** Result of one release pass. */
+export interface EmptyBlockRelease {
+  /** Names of the blocks deleted. */
+  released: string[];
+  /** Empty, old enough, but lost to a concurrent write. */
+  kept: string[];
+}
 
 /**
  * Deletes those of `blocks` that are unowned and have stayed empty long enough.

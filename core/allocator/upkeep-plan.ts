@@ -20,7 +20,7 @@
  *   ipCooldownSeconds), unless it is the node's last unfrozen affine block of its family, or
  *   releasing it would take an eligible pool below the watermark (that would only make the next
  *   pass claim again: ping-pong). If every unfrozen block of the family is idle, the first of them
- *   by name stays (core's releaseEmptyBlocks keeps the same one). An idle frozen block always
+ *   by name stays. An idle frozen block always
  *   goes: it is no room, and keeping it instead of a block the node can allocate from would only
  *   make the node claim again.
  */

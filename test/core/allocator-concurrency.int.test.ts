@@ -20,12 +20,12 @@ import {
   mustParseCidr,
   newStats,
   releaseByHandle,
-  releaseEmptyBlocks,
   releaseNodeBlocks,
 } from 'blockipam/core';
 import type { AllocatorStats, PoolSnapshot } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
+import { releaseIdleBlocks } from './fixtures.ts';
 
 const NODES = Array.from({ length: 9 }, (_, i) => `sim-node-${i}`);
 const PER_NODE = 50;
@@ -100,15 +100,15 @@ async function verify(model: Model): Promise<void> {
   assert.deepEqual(new Map([...persisted].sort()), new Map([...model].sort()));
 }
 
-/** Runs releaseEmptyBlocks over all nodes until `stop.now`; counts passes. */
+/** Runs the agents' and the controller's idle-block release over all nodes until `stop.now`; counts passes. */
 async function releaseLoop(
   stats: AllocatorStats,
   stop: { now: boolean; passes: number; released: number },
 ): Promise<void> {
   while (!stop.now) {
-    const done = await releaseEmptyBlocks(ds, {}, { stats }); // reads IPAMConfig each pass
+    const done = await releaseIdleBlocks(ds, Date.now(), { stats }); // reads IPAMConfig each pass
     stop.passes += 1;
-    stop.released += done.released.length;
+    stop.released += done.length;
     await sleep(100);
   }
 }

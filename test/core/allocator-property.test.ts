@@ -18,11 +18,10 @@ import {
   listNodeAllocations,
   releaseAddresses,
   releaseByHandle,
-  releaseEmptyBlocks,
   releaseForGC,
 } from 'blockipam/core';
 import type { AssignOutcome } from 'blockipam/core';
-import { pool, world } from './fixtures.ts';
+import { pool, releaseIdleBlocks, world } from './fixtures.ts';
 import type { World } from './fixtures.ts';
 
 const NODES = ['n0', 'n1', 'n2'];
@@ -138,7 +137,7 @@ async function run(w: World, model: Model, batch: readonly Op[], counter: { n: n
         if (borrowed) seen.borrowedGc += 1;
         model.delete(handle);
       } else if (o.kind === 'releaseBlocks') {
-        await releaseEmptyBlocks(w.ds, {}, w.options);
+        await releaseIdleBlocks(w.ds, w.now.ms, w.options);
       } else if (o.kind === 'tick') {
         w.now.ms += o.seconds * 1000;
       }

@@ -1,8 +1,6 @@
 // Static assignment, release (preconditions), GC and empty-block release on the memory datastore.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { contextOf } from '../../core/allocator/context.ts';
-import { deleteIfUnchanged } from '../../core/allocator/release.ts';
 import {
   assignIP,
   autoAssign,
@@ -11,8 +9,8 @@ import {
   newBlock,
   releaseAddresses,
   releaseByHandle,
-  releaseEmptyBlocks,
   releaseForGC,
+  releaseIdleBlock,
   releaseNodeBlocks,
   validatePool,
 } from 'blockipam/core';
@@ -186,53 +184,7 @@ describe('release', () => {
   });
 });
 
-describe('releaseEmptyBlocks (anti-ping-pong)', () => {
-  it('releases an empty block only after the delay, and a node keeps one block', async () => {
-    const w = world({
-      pools: [pool('p', { cidr: '10.6.0.0/24', blockSize: 30 })],
-      config: { emptyBlockReleaseSeconds: 300 },
-    });
-    for (const id of ['a', 'b', 'c']) await autoAssign(w.ds, { ...pod(id), node: 'n1' }, w.options);
-    for (const id of ['a', 'b']) await releaseByHandle(w.ds, `net.${id}.eth0`, { node: 'n1' }, w.options);
-    w.now.ms += 299_000;
-    assert.deepEqual((await releaseEmptyBlocks(w.ds, { node: 'n1' }, w.options)).released, []);
-    w.now.ms += 1_000;
-    assert.equal((await releaseEmptyBlocks(w.ds, { node: 'n1' }, w.options)).released.length, 2);
-    await releaseByHandle(w.ds, 'net.c.eth0', { node: 'n1' }, w.options);
-    w.now.ms += 600_000;
-    const last = await releaseEmptyBlocks(w.ds, { node: 'n1' }, w.options);
-    assert.deepEqual(last.released, []);
-    assert.equal(last.kept.length, 1, 'the last block of the node stays');
-  });
-
-  // The rule exists to stop a dual-stack node's next pod re-claiming a block: it is kept per
-  // (node, family), not per node (grouping by node alone kept the v4 block and dropped the v6 one).
-  it('a dual-stack node keeps its last block of each family', async () => {
-    const w = world({
-      pools: [
-        pool('v4', { cidr: '10.8.0.0/24', blockSize: 30 }),
-        pool('v6', { cidr: 'fd00:8::/120', blockSize: 126 }),
-      ],
-      config: { emptyBlockReleaseSeconds: 0 },
-    });
-    for (const id of ['a', 'b', 'c'])
-      assert.ok((await autoAssign(w.ds, { ...pod(id), node: 'n1', ipv6: true }, w.options)).ok);
-    for (const id of ['a', 'b', 'c'])
-      await releaseByHandle(w.ds, `net.${id}.eth0`, { node: 'n1' }, w.options);
-    w.now.ms += 1_000;
-    const pass = await releaseEmptyBlocks(w.ds, { node: 'n1' }, w.options);
-    // 3 pods: three /30 blocks (1 address each), two /126 blocks (2 each)
-    assert.equal(pass.released.length, 3, JSON.stringify(pass));
-    assert.equal(pass.kept.length, 2, JSON.stringify(pass));
-    const left = (await w.ds.blocks.list()).map((b) => b.spec.cidr).sort();
-    assert.equal(left.length, 2, JSON.stringify(left));
-    assert.deepEqual(
-      left.map((c) => (c.includes(':') ? 6 : 4)),
-      [4, 6],
-      `one block of each family stays: ${left.join(', ')}`,
-    );
-  });
-
+describe('releaseIdleBlock', () => {
   it('a block written after it was read survives (delete preconditions)', async () => {
     const w = world({
       pools: [pool('p', { cidr: '10.7.0.0/24', blockSize: 30 })],
@@ -243,7 +195,7 @@ describe('releaseEmptyBlocks (anti-ping-pong)', () => {
     const stale = await w.ds.blocks.list();
     const target = stale.find((b) => Object.keys(b.spec.allocations).length === 0)!;
     await w.ds.blocks.update({ ...target, spec: { ...target.spec, sequence: target.spec.sequence + 1 } });
-    assert.equal(await deleteIfUnchanged(contextOf(w.ds, w.options), target), false);
+    assert.equal(await releaseIdleBlock(w.ds, target, w.options), false);
     assert.ok(await w.ds.blocks.get(target.metadata.name));
   });
 });

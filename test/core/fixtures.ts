@@ -1,7 +1,17 @@
 /** Plain-object fixtures and a fake clock for the allocator tests (memory datastore). */
-import { checkBlockInvariants, MemoryDatastore, newStats } from 'blockipam/core';
+import {
+  checkBlockInvariants,
+  loadSnapshot,
+  MemoryDatastore,
+  newStats,
+  planUpkeep,
+  releaseIdleBlock,
+  releaseUnownedEmptyBlocks,
+  trustedAffine,
+} from 'blockipam/core';
 import type {
   AllocatorOptions,
+  Datastore,
   AllocatorStats,
   IPAMConfigSpec,
   IPPool,
@@ -78,4 +88,29 @@ export function pod(
   namespace = 'default',
 ): { handle: string; pod: { namespace: string; name: string; uid: string } } {
   return { handle: `net.${id}.eth0`, pod: { namespace, name: `pod-${id}`, uid: `uid-${id}` } };
+}
+
+/**
+ * One pass of the idle-block release production runs over every node: each node's agent
+ * (core's planUpkeep releases, node labels {}, then releaseIdleBlock) and the controller's release
+ * of unowned empty blocks (releaseUnownedEmptyBlocks).
+ * @param nowMs the clock of the pass (the allocator's `clock` when given)
+ * @returns the names of the blocks deleted
+ */
+export async function releaseIdleBlocks(
+  ds: Datastore,
+  nowMs: number,
+  options: AllocatorOptions = {},
+): Promise<string[]> {
+  const snapshot = await loadSnapshot(ds, nowMs);
+  const blocks = await ds.blocks.list();
+  const released: string[] = [];
+  for (const node of new Set(blocks.flatMap((b) => (b.spec.affinity === null ? [] : [b.spec.affinity])))) {
+    const affine = trustedAffine(blocks, snapshot.pools, node);
+    const plan = planUpkeep({ node, nodeLabels: {}, snapshot, affine, nowMs });
+    for (const block of plan.releases)
+      if (await releaseIdleBlock(ds, block, options)) released.push(block.metadata.name);
+  }
+  const unowned = await releaseUnownedEmptyBlocks(ds, blocks, snapshot.settings, options);
+  return [...released, ...unowned.released];
 }

@@ -14,7 +14,6 @@ import {
   newBlock,
   nodeHeadroom,
   releaseByHandle,
-  releaseEmptyBlocks,
   repairedSequence,
   withBlocks,
 } from 'blockipam/core';
@@ -178,19 +177,6 @@ void describe('frozen blocks: releases', () => {
       );
       assert.deepEqual((await w.ds.blocks.get(FROZEN))?.spec.allocations, {});
     });
-
-  void it('an idle frozen block is released, never the one a node keeps (releaseEmptyBlocks)', async () => {
-    // two empty blocks of n1, the first by name frozen: it goes, the other is kept
-    const w = world({ pools: [P] });
-    for (const cidr of ['10.14.0.0/28', '10.14.0.16/28']) {
-      const b = newBlock({ cidr: mustParseCidr(cidr), pool: 'p', node: 'n1', nowMs: T0 });
-      if (cidr === '10.14.0.0/28') b.metadata.finalizers = ['example.com/hold'];
-      await w.ds.blocks.create(b);
-    }
-    w.now.ms += 3_600_000;
-    const out = await releaseEmptyBlocks(w.ds, { node: 'n1' }, w.options);
-    assert.deepEqual([out.released, out.kept], [[FROZEN], ['10-14-0-16-28']]);
-  });
 
   void it('a release in a block whose spec.sequence is unsafe writes the repaired sequence', async () => {
     const w = world({ pools: [P] });
