@@ -19,7 +19,7 @@ import { DEFAULT_REQUEST_TIMEOUT_S, MAX_REQUEST_TIMEOUT_S } from './connect.ts';
 import { reportFailure } from './errors.ts';
 import { EXIT, println } from './io.ts';
 import type { ExitCode, Io } from './io.ts';
-import { versionLine } from '../cmd/version.ts';
+import { versionLine } from 'blockipam/core/version';
 
 /** Every subcommand, in the order --help lists them. */
 const COMMANDS: readonly CommandFactory[] = [
@@ -115,7 +115,7 @@ function unknownFlags(message: string, argv: readonly string[]): string[] | unde
 /**
  * Runs one ipamctl invocation.
  * @returns the exit code (io.ts EXIT): help and `--version` (the only argument: `ipamctl
- *   <version>`, as every role answers it, cmd/version.ts) → 0; usage error → 2 with the message
+ *   <version>`, as every role answers it, core/version.ts) → 0; usage error → 2 with the message
  *   on stderr (an unknown flag: one line naming it, with the help hint)
  */
 export async function run(io: Io): Promise<ExitCode> {

@@ -47,7 +47,7 @@ export type Resolution =
   | { readonly role: Role; readonly args: readonly string[] }
   /** `blockipam --help`: print USAGE, exit 0 */
   | { readonly help: true }
-  /** `<role> --version` (the only argument), any role: print `<name> <version>` (cmd/version.ts), exit 0 */
+  /** `<role> --version` (the only argument), any role: print `<name> <version>` (core/version.ts), exit 0 */
   | { readonly version: string }
   /** a bad name or subcommand: print `error` and USAGE, exit EXIT_USAGE */
   | { readonly error: string };

@@ -6,7 +6,7 @@
  * kubeconfig and the conflist are in place. A bad start is one line on stderr and exit 2 (a bad
  * command line, unusable credentials) or 1 (../shared/usage.ts).
  */
-import { versionLine } from '../../cmd/version.ts';
+import { versionLine } from 'blockipam/core/version';
 import { exitStartFailure, exitUsage } from '../shared/usage.ts';
 import { runAgent, runInstall } from './agent.ts';
 import { parseOptions } from './options.ts';

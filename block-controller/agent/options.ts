@@ -21,7 +21,7 @@ import { DEFAULT_IPAM_SOCKET } from './ipam/socket-path.ts';
 export interface AgentOptions {
   /**
    * `help`: --help was asked for and printed (stdout); `version`: --version was asked for
-   * (the caller prints cmd/version.ts's line). The caller exits 0 for both.
+   * (the caller prints core/version.ts's line). The caller exits 0 for both.
    */
   readonly command: 'run' | 'install' | 'help' | 'version';
   readonly nodeName: string;
@@ -132,7 +132,7 @@ export async function parseOptions(
   const parsed = await yargs([...argv])
     .scriptName('blockipam-agent')
     .env('BLOCKIPAM_AGENT')
-    .version(false) // before .options: our own --version (cmd/version.ts's one form for every role)
+    .version(false) // before .options: our own --version (core/version.ts's one form for every role)
     .command(['run', '$0'], 'run the node agent')
     .command('install', 'install the CNI plugin, its kubeconfig and the conflist once, then exit')
     .options({

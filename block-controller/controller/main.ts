@@ -15,7 +15,7 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { kubeServerProblem } from 'blockipam/core/kube';
-import { versionLine } from '../../cmd/version.ts';
+import { versionLine } from 'blockipam/core/version';
 import { LOG_LEVELS } from '../shared/index.ts';
 import { exitStartFailure, exitUsage, isBindHost, shownNumber } from '../shared/usage.ts';
 import { runController } from './run.ts';

@@ -1,11 +1,11 @@
 // ipamctl's answers that need no cluster (cli/ipamctl.ts): `--version` prints `ipamctl <version>`
-// once, as every role of the image answers it (cmd/version.ts); an unknown flag is one line
+// once, as every role of the image answers it (core/version.ts); an unknown flag is one line
 // naming the flag as typed, with the help hint, exit 2 (docs/design-cli.md §Exit codes) — it was
 // yargs' "Unknown argument: bogus" without the dashes, and a second line.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { run } from '../../cli/ipamctl.ts';
-import { VERSION } from '../../cmd/version.ts';
+import { VERSION } from 'blockipam/core/version';
 
 async function ipamctl(argv: readonly string[]) {
   let stdout = '';

@@ -3,7 +3,7 @@
  * run as processes) on a bad start: one line on stderr naming the problem and exit 2 — no stack
  * trace for a missing kubeconfig outside a cluster, no RangeError for a port above 65535, an
  * unknown flag named (not the help text) — and `--version` answering `<name> <version>` as every
- * role of the multi-call executable does (cmd/version.ts; the compiled roles:
+ * role of the multi-call executable does (core/version.ts; the compiled roles:
  * test/cmd/multi-call.int.test.ts).
  */
 import assert from 'node:assert/strict';

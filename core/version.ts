@@ -3,8 +3,8 @@
  * chart's appVersion), in one form for all of them: `<role name> <version>` on stdout, exit 0 —
  * `blockipam 0.1.0`, `ipamctl 0.1.0`, `blockipam-agent 0.1.0`, `blockipam-controller 0.1.0`.
  * The multi-call entry answers it for every role (cmd/blockipam.ts); the agent's and the
- * controller's own entries answer the same when run alone. Imported only when asked for, so the
- * plugin's start-up does not evaluate it.
+ * controller's own entries answer the same when run alone. Not in core's barrel: imported only
+ * when asked for (`blockipam/core/version`), so the plugin's start-up does not evaluate it.
  */
 import pkg from '../package.json' with { type: 'json' };
 
