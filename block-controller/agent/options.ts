@@ -148,8 +148,6 @@ export async function parseOptions(
         default: 9465,
         describe: '/metrics, /healthz, /readyz (0 = any free port)',
       },
-      // Deprecated, ignored (the node cache is gone): an older chart still passes it.
-      'node-cache-file': { type: 'string', hidden: true },
       'ipam-socket': {
         type: 'string',
         default: DEFAULT_IPAM_SOCKET,

@@ -91,8 +91,6 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
       containerID: env.containerID,
       ifname: env.ifname,
     });
-    if (conf.deprecated)
-      log.log('info', 'netconf fields ignored (deprecated, no longer used)', { fields: conf.deprecated });
     const logger = log;
     const ctx: CommandContext = {
       env,

@@ -64,12 +64,6 @@ const ipam = {
     },
     timeoutMs: { type: 'integer', minimum: 100, maximum: 600000 },
     lockTimeoutMs: { type: 'integer', minimum: 0, maximum: 600000 },
-    // Deprecated no-ops, accepted for one release (netconf.ts deprecatedFields):
-    lockHolderNice: { type: 'integer', minimum: -20, maximum: 0 },
-    lockQueue: { type: 'boolean' },
-    snapshotTtlMs: { type: 'integer', minimum: 0, maximum: 600000 },
-    nodeCacheFile: { type: 'string', pattern: '^/' },
-    nodeCacheMaxAgeMs: { type: 'integer', minimum: 0, maximum: 600000 },
     cacheDir: { type: 'string', pattern: '^/' },
     lockFile: { type: 'string', pattern: '^/' },
     agentSocket: { type: 'string', pattern: '^/' }, // at most 107 bytes: netconf.ts

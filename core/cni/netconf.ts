@@ -67,12 +67,6 @@ export interface NetConf {
    */
   readonly lockFile: string;
   /**
-   * Netconf fields given that no longer mean anything (`lockHolderNice`, `lockQueue`,
-   * `snapshotTtlMs`, `nodeCacheFile`, `nodeCacheMaxAgeMs`: {@link deprecatedFields}), in schema
-   * order; absent when none was. Accepted so that a stale conflist does not fail every pod.
-   */
-  readonly deprecated?: readonly string[];
-  /**
    * The node agent's IPAM socket (absolute path, written into the conflist by the agent).
    * Absent: no agent, every call takes the direct path (docs/design-plugin.md §Thin client).
    */
@@ -112,19 +106,6 @@ const validate = generated.validate as unknown as ((data: unknown) => boolean) &
 };
 
 export const defaultKubeconfig = '/etc/cni/net.d/blockipam-kubeconfig';
-/**
- * `ipam` fields of the removed plugin caches, lock queue and holder priority: accepted (schema-checked
- * as before) and ignored for one release, so that a conflist written before does not fail every
- * pod (docs/design-plugin.md §Netconf fields).
- */
-export const deprecatedFields = [
-  'lockHolderNice',
-  'lockQueue',
-  'snapshotTtlMs',
-  'nodeCacheFile',
-  'nodeCacheMaxAgeMs',
-] as const;
-
 /** Default `ipam.cacheDir` (the host lock's directory). */
 export const defaultCacheDir = '/var/lib/cni/blockipam';
 
@@ -171,13 +152,8 @@ interface RawNetConf {
     dns?: Dns;
     timeoutMs?: number;
     lockTimeoutMs?: number;
-    lockHolderNice?: number;
-    lockQueue?: boolean;
     cacheDir?: string;
     lockFile?: string;
-    snapshotTtlMs?: number;
-    nodeCacheFile?: string;
-    nodeCacheMaxAgeMs?: number;
     agentSocket?: string;
     mode?: NetConf['mode'];
   };
@@ -224,7 +200,6 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     }
   }
   const i = c.ipam;
-  const deprecated = deprecatedFields.filter((f) => i[f] !== undefined);
   const families: IPFamily[] = [];
   if (i.assignIPv4 ?? true) families.push(4);
   if (i.assignIPv6 ?? false) families.push(6);
@@ -260,7 +235,6 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     lockTimeoutMs: i.lockTimeoutMs ?? 60_000,
     cacheDir: i.cacheDir ?? defaultCacheDir,
     lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,
-    ...(deprecated.length > 0 ? { deprecated } : {}),
     ...(i.agentSocket !== undefined ? { agentSocket: i.agentSocket } : {}),
     mode: i.mode ?? (i.agentSocket !== undefined ? 'agent' : 'standalone'),
     configIPs,

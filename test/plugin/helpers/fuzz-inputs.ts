@@ -28,16 +28,12 @@ export const envFields = [
 const numberFields = [
   'ipam.timeoutMs',
   'ipam.lockTimeoutMs',
-  'ipam.lockHolderNice',
-  'ipam.snapshotTtlMs',
-  'ipam.nodeCacheMaxAgeMs',
 ] as const;
 const pathFields = [
   'ipam.kubeconfig',
   'ipam.logFile',
   'ipam.cacheDir',
   'ipam.lockFile',
-  'ipam.nodeCacheFile',
   // the agent's socket: a path in the run's directory holds no socket (connect() fails: the
   // direct path), a long one is over the 107 bytes of sun_path
   'ipam.agentSocket',
@@ -290,7 +286,6 @@ const valueOf: Readonly<Record<string, fc.Arbitrary<unknown>>> = {
   'ipam.routes': fc.oneof(fc.array(route, { maxLength: 3 }), anyJson),
   'ipam.dns': fc.oneof(fc.record({ nameservers: list(address), domain: anyJson }), anyJson),
   'ipam.logLevel': fc.oneof(fc.constantFrom('INFO', 'trace'), anyJson),
-  'ipam.lockQueue': anyJson,
   'ipam.mode': fc.oneof(fc.constantFrom('agent', 'standalone', 'Agent', 'direct', 'agent\0', big), anyJson),
   'ipam.__proto__': anyJson,
   'ipam.constructor': anyJson,
