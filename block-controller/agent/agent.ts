@@ -155,6 +155,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
         installer,
         reinstall: () => installUntilDone(installer, lifecycle, log),
         pluginKubeconfig: options.pluginKubeconfig,
+        nodeUid: () => state.nodeObject()?.metadata.uid,
         ...(masquerade ? { followers: [masquerade] } : {}),
         connection,
         log,

@@ -1,6 +1,7 @@
 // The uninstall signal (block-controller/agent/install/owner.ts): only a deletion of the agent's
-// own DaemonSet counts — a delete event or a deletionTimestamp (foreground deletion); an add or
-// an update of a live DaemonSet (a rollout changes its template, a restart changes nothing) never.
+// own DaemonSet with its pods counts — a delete event or a deletionTimestamp (background or
+// foreground deletion); an orphaning deletion (`--cascade=orphan`: the `orphan` finalizer) and
+// an add or an update of a live DaemonSet (a rollout, a restart) never.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,36 +12,53 @@ import {
   shutdownVerdict,
   tokenExpiryMs,
 } from '../../block-controller/agent/install/confirm.ts';
-import { ownerGone } from '../../block-controller/agent/install/owner.ts';
+import { ownerState } from '../../block-controller/agent/install/owner.ts';
 
 const live = { metadata: { name: 'blockipam-agent', uid: 'u1' } };
 const deleting = { metadata: { ...live.metadata, deletionTimestamp: '2026-12-03T22:00:00Z' } };
 
-const cases: [string, Parameters<typeof ownerGone>[0], Parameters<typeof ownerGone>[1], boolean][] = [
+const orphaning = { metadata: { ...deleting.metadata, finalizers: ['orphan'] } };
+const foreground = { metadata: { ...deleting.metadata, finalizers: ['foregroundDeletion'] } };
+
+const cases: [
+  string,
+  Parameters<typeof ownerState>[0],
+  Parameters<typeof ownerState>[1],
+  ReturnType<typeof ownerState>,
+][] = [
   // the watch's first LIST, a restart
-  ['add of a live DaemonSet', 'add', live, false],
+  ['add of a live DaemonSet', 'add', live, 'live'],
   // a rollout (helm upgrade) updates the template
-  ['update of a live DaemonSet', 'update', live, false],
+  ['update of a live DaemonSet', 'update', live, 'live'],
   // helm uninstall (background propagation), or a re-LIST that no longer finds it
-  ['delete', 'delete', live, true],
+  ['delete', 'delete', live, 'deleted'],
   // kubectl delete --cascade=foreground: the object stays until its pods are gone
-  ['update with a deletionTimestamp', 'update', deleting, true],
-  ['add with a deletionTimestamp', 'add', deleting, true],
+  ['update with a deletionTimestamp', 'update', deleting, 'deleted'],
+  ['update with the foregroundDeletion finalizer', 'update', foreground, 'deleted'],
+  ['add with a deletionTimestamp', 'add', deleting, 'deleted'],
+  // kubectl delete --cascade=orphan (a selector change): its pods, this agent, stay
+  ['update with the orphan finalizer', 'update', orphaning, 'orphaning'],
+  ['add with the orphan finalizer (a re-LIST)', 'add', orphaning, 'orphaning'],
+  // the delete event of an orphaning deletion carries the object as last stored
+  ['delete with the orphan finalizer', 'delete', orphaning, 'orphaning'],
 ];
 
-for (const [name, event, object, gone] of cases)
-  test(`ownerGone: ${name} → ${gone}`, () => assert.equal(ownerGone(event, object), gone));
+for (const [name, event, object, state] of cases)
+  test(`ownerState: ${name} → ${state}`, () => assert.equal(ownerState(event, object), state));
 
 // The shutdown confirmation (block-controller/agent/install/confirm.ts), when no event came: the
 // agent's GET of its DaemonSet refused counts only when the plugin's credential of the same
 // release is refused too (the release's ServiceAccounts gone); the agent's credential refused
-// alone — a Role edited, a token problem — never removes the node's CNI.
+// alone — a Role edited, a token problem — never removes the node's CNI; nor does the plugin's
+// refusal when its Node was deleted or registered again (a Node deleted while its kubelet runs),
+// nor a 404 after an orphaning deletion.
 const verdicts: [
   string,
   Parameters<typeof shutdownVerdict>[0],
   Parameters<typeof shutdownVerdict>[1],
   boolean,
   ReturnType<typeof shutdownVerdict>,
+  boolean?,
 ][] = [
   ['404: gone', 'notFound', undefined, false, 'gone'],
   ['the DaemonSet there: stay', 'present', undefined, false, 'stay'],
@@ -75,9 +93,30 @@ const verdicts: [
   ],
   ['403, the plugin refused at the last attempt: stay', 'forbidden', 'refused', true, 'stay'],
   ['the plugin refused but the DaemonSet there: stay', 'present', 'refused', false, 'stay'],
+  // kubectl delete node while its kubelet runs: the plugin's token and (pod GC) the agent's die
+  [
+    '401, the plugin’s Node deleted or registered again: stay at once',
+    'unauthenticated',
+    'nodeGone',
+    false,
+    'stay',
+  ],
+  ['403, the plugin’s Node gone: stay at once', 'forbidden', 'nodeGone', false, 'stay'],
+  // --cascade=orphan seen, then the orphaned agent deleted before a DaemonSet returns
+  ['404 after an orphaning deletion: stay', 'notFound', undefined, false, 'stay', true],
+  // helm uninstall --cascade orphan, then the orphaned agents deleted: the release's credentials gone
+  [
+    '401, the plugin refused, after an orphaning deletion: gone',
+    'unauthenticated',
+    'refused',
+    false,
+    'gone',
+    true,
+  ],
 ];
-for (const [name, owner, plugin, last, verdict] of verdicts)
-  test(`shutdownVerdict: ${name}`, () => assert.equal(shutdownVerdict(owner, plugin, last), verdict));
+for (const [name, owner, plugin, last, verdict, orphaned] of verdicts)
+  test(`shutdownVerdict: ${name}`, () =>
+    assert.equal(shutdownVerdict(owner, plugin, last, orphaned), verdict));
 
 // tokenExpiryMs reads a service-account token's exp claim (not verified)
 const jwt = (claims: unknown): string =>

@@ -6,9 +6,14 @@
  * ServiceAccount's, bound to the Node). The agent's Role removed while the DaemonSet is there (a
  * credential problem): the GET is refused, the plugin's credential still accepted → not gone.
  * `helm uninstall`'s deletions (the DaemonSet, then the Role, bindings and ServiceAccounts): the
- * GET is refused and so is the plugin's credential → gone.
+ * GET is refused and so is the plugin's credential → gone. A Node deleted while its kubelet runs
+ * (the agent's pod garbage-collected with it): both credentials refused too, but the plugin's
+ * Node is gone → not gone. With the watch running: `kubectl delete --cascade=orphan` (the
+ * `orphan` finalizer, then its removal by the garbage collector — done by hand here: no
+ * controller-manager runs) → never gone, neither on the events nor at shutdown (404).
  */
 import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { watchOwner } from '../../block-controller/agent/install/owner.ts';
 import { connectKube, createLogger } from '../../block-controller/shared/index.ts';
@@ -90,6 +95,110 @@ describe('the uninstall signal confirmed at shutdown, under the chart’s RBAC',
       () => assert.equal(as(agentKubeconfig, ['get', 'daemonset', OWNER, '-n', NS]).status, 0),
       'the agent allowed again',
     );
+  });
+
+  test('kubectl delete --cascade=orphan while the watch runs, then re-created: never gone', async () => {
+    const lines = new PassThrough();
+    const messages: string[] = [];
+    const waiters: [string, () => void][] = [];
+    lines.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) {
+        const message = (JSON.parse(line) as { message: string }).message;
+        messages.push(message);
+        for (const [want, resolve] of waiters) if (message === want) resolve();
+      }
+    });
+    /** Resolves once `message` is logged — or the signal fires (the waits end either way). */
+    const logged = (message: string): Promise<void> =>
+      messages.includes(message) || gone.length > 0
+        ? Promise.resolve()
+        : new Promise((resolve) => {
+            waiters.push([message, resolve], ['gone', resolve]);
+          });
+    const gone: string[] = [];
+    const watch = await watchOwner({
+      namespace: NS,
+      name: OWNER,
+      connection,
+      log: createLogger({ component: 'test', level: 'info', stream: lines }),
+      onGone: (reason) => {
+        gone.push(reason);
+        for (const [want, resolve] of waiters) if (want === 'gone') resolve();
+      },
+      pluginKubeconfig,
+    });
+    try {
+      adminOk(['delete', 'daemonset', OWNER, '-n', NS, '--cascade=orphan', '--wait=false']);
+      await logged('own DaemonSet deleted with --cascade=orphan: its pods stay, the conflist too');
+      assert.deepEqual(gone, []);
+      assert.equal(watch.gone, false);
+      // the garbage collector's part, once the pods no longer name the DaemonSet as their owner
+      adminOk([
+        'patch',
+        'daemonset',
+        OWNER,
+        '-n',
+        NS,
+        '--type=merge',
+        '-p',
+        '{"metadata":{"finalizers":null}}',
+      ]);
+      await logged('own DaemonSet gone after --cascade=orphan: not an uninstall');
+      assert.equal(watch.gone, false);
+      assert.deepEqual(gone, []);
+    } finally {
+      await watch.stop();
+    }
+    // the orphaned agent stopped before a DaemonSet returns: the GET's 404 proves nothing
+    assert.equal(await watch.confirmGone(), false);
+    assert.deepEqual(gone, []);
+    adminOk(['apply', '-f', '-'], daemonSet());
+  });
+
+  test('a Node deleted while its kubelet runs, its agent pod garbage-collected: both refused → not gone', async () => {
+    const gone: string[] = [];
+    const boundUid = chart.uids[NODE];
+    const watch = await watchOwner({
+      namespace: NS,
+      name: OWNER,
+      connection,
+      log,
+      onGone: (reason) => gone.push(reason),
+      pluginKubeconfig,
+      // as the agent's Node watch sees it: the Node now against the one the plugin's token names
+      pluginNodeGone: () =>
+        admin(['get', 'node', NODE, '-o', 'jsonpath={.metadata.uid}']).stdout !== boundUid,
+      confirmAttempts: 3,
+    });
+    await watch.stop();
+    adminOk(['delete', 'node', NODE]);
+    adminOk(['delete', 'pod', POD, '-n', NS, '--grace-period=0', '--force']);
+    await eventually(
+      () => assert.notEqual(as(agentKubeconfig, ['get', 'daemonset', OWNER, '-n', NS]).status, 0),
+      'the agent refused',
+    );
+    await eventually(
+      () => assert.notEqual(as(pluginKubeconfig, ['auth', 'whoami']).status, 0),
+      'the plugin refused',
+    );
+    assert.equal(await watch.confirmGone(), false, 'deleted');
+    // the kubelet registers the Node again (another uid): the old token's refusal still proves nothing
+    adminOk(['apply', '-f', '-'], { apiVersion: 'v1', kind: 'Node', metadata: { name: NODE } });
+    assert.equal(await watch.confirmGone(), false, 'registered again');
+    assert.deepEqual(gone, []);
+    // the pod and the credentials again, for the next test
+    adminOk(['apply', '-f', '-'], {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: POD, namespace: NS },
+      spec: { nodeName: NODE, serviceAccountName: chart.nodeSA, containers: [{ name: 'c', image: 'none' }] },
+    });
+    chart.uids[NODE] = adminOk(['get', 'node', NODE, '-o', 'jsonpath={.metadata.uid}']);
+    chart.uids[POD] = adminOk(['get', 'pod', POD, '-n', NS, '-o', 'jsonpath={.metadata.uid}']);
+    agentKubeconfig = chart.credential(chart.nodeSA, POD);
+    pluginKubeconfig = chart.nodeCredential(chart.pluginSA, NODE);
+    connection.close();
+    connection = connectKube({ kubeconfig: agentKubeconfig });
   });
 
   test('helm uninstall’s deletions while the watch reconnects: refused, the plugin refused too → gone', async () => {

@@ -8,9 +8,13 @@
  * remove the node's CNI. Told apart by a second credential of the same release that shares
  * nothing with the agent's: the plugin's (its own ServiceAccount, a token bound to the Node).
  *
- * Gone only when both are refused as unknown (401: no authorisation problem explains it) and the
+ * Gone only when both are refused as unknown (401: no authorisation problem explains it), the
  * plugin's token has not expired by its own `exp` claim (the agent refreshes it; an agent whose
- * credential failed long enough lets it lapse, and that 401 proves nothing). A signing key
+ * credential failed long enough lets it lapse, and that 401 proves nothing), and the Node that
+ * token is bound to is still the agent's Node: a Node deleted while its kubelet runs revokes the
+ * plugin's token, and the pod garbage collector then deletes the agent's pod, revoking the
+ * agent's — both 401 with the release in place. A 404 counts unless the DaemonSet last seen was
+ * being deleted with `--cascade=orphan` (its pods kept: a selector change, never an uninstall). A signing key
  * rotated without keeping the old public key (which every service-account token of the cluster
  * survives only by a restart) still reads as gone: the next agent start installs again.
  */
@@ -25,29 +29,32 @@ import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 export type OwnerAnswer = 'present' | 'notFound' | 'unauthenticated' | 'forbidden' | 'error';
 /**
  * The answer to the plugin's credential (a SelfSubjectReview: any authenticated user may ask);
- * `expired` when its token's `exp` claim has passed (not asked: a 401 would prove nothing).
+ * `expired` when its token's `exp` claim has passed, `nodeGone` when the Node it is bound to was
+ * deleted or registered again (neither asked: a 401 would prove nothing).
  */
-export type CredentialAnswer = 'accepted' | 'refused' | 'expired' | 'error';
+export type CredentialAnswer = 'accepted' | 'refused' | 'expired' | 'nodeGone' | 'error';
 /** What one attempt decides: gone, not gone, or ask again (an answer still in flux). */
 export type Verdict = 'gone' | 'stay' | 'again';
 
 /**
- * One attempt's verdict (pure). 404 → gone; the DaemonSet there or an error that is no refusal
- * → stay; the agent unauthenticated (401) and the plugin's credential refused (401) → gone; the
- * plugin's token expired → stay at once (nothing will change that); the agent forbidden (403:
- * its Role may be going first), the plugin's accepted or unknown → again while `last` is false,
- * else stay; no plugin credential → stay.
+ * One attempt's verdict (pure). 404 → gone, unless `orphaned`; the DaemonSet there or an error
+ * that is no refusal → stay; the agent unauthenticated (401) and the plugin's credential refused
+ * (401) → gone; the plugin's token expired or its Node gone → stay at once (nothing will change
+ * that); the agent forbidden (403: its Role may be going first), the plugin's accepted or unknown
+ * → again while `last` is false, else stay; no plugin credential → stay.
  * @param plugin the plugin credential's answer; undefined when the agent has none (no install)
  * @param last true on the last attempt
+ * @param orphaned true when the DaemonSet last seen was being deleted with `--cascade=orphan`
  */
 export function shutdownVerdict(
   owner: OwnerAnswer,
   plugin: CredentialAnswer | undefined,
   last: boolean,
+  orphaned = false,
 ): Verdict {
-  if (owner === 'notFound') return 'gone';
+  if (owner === 'notFound') return orphaned ? 'stay' : 'gone';
   if (owner !== 'unauthenticated' && owner !== 'forbidden') return 'stay';
-  if (plugin === undefined || plugin === 'expired') return 'stay';
+  if (plugin === undefined || plugin === 'expired' || plugin === 'nodeGone') return 'stay';
   if (owner === 'unauthenticated' && plugin === 'refused') return 'gone';
   // the release's deletions are a moment apart, and a token review may be cached for seconds
   return last ? 'stay' : 'again';

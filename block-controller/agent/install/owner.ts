@@ -1,24 +1,26 @@
 /**
- * The uninstall signal (docs/design-agent.md §Uninstall): the agent's own DaemonSet deleted.
- * `helm uninstall` deletes the DaemonSet before anything else of the agent's (Helm deletes
- * workloads before RBAC and ServiceAccounts), and the agent's watch of it — authorised when it
- * was opened — streams the deletion; a restart, a rollout, a crash, a drain or a node reboot
- * leaves the DaemonSet in place. So "the DaemonSet is gone" tells an uninstall from a restart,
- * with no hook and no state on the node.
+ * The uninstall signal (docs/design-agent.md §Uninstall): the agent's own DaemonSet deleted
+ * together with its pods. `helm uninstall` deletes the DaemonSet (background propagation) before
+ * anything else of the agent's (Helm deletes workloads before RBAC and ServiceAccounts), and the
+ * agent's watch of it — authorised when it was opened — streams the deletion; a restart, a
+ * rollout, a crash, a drain or a node reboot leaves the DaemonSet in place. So "the DaemonSet is
+ * deleted with its pods" tells an uninstall from a restart, with no hook and no state on the node.
  *
  * Watched by name (field selector `metadata.name`, which RBAC's `resourceNames` admits for list
  * and watch) in the agent's namespace. Gone means: a delete event (also one a re-LIST derives
- * when the object vanished), an object with `metadata.deletionTimestamp` (foreground deletion),
- * or at shutdown a GET answering 404 for a DaemonSet this agent has seen — or 401 while the
- * plugin's unexpired credential of the same release is refused too: the release's ServiceAccounts gone
- * ({@link OwnerWatch.confirmGone}, confirm.ts). Nothing else — not an error, not a 401 or 403 of
- * the agent's credential alone, not a DaemonSet never seen (a wrong name must not turn every
- * restart into an uninstall) — counts.
+ * when the object vanished) or an object with `metadata.deletionTimestamp` (foreground deletion)
+ * — unless that DaemonSet (by uid) carries the `orphan` finalizer: `--cascade=orphan` (a selector
+ * change, `helm uninstall --cascade orphan`) keeps its pods, this agent among them, and is never
+ * an uninstall. At shutdown, when no event said so: a GET answering 404 for a DaemonSet this
+ * agent has seen and not seen orphaned, or 401 while the plugin's unexpired credential of the
+ * same release is refused too and the Node its token is bound to is still the Node (the release's
+ * ServiceAccounts gone, not the Node deleted while its kubelet runs) ({@link OwnerWatch.confirmGone},
+ * confirm.ts). Nothing else — not an error, not a 401 or 403 of the agent's credential alone, not
+ * a DaemonSet never seen (a wrong name must not turn every restart into an uninstall) — counts.
  *
  * The signal is not a latch: a DaemonSet of the name seen again after it went — live, with
- * another uid (`helm uninstall` then `helm install` while this agent still runs, a DaemonSet
- * deleted with `--cascade=orphan` and created again) — is "back" ({@link OwnerWatchOptions.onBack}),
- * and the agent installs again (docs/design-agent.md §Uninstall).
+ * another uid (`helm uninstall` then `helm install` while this agent still runs) — is "back"
+ * ({@link OwnerWatchOptions.onBack}), and the agent installs again (docs/design-agent.md §Uninstall).
  */
 import { errorFields, F, watchKind } from '../../shared/index.ts';
 import type {
@@ -34,15 +36,32 @@ import type { CniInstaller } from './installer.ts';
 
 /** The fields of a DaemonSet the signal reads. */
 export interface OwnerObject {
-  metadata: { name: string; namespace?: string; uid?: string; deletionTimestamp?: string };
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    deletionTimestamp?: string;
+    finalizers?: readonly string[];
+  };
 }
 
 /**
- * Whether a watch event says the owner is being deleted (pure).
- * @returns true for a delete event or an object carrying a deletionTimestamp
+ * The finalizer the API server sets on an object deleted with `propagationPolicy: Orphan`
+ * (`kubectl delete --cascade=orphan`); the garbage collector removes it once the dependents
+ * (the agent pods) no longer name the object as their owner.
  */
-export function ownerGone(event: WatchEvent, object: OwnerObject): boolean {
-  return event === 'delete' || Boolean(object.metadata.deletionTimestamp);
+export const ORPHAN_FINALIZER = 'orphan';
+
+/**
+ * What a watch event says of the owner (pure): `orphaning` when the object carries the
+ * {@link ORPHAN_FINALIZER} (deleted, its pods kept: never an uninstall); `deleted` for a delete
+ * event or an object carrying a deletionTimestamp (background or foreground deletion: its pods
+ * go with it); else `live`. A delete event of a uid once seen `orphaning` is the end of that
+ * orphaning deletion — the caller remembers the uid ({@link watchOwner}).
+ */
+export function ownerState(event: WatchEvent, object: OwnerObject): 'live' | 'orphaning' | 'deleted' {
+  if (object.metadata.finalizers?.includes(ORPHAN_FINALIZER)) return 'orphaning';
+  return event === 'delete' || object.metadata.deletionTimestamp ? 'deleted' : 'live';
 }
 
 export interface OwnerWatchOptions {
@@ -65,16 +84,23 @@ export interface OwnerWatchOptions {
    * DaemonSet is refused (confirm.ts). Undefined: a refusal never confirms.
    */
   readonly pluginKubeconfig?: string;
-  /** Attempts of the shutdown confirmation while the answers are in flux; default 10. */
+  /**
+   * At shutdown: true when the Node the plugin's token is bound to is not the agent's Node as
+   * last watched (deleted, or registered again with another uid). Then the plugin's 401 is the
+   * Node's doing and proves nothing (confirm.ts). Undefined: never.
+   */
+  readonly pluginNodeGone?: () => boolean;
+  /** Attempts of the shutdown confirmation while the answers are in flux; default 15. */
   readonly confirmAttempts?: number;
   /** Waits ms between those attempts; default a real 1 s timer (tests inject one). */
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-// 10 × 1 s: helm deletes the Role and ServiceAccounts a moment after the DaemonSet, and the API
-// server may accept a deleted ServiceAccount's token from its cache for a few seconds; 10 s
-// leaves most of the pod's 30 s grace period to the rest of the shutdown.
-const CONFIRM_ATTEMPTS = 10;
+// 15 × 1 s: helm deletes the Role and ServiceAccounts a moment after the DaemonSet, and the API
+// server accepts a deleted ServiceAccount's token from its cache of successful reviews for up to
+// 10 s (kube-apiserver's token success cache TTL); 15 s leaves half of the pod's 30 s grace
+// period to the rest of the shutdown.
+const CONFIRM_ATTEMPTS = 15;
 const CONFIRM_INTERVAL_MS = 1_000;
 
 export interface OwnerWatch {
@@ -82,10 +108,11 @@ export interface OwnerWatch {
   readonly gone: boolean;
   /**
    * At shutdown, when no event said so: GETs the DaemonSet, if it was ever seen; 404 → gone
-   * (onGone called); 401 while the plugin's unexpired credential is refused (401) too → gone;
-   * the agent refused alone (401/403) is asked again (up to `confirmAttempts`, 1 s apart). Never seen, the
-   * DaemonSet there, any other error, or the agent's credential refused alone → not gone (a
-   * restart must never look like an uninstall).
+   * (onGone called) unless the DaemonSet last seen was being deleted with `--cascade=orphan`;
+   * 401 while the plugin's unexpired credential is refused (401) too, its Node still the agent's
+   * → gone; the agent refused alone (401/403) is asked again (up to `confirmAttempts`, 1 s
+   * apart). Never seen, the DaemonSet there, any other error, the agent's credential refused
+   * alone or the plugin's Node gone → not gone (a restart must never look like an uninstall).
    */
   confirmGone(): Promise<boolean>;
   stop(): Promise<void>;
@@ -97,6 +124,9 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
   const where = { [F.resource]: `daemonset/${options.namespace}/${options.name}` };
   let gone = false;
   let seen = false;
+  /** The uid of the DaemonSet last seen; of the last one seen deleted with `--cascade=orphan`. */
+  let lastUid: string | undefined;
+  let orphanedUid: string | undefined;
   /** The uid of the DaemonSet last seen gone: only another uid is "back". */
   let goneUid: string | undefined;
   const markGone = (reason: string, uid?: string): void => {
@@ -124,9 +154,24 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
     onEvent: (event, object) => {
       if (object.metadata.name !== options.name) return;
       seen = true;
-      if (ownerGone(event, object))
-        markGone(event === 'delete' ? 'deleted' : 'deletion started', object.metadata.uid);
-      else markBack(object.metadata.uid);
+      const uid = object.metadata.uid;
+      lastUid = uid;
+      const state = ownerState(event, object);
+      // a delete event of a uid seen orphaning ends that deletion (the garbage collector removed
+      // the finalizer once the pods were orphaned), whatever the object it carries
+      const orphaning =
+        state === 'orphaning' || (uid !== undefined && uid === orphanedUid && state === 'deleted');
+      if (orphaning) {
+        if (event === 'delete')
+          options.log.info('own DaemonSet gone after --cascade=orphan: not an uninstall', { ...where, uid });
+        else if (uid !== orphanedUid)
+          options.log.info('own DaemonSet deleted with --cascade=orphan: its pods stay, the conflist too', {
+            ...where,
+            uid,
+          });
+        orphanedUid = uid;
+      } else if (state === 'deleted') markGone(event === 'delete' ? 'deleted' : 'deletion started', uid);
+      else markBack(uid);
     },
   });
   if (watch.synced && watch.get(options.name, options.namespace) === undefined)
@@ -137,7 +182,8 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
     },
     async confirmGone() {
       if (gone || !seen) return gone;
-      const reason = await confirmAtShutdown(options, `${path}/${options.name}`);
+      const orphaned = lastUid !== undefined && lastUid === orphanedUid;
+      const reason = await confirmAtShutdown(options, `${path}/${options.name}`, orphaned);
       if (reason) markGone(reason);
       return gone;
     },
@@ -146,16 +192,23 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
 }
 
 /** The reason the DaemonSet counts as gone at shutdown (confirm.ts), or undefined (logged why). */
-async function confirmAtShutdown(options: OwnerWatchOptions, path: string): Promise<string | undefined> {
+async function confirmAtShutdown(
+  options: OwnerWatchOptions,
+  path: string,
+  orphaned: boolean,
+): Promise<string | undefined> {
   const attempts = Math.max(1, options.confirmAttempts ?? CONFIRM_ATTEMPTS);
   const sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   for (let attempt = 1; ; attempt += 1) {
     const { answer, error } = await ownerAnswer(options.connection.transport, path);
+    const refused = answer === 'unauthenticated' || answer === 'forbidden';
     const plugin =
-      (answer === 'unauthenticated' || answer === 'forbidden') && options.pluginKubeconfig !== undefined
-        ? await credentialAnswer(options.pluginKubeconfig)
-        : undefined;
-    const verdict = shutdownVerdict(answer, plugin, attempt >= attempts);
+      !refused || options.pluginKubeconfig === undefined
+        ? undefined
+        : options.pluginNodeGone?.()
+          ? 'nodeGone'
+          : await credentialAnswer(options.pluginKubeconfig);
+    const verdict = shutdownVerdict(answer, plugin, attempt >= attempts, orphaned);
     if (verdict === 'gone')
       return answer === 'notFound'
         ? 'not found at shutdown'
@@ -204,6 +257,11 @@ export async function followOwner(
     readonly reinstall: () => Promise<void>;
     /** The plugin's kubeconfig, the second credential of the shutdown confirmation (confirm.ts). */
     readonly pluginKubeconfig?: string;
+    /**
+     * The uid of the agent's Node as its watch last saw it (undefined: deleted, or not seen).
+     * Compared at shutdown with the Node the plugin's token is bound to ({@link OwnerWatchOptions.pluginNodeGone}).
+     */
+    readonly nodeUid?: () => string | undefined;
     readonly followers?: readonly SignalFollower[];
     readonly connection: KubeConnection;
     readonly log: Logger;
@@ -248,6 +306,7 @@ export async function followOwner(
     onGone: () => next(uninstall),
     onBack: () => next(reinstall),
     ...(deps.pluginKubeconfig === undefined ? {} : { pluginKubeconfig: deps.pluginKubeconfig }),
+    ...(deps.nodeUid === undefined ? {} : { pluginNodeGone: pluginNodeGone(installer, deps.nodeUid) }),
   });
   lifecycle.onStop('install', async () => {
     installer.stop();
@@ -255,4 +314,16 @@ export async function followOwner(
     if (await watch.confirmGone()) await uninstall();
     await watch.stop();
   });
+}
+
+/**
+ * Whether the Node the plugin's token (as `installer` last wrote it) is bound to differs from the
+ * agent's Node as watched now: deleted (`nodeUid` undefined) or registered again (another uid).
+ * No token written → false (then the plugin's kubeconfig answers nothing anyway).
+ */
+function pluginNodeGone(installer: CniInstaller, nodeUid: () => string | undefined): () => boolean {
+  return () => {
+    const bound = installer.token?.nodeUid;
+    return bound !== undefined && nodeUid() !== bound;
+  };
 }
