@@ -6,8 +6,8 @@
  * iptables-nft chains) are never touched. Requires nftables ≥ 0.9.1 and Linux ≥ 5.2 (NAT chains
  * in the `inet` family; Debian 12 ships nftables 1.0.6 and Linux 6.1).
  */
-import { spawn } from 'node:child_process';
 import type { IPFamily } from 'blockipam/core';
+import { runCommand, type CommandRun } from '../command.ts';
 import { NftCommandError } from './nft-command-error.ts';
 import type { MasqueradePlan } from './plan.ts';
 
@@ -108,32 +108,11 @@ export class NftTable implements MasqueradeTable {
       throw new NftCommandError(`${argv.join(' ')}: exit ${run.status}: ${run.stderr.trim()}`, argv);
   }
 
-  #run(argv: readonly string[], stdin = ''): Promise<{ status: number; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(argv[0] as string, argv.slice(1), {
-        stdio: ['pipe', 'pipe', 'pipe'],
-        timeout: this.#timeoutMs,
-        killSignal: 'SIGKILL',
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', (cause) =>
-        reject(new NftCommandError(`${argv.join(' ')}: ${cause.message}`, argv, { cause })),
-      );
-      child.on('close', (status, signal) => {
-        if (signal)
-          reject(
-            new NftCommandError(
-              `${argv.join(' ')}: killed by ${signal} (timeout ${this.#timeoutMs} ms)`,
-              argv,
-            ),
-          );
-        else resolve({ status: status ?? -1, stdout, stderr });
-      });
-      child.stdin.on('error', () => undefined); // an early exit closes stdin; the exit status reports it
-      child.stdin.end(stdin);
+  #run(argv: readonly string[], stdin = ''): Promise<CommandRun> {
+    return runCommand(argv, {
+      stdin,
+      timeoutMs: this.#timeoutMs,
+      fail: (message, cause) => new NftCommandError(message, argv, cause ? { cause } : undefined),
     });
   }
 }

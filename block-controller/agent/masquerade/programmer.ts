@@ -7,12 +7,12 @@
  *   await masq.uninstall();           // the uninstall signal: the loop stops, the table goes
  *   masq.resume();                    // the agent's DaemonSet back: the loop writes it again
  *
- * Passes are serialised and coalesced like the route loop's: a burst of pool events is one pass
- * after `debounceMs`; a repair pass every `resyncMs` re-creates a table deleted or edited by
- * hand. A failed pass is reported through `onPass` as `{status: 'error'}` and logged; the loop
+ * Passes run in the agent's reconcile loop (reconcile-loop.ts), as the route loop's: a burst of
+ * pool events is one pass after `debounceMs`; a repair pass every `resyncMs` re-creates a table
+ * deleted or edited by hand. A failed pass is reported through `onPass` as `{status: 'error'}` and logged; the loop
  * keeps running. {@link removeMasquerade} is the agent's other mode (masquerade turned off).
  */
-import { isNftCommandError } from './nft-command-error.ts';
+import { passFailure, ReconcileLoop } from '../reconcile-loop.ts';
 import { removalScript, type MasqueradeTable } from './nftables.ts';
 import {
   reconcileMasquerade,
@@ -42,48 +42,32 @@ const WAITING: MasqueradeView = { synced: false, pools: [] };
 
 export class MasqueradeProgrammer {
   readonly #options: MasqueradeProgrammerOptions;
-  #view: MasqueradeView = WAITING;
+  readonly #loop: ReconcileLoop<MasqueradeView>;
   #written: MasqueradeWritten | undefined;
-  #debounce: NodeJS.Timeout | undefined;
-  #resync: NodeJS.Timeout;
-  #running: Promise<void> | undefined;
-  #again = false;
-  #stopped = false;
 
   constructor(options: MasqueradeProgrammerOptions) {
     this.#options = options;
-    this.#resync = this.#repairTimer();
-  }
-
-  #repairTimer(): NodeJS.Timeout {
-    const timer = setInterval(() => this.#kick(), this.#options.resyncMs ?? 10_000);
-    timer.unref();
-    return timer;
+    this.#loop = new ReconcileLoop({
+      initial: WAITING,
+      pass: (view) => this.#pass(view),
+      debounceMs: options.debounceMs ?? 100,
+      resyncMs: options.resyncMs ?? 10_000,
+    });
   }
 
   /** The latest view from the informers; schedules a pass. The view is not copied: pass a fresh one. */
   update(view: MasqueradeView): void {
-    if (this.#stopped) return;
-    this.#view = view;
-    clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => this.#kick(), this.#options.debounceMs ?? 100);
-    this.#debounce.unref();
+    this.#loop.update(view);
   }
 
   /** Runs a pass now (after the running one, if any) and resolves when it is done. */
-  async flush(): Promise<void> {
-    clearTimeout(this.#debounce);
-    await this.#idle();
-    this.#kick();
-    await this.#idle();
+  flush(): Promise<void> {
+    return this.#loop.flush();
   }
 
   /** Stops the timers and waits for the running pass; the table stays (docs/design-agent.md §Masquerade). */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#debounce);
-    clearInterval(this.#resync);
-    await this.#idle();
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /**
@@ -102,38 +86,17 @@ export class MasqueradeProgrammer {
    * latest view (writing the table from scratch) runs now.
    */
   resume(): void {
-    if (!this.#stopped) return;
-    this.#stopped = false;
+    if (!this.#loop.stopped) return;
     this.#written = undefined;
-    this.#resync = this.#repairTimer();
-    this.#kick();
+    this.#loop.resume();
   }
 
-  async #idle(): Promise<void> {
-    for (let p = this.#running; p; p = this.#running) await p;
-  }
-
-  #kick(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = this.#pass().finally(() => {
-      this.#running = undefined;
-      if (this.#again) {
-        this.#again = false;
-        this.#kick();
-      }
-    });
-  }
-
-  async #pass(): Promise<void> {
+  async #pass(view: MasqueradeView): Promise<void> {
     const { log, onPass } = this.#options;
     const t0 = performance.now();
     let outcome: MasqueradeOutcome | { status: 'error'; error: string };
     try {
-      const pass = await reconcileMasquerade(this.#view, this.#options, this.#written);
+      const pass = await reconcileMasquerade(view, this.#options, this.#written);
       this.#written = pass.written;
       outcome = pass.outcome;
       if (outcome.status === 'written')
@@ -145,14 +108,11 @@ export class MasqueradeProgrammer {
       if (outcome.status === 'written' && outcome.skipped.length > 0)
         log?.warn('pools left out of the masquerade rule: no CIDR', { pools: outcome.skipped });
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      outcome = { status: 'error', error: message };
+      const failure = passFailure(error);
+      outcome = { status: 'error', error: failure.error };
       // what the table holds is unknown now: the next pass writes it again
       this.#written = undefined;
-      log?.warn('masquerade pass failed; the next pass retries', {
-        error: message,
-        errorName: isNftCommandError(error) ? error.name : error instanceof Error ? error.name : 'unknown',
-      });
+      log?.warn('masquerade pass failed; the next pass retries', failure);
     }
     try {
       onPass?.(outcome, performance.now() - t0);

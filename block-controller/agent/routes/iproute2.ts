@@ -6,9 +6,9 @@
  * `proto <id>`, and deletes match on it, so no route of another protocol is ever read,
  * replaced or removed. Requires iproute2 ≥ 4.17 (JSON route output; Debian 12 ships 6.1).
  */
-import { spawn } from 'node:child_process';
 import { bitsOf, formatCidr, formatIP, parseCidr, parseIP } from 'blockipam/core';
 import type { IPFamily } from 'blockipam/core';
+import { runCommand, type CommandRun } from '../command.ts';
 import { RouteCommandError } from './route-command-error.ts';
 import type { InstalledRoute, RouteChange, RouteTable } from './types.ts';
 import { ROUTE_PROTOCOL } from './types.ts';
@@ -112,32 +112,11 @@ export class IpRouteTable implements RouteTable {
     return (parsed as IpJsonRoute[]).flatMap((r) => installedOf(r, family) ?? []);
   }
 
-  #run(argv: readonly string[], stdin = ''): Promise<{ status: number; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(argv[0] as string, argv.slice(1), {
-        stdio: ['pipe', 'pipe', 'pipe'],
-        timeout: this.#timeoutMs,
-        killSignal: 'SIGKILL',
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', (cause) =>
-        reject(new RouteCommandError(`${argv.join(' ')}: ${cause.message}`, argv, { cause })),
-      );
-      child.on('close', (status, signal) => {
-        if (signal)
-          reject(
-            new RouteCommandError(
-              `${argv.join(' ')}: killed by ${signal} (timeout ${this.#timeoutMs} ms)`,
-              argv,
-            ),
-          );
-        else resolve({ status: status ?? -1, stdout, stderr });
-      });
-      child.stdin.on('error', () => undefined); // an early exit closes stdin; the exit status reports it
-      child.stdin.end(stdin);
+  #run(argv: readonly string[], stdin = ''): Promise<CommandRun> {
+    return runCommand(argv, {
+      stdin,
+      timeoutMs: this.#timeoutMs,
+      fail: (message, cause) => new RouteCommandError(message, argv, cause ? { cause } : undefined),
     });
   }
 }

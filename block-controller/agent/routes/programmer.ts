@@ -5,15 +5,15 @@
  *   routes.update({ synced, ipamNodes, node, blocks, pools });   // after every informer event (debounced)
  *   await routes.stop();                        // on SIGTERM
  *
- * Passes are serialised (never two at once) and coalesced: a burst of updates costs one pass
- * after `debounceMs`. A pass also runs every `resyncMs` with the latest view, so a route
- * someone deleted by hand comes back (flannel's host-gw checks its routes every 10 s, too).
+ * Passes run in the agent's reconcile loop (reconcile-loop.ts): serialised, coalesced (a burst
+ * of updates costs one pass after `debounceMs`), and every `resyncMs` with the latest view, so a
+ * route someone deleted by hand comes back (flannel's host-gw checks its routes every 10 s, too).
  * Until an update with a synced view that holds this node and its IPAMNode arrives, no pass reads or
  * changes any route. A pass that fails (the `ip` command, or anything else) is reported through
  * `onPass` as `{status: 'error'}` and logged; the loop keeps running. Skipped routes are logged
  * when they change, not on every pass (skip-report.ts).
  */
-import { isRouteCommandError } from './route-command-error.ts';
+import { passFailure, ReconcileLoop } from '../reconcile-loop.ts';
 import { reconcileRoutes, type PassOutcome } from './reconcile.ts';
 import { SkipReporter, skipLine } from './skip-report.ts';
 import type { RouteTable, RouteView } from './types.ts';
@@ -42,28 +42,23 @@ const WAITING: RouteView = { synced: false, ipamNodes: [], node: undefined, bloc
 
 export class RouteProgrammer {
   readonly #options: RouteProgrammerOptions;
-  #view: RouteView = WAITING;
-  #debounce: NodeJS.Timeout | undefined;
-  #resync: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
-  #stopped = false;
+  readonly #loop: ReconcileLoop<RouteView>;
   #last: PassOutcome | undefined;
   readonly #skips = new SkipReporter();
 
   constructor(options: RouteProgrammerOptions) {
     this.#options = options;
-    this.#resync = setInterval(() => this.#kick(), options.resyncMs ?? 10_000);
-    this.#resync.unref();
+    this.#loop = new ReconcileLoop({
+      initial: WAITING,
+      pass: (view) => this.#pass(view),
+      debounceMs: options.debounceMs ?? 100,
+      resyncMs: options.resyncMs ?? 10_000,
+    });
   }
 
   /** The latest view from the informers; schedules a pass. The view is not copied: pass a fresh one. */
   update(view: RouteView): void {
-    if (this.#stopped) return;
-    this.#view = view;
-    clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => this.#kick(), this.#options.debounceMs ?? 100);
-    this.#debounce.unref();
+    this.#loop.update(view);
   }
 
   /** The outcome of the last completed pass (undefined before the first). */
@@ -72,38 +67,13 @@ export class RouteProgrammer {
   }
 
   /** Runs a pass now (after the running one, if any) and resolves when it is done. */
-  async flush(): Promise<void> {
-    clearTimeout(this.#debounce);
-    await this.#idle();
-    this.#kick();
-    await this.#idle();
+  flush(): Promise<void> {
+    return this.#loop.flush();
   }
 
   /** Stops the timers and waits for the running pass; installed routes stay (they keep traffic flowing). */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#debounce);
-    clearInterval(this.#resync);
-    await this.#idle();
-  }
-
-  async #idle(): Promise<void> {
-    for (let p = this.#running; p; p = this.#running) await p;
-  }
-
-  #kick(): void {
-    if (this.#stopped) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = this.#pass().finally(() => {
-      this.#running = undefined;
-      if (this.#again) {
-        this.#again = false;
-        this.#kick();
-      }
-    });
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   /** Logs the skips that changed since the last pass: new or changed groups warn, gone ones info. */
@@ -122,11 +92,11 @@ export class RouteProgrammer {
       });
   }
 
-  async #pass(): Promise<void> {
+  async #pass(view: RouteView): Promise<void> {
     const { log, onPass } = this.#options;
     let outcome: PassOutcome | { status: 'error'; error: string };
     try {
-      outcome = await reconcileRoutes(this.#view, this.#options);
+      outcome = await reconcileRoutes(view, this.#options);
       this.#last = outcome;
       if (
         outcome.status === 'done' &&
@@ -139,12 +109,9 @@ export class RouteProgrammer {
     } catch (error) {
       // The loop outlives any one pass: a failed `ip` (RouteCommandError) or anything else
       // (an object the planner could not read) is reported and the next pass tries again.
-      const message = error instanceof Error ? error.message : String(error);
-      outcome = { status: 'error', error: message };
-      log?.warn('route pass failed; the next pass retries', {
-        error: message,
-        errorName: isRouteCommandError(error) ? error.name : error instanceof Error ? error.name : 'unknown',
-      });
+      const failure = passFailure(error);
+      outcome = { status: 'error', error: failure.error };
+      log?.warn('route pass failed; the next pass retries', failure);
     }
     try {
       onPass?.(outcome);
