@@ -15,7 +15,7 @@ import type { Cidr } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
 import type { PluginSettings } from './install/conflist.ts';
 import type { LogLevel } from '../shared/index.ts';
-import { isBindHost, isNodeName, shownNumber } from '../shared/usage.ts';
+import { checkMetricsFlags, isNodeName, shownNumber } from '../shared/usage.ts';
 import { DEFAULT_IPAM_SOCKET } from './ipam/socket-path.ts';
 
 export interface AgentOptions {
@@ -82,9 +82,6 @@ export interface AgentOptions {
    */
   readonly ownerDaemonSet?: string;
 }
-
-/** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
-export const MAX_PORT = 65_535;
 
 /**
  * The cniVersions the agent writes into its conflist — those the chart's `cni.cniVersion` allows
@@ -262,15 +259,7 @@ export async function parseOptions(
         throw new Error(
           `--node-name must be a Kubernetes node name (a lower-case DNS subdomain), not ${JSON.stringify(a['node-name'])}`,
         );
-      const port = a['metrics-port'];
-      if (!(Number.isInteger(port) && port >= 0 && port <= MAX_PORT))
-        throw new Error(
-          `--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${shownNumber(port)}`,
-        );
-      if (!isBindHost(a['metrics-host']))
-        throw new Error(
-          `--metrics-host must be an IP address or a host name, not ${JSON.stringify(a['metrics-host'])}`,
-        );
+      checkMetricsFlags(a);
       for (const key of ['upkeep-seconds', 'token-expiration-seconds'] as const)
         if (!Number.isFinite(a[key]) || a[key] < 0)
           throw new Error(`--${key} must be a number >= 0, not ${shownNumber(a[key])}`);

@@ -17,12 +17,10 @@ import { hideBin } from 'yargs/helpers';
 import { kubeServerProblem } from 'blockipam/core/kube';
 import { versionLine } from 'blockipam/core/version';
 import { LOG_LEVELS } from '../shared/index.ts';
-import { exitStartFailure, exitUsage, isBindHost, shownNumber } from '../shared/usage.ts';
+import { checkMetricsFlags, exitStartFailure, exitUsage, shownNumber } from '../shared/usage.ts';
 import { runController } from './run.ts';
 
 const NAME = 'blockipam-controller';
-/** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
-const MAX_PORT = 65_535;
 /** <namespace>/<name>: a DNS label, then a DNS subdomain (Kubernetes' object name rules). */
 const CONFIGMAP_REF = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/;
 
@@ -68,15 +66,7 @@ try {
     })
     .check((a) => {
       if (a.help || a.version) return true;
-      const port = a['metrics-port'];
-      if (!(Number.isInteger(port) && port >= 0 && port <= MAX_PORT))
-        throw new Error(
-          `--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${shownNumber(port)}`,
-        );
-      if (!isBindHost(a['metrics-host']))
-        throw new Error(
-          `--metrics-host must be an IP address or a host name, not ${JSON.stringify(a['metrics-host'])}`,
-        );
+      checkMetricsFlags(a);
       const server = a['api-server'];
       const serverProblem = server === undefined || server === '' ? undefined : kubeServerProblem(server);
       if (serverProblem) throw new Error(`--api-server ${serverProblem}`);

@@ -68,6 +68,29 @@ export const shownNumber = (value: number): string => (Number.isNaN(value) ? 'a 
  */
 export const isNodeName = (name: string): boolean => isDnsSubdomain(name);
 
+/** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
+export const MAX_PORT = 65_535;
+
+/**
+ * Checks the daemons' shared HTTP flags (/metrics, /healthz, /readyz), for yargs' `.check`.
+ * @throws Error naming the flag and the value when --metrics-port is not a port 0-65535 or
+ *   --metrics-host not a host it can bind ({@link isBindHost})
+ */
+export function checkMetricsFlags(a: {
+  readonly 'metrics-port': number;
+  readonly 'metrics-host': string;
+}): void {
+  const port = a['metrics-port'];
+  if (!(Number.isInteger(port) && port >= 0 && port <= MAX_PORT))
+    throw new Error(
+      `--metrics-port must be a port 0-${MAX_PORT} (0 = any free port), not ${shownNumber(port)}`,
+    );
+  if (!isBindHost(a['metrics-host']))
+    throw new Error(
+      `--metrics-host must be an IP address or a host name, not ${JSON.stringify(a['metrics-host'])}`,
+    );
+}
+
 /**
  * A --metrics-host value the HTTP server can bind: an IPv4 or IPv6 address, or a host name of
  * letters, digits, '-' and '.' (resolved at listen).
