@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { chmod, copyFile, lstat, mkdir, open, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -18,27 +18,6 @@ import { basename, dirname, join } from 'node:path';
 export const MODE_SECRET = 0o600;
 export const MODE_PUBLIC = 0o644;
 export const MODE_EXECUTABLE = 0o755;
-/** A directory created for root-only files. */
-export const MODE_PRIVATE_DIR = 0o700;
-
-/**
- * Makes sure `dir` may hold a root-only file: creates it (and missing parents) 0700 when absent;
- * an existing one must be a directory (not a symlink), owned by this process's user, and not
- * writable by group or others — else another user could swap the file the plugin trusts, or
- * plant one before the first write. An existing directory's mode is left as it is (a hostPath
- * the kubelet created 0755 is fine: the file's own 0600 keeps it private).
- * @throws an Error naming the directory and what is wrong with it, or the fs error
- */
-export async function ensurePrivateDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: MODE_PRIVATE_DIR });
-  const st = await lstat(dir);
-  const uid = process.getuid?.();
-  const mode = (st.mode & 0o7777).toString(8).padStart(4, '0');
-  if (!st.isDirectory()) throw new Error(`${dir}: not a directory (a symlink?)`);
-  if (uid !== undefined && st.uid !== uid) throw new Error(`${dir}: owned by uid ${st.uid}, not ${uid}`);
-  if ((st.mode & 0o022) !== 0) throw new Error(`${dir}: writable by group or others (mode ${mode})`);
-}
-
 /**
  * Replaces `path` with `data` atomically; creates the directory (0755) when missing.
  * @param mode the file's mode (applied before the rename, so the new file is never readable
