@@ -1,6 +1,7 @@
 // ESLint flat config: typescript-eslint's recommended type-checked rules over the whole tree,
 // plus rules of our own: blockipam/core-entries (core is imported through its package "exports"
-// only), blockipam/part-boundaries (no part imports another's internals) and blockipam/docs-lint.
+// only), blockipam/part-boundaries (no part imports another's internals, nor cmd/),
+// blockipam/core-rooms (core's rooms import only the rooms below them) and blockipam/docs-lint.
 import { spawnSync } from 'node:child_process';
 import js from '@eslint/js';
 import { dirname, relative, resolve, sep } from 'node:path';
@@ -37,13 +38,13 @@ const entries = new Map([
   ['core/index.ts', 'blockipam/core'],
   ['core/kube/index.ts', 'blockipam/core/kube'],
   ['core/kube/kubeconfig.ts', 'blockipam/core/kubeconfig'],
-  ['core/node-ipam/protocol.ts', 'blockipam/core/node-ipam/protocol'],
   ['core/node-ipam/index.ts', 'blockipam/core/node-ipam'],
   ['core/cni/index.ts', 'blockipam/core/cni'],
   ['core/cni/errors.ts', 'blockipam/core/cni/errors'],
   ['core/cni/forward.ts', 'blockipam/core/cni/forward'],
   ['core/cni/commands/version.ts', 'blockipam/core/cni/version'],
   ['core/cni/netconf-schema.ts', 'blockipam/core/cni/netconf-schema'],
+  ['core/version.ts', 'blockipam/core/version'],
 ]);
 
 /**
@@ -56,7 +57,7 @@ const coreEntries = {
   meta: {
     type: 'problem',
     messages: {
-      deep: "import core through its exports map ('blockipam/core', 'blockipam/core/kube', 'blockipam/core/kubeconfig', 'blockipam/core/node-ipam', 'blockipam/core/node-ipam/protocol', 'blockipam/core/cni'…), not '{{source}}'",
+      deep: "import core through its exports map ('blockipam/core', 'blockipam/core/kube', 'blockipam/core/kubeconfig', 'blockipam/core/node-ipam', 'blockipam/core/cni'…), not '{{source}}'",
       entry: "import '{{source}}' as '{{entry}}'",
     },
     schema: [],
@@ -86,18 +87,23 @@ const coreEntries = {
 /** The parts (README "Folders show the architecture"); core is shared by all of them. */
 const parts = ['core', 'ipam-plugin', 'block-controller', 'cli'];
 const partOf = (path) => parts.find((p) => path.startsWith(resolve(root, p) + sep));
+const cmdDir = resolve(root, 'cmd') + sep;
+const packageJson = resolve(root, 'package.json');
 
 /**
  * No part imports another part's internals: a relative import from a file of core/,
  * ipam-plugin/, block-controller/ or cli/ that lands in another of them is an error (what two
- * parts both decide is one pure function in core). cmd/ (the multi-call wiring), scripts/ and
- * test/ may import any part.
+ * parts both decide is one pure function in core). No part imports cmd/ (the multi-call wiring
+ * imports the parts, never the reverse), and core imports nothing outside core/ but
+ * package.json. cmd/, scripts/ and test/ may import any part.
  */
 const partBoundaries = {
   meta: {
     type: 'problem',
     messages: {
       cross: "{{from}}/ must not import {{to}}/'s internals ('{{source}}'): move the shared rule into core",
+      cmd: "{{from}}/ must not import cmd/ ('{{source}}'): cmd/ wires the parts, they never import it",
+      outside: "core/ must not import outside core/ ('{{source}}')",
     },
     schema: [],
   },
@@ -106,9 +112,14 @@ const partBoundaries = {
     if (from === undefined) return {};
     const check = (node) => {
       if (node?.type !== 'Literal' || typeof node.value !== 'string' || !node.value.startsWith('.')) return;
-      const to = partOf(resolve(dirname(context.filename), node.value));
+      const target = resolve(dirname(context.filename), node.value);
+      const data = { from, source: node.value };
+      if (target.startsWith(cmdDir)) return context.report({ node, messageId: 'cmd', data });
+      const to = partOf(target);
+      if (from === 'core' && to === undefined && target !== packageJson)
+        return context.report({ node, messageId: 'outside', data });
       if (to === undefined || to === from || to === 'core') return;
-      context.report({ node, messageId: 'cross', data: { from, to, source: node.value } });
+      context.report({ node, messageId: 'cross', data: { ...data, to } });
     };
     return {
       ImportDeclaration: (n) => check(n.source),
@@ -119,8 +130,66 @@ const partBoundaries = {
   },
 };
 
-const blockipam = {
-  rules: { 'core-entries': coreEntries, 'docs-lint': docsLint, 'part-boundaries': partBoundaries },
+/**
+ * Core's rooms (docs/design-core.md, the layout at its top) and the rooms each may import: address and errors
+ * at the ground, block over address, the datastores (datastore/, kube/) over errors, the
+ * allocator over those, routes, node-ipam and cni on top. The files at core/'s top (resources,
+ * selector, config, time, …, the barrel) are open to every room.
+ */
+const coreRooms = {
+  address: [],
+  errors: [],
+  block: ['address'],
+  datastore: ['errors', 'kube'],
+  kube: ['errors', 'datastore'],
+  allocator: ['address', 'block', 'datastore', 'errors'],
+  routes: ['address', 'allocator'],
+  'node-ipam': ['address', 'allocator', 'block', 'datastore', 'errors'],
+  cni: ['address', 'allocator', 'block', 'datastore', 'errors', 'node-ipam'],
+};
+const roomOf = (path) => {
+  if (!path.startsWith(coreDir)) return undefined;
+  const [first, ...rest] = relative(coreDir, path).split(sep);
+  return rest.length === 0 ? undefined : first;
+};
+
+/** A relative import from one of core's rooms into a room not listed as below it is an error. */
+const coreRoomsRule = {
+  meta: {
+    type: 'problem',
+    messages: {
+      up: "core/{{from}}/ must not import core/{{to}}/ ('{{source}}'): core/{{from}}/ may import {{allowed}}",
+    },
+    schema: [],
+  },
+  create(context) {
+    const from = roomOf(context.filename);
+    if (from === undefined) return {};
+    const allowed = coreRooms[from] ?? [];
+    const check = (node) => {
+      if (node?.type !== 'Literal' || typeof node.value !== 'string' || !node.value.startsWith('.')) return;
+      const to = roomOf(resolve(dirname(context.filename), node.value));
+      if (to === undefined || to === from || allowed.includes(to)) return;
+      const list = allowed.length === 0 ? "only core's top-level files" : allowed.join(', ');
+      context.report({ node, messageId: 'up', data: { from, to, source: node.value, allowed: list } });
+    };
+    return {
+      ImportDeclaration: (n) => check(n.source),
+      ExportNamedDeclaration: (n) => check(n.source),
+      ExportAllDeclaration: (n) => check(n.source),
+      ImportExpression: (n) => check(n.source),
+    };
+  },
+};
+
+/** The project's own rules (exported for test/scripts/eslint-rules.test.ts). */
+export const blockipam = {
+  rules: {
+    'core-entries': coreEntries,
+    'core-rooms': coreRoomsRule,
+    'docs-lint': docsLint,
+    'part-boundaries': partBoundaries,
+  },
 };
 
 export default tseslint.config(
@@ -135,6 +204,7 @@ export default tseslint.config(
     rules: {
       'blockipam/core-entries': 'error',
       'blockipam/part-boundaries': 'error',
+      'blockipam/core-rooms': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
       // node:test's describe/test return promises the runner itself awaits.

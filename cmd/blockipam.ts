@@ -18,7 +18,7 @@ if ('help' in resolution) {
   process.exit(0);
 }
 if ('version' in resolution) {
-  const { versionLine } = await import('../core/version.ts');
+  const { versionLine } = await import('blockipam/core/version');
   process.stdout.write(versionLine(resolution.version));
   process.exit(0);
 }
