@@ -7,6 +7,7 @@
  *   --retry-period-seconds (2) --metrics-port (9094, Calico kube-controllers' port) --metrics-host (0.0.0.0)
  *   --resync-seconds (60) --debounce-ms (1000) --events-namespace (default) --log-level (info)
  *   --claim-pools-configmap (none; <namespace>/<name>: the admission policy's claimable pools)
+ *   --node-gone-grace-seconds (600; a deleted node's blocks quarantined, gc/gone-nodes.ts)
  * `--help` prints them, `--version` prints `blockipam-controller <version>`; both exit 0.
  *
  * A bad start is one line on stderr and exit 2 (a bad command line, unusable credentials) or 1,
@@ -18,6 +19,7 @@ import { kubeServerProblem } from 'blockipam/core/kube';
 import { versionLine } from 'blockipam/core/version';
 import { LOG_LEVELS } from '../shared/index.ts';
 import { checkMetricsFlags, exitStartFailure, exitUsage, shownNumber } from '../shared/usage.ts';
+import { DEFAULT_NODE_GONE_GRACE_SECONDS } from './reconciler.ts';
 import { runController } from './run.ts';
 
 const NAME = 'blockipam-controller';
@@ -62,6 +64,12 @@ try {
         type: 'string',
         describe: '<namespace>/<name> of the ConfigMap the admission policy reads the claimable pools from',
       },
+      'node-gone-grace-seconds': {
+        type: 'number',
+        default: DEFAULT_NODE_GONE_GRACE_SECONDS,
+        describe:
+          "a deleted node's blocks stay affine and its addresses allocated this long (0 = no quarantine)",
+      },
       'log-level': { choices: LOG_LEVELS, default: 'info' as const },
     })
     .check((a) => {
@@ -81,6 +89,11 @@ try {
       // may take over, or two replicas lead at once.
       if (!(a['renew-deadline-seconds'] < a['lease-duration-seconds']))
         throw new Error('--renew-deadline-seconds must be less than --lease-duration-seconds');
+      const quarantine = a['node-gone-grace-seconds'];
+      if (!(Number.isInteger(quarantine) && quarantine >= 0))
+        throw new Error(
+          `--node-gone-grace-seconds must be a whole number of seconds >= 0, not ${shownNumber(quarantine)}`,
+        );
       const debounce = a['debounce-ms'];
       if (!(Number.isInteger(debounce) && debounce >= 0))
         throw new Error(`--debounce-ms must be a whole number of ms >= 0, not ${shownNumber(debounce)}`);
@@ -127,6 +140,7 @@ try {
     metricsHost: argv['metrics-host'],
     resyncSeconds: argv['resync-seconds'],
     debounceMs: argv['debounce-ms'],
+    nodeGoneGraceSeconds: argv['node-gone-grace-seconds'],
     eventsNamespace: argv['events-namespace'],
     ...(argv['claim-pools-configmap'] === undefined
       ? {}

@@ -22,7 +22,8 @@ import { DEFAULT_MAX_EVENTS_PER_PASS } from './events.ts';
 import type { EventSink } from './events.ts';
 import { leakStep } from './gc/leak-pass.ts';
 import type { LeakStep } from './gc/leak-pass.ts';
-import { deletedNodeStep, unownedBlockStep } from './gc/node-pass.ts';
+import { GoneNodes } from './gc/gone-nodes.ts';
+import { deletedNodeStep, quarantineStep, unownedBlockStep } from './gc/node-pass.ts';
 import type { NodeStep } from './gc/node-pass.ts';
 import { LeakCandidates } from './gc/scan.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -61,7 +62,17 @@ export interface ReconcilerOptions {
   stats?: AllocatorStats;
   /** Where the claimable pools go (the admission policy's ConfigMap); absent = not published. */
   claimPools?: ClaimPoolsSink;
+  /**
+   * How long a deleted node's blocks and allocations are quarantined (gc/gone-nodes.ts), in
+   * seconds; 0 releases them as soon as no pod holds them. Default {@link DEFAULT_NODE_GONE_GRACE_SECONDS}.
+   */
+  nodeGoneGraceSeconds?: number;
 }
+
+// 10 min: a Node deleted while its kubelet runs is registered again by a kubelet restart (or a
+// cloud node-lifecycle controller) within minutes, and pod GC deletes its pods 40 s after the
+// Node; long enough for that, short enough that a node really gone frees its blocks soon.
+export const DEFAULT_NODE_GONE_GRACE_SECONDS = 600;
 
 /** What one pass did (undefined fields: the step did not run). */
 export interface PassResult {
@@ -77,6 +88,9 @@ export interface PassResult {
 
 export class Reconciler {
   readonly candidates = new LeakCandidates();
+  /** Deleted nodes and when each was first seen gone (their quarantine). */
+  readonly #goneNodes = new GoneNodes();
+  readonly #nodeGoneGraceMs: number;
   /** NearlyExhausted / Exhausted Events sent, per pool (rate limit). */
   readonly poolEvents = new PoolEventLimiter();
   readonly #affinities = new BlockAffinities();
@@ -89,6 +103,7 @@ export class Reconciler {
   constructor(options: ReconcilerOptions) {
     this.#o = options;
     this.#clock = options.clock ?? Date.now;
+    this.#nodeGoneGraceMs = (options.nodeGoneGraceSeconds ?? DEFAULT_NODE_GONE_GRACE_SECONDS) * 1000;
     this.stats = options.stats ?? newStats();
   }
 
@@ -134,8 +149,9 @@ export class Reconciler {
     const claimPools = this.#o.claimPools ? await claimPoolsStep(ctx, this.#o.claimPools) : undefined;
     // Routes first: a claimed block is routed by every node once its IPAMNode is written.
     const ipamNodes = await ipamNodeStep(ctx, this.#unrouted);
-    const leaks = await leakStep(ctx, this.candidates);
-    const nodes = await deletedNodeStep(ctx, leaks);
+    const quarantined = quarantineStep(ctx, this.#goneNodes, this.#nodeGoneGraceMs);
+    const leaks = await leakStep(ctx, this.candidates, quarantined);
+    const nodes = await deletedNodeStep(ctx, leaks, quarantined);
     const unownedBlocks = await unownedBlockStep(ctx);
     const status = await poolStatusStep(ctx, this.poolEvents);
     const trust = await blockTrustStep(ctx);

@@ -38,6 +38,8 @@ export interface ControllerOptions extends KubeConnectionOptions {
   metricsHost: string;
   resyncSeconds: number;
   debounceMs: number;
+  /** A deleted node's quarantine, seconds (gc/gone-nodes.ts); default the Reconciler's. */
+  nodeGoneGraceSeconds?: number;
   eventsNamespace: string;
   /** The admission policy's ConfigMap of claimable pools; absent = not published. */
   claimPoolsConfigMap?: { namespace: string; name: string };
@@ -129,6 +131,9 @@ export async function runController(options: ControllerOptions): Promise<void> {
       ...(options.claimPoolsConfigMap
         ? { claimPools: kubeClaimPoolsSink(connection.transport, options.claimPoolsConfigMap) }
         : {}),
+      ...(options.nodeGoneGraceSeconds === undefined
+        ? {}
+        : { nodeGoneGraceSeconds: options.nodeGoneGraceSeconds }),
       onApiError,
     });
     let conflicts = 0;

@@ -5,7 +5,8 @@
  * pods Running with addresses from their nodes' blocks; pods on different nodes ping each other
  * (the agents' routes); `ipamctl check` clean; scale 0 → 30 → 0; `helm upgrade` (Helm 4 over
  * Helm 3's release) with changed values keeps every allocation; a node removed (kubelet stopped,
- * Node deleted) → the controller releases its blocks; `helm uninstall` leaves the CRDs and the
+ * Node deleted) → the controller releases its blocks after the node's quarantine (shortened to
+ * 30 s by the chart's value); `helm uninstall` leaves the CRDs and the
  * IPAM data, as docs/install.md says; a fresh `helm install` with Helm 4 over that kept data
  * (the pools adopted by the new release) → agents Ready on every node and a pod addressed from
  * its node's block, then uninstalled again. The chart sets no NODE_EXTRA_CA_CERTS: the agents'
@@ -220,9 +221,26 @@ test('helm upgrade (Helm 4) with changed values keeps every allocation', async (
   await checkClean();
 });
 
-test('a node removed (kubelet stopped, Node deleted): the controller releases its blocks', async () => {
+test('a node removed (kubelet stopped, Node deleted): the controller releases its blocks after its quarantine', async () => {
   const c = cluster();
   const gone = c.nodes[2] ?? 'node-3';
+  // the deleted node's quarantine (default 600 s) shortened through the chart's value
+  helmOk(4, [
+    ...['upgrade', RELEASE, CHART, '--namespace', NAMESPACE, '--reuse-values'],
+    ...['--set', 'controller.nodeGoneGraceSeconds=30'],
+  ]);
+  rollout('deployment', `${PREFIX}-controller`);
+  assert.match(
+    kubectlOk([
+      '-n',
+      NAMESPACE,
+      'get',
+      `deployment/${PREFIX}-controller`,
+      '-o',
+      'jsonpath={.spec.template.spec.containers[0].args}',
+    ]),
+    /--node-gone-grace-seconds=30/,
+  );
   daemon('stop', `kubelet-${gone}`);
   try {
     kubectlOk(['delete', 'node', gone]);

@@ -1,8 +1,9 @@
 // The controller's leak and node steps on the real API server: seeded leaks of each kind (pod
 // gone, pod UID differs, node gone), the grace period on an injected clock, a pod alive
 // elsewhere with the address, all-or-nothing per handle, (handle, sequence) preconditions, API
-// errors meaning keep, and a deleted node's blocks. The view is what the watches would show,
-// read by LISTs at the moment each test chooses.
+// errors meaning keep, and a deleted node's blocks: quarantined (affine, addresses allocated)
+// for the node-gone grace, handed back when a Node of the name returns within it. The view is
+// what the watches would show, read by LISTs at the moment each test chooses.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { IPAM_CONFIG_NAME, UnavailableError } from 'blockipam/core';
@@ -13,6 +14,7 @@ import type { SeedAllocation } from '../cli/cluster.ts';
 import {
   blockObject,
   cleanClusterHooks,
+  createNode,
   createPod,
   deletePod,
   listedView,
@@ -24,6 +26,8 @@ import {
 
 const ns = uniqueNamespace('ctl-gc');
 const GRACE_S = 60;
+/** The deleted-node quarantine the tests' reconcilers use (the controller's default is 600 s). */
+const QUARANTINE_S = 300;
 let ds: KubeDatastore;
 
 cleanClusterHooks({
@@ -85,6 +89,7 @@ function reconciler(clock: TestClock, datastore: Datastore = ds): Reconciler {
     view: { notReady: () => 'unused' } as never,
     log: memoryLog(),
     clock: clock.now,
+    nodeGoneGraceSeconds: QUARANTINE_S,
   });
 }
 
@@ -252,7 +257,7 @@ test('controller: a release that fails (API error) keeps its candidates for the 
 });
 
 describe('controller: deleted nodes', () => {
-  test("a deleted node's allocations go at once, then its blocks; other nodes' borrowed addresses stay", async () => {
+  test("a deleted node's allocations go after its quarantine, then its blocks; other nodes' borrowed addresses stay", async () => {
     const live = await createPod(ds, { namespace: ns, name: 'borrower', node: 'ctl-n1', ip: '10.70.1.70' });
     await seed('10.70.1.0/26', 'ctl-gone', [{ ordinal: 2, ...owner('ongone', 'ctl-gone') }]);
     await seed('10.70.1.64/26', 'ctl-gone', [{ ordinal: 6, ...owner('borrower', 'ctl-n1', live) }]);
@@ -261,6 +266,17 @@ describe('controller: deleted nodes', () => {
     await seed('10.70.2.0/26', 'ctl-gone2', [{ ordinal: 2, ...owner('stuck', 'ctl-gone2', stuck) }]);
     const clock = new TestClock();
     const r = reconciler(clock);
+    // quarantined: its sandboxes may still run (a Node deleted while its kubelet runs)
+    for (const advance of [0, QUARANTINE_S - 1]) {
+      clock.advance(advance);
+      const held = await r.pass({ view: await listedView(ds) });
+      assert.deepEqual(held.leaks?.reclaim.released, []);
+      assert.deepEqual(held.nodes?.quarantined, ['ctl-gone', 'ctl-gone2']);
+      assert.deepEqual(held.nodes?.nodes, []);
+      assert.deepEqual(await handles('10-70-1-0-26'), ['net.ongone.eth0']);
+      assert.equal((await ds.blocks.get('10-70-1-0-26'))?.spec.affinity, 'ctl-gone');
+    }
+    clock.advance(1);
     const pass = await r.pass({ view: await listedView(ds) });
     assert.deepEqual(
       pass.leaks?.reclaim.released.map((c) => [c.address, c.reason]),
@@ -286,10 +302,40 @@ describe('controller: deleted nodes', () => {
     const clock = new TestClock();
     const r = reconciler(clock);
     const view = await listedView(ds);
-    // The node watch is behind: ctl-n2 looks deleted.
-    const pass = await r.pass({ view: { ...view, nodeNames: () => ['ctl-n1'] } });
+    // The node watch is behind: ctl-n2 looks deleted, through its quarantine.
+    const behind = { ...view, nodeNames: () => ['ctl-n1'] };
+    assert.deepEqual((await r.pass({ view: behind })).nodes?.quarantined, ['ctl-n2']);
+    clock.advance(QUARANTINE_S);
+    const pass = await r.pass({ view: behind });
     assert.deepEqual(pass.leaks?.reclaim.released, []);
     assert.deepEqual(pass.leaks?.reclaim.kept, [{ handle: 'net.late.eth0', reason: 'node-exists' }]);
     assert.deepEqual(await handles('10-70-1-0-26'), ['net.late.eth0']);
+  });
+
+  test('a deleted node back within its quarantine keeps its blocks; its allocations then get the leak grace', async () => {
+    await seed('10.70.3.0/26', 'ctl-back', [{ ordinal: 2, ...owner('gcd', 'ctl-back') }]);
+    const clock = new TestClock();
+    const r = reconciler(clock);
+    const first = await r.pass({ view: await listedView(ds) });
+    assert.deepEqual(first.nodes?.quarantined, ['ctl-back']);
+    clock.advance(QUARANTINE_S - 1);
+    // the kubelet registers the Node again (another uid, maybe another spec.podCIDR: not read)
+    await createNode(ds, 'ctl-back');
+    for (const advance of [0, GRACE_S - 1]) {
+      clock.advance(advance);
+      const back = await r.pass({ view: await listedView(ds) });
+      assert.deepEqual(back.leaks?.reclaim.released, [], `${advance} s after the return`);
+      assert.deepEqual(back.nodes?.quarantined, []);
+      assert.equal((await ds.blocks.get('10-70-3-0-26'))?.spec.affinity, 'ctl-back');
+      assert.deepEqual(await handles('10-70-3-0-26'), ['net.gcd.eth0']);
+    }
+    // its pod is gone for good (the kubelet sent no DEL): released as any pod-gone leak
+    clock.advance(1);
+    const leaked = await r.pass({ view: await listedView(ds) });
+    assert.deepEqual(
+      leaked.leaks?.reclaim.released.map((c) => [c.address, c.reason]),
+      [['10.70.3.2', 'pod-gone']],
+    );
+    assert.equal((await ds.blocks.get('10-70-3-0-26'))?.spec.affinity, 'ctl-back');
   });
 });

@@ -28,3 +28,18 @@ test('--events-namespace other than "default" is a usage error naming the flag',
   assert.notEqual(r.status, 0);
   assert.match(r.stderr, /--events-namespace must be "default" \(got "kube-system"\)/);
 });
+
+// the deleted-node quarantine is whole seconds, 0 (off) or more
+for (const value of ['-1', '1.5', 'soon'])
+  test(`--node-gone-grace-seconds ${value} is a usage error naming the flag`, () => {
+    const r = spawnSync(
+      process.execPath,
+      [MAIN, '--node-gone-grace-seconds', value, '--kubeconfig', '/nonexistent'],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /--node-gone-grace-seconds must be a whole number of seconds >= 0/);
+  });

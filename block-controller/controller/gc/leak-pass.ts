@@ -16,14 +16,22 @@ export interface LeakStep {
   reclaim: ReclaimResult;
 }
 
-export async function leakStep(ctx: PassContext, candidates: LeakCandidates): Promise<LeakStep> {
+/**
+ * @param quarantined whether a deleted node's allocations are still held (gc/gone-nodes.ts):
+ *   its `node-gone` candidates wait until it returns false
+ */
+export async function leakStep(
+  ctx: PassContext,
+  candidates: LeakCandidates,
+  quarantined: (node: string) => boolean,
+): Promise<LeakStep> {
   const owners = ownerIndex(ctx.view.pods(), ctx.view.nodeNames());
   const scan = scanAllocations(ctx.view.blocks(), owners);
   const nowMs = ctx.clock();
   for (const c of candidates.observe(scan.candidates, nowMs))
     ctx.metrics?.leaksFound.inc({ ippool: c.pool, reason: c.reason });
   const graceMs = settingsOf(ctx.view.config()).leakGracePeriodSeconds * 1000;
-  const due = dueHandles(scan, candidates, nowMs, graceMs);
+  const due = dueHandles(scan, candidates, nowMs, { graceMs, quarantined });
   const empty: ReclaimResult = { released: [], kept: [], skipped: [], failed: [] };
   if (due.length === 0 || !ctx.mayWrite()) return { scan, reclaim: empty };
   const reclaim = await reclaimHandles(ctx.ds, due, ctx.allocator);

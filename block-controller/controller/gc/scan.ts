@@ -64,8 +64,8 @@ export function scanAllocations(blocks: readonly IPAMBlock[], owners: OwnerIndex
 
 /**
  * Leak candidates with the time each was first seen. A candidate that stops being one (its pod
- * came back, the ordinal was released or handed out again — a new key) is forgotten, so its
- * grace period starts afresh if it leaks again. In memory only, by design: a new leader starts
+ * came back, the ordinal was released or handed out again — a new key) or changes its reason is
+ * forgotten, so its grace period starts afresh if it leaks again. In memory only, by design: a new leader starts
  * every grace period again — a release comes later after a failover, never earlier
  * (docs/design-controller.md §4).
  */
@@ -79,7 +79,11 @@ export class LeakCandidates {
    */
   observe(found: readonly LeakCandidate[], nowMs: number): LeakCandidate[] {
     const next = new Map(found.map((c) => [c.key, c]));
-    for (const key of this.#firstSeenMs.keys()) if (!next.has(key)) this.#firstSeenMs.delete(key);
+    // gone, or another reason now (a deleted node back: `node-gone` → `pod-gone`, and its
+    // kubelet may still send the DEL): the grace period starts afresh
+    for (const key of this.#firstSeenMs.keys())
+      if (next.get(key)?.reason !== this.#current.get(key)?.reason || !next.has(key))
+        this.#firstSeenMs.delete(key);
     const fresh: LeakCandidate[] = [];
     for (const [key, candidate] of next)
       if (!this.#firstSeenMs.has(key)) {
@@ -90,12 +94,16 @@ export class LeakCandidates {
     return fresh;
   }
 
-  /** True when `key` is a candidate whose grace period is over (`node-gone`: at once). */
-  isDue(key: string, nowMs: number, graceMs: number): boolean {
+  /**
+   * True when `key` is a candidate whose grace period is over: `graceMs` after it was first
+   * seen; `node-gone` once its node's quarantine is over (no kubelet is left to send a DEL).
+   */
+  isDue(key: string, nowMs: number, rules: DueRules): boolean {
     const candidate = this.#current.get(key);
     const since = this.#firstSeenMs.get(key);
     if (!candidate || since === undefined) return false;
-    return candidate.reason === 'node-gone' || nowMs - since >= graceMs;
+    if (candidate.reason === 'node-gone') return !rules.quarantined(candidate.allocation.node);
+    return nowMs - since >= rules.graceMs;
   }
 
   get(key: string): LeakCandidate | undefined {
@@ -117,17 +125,25 @@ export class LeakCandidates {
   }
 }
 
+/** When a candidate is due ({@link LeakCandidates.isDue}). */
+export interface DueRules {
+  /** IPAMConfig leakGracePeriodSeconds in ms; 0 disables reclaiming. */
+  readonly graceMs: number;
+  /** Whether a deleted node's quarantine still holds its allocations (gc/gone-nodes.ts). */
+  readonly quarantined: (node: string) => boolean;
+}
+
 /**
- * The handles to release now: those whose every allocation is a due candidate. `graceMs` 0
- * disables reclaiming (IPAMConfig leakGracePeriodSeconds: 0).
+ * The handles to release now: those whose every allocation is a due candidate. `rules.graceMs`
+ * 0 disables reclaiming (IPAMConfig leakGracePeriodSeconds: 0).
  */
 export function dueHandles(
   scan: Scan,
   candidates: LeakCandidates,
   nowMs: number,
-  graceMs: number,
+  rules: DueRules,
 ): LeakCandidate[][] {
-  if (graceMs <= 0) return [];
+  if (rules.graceMs <= 0) return [];
   const due: LeakCandidate[][] = [];
   const seen = new Set<string>();
   for (const candidate of candidates.all()) {
@@ -135,7 +151,7 @@ export function dueHandles(
     if (seen.has(handle)) continue;
     seen.add(handle);
     const all = scan.byHandle.get(handle) ?? [];
-    if (all.length > 0 && all.every((a) => candidates.isDue(a.key, nowMs, graceMs)))
+    if (all.length > 0 && all.every((a) => candidates.isDue(a.key, nowMs, rules)))
       due.push(all.map((a) => candidates.get(a.key)).filter((c) => c !== undefined));
   }
   return due;

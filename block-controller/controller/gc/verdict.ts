@@ -12,7 +12,8 @@
  * | any of the leaks above, and its node is gone    | `node-gone`                     |
  *
  * `pod-gone` and `pod-uid-differs` wait `leakGracePeriodSeconds` (a CNI DEL may still come);
- * `node-gone` does not (no kubelet is left to send a DEL) — the same split as Calico's.
+ * `node-gone` waits for its node's quarantine instead (gc/gone-nodes.ts: its kubelet and
+ * sandboxes may still run), then goes at once (no kubelet is left to send a DEL).
  */
 import type { Allocation } from 'blockipam/core';
 import type { OwnerIndex } from './owners.ts';
