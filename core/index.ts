@@ -179,7 +179,7 @@ export type {
   StatusResourceStore,
 } from './datastore/datastore.ts';
 export { MemoryDatastore } from './datastore/memory.ts';
-export { withSignal } from './datastore/with-signal.ts';
+export { abortable, withSignal } from './datastore/with-signal.ts';
 export { batchedBackoffSleep, createBatchingDatastore } from './datastore/batching.ts';
 export { withBlocks } from './datastore/with-blocks.ts';
 export { isLaterVersion } from './datastore/resource-version.ts';

@@ -3,7 +3,7 @@
  * a sleep for backoff, counters, and the retry bound. Also the compare-and-swap backoff.
  */
 import type { Datastore } from '../datastore/datastore.ts';
-import { withSignal } from '../datastore/with-signal.ts';
+import { abortable, withSignal } from '../datastore/with-signal.ts';
 
 /** Counters an operation adds to; pass one object to several calls to accumulate. */
 export interface AllocatorStats {
@@ -104,16 +104,6 @@ export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Contex
     signal,
     onRollbackFailure: options.onRollbackFailure,
   };
-}
-
-/** `p`, or a rejection with the signal's reason as soon as it fires (already fired: at once). */
-function abortable(p: Promise<void>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
 }
 
 // 5 ms: about one API-server write round trip (~8 ms measured). 1 s cap: 50 writers racing for

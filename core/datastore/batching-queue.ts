@@ -105,14 +105,3 @@ export function idleOf(busy: BusyBlock | undefined, signal: AbortSignal | undefi
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-
-/** `p`, or a rejection with the signal's reason once `signal` fires (already fired: at once). */
-export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return p;
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}

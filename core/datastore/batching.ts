@@ -31,13 +31,14 @@
 import { ConflictError } from '../errors/conflict.ts';
 import { isConflict } from '../errors/conflict.ts';
 import type { IPAMBlock } from '../resources.ts';
-import { abortable, idleOf, isToken, tokenMinter, waiterFor, withVersion } from './batching-queue.ts';
+import { idleOf, isToken, tokenMinter, waiterFor, withVersion } from './batching-queue.ts';
 import type { BusyBlock, Waiter } from './batching-queue.ts';
 import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
 import type { CallOptions, Datastore, DeletePreconditions, ListOptions, ResourceStore } from './datastore.ts';
 import { matchesSelector } from '../selector.ts';
 import { isLaterVersion } from './resource-version.ts';
 import { withBlocks } from './with-blocks.ts';
+import { abortable } from './with-signal.ts';
 
 /** Options of {@link createBatchingDatastore}. */
 export interface BatchingOptions {

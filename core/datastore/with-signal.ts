@@ -39,6 +39,24 @@ function bindStore<T extends KubeObject>(store: ResourceStore<T>, signal: AbortS
   };
 }
 
+/**
+ * `p`, or a rejection with `signal`'s reason as soon as it fires (already fired: at once) — the
+ * one way core and the agent stop waiting on a signal. `p` runs on regardless (its rejection is
+ * observed, never unhandled); `signal` undefined: `p` itself.
+ */
+export function abortable<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return p;
+  if (signal.aborted) {
+    p.catch(() => undefined);
+    return Promise.reject(signal.reason as Error);
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** @returns `ds` itself when `signal` is undefined, else a view binding it to every call */
 export function withSignal(ds: Datastore, signal: AbortSignal | undefined): Datastore {
   if (signal === undefined) return ds;

@@ -19,7 +19,7 @@ import { handleOf } from '../allocator/types.ts';
 import type { AllocatedAddress, AssignRequestBase, ReleaseResult } from '../allocator/types.ts';
 import { IP_ADDRS_ANNOTATION } from '../annotations.ts';
 import type { Datastore } from '../datastore/datastore.ts';
-import { withSignal } from '../datastore/with-signal.ts';
+import { abortable, withSignal } from '../datastore/with-signal.ts';
 import type { NodeInputs } from './inputs.ts';
 import { toAddOutcome, toGcOutcome } from './outcomes.ts';
 import { podContextOf, type PodContext } from './pod-context.ts';
@@ -74,14 +74,7 @@ export interface NodeIpamOptions {
  * reason as soon as it fires — `op` itself stops at its next call (core binds the signal).
  */
 function bounded<T>(signal: AbortSignal, op: () => Promise<T>): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  const p = op();
-  p.catch(() => undefined); // rejects with the same reason once aborted: observed, not unhandled
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
+  return signal.aborted ? Promise.reject(signal.reason as Error) : abortable(op(), signal);
 }
 
 /** An attachment's handle: `<network>.<containerID>.<ifname>`. */

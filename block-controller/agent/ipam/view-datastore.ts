@@ -26,6 +26,7 @@
  * either way.
  */
 import {
+  abortable,
   isConflict,
   isLaterVersion as later,
   isNotFound,
@@ -114,14 +115,10 @@ function caughtUp(overlay: Overlay, seen: string | undefined): boolean {
 
 /** One caller's copy of a shared answer; rejects with `signal`'s reason once it fires. */
 function shareOf(answer: Promise<IPAMBlock[]>, signal: AbortSignal | undefined): Promise<IPAMBlock[]> {
-  const copy = answer.then((list) => list.map((b) => structuredClone(b)));
-  if (!signal) return copy;
-  copy.catch(() => undefined); // observed: the caller may have left on its signal
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    copy.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
+  return abortable(
+    answer.then((list) => list.map((b) => structuredClone(b))),
+    signal,
+  );
 }
 
 /** Builds the view over `options.inner`. */
