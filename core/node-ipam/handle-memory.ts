@@ -1,63 +1,45 @@
 /**
  * What the node IPAM service remembers of its own writes (docs/design-core.md §Node IPAM
  * service), so that over a `ds` that may lag another writer (NodeIpamOptions.authority) a DEL
- * knows when `ds` alone accounts for a handle: the addresses it allocated to each handle, and the
- * handles it released lately. Both bounded; forgetting only ever costs a DEL one more LIST.
+ * knows when `ds` alone accounts for a handle: per handle, the addresses its ADD allocated, or
+ * none once its DEL released them (for 10 min). One bounded record; forgetting only ever costs a
+ * DEL one more LIST.
  */
 
 // 4,096: a node runs ~110 pods by default (a few hundred at most); past that the oldest handles
 // are forgotten, and their DELs confirm at the API server (safe, 1 LIST).
-const ALLOCATED_MAX = 4_096;
-
-/** How many handles this service released are remembered (FIFO), and for how long (ms). */
-const RELEASED_MAX = 4_096;
+const MAX_HANDLES = 4_096;
 // 10 min: longer than kubelet's gap between a pod's two DELs (sandbox stop, then removal).
 const RELEASED_TTL_MS = 10 * 60_000;
 
-/** handle → the bare addresses this service's ADD allocated to it (FIFO of {@link ALLOCATED_MAX}). */
-export interface AllocatedHandles {
+/** handle → what this service wrote of it (FIFO of {@link MAX_HANDLES}, by latest write). */
+export interface HandleMemory {
+  /** The handle's ADD allocated `addresses` (bare); `[]`: its DEL released them. */
   set(handle: string, addresses: readonly string[]): void;
-  /** The addresses, or undefined when this service did not allocate the handle (or forgot). */
+  /**
+   * The addresses this service allocated to the handle, `[]` when it released the handle within
+   * the last 10 min, undefined when it wrote neither (or forgot).
+   */
   get(handle: string): readonly string[] | undefined;
   forget(handle: string): void;
 }
 
-export function allocatedHandles(): AllocatedHandles {
-  const by = new Map<string, readonly string[]>();
+/** @param clock ms since epoch (core's allocator clock) */
+export function handleMemory(clock: () => number): HandleMemory {
+  const by = new Map<string, { addresses: readonly string[]; atMs: number }>();
   return {
     set(handle, addresses) {
-      by.delete(handle); // re-inserted last: FIFO by latest allocation
-      by.set(handle, [...addresses]);
-      while (by.size > ALLOCATED_MAX) by.delete(by.keys().next().value!);
+      by.delete(handle); // re-inserted last: FIFO by latest write
+      by.set(handle, { addresses: [...addresses], atMs: clock() });
+      while (by.size > MAX_HANDLES) by.delete(by.keys().next().value!);
     },
-    get: (handle) => by.get(handle),
+    get(handle) {
+      const entry = by.get(handle);
+      if (entry === undefined) return undefined;
+      if (entry.addresses.length > 0 || clock() - entry.atMs < RELEASED_TTL_MS) return entry.addresses;
+      by.delete(handle);
+      return undefined;
+    },
     forget: (handle) => void by.delete(handle),
-  };
-}
-
-/** The handles this service released lately (FIFO of {@link RELEASED_MAX}, each for 10 min). */
-export interface ReleasedHandles {
-  add(handle: string): void;
-  has(handle: string): boolean;
-  forget(handle: string): void;
-}
-
-/** @param clock ms since epoch (core's allocator clock) */
-export function releasedHandles(clock: () => number): ReleasedHandles {
-  const at = new Map<string, number>();
-  return {
-    add(handle) {
-      at.delete(handle); // re-inserted last: FIFO by latest release
-      at.set(handle, clock());
-      while (at.size > RELEASED_MAX) at.delete(at.keys().next().value!);
-    },
-    has(handle) {
-      const t = at.get(handle);
-      if (t === undefined) return false;
-      if (clock() - t < RELEASED_TTL_MS) return true;
-      at.delete(handle);
-      return false;
-    },
-    forget: (handle) => void at.delete(handle),
   };
 }

@@ -34,7 +34,7 @@ import type {
   StatusCall,
   StatusOutcome,
 } from './protocol.ts';
-import { allocatedHandles, releasedHandles } from './handle-memory.ts';
+import { handleMemory } from './handle-memory.ts';
 import { poolStatus } from './status.ts';
 import type { NodeIpam } from './types.ts';
 
@@ -47,11 +47,11 @@ export interface NodeIpamOptions {
    * allocation yet; its writes should go where `ds`'s go (the agent's: the same batches).
    * Default: none (`ds` is read at the API server already, and alone answers).
    *
-   * A DEL answers from `ds` alone only when `ds` accounts for every allocation of the handle:
-   * this service's ADD allocated the handle (the last 4,096 such handles) and `ds` found each of
-   * those addresses (released, or refused for another pod UID); or this service released the
-   * handle lately (DEL, within 10 min, the last 4,096; an ADD forgets it)
-   * and `ds` finds nothing of it — kubelet's second DEL of every pod costs no LIST. Otherwise —
+   * A DEL answers from `ds` alone only when `ds` accounts for every allocation of the handle, by
+   * what this service remembers of the last 4,096 handles it wrote (handle-memory.ts): its ADD
+   * allocated the handle and `ds` found each of those addresses (released, or refused for another
+   * pod UID); or its DEL released the handle within 10 min (an ADD forgets it) and `ds` finds
+   * nothing of it — kubelet's second DEL of every pod costs no LIST. Otherwise —
    * a handle another writer allocated (the plugin's direct path, or before this service
    * started: `ds` may hold part of it or nothing), or one `ds` holds less of than this service
    * allocated — the DEL releases through `authority` (1 LIST + the UPDATEs). A CHECK looks
@@ -117,8 +117,7 @@ function merged(a: ReleaseResult, b: ReleaseResult): ReleaseResult {
 export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
   const { ds, inputs, authority } = options;
   const core = (signal: AbortSignal): AllocatorOptions => ({ ...options.allocator, signal });
-  const released = releasedHandles(options.allocator?.clock ?? Date.now);
-  const allocated = allocatedHandles();
+  const written = handleMemory(options.allocator?.clock ?? Date.now);
 
   async function add(call: AddCall, signal: AbortSignal): Promise<AddOutcome> {
     const [pc, snapshot, nodeLabels] = await Promise.all([
@@ -138,7 +137,7 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
       ...(pools.length > 0 ? { pools } : {}),
       snapshot,
     };
-    released.forget(base.handle); // allocated again: a later miss is a question for the authority
+    written.forget(base.handle); // allocated again: a later miss is a question for the authority
     const staticIPs = call.staticIPs.length > 0 ? call.staticIPs : pc.ips;
     const assigned =
       staticIPs.length > 0
@@ -149,7 +148,7 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
             core(signal),
           );
     if (assigned.ok)
-      allocated.set(
+      written.set(
         base.handle,
         [assigned.ipv4, assigned.ipv6].flatMap((a) => (a ? [a.address] : [])),
       );
@@ -161,22 +160,19 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
     const query = { node: call.node, ...(call.podUID !== undefined ? { podUID: call.podUID } : {}) };
     const release = (store: Datastore): Promise<ReleaseResult> =>
       releaseByHandle(store, handle, query, core(signal));
-    const mine = allocated.get(handle);
+    const mine = written.get(handle);
     let r: ReleaseResult;
     if (!authority) r = await release(ds);
-    else if (!mine && !released.has(handle))
+    else if (!mine)
       r = await release(authority); // another writer's: ds may hold part
     else {
       // NodeIpamOptions.authority: ds answers when it accounts for every allocation of the handle
       r = await release(ds);
       const found = [...r.released, ...r.refused].map((a) => a.address);
-      const whole = mine ? mine.every((a) => found.includes(a)) : found.length === 0;
+      const whole = mine.length > 0 ? mine.every((a) => found.includes(a)) : found.length === 0;
       if (!whole) r = merged(r, await release(authority));
     }
-    if (r.released.length > 0) {
-      allocated.forget(handle);
-      released.add(handle);
-    }
+    if (r.released.length > 0) written.set(handle, []);
     return { released: r.released.length };
   }
 

@@ -24,7 +24,7 @@ const pool = (name: string, cidr: string, blockSize: number): IPPool => ({
   spec: { cidr, blockSize },
 });
 
-function setup() {
+function setup(clock: () => number = Date.now) {
   const memory = new MemoryDatastore({
     pools: [pool('v4', '10.70.0.0/16', 26), pool('v6', 'fd00:70::/112', 122)],
   });
@@ -48,7 +48,7 @@ function setup() {
       return memory.blocks.list(o);
     },
   });
-  const ipam = createNodeIpam({ ds, authority, inputs: datastoreInputs(memory) });
+  const ipam = createNodeIpam({ ds, authority, inputs: datastoreInputs(memory), allocator: { clock } });
   const held = async (): Promise<string[]> =>
     (await memory.blocks.list()).flatMap((b) => Object.values(b.spec.allocations).map((a) => a.handle));
   return { memory, hidden, asked, ipam, held };
@@ -94,6 +94,19 @@ describe('node IPAM service: when the lagging ds answers alone', () => {
     for (const b of await memory.blocks.list()) if (b.spec.cidr.includes(':')) hidden.add(b.metadata.name);
     assert.deepEqual(await ipam.del({ attachment: attachment('d'), node: NODE }, sig()), { released: 2 });
     assert.deepEqual([asked.lists, (await held()).length], [1, 0]);
+  });
+
+  test('a handle released more than 10 min ago: its DEL is confirmed', async () => {
+    const now = { ms: Date.parse('2026-12-01T00:00:00Z') };
+    const { asked, ipam } = setup(() => now.ms);
+    assert.equal(addressesOf(await ipam.add(addCall('f', [4]), sig())).length, 1);
+    assert.deepEqual(await ipam.del({ attachment: attachment('f'), node: NODE }, sig()), { released: 1 });
+    now.ms += 10 * 60_000 - 1;
+    assert.deepEqual(await ipam.del({ attachment: attachment('f'), node: NODE }, sig()), { released: 0 });
+    assert.equal(asked.lists, 0, 'within 10 min: answered from ds');
+    now.ms += 1;
+    assert.deepEqual(await ipam.del({ attachment: attachment('f'), node: NODE }, sig()), { released: 0 });
+    assert.equal(asked.lists, 1, 'forgotten after 10 min: one LIST');
   });
 
   test('CHECK looks again when ds lacks an expected address', async () => {
