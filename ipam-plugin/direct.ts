@@ -2,10 +2,9 @@
  * The plugin's direct path as a whole call (docs/design-plugin.md §Direct path): core/cni's
  * dispatcher in this process, its node IPAM client core's service over the API server under the
  * host lock (backend/direct-client.ts), its log the netconf's `logFile` and stderr
- * (host/log.ts). Serves VERSION, every call that is not forwarded (`ipam.mode: standalone`, no
- * `ipam.agentSocket`, stdin that is not a JSON object), and a call whose connect() to the agent
- * failed so that the agent never saw it (backend/agent-client.ts FALLBACK_ERRNOS). Loaded lazily
- * by call.ts: the forwarding path never evaluates it.
+ * (host/log.ts). Serves every call the Go forwarder does not hand to the agent (`ipam.mode:
+ * standalone`, no `ipam.agentSocket`, stdin that is not a JSON object), and every call the agent
+ * did not start (no socket, NOT_SERVED, no READY in time).
  */
 import { dispatch, type Io, type Logger, type NetConf } from 'blockipam/core/cni';
 import type { BackendFactory } from './backend/port.ts';
@@ -21,8 +20,11 @@ export interface DirectDeps {
    * (host/lock.ts; Bun only; in-process tests under Node inject one).
    */
   readonly lock?: (path: string, timeoutMs: number, onWait: () => void) => Promise<HostLock>;
-  /** Why the agent was not asked (its socket refused the connection): logged `warn` with the call. */
-  readonly agentUnreachable?: { readonly socket: string; readonly errno: string; readonly message: string };
+  /**
+   * Why the agent did not serve a call the forwarder meant for it (core/cni DIRECT_ENV's value:
+   * the socket refused, NOT_SERVED's reason, no READY in time): logged `warn` with the call.
+   */
+  readonly agentNotAsked?: string;
 }
 
 /** Runs one call on the direct path. @returns the exit code (0 success, 1 failure) */
@@ -31,12 +33,9 @@ export function runDirect(io: Io, deps: DirectDeps): Promise<number> {
     logger: createLogger,
     ownProcess: true,
     client: (conf, _command, log) => {
-      const why = deps.agentUnreachable;
-      if (why)
-        log.log('warn', 'node agent unreachable: taking the direct path', {
-          agentSocket: why.socket,
-          errno: why.errno,
-          error: why.message,
+      if (deps.agentNotAsked !== undefined)
+        log.log('warn', 'node agent did not serve the call: taking the direct path', {
+          reason: deps.agentNotAsked,
         });
       return openDirect(conf, log, deps);
     },

@@ -1,11 +1,11 @@
 /**
- * The `blockipam` executable: wires call.ts (forward to the node agent, or the direct path) to
- * the process. Reads stdin and writes
- * stdout and stderr synchronously (stdio.ts: stdin bounded; a result is in the pipe whole
- * before exit), then exits at once: keep-alive sockets and timers must not delay the
- * runtime. The dispatcher and the Kubernetes backend are imported only when the direct path
- * serves the call, so VERSION and a forwarded call stay near bare start-up cost.
+ * The TypeScript executable (`blockipam-direct` beside the Go forwarder, docs/design-plugin.md):
+ * VERSION, and every other call on the direct path (direct.ts). Reads stdin and writes stdout
+ * and stderr synchronously (stdio.ts: stdin bounded; a result is in the pipe whole before exit),
+ * then exits at once: keep-alive sockets and timers must not delay the runtime. VERSION loads
+ * its own module alone.
  */
+import { DIRECT_ENV } from 'blockipam/core/cni/forward';
 import { readAllSync, writeAllSync } from './host/stdio.ts';
 
 /** Commands that reach the API server (VERSION and the about text never load TLS). */
@@ -42,8 +42,9 @@ async function main(): Promise<void> {
     }
     process.exit(0);
   }
-  const { runCall } = await import('./call.ts');
-  const code = await runCall(
+  const { runDirect } = await import('./direct.ts');
+  const why = process.env[DIRECT_ENV];
+  const code = await runDirect(
     {
       env: process.env,
       readStdin: () => readAllSync(0),
@@ -69,6 +70,7 @@ async function main(): Promise<void> {
     },
     {
       backend: async (conf) => (await import('./backend/kube-backend.ts')).createKubeBackend(conf),
+      ...(why !== undefined && why !== '1' ? { agentNotAsked: why } : {}),
     },
   );
   process.exit(stdoutFailure === undefined ? code : 1);

@@ -1,16 +1,15 @@
 /**
- * What the CNI commands call: the node IPAM's five operations in the protocol's terms
- * (blockipam/core/node-ipam/protocol: core's AddCall, DelCall … and their outcomes). Two
- * implementations: agent-client.ts forwards each call to the node agent's socket, and
- * direct-client.ts runs it in this process on core's allocator under the host lock (the
- * fallback when the socket accepts no connection, and `ipam.mode: standalone`). Which one serves
- * a call, and whether it takes the host lock, is theirs to decide: a command only builds the
- * call and formats the outcome (docs/design-plugin.md §Thin client).
+ * What the CNI commands call: the node IPAM's five operations in the service's terms
+ * (core/node-ipam/service-types.ts: core's AddCall, DelCall … and their outcomes). Two
+ * implementations: the node agent's (block-controller/agent/ipam/cni-call.ts: its service,
+ * in-process) and the plugin's direct path (ipam-plugin/backend/direct-client.ts: core's
+ * allocator under the host lock). Which one serves a call, and whether it takes the host lock,
+ * is theirs to decide: a command only builds the call and formats the outcome.
  *
  * Expected outcomes are values; a failure is thrown, already a CniError (the agent's error kinds
  * and the direct path's failures are mapped by the implementation that met them).
  */
-import type { NodeIpamOp, NodeIpamOps } from '../node-ipam/protocol.ts';
+import type { NodeIpamOp, NodeIpamOps } from '../node-ipam/service-types.ts';
 
 export type IpamClient = {
   readonly [K in NodeIpamOp]: (call: NodeIpamOps[K]['call']) => Promise<NodeIpamOps[K]['outcome']>;

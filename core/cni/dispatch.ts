@@ -2,7 +2,7 @@
  * One CNI call as a function (docs/design-plugin.md §Start-up): takes `{env, readStdin, stdout,
  * stderr}` and returns the exit code, so the whole protocol is testable without spawning, and
  * runs where the call is served — the plugin's executable (its direct path) or the node agent
- * (the call forwarded whole over its socket: core/node-ipam/protocol). Who serves the IPAM
+ * (the call forwarded whole over its socket: core/node-ipam/wire.ts). Who serves the IPAM
  * operations and where the log goes are injected ({@link Deps}).
  * Order of checks as in the Go skel: CNI_COMMAND → CNI_* variables (4) → stdin JSON (6) →
  * cniVersion (1) → command gate (1) → schema (7). Exactly one JSON document is written to stdout:
@@ -159,7 +159,7 @@ export function errorVersion(stdin: string | undefined): string {
 }
 
 /**
- * A CniError keeps its code (the clients map their own failures: agent-client.ts, and
+ * A CniError keeps its code (the clients map their own failures: the agent's cni-call.ts, and
  * direct-client.ts's directFailure); the time budget is 11, an I/O error 5, anything else 999.
  */
 function asCniError(e: unknown): CniError {

@@ -7,11 +7,10 @@
  * plugin-specific (105 credentials/TLS refused or RBAC denied, 106 request rejected as invalid or
  * answer not JSON, 107 an admission policy denied the write); 999 is the Go library's "internal
  * error", reused for unexpected failures.
- * Loads nothing of core but the dependency-free protocol module: the agent path's start-up
- * evaluates it (docs/design-plugin.md §Thin client).
+ * Loads nothing of core but the dependency-free service types and bounded messages.
  */
-import { boundMessage, MAX_MESSAGE_CHARS } from '../node-ipam/protocol.ts';
-import type { NodeIpamErrorKind } from '../node-ipam/protocol.ts';
+import { boundMessage, MAX_MESSAGE_CHARS } from '../node-ipam/service-types.ts';
+import type { NodeIpamErrorKind } from '../node-ipam/service-types.ts';
 
 /** CNI error codes used by blockipam. Plugin-specific codes start at 100 (spec: 0–99 reserved). */
 export const CniCode = {

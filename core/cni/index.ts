@@ -17,5 +17,4 @@ export type { NetConf } from './netconf.ts';
 export { currentVersion, isSupportedVersion, supportedVersions } from './versions.ts';
 export type { CniVersion } from './versions.ts';
 export * from './errors.ts';
-export { agentBudgetMs, DEFAULT_TIMEOUT_MS, forwardTarget } from './forward.ts';
-export type { ForwardTarget } from './forward.ts';
+export { agentMarginMs, DEFAULT_TIMEOUT_MS, DIRECT_ENV } from './forward.ts';

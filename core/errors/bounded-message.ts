@@ -3,8 +3,7 @@
  * server's message, the node agent's answer on its socket and the CNI error's `details` are each
  * bounded by {@link boundMessage}, never cut at a fixed offset. The runtime copies a CNI error
  * into the pod's events on every retry, so the text must stay small; but the part an operator
- * needs — which field, node, pool or block, and which policy — must survive. Dependency-free: the
- * plugin's start-up path loads it (through `blockipam/core/node-ipam/protocol`).
+ * needs — which field, node, pool or block, and which policy — must survive. Dependency-free.
  */
 
 /** 4 KiB of text: a few lines of an event; an admission message is well under it. */

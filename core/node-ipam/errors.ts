@@ -8,7 +8,7 @@ import { apiRefusalOf } from '../errors/api-refusal.ts';
 import { boundMessage } from '../errors/bounded-message.ts';
 import { isRetriesExhausted } from '../errors/retries-exhausted.ts';
 import { isUnavailable } from '../errors/unavailable.ts';
-import type { NodeIpamErrorKind } from './protocol.ts';
+import type { NodeIpamErrorKind } from './service-types.ts';
 
 /**
  * The kind of a thrown failure: the API server unreachable or 5xx, or compare-and-swap that kept

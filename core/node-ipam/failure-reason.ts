@@ -4,7 +4,7 @@
  * answer's kind. The agent counts failed ADDs by it; nothing else reads it.
  */
 import type { AssignFailure } from '../allocator/types.ts';
-import type { AddFailureReason, AddOutcome, NodeIpamErrorKind } from './protocol.ts';
+import type { AddFailureReason, AddOutcome, NodeIpamErrorKind } from './service-types.ts';
 
 /** How an ADD of the node IPAM service ended: its outcome, or the kind of its failure. */
 export type AddAnswer = { readonly outcome: AddOutcome } | { readonly errorKind: NodeIpamErrorKind };

@@ -1,10 +1,10 @@
 /**
- * blockipam/core/node-ipam — the node IPAM protocol (plugin ↔ agent) and the node IPAM service
- * both ends run (docs/design-core.md §Node IPAM service). The protocol module is dependency-free:
- * the plugin's start-up path imports it alone (`blockipam/core/node-ipam/protocol`); this entry
- * loads core's allocator.
+ * blockipam/core/node-ipam — the node IPAM service the agent and the plugin's direct path run
+ * (docs/design-core.md §Node IPAM service), its types, and the wire between the plugin's
+ * forwarder and the agent (wire.ts).
  */
-export * from './protocol.ts';
+export * from './service-types.ts';
+export * from './wire.ts';
 export type { NodeIpam } from './types.ts';
 export { errorKindOf, nodeIpamErrorOf } from './errors.ts';
 export { credentialNodeProblem, nodeMismatchMessage, servedNodeProblem } from './node-check.ts';

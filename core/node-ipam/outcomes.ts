@@ -6,7 +6,7 @@
 import type { GcResult } from '../allocator/gc.ts';
 import type { AssignedAddress, AssignOutcome } from '../allocator/types.ts';
 import { assignFailureReason } from './failure-reason.ts';
-import type { AddOutcome, GcOutcome, IpConfig } from './protocol.ts';
+import type { AddOutcome, GcOutcome, IpConfig } from './service-types.ts';
 
 /** The assigned addresses as CNI IP configurations: block prefix and gateway, IPv4 first. */
 export function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[] {

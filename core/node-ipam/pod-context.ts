@@ -8,7 +8,7 @@ import { readAnnotations } from './annotations.ts';
 import type { NodeInputs } from './inputs.ts';
 import { nodeMismatchMessage } from './node-check.ts';
 import type { Pod } from '../resources.ts';
-import type { AddCall } from './protocol.ts';
+import type { AddCall } from './service-types.ts';
 
 export interface PodContext {
   /** The pod to record; absent when the call names none, or the pod does not exist. */

@@ -33,7 +33,7 @@ import type {
   DelOutcome,
   StatusCall,
   StatusOutcome,
-} from './protocol.ts';
+} from './service-types.ts';
 import { handleMemory } from './handle-memory.ts';
 import { poolStatus } from './status.ts';
 import type { NodeIpam } from './types.ts';

@@ -24,7 +24,7 @@ import { poolBlockSize, poolCidr, type PoolSnapshot } from '../allocator/pools.t
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { matchesSelector } from '../selector.ts';
-import type { StatusOutcome } from './protocol.ts';
+import type { StatusOutcome } from './service-types.ts';
 
 export interface StatusQuery {
   readonly node: string;

@@ -5,7 +5,7 @@
  * outcomes are values; failures are thrown as core's errors (UnavailableError, ApiError,
  * RetriesExhaustedError …, or the signal's reason) and mapped once by {@link errorKindOf}.
  */
-import type { NodeIpamOp, NodeIpamOps } from './protocol.ts';
+import type { NodeIpamOp, NodeIpamOps } from './service-types.ts';
 
 export type NodeIpam = {
   readonly [K in NodeIpamOp]: (

@@ -1,6 +1,7 @@
 /**
- * The direct path's API failures as CNI errors (the agent path gets them as error kinds on the
- * wire: agent-client.ts). Loaded only with the direct path: it evaluates core's error classes.
+ * The direct path's API failures as CNI errors (the agent maps its own in
+ * block-controller/agent/ipam/cni-call.ts). Loaded only with the direct path: it evaluates core's
+ * error classes.
  */
 import { apiRefusalOf } from 'blockipam/core';
 import { errorOfKind, type CniError } from 'blockipam/core/cni/errors';

@@ -1,84 +1,72 @@
 package main
 
 import (
-	"errors"
+	"cmp"
+	"encoding/json"
 	"os"
-	"syscall"
 	"time"
 )
 
-// logRecord is one JSON line of the plugin's log file, in the shape the TypeScript executable
-// writes for a forwarded call (ipam-plugin/call.ts logLine): the same keys in the same order.
-type logRecord struct {
-	Time        string `json:"time"`
-	Level       string `json:"level"`
-	Msg         string `json:"msg"`
-	Pid         int    `json:"pid"`
-	Cmd         string `json:"cmd"`
-	Network     string `json:"network,omitempty"`
-	ContainerID string `json:"containerID"`
-	Ifname      string `json:"ifname"`
-	Path        string `json:"path"`
-	Code        int    `json:"code"`
-	Details     string `json:"details,omitempty"`
-	DurationMs  *int64 `json:"durationMs,omitempty"`
+// cniError is a failure of the forwarder's own, reported as a CNI error document.
+type cniError struct {
+	code         int
+	msg, details string
 }
 
-// logLine renders one log line of this call in network (the netconf's `name`; omitted when
-// empty): level, msg, code, and details and durationMs when set.
-func logLine(network, level, msg string, code int, details string, durationMs *int64) string {
-	line, _ := marshal(logRecord{
-		Time:        time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"),
-		Level:       level,
-		Msg:         msg,
-		Pid:         os.Getpid(),
-		Cmd:         os.Getenv("CNI_COMMAND"),
-		Network:     network,
-		ContainerID: os.Getenv("CNI_CONTAINERID"),
-		Ifname:      os.Getenv("CNI_IFNAME"),
-		Path:        "agent",
-		Code:        code,
-		Details:     details,
-		DurationMs:  durationMs,
-	})
-	return string(line)
-}
+func (e *cniError) Error() string { return e.msg + ": " + e.details }
 
-// logForwarded appends a forwarded call's lines to the netconf's `ipam.logFile` when it names
-// one, as the TypeScript executable does (call.ts logForwarded): `lines` (the agent's stderr —
-// warn and above — or the forwarder's own error line) and, at `ipam.logLevel` info or debug (the
-// default), a `done` line with the exit code and the wall time since started. A log file that
-// cannot be written is skipped: logging never fails a call. The file is created 0600.
-func logForwarded(conf netconf, lines string, code int, started time.Time) {
-	if conf.logFile == "" {
-		return
-	}
-	text := lines
-	if conf.logLevel == "" || conf.logLevel == "info" || conf.logLevel == "debug" {
-		ms := time.Since(started).Milliseconds()
-		text += logLine(conf.network, "info", "done", code, "", &ms)
-	}
-	if text == "" {
-		return
-	}
-	fd, err := syscall.Open(conf.logFile, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+// deliver writes the agent's answer to fd 1 and fd 2 and returns its exit code; a stdout that
+// cannot take it makes it 1 — an undelivered result is no success.
+func deliver(a answer) int {
+	_, err := os.Stdout.Write(a.stdout)
+	_, _ = os.Stderr.Write(a.stderr)
 	if err != nil {
-		return
+		return 1
 	}
-	_ = writeAll(fd, text)
-	_ = syscall.Close(fd)
+	return a.code
 }
 
-// failForwarded reports a client-side failure of a forwarded call as the TypeScript executable
-// does: an error line on stderr and in the log file (with a done line), then the CNI error
-// document on stdout. Returns exitCniError.
-func failForwarded(conf netconf, err error, started time.Time) int {
-	var ce *cniError
-	if !errors.As(err, &ce) {
-		ce = &cniError{999, "internal error", err.Error()}
+// fail writes e as a CNI error document in cniVersion (1.1.0 when empty) and returns 1.
+func fail(cniVersion string, e *cniError) int {
+	doc, _ := json.Marshal(map[string]any{"cniVersion": cmp.Or(cniVersion, "1.1.0"), "code": e.code, "msg": e.msg, "details": e.details})
+	_, _ = os.Stdout.Write(append(doc, '\n'))
+	return 1
+}
+
+// failed reports a forwarded call's failure after GO: an error line on stderr and in the log.
+func failed(conf netconf, e *cniError, started time.Time) int {
+	line := logLine(conf, "error", e.msg, map[string]any{"code": e.code, "details": e.details})
+	_, _ = os.Stderr.Write(line)
+	logCall(conf, line, 1, started)
+	return fail(conf.CNIVersion, e)
+}
+
+// logCall appends a forwarded call's lines to `ipam.logFile` when set (0600): `lines` (the
+// agent's stderr, or the forwarder's error line) and, at logLevel info or debug, a `done` line.
+// Logging never fails a call.
+func logCall(conf netconf, lines []byte, code int, started time.Time) {
+	if conf.IPAM.LogFile == "" {
+		return
 	}
-	line := logLine(conf.network, "error", ce.msg, ce.code, ce.details, nil)
-	_ = writeAll(2, line)
-	logForwarded(conf, line, exitCniError, started)
-	return fail(conf.cniVersion, ce)
+	if l := conf.IPAM.LogLevel; l == "" || l == "info" || l == "debug" {
+		ms := time.Since(started).Milliseconds()
+		lines = append(lines, logLine(conf, "info", "done", map[string]any{"code": code, "durationMs": ms})...)
+	}
+	f, err := os.OpenFile(conf.IPAM.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err == nil {
+		_, _ = f.Write(lines)
+		_ = f.Close()
+	}
+}
+
+// logLine is one JSON log line of this call, as the direct path's logger writes them.
+func logLine(conf netconf, level, msg string, fields map[string]any) []byte {
+	rec := map[string]any{"time": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), "level": level,
+		"msg": msg, "pid": os.Getpid(), "cmd": os.Getenv("CNI_COMMAND"), "network": conf.Name,
+		"containerID": os.Getenv("CNI_CONTAINERID"), "ifname": os.Getenv("CNI_IFNAME"), "path": "agent"}
+	for k, v := range fields {
+		rec[k] = v
+	}
+	line, _ := json.Marshal(rec)
+	return append(line, '\n')
 }

@@ -18,6 +18,7 @@ import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
 import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
+import type { SocketAnswer } from '../helpers/ipam-socket.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'add-failures-'));
 const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
@@ -29,7 +30,7 @@ const pool = (name: string, spec: IPPool['spec']): IPPool => ({
   spec,
 });
 
-/** An ADD request on the wire (protocol v2) for container `id` of pod `ns/id`. */
+/** An ADD call on the wire for container `id` of pod `ns/id`. */
 function add(id: string, more: { ns?: string; pools?: string[]; staticIPs?: string[] } = {}) {
   const conf = {
     ...socketConf({ timeoutMs: 5000, ...(more.pools ? { ipv4Pools: more.pools } : {}) }),
@@ -42,7 +43,7 @@ function add(id: string, more: { ns?: string; pools?: string[]; staticIPs?: stri
   });
 }
 /** The CNI code of an answer: 0 for success. */
-const codeOf = (answer: Record<string, unknown>): unknown =>
+const codeOf = (answer: SocketAnswer): unknown =>
   answer.code === 0 ? 0 : answerDoc(answer)?.code;
 
 /** The counter's value per reason for node n1 (every reason present). */
@@ -83,6 +84,7 @@ describe('blockipam_agent_cni_add_failures_total', () => {
       path,
       node: 'n1',
       ipam: () => createNodeIpam({ ds, inputs: datastoreInputs(ds) }),
+      serves: () => undefined,
       log,
       metrics,
     });
@@ -124,7 +126,7 @@ describe('blockipam_agent_cni_add_failures_total', () => {
     };
     let service: NodeIpam | string = 'the agent has not synced yet (blocks)';
     const path = join(root, 'b.sock');
-    const server = await startIpamServer({ path, node: 'n1', ipam: () => service, log, metrics });
+    const server = await startIpamServer({ path, node: 'n1', ipam: () => service, serves: () => undefined, log, metrics });
     try {
       const early = answerDoc(await askSocket(path, add('a')));
       assert.deepEqual(

@@ -13,6 +13,7 @@ import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubectl } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
+import type { SocketAnswer } from '../helpers/ipam-socket.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
 
@@ -23,7 +24,7 @@ let agent: AgentProcess;
 let dir: string;
 let socket: string;
 
-const add = (containerID: string): Promise<Record<string, unknown>> =>
+const add = (containerID: string): Promise<SocketAnswer> =>
   askSocket(
     socket,
     cniCall(

@@ -1,12 +1,12 @@
 /**
  * The agent's IPAM server (block-controller/agent/ipam/) with the real agent process against the
- * real API server, through its Unix socket in protocol v2 (the CNI call whole): CNI 11 before
- * the first sync, STATUS then answered from the API server; ADD, a repeated ADD, CHECK, DEL, GC,
- * STATUS, each answered with the plugin's exit code and stdout; 50 concurrent ADDs (distinct
- * addresses; block UPDATEs the API server saw, through test/agent/api-gate.ts, and the same in
- * the agent's batching metrics); the socket's and directory's modes; malformed, wrong-version and
- * oversized requests answered with a CNI error naming the field while it keeps serving; SIGTERM
- * removes the socket.
+ * real API server, through its Unix socket in wire v3: readiness per command — NOT_SERVED while
+ * the blocks' watch has not listed, a DEL and an ADD served while the Namespaces and IPAMNodes
+ * watches have not; ADD, a repeated ADD, CHECK, DEL, GC, STATUS, each answered with the plugin's
+ * exit code and stdout; 50 concurrent ADDs (distinct addresses; block UPDATEs the API server
+ * saw, through test/agent/api-gate.ts, and the same in the agent's batching metrics); the
+ * socket's and directory's modes; malformed, wrong-version and oversized requests NOT_SERVED
+ * while it keeps serving; SIGTERM removes the socket.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, statSync, existsSync } from 'node:fs';
@@ -15,9 +15,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { affineSelector, cidrContains, cidrOf, parseIP } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { MAX_REQUEST_BYTES } from 'blockipam/core/node-ipam/protocol';
+import { agentSocketPath, MAX_STDIN_BYTES } from 'blockipam/core/node-ipam';
 import { kubectl } from '../helpers/control-plane.ts';
-import { answerDoc, askSocket, cniCall } from '../helpers/ipam-socket.ts';
+import { answerDoc, askSocket, cniCall, frameRequest } from '../helpers/ipam-socket.ts';
+import type { CallPayload, SocketAnswer } from '../helpers/ipam-socket.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
@@ -31,8 +32,8 @@ let agent: AgentProcess;
 let dir: string;
 let socket: string;
 
-/** One request over the socket: the raw text, or a JSON document. */
-const ask = (payload: unknown): Promise<Record<string, unknown>> => askSocket(socket, payload);
+/** One call over the socket: framed, or bytes as they are. */
+const ask = (payload: CallPayload | Buffer): Promise<SocketAnswer> => askSocket(socket, payload);
 
 /** This node's netconf; `top` merged in at the top level. */
 const conf = (top: Record<string, unknown> = {}, cniVersion = '1.0.0') => ({
@@ -51,21 +52,21 @@ const check = (containerID: string, address: string) =>
 const status = () => ask(cniCall('STATUS', conf({}, '1.1.0')));
 
 /** The CNI result of a successful answer (fails the test on anything else). */
-function result(answer: Record<string, unknown>): Record<string, unknown> {
+function result(answer: SocketAnswer): Record<string, unknown> {
   assert.equal(answer.code, 0, JSON.stringify(answer));
   return answerDoc(answer) ?? {};
 }
 /** Success with nothing on stdout (DEL, CHECK, GC, STATUS). */
-function silent(answer: Record<string, unknown>): void {
+function silent(answer: SocketAnswer): void {
   assert.deepEqual([answer.code, answer.stdout], [0, ''], JSON.stringify(answer));
 }
 /** The CNI error document of a failed answer. */
-function cniError(answer: Record<string, unknown>): Record<string, unknown> {
+function cniError(answer: SocketAnswer): Record<string, unknown> {
   assert.equal(answer.code, 1, JSON.stringify(answer));
   return answerDoc(answer) ?? {};
 }
 
-const addressOf = (answer: Record<string, unknown>): string =>
+const addressOf = (answer: SocketAnswer): string =>
   ((result(answer).ips as { address: string }[])[0] as { address: string }).address;
 /** The handles allocated on this node's blocks. */
 const handles = async (): Promise<string[]> =>
@@ -95,8 +96,8 @@ describe('agent IPAM server', () => {
     ds.close();
   });
 
-  test('CNI 11 before its first sync (STATUS asks the API server), then serves', async () => {
-    // the first LIST of the node's blocks is held: the agent cannot sync
+  test('readiness per command: NOT_SERVED until its watches listed; no wait for the others', async () => {
+    // the first LIST of the node's blocks is held, and of the Namespaces and IPAMNodes
     const list = gate.hold(
       (method, url) =>
         method === 'GET' &&
@@ -104,6 +105,12 @@ describe('agent IPAM server', () => {
         url.searchParams.get('watch') !== 'true' &&
         (url.searchParams.get('labelSelector') ?? '').startsWith('node.ipam.blockipam.io/'),
     );
+    const firstList = (path: (p: string) => boolean) =>
+      gate.hold((method, url) => method === 'GET' && path(url.pathname) && url.searchParams.get('watch') !== 'true');
+    const others = [
+      firstList((p) => p === '/api/v1/namespaces'),
+      firstList((p) => p.endsWith('/ipamnodes')),
+    ];
     agent = startAgent(NODE, [
       '--kubeconfig',
       gate.kubeconfig,
@@ -115,18 +122,21 @@ describe('agent IPAM server', () => {
       'debug',
     ]);
     await list.held;
+    for (const o of others) await o.held;
     await agent.waitFor((l) => l.message === 'IPAM server listening', 'IPAM server listening');
-    const early = cniError(await del('c-early'));
-    assert.deepEqual([early.code, early.msg], [11, 'node agent not ready']);
-    assert.match(String(early.details), /not synced/);
-    // STATUS is not left undecided: the API server answers it (the held LIST was the view's)
-    silent(await status());
+    assert.match(String((await del('c-early')).notServed), /^not synced yet: blocks$/);
+    assert.match(String((await status()).notServed), /^not synced yet: blocks$/);
     list.release();
-    await eventually('a synced agent', async () => ((await del('c-early')).code === 0 ? true : undefined));
+    // served although the Namespaces and IPAMNodes watches have not listed
+    await eventually('DEL served', async () => ((await del('c-early')).code === 0 ? true : undefined));
+    const early = await add('c-early');
+    addressOf(early);
+    silent(await del('c-early'));
+    for (const o of others) o.release();
   });
 
   test('socket 0600 in a 0700 directory, both root-owned', () => {
-    const s = statSync(socket);
+    const s = statSync(agentSocketPath(socket));
     assert.equal(s.isSocket(), true);
     assert.equal(s.mode & 0o777, 0o600);
     assert.equal(s.uid, 0);
@@ -217,42 +227,34 @@ describe('agent IPAM server', () => {
       assert.ok(stored.includes(`${NETWORK}.burst-${i}.eth0`), `burst-${i} stored`);
   });
 
-  test('malformed, wrong-version and oversized requests: a CNI error naming the field; it keeps serving', async () => {
-    const refused = (answer: Record<string, unknown>, details: RegExp): void => {
-      const doc = cniError(answer);
-      assert.deepEqual([doc.code, doc.msg], [999, 'node agent refused the request']);
-      assert.match(String(doc.details), details);
-    };
-    refused(await ask('{"v": 2, \n'), /^request: not JSON/);
-    refused(
-      await ask({ v: 1, op: 'status', timeoutMs: 1000, call: {} }),
-      /protocol version 1, this agent speaks 2/,
-    );
-    refused(
-      await ask({ ...cniCall('STATUS', conf()), env: { CNI_COMMAND: ['STATUS'] } }),
-      /request\.env\.CNI_COMMAND/,
-    );
-    refused(await ask(Buffer.alloc(MAX_REQUEST_BYTES + 10, 0x20)), /larger than/);
+  test('malformed, wrong-version and oversized requests: NOT_SERVED naming the problem; it keeps serving', async () => {
+    const refused = (answer: SocketAnswer, reason: RegExp): void => assert.match(String(answer.notServed), reason);
+    refused(await ask(Buffer.from('{"v": 2, \n')), /protocol version 123, this agent speaks 3/);
+    refused(await ask(frameRequest(cniCall('STATUS', conf()), 2)), /protocol version 2, this agent speaks 3/);
+    const oversized = frameRequest({ env: {}, stdin: '' });
+    oversized.writeUint32BE(MAX_STDIN_BYTES + 10, 13);
+    refused(await ask(oversized), /over 1048576/);
+    refused(await ask({ ...cniCall('STATUS', conf()), deadlineMs: -1 }), /deadline has passed/);
     silent(await status());
 
     const metrics = (await scrape(agent)).text;
     const has = (re: RegExp): void => assert.ok(re.test(metrics), `metrics show ${re}`);
     has(
-      /blockipam_agent_ipam_requests_total\{node="ipams-1",op="add",outcome="allocated",component="agent"\} 54\n/,
+      /blockipam_agent_ipam_requests_total\{node="ipams-1",op="add",outcome="allocated",component="agent"\} 55\n/,
     );
     has(
       /blockipam_agent_ipam_requests_total\{node="ipams-1",op="add",outcome="duplicate",component="agent"\} 1\n/,
     );
     has(
-      /blockipam_agent_ipam_requests_total\{node="ipams-1",op="unknown",outcome="error_badRequest",component="agent"\} 4\n/,
+      /blockipam_agent_ipam_requests_total\{node="ipams-1",op="unknown",outcome="not_served",component="agent"\} 3\n/,
     );
-    has(/blockipam_agent_ipam_request_duration_seconds_count\{[^}]*op="add"[^}]*\} 55\n/);
+    has(/blockipam_agent_ipam_request_duration_seconds_count\{[^}]*op="add"[^}]*\} 56\n/);
   });
 
   test('SIGTERM: stops serving and removes the socket', async () => {
-    assert.equal(existsSync(socket), true);
+    assert.equal(existsSync(agentSocketPath(socket)), true);
     agent.child.kill('SIGTERM');
     assert.equal(await agent.exited(), 0);
-    assert.equal(existsSync(socket), false);
+    assert.equal(existsSync(agentSocketPath(socket)), false);
   });
 });

@@ -5,7 +5,7 @@
  * executable) — beside the direct path and, with `--baseline EXE`, another build (e.g. one
  * of an earlier commit: `git worktree add`, `node scripts/build-plugin.ts`, copy
  * build/plugin/blockipam). VERSION; ADD then DEL through a stand-in agent on a Unix socket
- * (test/plugin/helpers/fake-agent.ts: answers at once, so the figure is the plugin's own); ADD
+ * (test/plugin/helpers/raw-agent.ts: answers at once, so the figure is the plugin's own); ADD
  * then DEL on the direct path against a real kube-apiserver (`ipam.mode: standalone`). The kinds
  * take turns, call by call, so machine load falls on all alike. Rewrites "## Thin client: CPU
  * per call" in docs/benchmarks.md.
@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { fakeAgent } from '../plugin/helpers/fake-agent.ts';
+import { rawAgent } from '../plugin/helpers/raw-agent.ts';
 import { fixture } from '../plugin/helpers/cluster.ts';
 import { installForwarded } from '../plugin/helpers/conformance.ts';
 import { ensurePlugin } from '../plugin/helpers/plugin-exe.ts';
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   const exe = ensurePlugin();
   const fx = fixture();
   fx.pool('thin-v4', '10.250.0.0/16', 26);
-  const agent = await fakeAgent();
+  const agent = await rawAgent();
   const tmp = mkdtempSync(join(tmpdir(), 'bipam-thin-'));
   const load0 = loadavg()[0] ?? 0;
   const conf = (ipam: Record<string, unknown>): string =>

@@ -3,9 +3,9 @@
  * dispatcher runs it in-process — it validates the CNI_* variables and the netconf, and formats
  * the result or the CNI error exactly as the plugin's executable would — with a node IPAM client
  * that calls the agent's service directly ({@link agentClient}). What it writes is captured and
- * answered as `{v: 2, code, stdout, stderr}` (core/node-ipam/protocol).
+ * answered as the exit code, stdout and stderr (core/node-ipam wire.ts RESULT).
  */
-import { dispatch, errorOfKind, isCniError, agentBudgetMs, CniCode } from 'blockipam/core/cni';
+import { dispatch, errorOfKind, isCniError, agentMarginMs, CniCode } from 'blockipam/core/cni';
 import type {
   IpamClient,
   IpamCommand,
@@ -14,29 +14,23 @@ import type {
   LoggerOptions,
   NetConf,
 } from 'blockipam/core/cni';
-import { NODE_IPAM_PROTOCOL, nodeIpamErrorOf, servedNodeProblem } from 'blockipam/core/node-ipam';
+import { nodeIpamErrorOf, servedNodeProblem } from 'blockipam/core/node-ipam';
 import type {
   AddAnswer,
   AddOutcome,
-  CniCallRequest,
-  CniCallResponse,
+  CallRequest,
   NodeIpam,
   NodeIpamOp,
   NodeIpamOps,
 } from 'blockipam/core/node-ipam';
 import { F } from '../../shared/index.ts';
 import type { Logger } from '../../shared/index.ts';
+import { msUntil } from './deadline.ts';
 
 export interface CallServiceOptions {
   readonly node: string;
   /** The service, or why there is none yet (the `notReady` message: not synced, stopping). */
   readonly ipam: () => NodeIpam | string;
-  /**
-   * STATUS while {@link ipam} gives no service: asked of the API server directly (the agent's
-   * own credential, no view), so an agent that is restarting or syncing does not turn its node's
-   * network NotReady. Absent: STATUS is `notReady` then, as every other command.
-   */
-  readonly statusWithoutService?: NodeIpam['status'];
   readonly log: Logger;
 }
 
@@ -50,21 +44,24 @@ export interface CallRecord {
   add?: AddAnswer;
 }
 
+/** What the plugin process would have written and returned. */
+export interface CallResponse {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
 /**
- * Serves `request`, its budget counted from `acceptedAt` (performance.now() ms).
- * @returns the answer and what the call did; never rejects
+ * Serves `request` until `clientGone` fires or its budget ends: the client's deadline less
+ * core/cni's agentMarginMs of the netconf's `ipam.timeoutMs`. What it did goes to `record`.
+ * @returns the answer; never rejects
  */
 export async function serveCall(
-  request: CniCallRequest,
-  acceptedAt: number,
+  request: CallRequest,
+  clientGone: AbortSignal,
+  record: CallRecord,
   options: CallServiceOptions,
-): Promise<{ response: CniCallResponse; record: CallRecord }> {
-  const command = request.env.CNI_COMMAND ?? '';
-  const record: CallRecord = {
-    op: ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS', 'VERSION'].includes(command)
-      ? command.toLowerCase()
-      : 'unknown',
-  };
+): Promise<{ response: CallResponse }> {
   let stdout = '';
   let stderr = '';
   const code = await dispatch(
@@ -77,12 +74,12 @@ export async function serveCall(
     {
       logger: (o) => callLogger(o, options.log),
       client: (conf, cmd, log) =>
-        Promise.resolve(agentClient({ conf, command: cmd, log, acceptedAt, record, options })),
+        Promise.resolve(agentClient({ conf, command: cmd, log, request, clientGone, record, options })),
     },
   );
   // refused by the CNI layer before any node IPAM operation (CNI_* variables, netconf, version)
   record.outcome ??= code === 0 ? 'ok' : 'error_badRequest';
-  return { response: { v: NODE_IPAM_PROTOCOL, code, stdout, stderr }, record };
+  return { response: { code, stdout, stderr } };
 }
 
 const rank: Readonly<Record<Level, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
@@ -115,7 +112,8 @@ interface ClientContext {
   readonly conf: NetConf;
   readonly command: IpamCommand;
   readonly log: CallLogger;
-  readonly acceptedAt: number;
+  readonly request: CallRequest;
+  readonly clientGone: AbortSignal;
   readonly record: CallRecord;
   readonly options: CallServiceOptions;
 }
@@ -123,16 +121,17 @@ interface ClientContext {
 /**
  * The node IPAM client of one call: the agent's service, in-process. Same rules as the socket
  * server of protocol v1 had: a call naming another node is refused (CNI 7, core's
- * servedNodeProblem) but for DEL, served for this node; no service yet → `notReady` (CNI 11;
- * STATUS asks the API server instead: {@link CallServiceOptions.statusWithoutService}); the
- * budget is the netconf's `ipam.timeoutMs` less a margin (core/cni agentBudgetMs) from accept,
- * so the answer reaches the plugin before it gives up; failures mapped by core's nodeIpamErrorOf
+ * servedNodeProblem) but for DEL, served for this node; no service → `notReady` (CNI 11); the
+ * operation's signal fires when the client goes or at its deadline less core/cni's
+ * agentMarginMs, so the answer reaches the plugin before it gives up, and every block write
+ * re-checks it (core's batching datastore drops a change whose signal fired before it was sent);
+ * failures mapped by core's nodeIpamErrorOf
  * and core/cni's errorOfKind (STATUS: `unavailable` and `notReady` are 50, an ADD cannot be
  * served), the details prefixed `node agent: `.
  */
 function agentClient(c: ClientContext): IpamClient {
   const { options, record } = c;
-  const deadline = c.acceptedAt + agentBudgetMs(c.conf.timeoutMs);
+  const budgetMs = (): number => msUntil(c.request.deadlineNs) - agentMarginMs(c.conf.timeoutMs);
   const call =
     <K extends NodeIpamOp>(op: K) =>
     async (given: NodeIpamOps[K]['call']): Promise<NodeIpamOps[K]['outcome']> => {
@@ -151,7 +150,8 @@ function agentClient(c: ClientContext): IpamClient {
         request = { ...request, node: options.node };
       }
       try {
-        const signal = AbortSignal.timeout(Math.max(1, Math.ceil(deadline - performance.now())));
+        const budget = AbortSignal.timeout(Math.max(1, Math.ceil(budgetMs())));
+        const signal = AbortSignal.any([c.clientGone, budget]);
         const outcome = await serviceOp(op, options)(request, signal);
         record.outcome = outcomeKind(outcome);
         if (op === 'add') record.add = { outcome: outcome as AddOutcome };
@@ -191,7 +191,6 @@ function serviceOp<K extends NodeIpamOp>(
 ): (call: NodeIpamOps[K]['call'], signal: AbortSignal) => Promise<NodeIpamOps[K]['outcome']> {
   const ipam = options.ipam();
   if (typeof ipam !== 'string') return ipam[op];
-  if (op === 'status' && options.statusWithoutService) return options.statusWithoutService as never;
   return () => Promise.reject(new NotReadyError(ipam));
 }
 

@@ -4,19 +4,17 @@
  * of the node's blocks (service.ts, view-datastore.ts; DEL and CHECK the view may answer only in part confirm through its `direct`
  * side), with inputs from the watches (inputs.ts) and STATUS falling back to the last known state
  * (status.ts). The view is made before the watches start and shared with upkeep (its claims and
- * releases are laid over it like the service's writes). The service is made at the first request
- * after the agent's watches synced; before that, and once the agent is stopping, every call is
- * answered CNI 11 (`notReady`) but STATUS, which the agent then asks of the API server directly
- * (its own credential, no view), as the plugin's direct path would.
+ * releases are laid over it like the service's writes). Readiness is per command
+ * ({@link COMMAND_NEEDS}): a call whose watches have not all listed yet, and every call once the
+ * agent is stopping, is answered NOT_SERVED and its client takes the direct path.
  */
 import type { BatchingDatastore, Datastore, IPAMBlock } from 'blockipam/core';
-import { createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
 import { observeBatching, observeConfirmLists } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
-import type { AgentState } from '../state.ts';
+import type { AgentState, Kind } from '../state.ts';
 import { agentInputs } from './inputs.ts';
 import { startIpamServer } from './server.ts';
 import { agentNodeIpam } from './service.ts';
@@ -29,6 +27,33 @@ import type { ViewDatastore } from './view-datastore.ts';
 // 15 s: requests in flight at SIGTERM may finish (a warm ADD takes milliseconds; a claim under
 // load seconds), within the lifecycle's 20 s before the kubelet's SIGKILL at 30 s.
 const DRAIN_MS = 15_000;
+
+/**
+ * The watches each command is served from. A DEL, CHECK or GC reads the node's blocks alone
+ * (the view; what it lacks is confirmed at the API server); an ADD and STATUS also choose pools,
+ * so they need the pools, the IPAMConfig and the reservations. The node, its pods and the
+ * namespaces are read from the API server while their watch lacks them (inputs.ts), and the
+ * IPAMNodes watch serves routes only: no command waits for those.
+ */
+export const COMMAND_NEEDS: Readonly<Record<string, readonly Kind[]>> = {
+  ADD: ['blocks', 'pools', 'configs', 'reservations'],
+  STATUS: ['blocks', 'pools', 'configs', 'reservations'],
+  DEL: ['blocks'],
+  CHECK: ['blocks'],
+  GC: ['blocks'],
+};
+
+/**
+ * Why `command` cannot be served from `state` now (its watches not listed yet), or undefined.
+ * A command not in {@link COMMAND_NEEDS} (VERSION, a typo) needs nothing: the dispatcher answers it.
+ */
+export function commandProblem(command: string, state: AgentState | undefined): string | undefined {
+  const needs = COMMAND_NEEDS[command] ?? [];
+  if (needs.length === 0) return undefined;
+  if (state === undefined) return 'the agent has not started its watches';
+  const unsynced = state.unsynced.filter((kind) => needs.includes(kind));
+  return unsynced.length === 0 ? undefined : `not synced yet: ${unsynced.join(', ')}`;
+}
 
 export interface AgentIpamOptions {
   readonly path: string;
@@ -53,7 +78,6 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
   const { node, log, lifecycle } = options;
   let ipam: NodeIpam | undefined;
   let batching: BatchingDatastore | undefined;
-  let direct: NodeIpam | undefined;
   observeBatching(options.metrics, node, () => batching?.stats());
   observeConfirmLists(options.metrics, node, () => options.view.stats.confirmLists);
   const server = await startIpamServer({
@@ -61,21 +85,17 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
     node,
     log,
     metrics: options.metrics,
+    serves: (command) =>
+      lifecycle.stopping ? 'the agent is stopping' : commandProblem(command, options.state()),
     ipam: () => {
       if (lifecycle.stopping) return 'the agent is stopping';
       const state = options.state();
-      if (!state?.synced) return `the agent has not synced yet (${(state?.unsynced ?? ['all']).join(', ')})`;
+      if (state === undefined) return 'the agent has not started its watches';
       if (ipam) return ipam;
       const made = serviceFor(state, options);
       batching = made.batching;
       return (ipam = made.ipam);
     },
-    // not synced or stopping: STATUS reads the API server as the plugin's direct path would
-    statusWithoutService: (call, signal) =>
-      (direct ??= createNodeIpam({ ds: options.ds, inputs: datastoreInputs(options.ds) })).status(
-        call,
-        signal,
-      ),
   });
   const close = (): Promise<void> => server.close(DRAIN_MS);
   lifecycle.signal.addEventListener('abort', () => void close().catch(() => undefined), { once: true });

@@ -1,74 +1,78 @@
 /**
  * The agent's IPAM server (docs/design-agent.md §IPAM server): serves its node's CNI calls on a
- * root-only Unix socket, one call per connection, in the node IPAM protocol v2 of core/node-ipam
- * (the call forwarded whole). A connection sends one JSON request and a newline (at most
- * MAX_REQUEST_BYTES); the server runs the call through core/cni's dispatcher with its node's
- * NodeIpam (cni-call.ts), budgeted by the netconf's `ipam.timeoutMs`, writes one JSON answer —
- * exit code, stdout, stderr — and a newline, and closes. Every outcome it decides is a CNI error
- * document: until the agent has synced its view (and once it is stopping) a call is CNI 11, never
- * answered from a guess (STATUS asks the API server instead); so is every connection past
- * `maxConnections` (busy); a request that does not parse, or of another version, is CNI 999
- * naming the field or both versions.
+ * root-only Unix socket, one call per connection, in the node IPAM wire v3 (core/node-ipam
+ * wire.ts). The hand-off with the plugin's forwarder:
+ *
+ * 1. read the request (at most 10 s from accept, bounded in bytes);
+ * 2. answer NOT_SERVED — nothing done — when the request is not v3 or malformed, the client's
+ *    deadline has passed, the client has gone, the connection is past `maxConnections`, or the
+ *    command's watches are not synced ({@link IpamServerOptions.serves}); else READY;
+ * 3. wait for the client's GO (its commitment: it will not take its direct path); without it —
+ *    the client closed, or its deadline passed — nothing is started;
+ * 4. on GO, re-check the deadline and the client, run the call (cni-call.ts) with a signal that
+ *    fires when the client closes or the call's budget ends (every block write re-checks it), and
+ *    answer RESULT.
  */
 import { lstatSync, statSync, unlinkSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
-import { errorOfKind, errorVersion, toErrorDocument } from 'blockipam/core/cni';
-import { MAX_REQUEST_BYTES, NODE_IPAM_PROTOCOL, parseCallRequest } from 'blockipam/core/node-ipam';
-import type { CniCallResponse, NodeIpam, NodeIpamErrorKind } from 'blockipam/core/node-ipam';
+import {
+  agentSocketPath,
+  GO,
+  notServedMessage,
+  parseRequestBody,
+  parseRequestHeader,
+  READY,
+  REQUEST_HEADER_BYTES,
+  resultMessage,
+} from 'blockipam/core/node-ipam';
+import type { CallRequest } from 'blockipam/core/node-ipam';
 import { errorFields, F } from '../../shared/index.ts';
-import { requestCniVersion } from './request-version.ts';
 import type { Logger } from '../../shared/index.ts';
 import { countAddFailure } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import { serveCall } from './cni-call.ts';
-import type { CallRecord } from './cni-call.ts';
+import type { CallRecord, CallServiceOptions } from './cni-call.ts';
+import { msUntil } from './deadline.ts';
 import { listenRootOnly, prepareSocketDir, removeStaleSocket } from './socket-path.ts';
 
 /**
- * 10 s from accept to a complete request (absolute, not idle: a client trickling a byte at a
- * time is closed at it too): the plugin writes its request right after connect, so a client
- * that has not finished by then is gone or broken; the connection is closed without an answer.
+ * 10 s from accept to a complete request (absolute: a client trickling a byte at a time is
+ * closed at it too): the forwarder writes its request right after connect.
  */
 export const READ_DEADLINE_MS = 10_000;
 /**
  * 256 open connections at most. A node runs 110 pods by default (the kubelet's maxPods), so a
  * restart of every pod at once is ~220 CNI calls (a DEL and an ADD each), plus STATUS polls;
  * each connection holds a file descriptor, and 256 leaves most of a 1,024 descriptor limit to
- * the agent's watches and HTTP server. Past it a connection is answered `notReady` (busy; the
- * plugin's CNI 11, try again later) and closed, unread.
+ * the agent's watches and HTTP server. Past it a connection is answered NOT_SERVED (busy): its
+ * client takes the direct path.
  */
 export const MAX_CONNECTIONS = 256;
-/** Busy refusals are logged at most once per this many ms (ms; each is counted in the metric). */
-const BUSY_LOG_INTERVAL_MS = 10_000;
-/** A refused (busy) connection is closed at most this long after accept (ms). */
-const BUSY_LINGER_MS = 1000;
-/**
- * A refused (busy) connection that has sent nothing this long after accept (ms) is answered in
- * 1.1.0: the plugin writes right after connect, so only a stalled or foreign client waits it out,
- * and half of BUSY_LINGER_MS leaves it the other half to read the answer.
- */
-const BUSY_ANSWER_MS = BUSY_LINGER_MS / 2;
+/** sun_path holds 108 bytes with its NUL (unix(7)). */
+const MAX_SOCKET_PATH_BYTES = 107;
 
-export interface IpamServerOptions {
-  /** The socket's path (its directory is made root-owned 0700). */
-  readonly path: string;
-  readonly node: string;
+/** Where a connection is in the hand-off (for {@link IpamServerOptions.pause}). */
+export type HandOffStep = 'accepted' | 'read' | 'ready';
+
+export interface IpamServerOptions extends CallServiceOptions {
   /**
-   * The service, or why there is none to serve with yet: a string is the `notReady` message
-   * (not synced, stopping).
+   * The netconf's `ipam.agentSocket`; the socket is bound at core's agentSocketPath of it (the
+   * protocol version appended), its directory made root-owned 0700.
    */
-  readonly ipam: () => NodeIpam | string;
-  /** STATUS while `ipam` gives no service (cni-call.ts CallServiceOptions.statusWithoutService). */
-  readonly statusWithoutService?: NodeIpam['status'];
-  readonly log: Logger;
+  readonly path: string;
+  /** Why `command` cannot be served now (answered NOT_SERVED), or undefined to serve it. */
+  readonly serves: (command: string) => string | undefined;
   readonly metrics: Pick<AgentMetrics, 'ipamRequests' | 'ipamRequestSeconds' | 'cniAddFailures'>;
   /** ms from accept to a complete request, then the connection is closed. Default READ_DEADLINE_MS. */
   readonly readDeadlineMs?: number;
-  /** Connections open at once; one more is answered busy. Default MAX_CONNECTIONS. */
+  /** Connections open at once; one more is answered NOT_SERVED. Default MAX_CONNECTIONS. */
   readonly maxConnections?: number;
+  /** Awaited at each step of the hand-off: tests stall the agent there. Default none. */
+  readonly pause?: (step: HandOffStep) => Promise<void> | void;
 }
 
 export interface IpamServer {
+  /** The bound socket's path (agentSocketPath of the option). */
   readonly path: string;
   /** Requests being served now. */
   readonly inFlight: number;
@@ -81,46 +85,27 @@ export interface IpamServer {
 }
 
 /**
- * An answer the agent decides without running the call: exit code 1 and the CNI error document
- * of `kind` (core/cni errorOfKind: notReady 11, badRequest 999) with `message` as its details
- * (bounded by core/cni's toErrorDocument), in `cniVersion` — the call's netconf's as far as it
- * could be read (errorVersion of a parsed request's stdin, else requestCniVersion of the bytes
- * read), else 1.1.0.
- */
-const failure = (kind: NodeIpamErrorKind, message: string, cniVersion: string): CniCallResponse => ({
-  v: NODE_IPAM_PROTOCOL,
-  code: 1,
-  stdout: `${JSON.stringify(toErrorDocument(errorOfKind(kind, message), cniVersion))}\n`,
-  stderr: '',
-});
-
-/**
  * Starts the server: prepares the directory, removes a stale socket, listens (socket 0600).
- * @throws Error naming the path when the directory or an existing file there is unusable
+ * @throws Error naming the path when the directory or an existing file there is unusable, or the
+ *   versioned path is longer than a socket path may be
  */
 export async function startIpamServer(options: IpamServerOptions): Promise<IpamServer> {
   const { log, node } = options;
-  prepareSocketDir(options.path);
-  await removeStaleSocket(options.path);
+  const path = agentSocketPath(options.path);
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES)
+    throw new Error(`IPAM socket ${path}: over ${MAX_SOCKET_PATH_BYTES} bytes`);
+  prepareSocketDir(path);
+  await removeStaleSocket(path);
   const inFlight = new Set<Promise<void>>();
   const maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
   let open = 0;
-  // busy refusals are counted in the request metric; the log gets one line per 10 s at most
-  const busy = { refused: 0, loggedAt: -Infinity };
-  // allowHalfOpen: a client may end its side right after the request (the plugin does); the
-  // answer still has to go out on ours.
   const server = createServer({ allowHalfOpen: true }, (socket) => {
+    socket.on('error', () => undefined);
     if (open >= maxConnections) {
-      refuseBusy(socket, options, maxConnections);
-      busy.refused += 1;
-      if (performance.now() - busy.loggedAt >= BUSY_LOG_INTERVAL_MS) {
-        log.warn('IPAM connections refused: busy', {
-          [F.count]: busy.refused,
-          maxConnections,
-        });
-        busy.refused = 0;
-        busy.loggedAt = performance.now();
-      }
+      report(options, { op: 'unknown', outcome: 'not_served' }, 0);
+      // what the client sent is read and dropped, so that its close ends the socket
+      socket.once('end', () => socket.destroy()).resume();
+      socket.end(notServedMessage(`busy: ${maxConnections} connections open (maxConnections)`));
       return;
     }
     open += 1;
@@ -129,15 +114,13 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
     inFlight.add(work);
     void work.finally(() => inFlight.delete(work));
   });
-  server.on('error', (error) =>
-    log.warn('IPAM socket error', { [F.path]: options.path, ...errorFields(error) }),
-  );
-  await listenRootOnly(server, options.path);
-  const bound = statSync(options.path);
-  log.info('IPAM server listening', { [F.node]: node, [F.path]: options.path });
+  server.on('error', (error) => log.warn('IPAM socket error', { [F.path]: path, ...errorFields(error) }));
+  await listenRootOnly(server, path);
+  const bound = statSync(path);
+  log.info('IPAM server listening', { [F.node]: node, [F.path]: path });
   let closing: Promise<void> | undefined;
   return {
-    path: options.path,
+    path,
     get inFlight() {
       return inFlight.size;
     },
@@ -149,7 +132,7 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
         const drained = await Promise.race([Promise.allSettled([...inFlight]).then(() => true), timedOut]);
         clearTimeout(timer);
         if (!drained) log.warn('IPAM requests still in flight at shutdown', { [F.count]: inFlight.size });
-        unlinkIfSame(options.path, bound, log);
+        unlinkIfSame(path, bound, log);
         if (drained) await closed;
       })());
     },
@@ -175,138 +158,117 @@ function unlinkIfSame(path: string, bound: { dev: number; ino: number }, log: Lo
   }
 }
 
-/**
- * Answers a connection past `maxConnections` `notReady` (busy) without serving it: at the
- * client's first bytes (the plugin writes its request right after connect), in the cniVersion
- * they name (requestCniVersion), or at their end or BUSY_ANSWER_MS without any, in 1.1.0. Closes
- * it when the client ends, or BUSY_LINGER_MS after accept: a refused connection holds its
- * descriptor at most that long, not up to the read deadline. Counted in the request metric, not
- * logged (the caller logs refusals at most once per BUSY_LOG_INTERVAL_MS).
- */
-function refuseBusy(socket: Socket, options: IpamServerOptions, maxConnections: number): void {
-  let answered = false;
-  const answer = (head?: Buffer): void => {
-    if (answered) return;
-    answered = true;
-    clearTimeout(silent);
-    const message = `busy: ${maxConnections} connections open (maxConnections); try again`;
-    const response = failure('notReady', message, requestCniVersion(head));
-    report(options, { op: 'unknown', outcome: 'error_notReady' }, response, 0, false);
-    socket.end(`${JSON.stringify(response)}\n`);
-  };
-  const silent = setTimeout(() => answer(), BUSY_ANSWER_MS);
-  // what the client sends past its first bytes is read and dropped (closing with it unread
-  // resets the connection before the client reads the answer)
-  const timer = setTimeout(() => socket.destroy(), BUSY_LINGER_MS);
-  socket.once('close', () => {
-    clearTimeout(timer);
-    clearTimeout(silent);
-  });
-  socket.on('error', () => undefined);
-  socket.on('data', (chunk: Buffer) => answer(chunk));
-  socket.on('end', () => {
-    answer();
-    socket.destroy();
-  });
+/** A connection's client: its bytes as they come, and whether it has gone. */
+class Client {
+  #buffered = Buffer.alloc(0);
+  #wake: (() => void) | undefined;
+  readonly gone = new AbortController();
+
+  constructor(socket: Socket) {
+    socket.on('data', (chunk: Buffer) => {
+      this.#buffered = Buffer.concat([this.#buffered, chunk]);
+      this.#wake?.();
+    });
+    const leave = (): void => {
+      this.gone.abort(new Error('the client closed the connection'));
+      this.#wake?.();
+    };
+    socket.once('end', leave);
+    socket.once('close', leave);
+  }
+
+  /** The next `n` bytes, or undefined when the client goes or `deadline` (a timer) fires first. */
+  async take(n: number, deadline: Promise<void>): Promise<Buffer | undefined> {
+    let expired = false;
+    void deadline.then(() => {
+      expired = true;
+      this.#wake?.();
+    });
+    while (this.#buffered.length < n) {
+      if (expired || this.gone.signal.aborted) return undefined;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+    const bytes = this.#buffered.subarray(0, n);
+    this.#buffered = this.#buffered.subarray(n);
+    return bytes;
+  }
 }
 
-/** Reads one request from `socket`, answers it, closes. Never rejects. */
+const timer = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
+
+/** Serves one connection through the hand-off; never rejects. */
 async function serveConnection(socket: Socket, options: IpamServerOptions): Promise<void> {
   const started = performance.now();
-  const read = await readRequest(socket, options.readDeadlineMs ?? READ_DEADLINE_MS);
-  if (read === undefined) {
-    socket.destroy();
-    return;
-  }
-  let record: CallRecord = { op: 'unknown', outcome: 'error_badRequest' };
-  let response: CniCallResponse;
-  if ('problem' in read) response = failure('badRequest', read.problem, requestCniVersion(read.head));
-  else {
-    const parsed = parseCallRequest(read.doc);
-    if ('problem' in parsed)
-      response = failure('badRequest', parsed.problem, errorVersion(stdinOf(read.doc)));
-    else ({ response, record } = await serveCall(parsed, started, options));
-  }
-  report(options, record, response, (performance.now() - started) / 1000);
-  await new Promise<void>((resolve) => socket.end(`${JSON.stringify(response)}\n`, resolve));
+  const client = new Client(socket);
+  const record: CallRecord = { op: 'unknown' };
+  const end = (bytes?: Buffer): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (bytes === undefined || client.gone.signal.aborted) {
+        socket.destroy();
+        resolve();
+      } else socket.end(bytes, resolve);
+    });
+  const notServed = async (reason: string, outcome = 'not_served'): Promise<void> => {
+    record.outcome = outcome;
+    options.log.debug('IPAM call not served', { [F.node]: options.node, op: record.op, reason });
+    report(options, record, (performance.now() - started) / 1000);
+    await end(outcome === 'client_gone' ? undefined : notServedMessage(reason));
+  };
+  await options.pause?.('accepted');
+  const request = await readRequest(client, options.readDeadlineMs ?? READ_DEADLINE_MS);
+  await options.pause?.('read');
+  if (typeof request === 'string') return notServed(request, client.gone.signal.aborted ? 'client_gone' : undefined);
+  const command = request.env.CNI_COMMAND ?? '';
+  record.op = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS', 'VERSION'].includes(command) ? command.toLowerCase() : 'unknown';
+  const refused = startProblem(client, request) ?? options.serves(command);
+  if (refused !== undefined) return notServed(refused, client.gone.signal.aborted ? 'client_gone' : undefined);
+  socket.write(Buffer.of(READY));
+  await options.pause?.('ready');
+  const go = await client.take(1, timer(msUntil(request.deadlineNs)));
+  const late = go?.[0] === GO ? startProblem(client, request) : 'no GO from the client';
+  if (late !== undefined) return notServed(late, client.gone.signal.aborted ? 'client_gone' : undefined);
+  const { response } = await serveCall(request, client.gone.signal, record, options);
+  report(options, record, (performance.now() - started) / 1000);
+  await end(resultMessage(response.code, response.stdout, response.stderr));
   socket.destroySoon();
 }
 
-/** A refused request's `stdin` when it has one as a string (its cniVersion names the error's). */
-function stdinOf(doc: unknown): string | undefined {
-  const stdin = (doc as { stdin?: unknown } | null)?.stdin;
-  return typeof stdin === 'string' ? stdin : undefined;
-}
-
-/** A request that could not be read as JSON: why, and its first bytes (for the answer's cniVersion). */
-interface Unreadable {
-  readonly problem: string;
-  readonly head: Buffer | undefined;
+/** Why a call must not start now: its client has gone, or its deadline has passed. */
+function startProblem(client: Client, request: CallRequest): string | undefined {
+  if (client.gone.signal.aborted) return 'the client has gone';
+  if (msUntil(request.deadlineNs) <= 0) return "the client's deadline has passed";
+  return undefined;
 }
 
 /**
- * One request's text: up to the first newline (or the end of the stream), at most
- * MAX_REQUEST_BYTES, complete within `deadlineMs` of the call (accept). @returns the decoded
- * JSON, a problem (too large, not JSON) with the first bytes read, or undefined when the client
- * went away or did not finish in time
+ * One request, complete within `deadlineMs` of accept.
+ * @returns the request, or why it cannot be served (the client went away or took too long, the
+ *   header names another version or a size over its bound, an env entry is not NAME=value)
  */
-function readRequest(socket: Socket, deadlineMs: number): Promise<{ doc: unknown } | Unreadable | undefined> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (result: { doc: unknown } | Unreadable | undefined): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(deadline);
-      // Whatever more the client sends is read and dropped: a paused socket could stall a
-      // client still writing an oversized request, which would then never read its answer.
-      socket.removeAllListeners('data');
-      socket.on('data', () => undefined);
-      resolve(result);
-    };
-    const decode = (bytes: Buffer): void => {
-      try {
-        finish({ doc: JSON.parse(bytes.toString('utf8')) as unknown });
-      } catch (error) {
-        finish({ problem: `request: not JSON (${(error as Error).message})`, head: bytes });
-      }
-    };
-    const deadline = setTimeout(() => finish(undefined), deadlineMs);
-    socket.on('error', () => finish(undefined));
-    socket.on('end', () => (size === 0 ? finish(undefined) : decode(Buffer.concat(chunks))));
-    socket.on('data', (chunk: Buffer) => {
-      const newline = chunk.indexOf(0x0a);
-      const take = newline >= 0 ? chunk.subarray(0, newline) : chunk;
-      size += take.length;
-      if (size > MAX_REQUEST_BYTES) {
-        finish({ problem: `request: larger than ${MAX_REQUEST_BYTES} bytes`, head: chunks[0] ?? take });
-        return;
-      }
-      chunks.push(take);
-      if (newline >= 0) decode(Buffer.concat(chunks));
-    });
-  });
+async function readRequest(client: Client, deadlineMs: number): Promise<CallRequest | string> {
+  const deadline = timer(deadlineMs);
+  const head = await client.take(REQUEST_HEADER_BYTES, deadline);
+  if (head === undefined) return 'no complete request';
+  const header = parseRequestHeader(head);
+  if ('problem' in header) return header.problem;
+  const body = await client.take(header.envBytes + header.stdinBytes, deadline);
+  if (body === undefined) return 'no complete request';
+  const request = parseRequestBody(header, body);
+  return 'problem' in request ? request.problem : request;
 }
 
-/**
- * Counts one answered request and logs it at debug (the call itself logged its lines through
- * the agent's logger); a request refused before it ran — malformed, another version — at warn.
- */
-function report(
-  options: IpamServerOptions,
-  record: CallRecord,
-  response: CniCallResponse,
-  seconds: number,
-  logged = true,
-): void {
+/** Counts one connection (`record`'s op and outcome) and its duration. */
+function report(options: IpamServerOptions, record: CallRecord, seconds: number): void {
   const { op } = record;
-  const outcome = record.outcome ?? (response.code === 0 ? 'ok' : 'error_internal');
+  const outcome = record.outcome ?? 'ok';
   options.metrics.ipamRequests.inc({ node: options.node, op, outcome });
   options.metrics.ipamRequestSeconds.observe({ node: options.node, op }, seconds);
   countAddFailure(options.metrics, options.node, record.add);
-  if (!logged) return;
-  const fields = { [F.node]: options.node, op, outcome, [F.durationMs]: Math.round(seconds * 1000) };
-  if (op !== 'unknown') options.log.debug('IPAM request', fields);
-  else options.log.warn('IPAM request refused', { ...fields, [F.error]: response.stdout.trim() });
+  if (record.outcome !== 'not_served' && record.outcome !== 'client_gone')
+    options.log.debug('IPAM request', {
+      [F.node]: options.node,
+      op,
+      outcome,
+      [F.durationMs]: Math.round(seconds * 1000),
+    });
 }

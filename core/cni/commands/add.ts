@@ -4,7 +4,7 @@
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
 import { parseCidr } from '../../address/ip.ts';
-import type { AddOutcome, IpConfig, PodCall } from '../../node-ipam/protocol.ts';
+import type { AddOutcome, IpConfig, PodCall } from '../../node-ipam/service-types.ts';
 import { parseCniArgs, type CniArgs } from '../args.ts';
 import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
 import { CniCode, CniError } from '../errors.ts';

@@ -5,7 +5,7 @@
  */
 import type { Backend } from '../../../ipam-plugin/backend/port.ts';
 import { handleOf, UnavailableError } from 'blockipam/core';
-import type { AddCall, AddOutcome, AttachmentRef, DelCall, GcCall } from 'blockipam/core/node-ipam/protocol';
+import type { AddCall, AddOutcome, AttachmentRef, DelCall, GcCall } from 'blockipam/core/node-ipam';
 
 const attachmentHandle = (a: AttachmentRef): string => handleOf(a.network, a.containerID, a.ifname);
 

@@ -1,78 +1,154 @@
 /**
- * A stand-in node agent speaking the raw CNI call wire (node IPAM protocol v2: one JSON line
- * each way) on a Unix socket in a temporary directory, for fault tests of the clients: it
- * records every connection and request line and answers each as the test says — bytes as
- * given, silence, or a close without an answer.
+ * A stand-in node agent speaking the node IPAM wire v3 (core/node-ipam wire.ts) on a Unix socket
+ * in a temporary directory, for fault tests of the forwarder: it records every connection, each
+ * request parsed and each GO, and answers each call as the test says — NOT_SERVED, READY and
+ * then a RESULT, silence or a close at either step, or bytes as given.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { agentSocketPath } from 'blockipam/core/node-ipam';
 
-/** What the stand-in does with one request line. */
-export type RawReply =
-  /** Write these bytes as they are (an answer, or a malformed one), then close. */
-  | { readonly raw: string }
-  /** Close the connection without answering. */
-  | { readonly close: true }
-  /** Keep the connection open and never answer. */
-  | { readonly silent: true };
-
-/** A well-formed v2 answer line. */
-export function v2Answer(code: number, stdout: string, stderr = ''): RawReply {
-  return { raw: `${JSON.stringify({ v: 2, code, stdout, stderr })}\n` };
+/** One request as the stand-in read it. */
+export interface RawRequest {
+  readonly version: number;
+  readonly deadlineNs: bigint;
+  readonly env: Record<string, string>;
+  readonly stdin: Buffer;
 }
 
+/** What to do after GO. */
+export type AfterGo =
+  | { readonly code: number; readonly stdout: string; readonly stderr?: string }
+  | { readonly raw: Buffer }
+  | { readonly close: true }
+  | { readonly silent: true };
+
+/** What to do with one request. */
+export type RawReply =
+  | { readonly notServed: string }
+  | { readonly ready: AfterGo }
+  | { readonly raw: Buffer }
+  | { readonly close: true }
+  | { readonly silent: true };
+
 export interface RawAgent {
+  /** The netconf's `ipam.agentSocket` for it (it listens at core's agentSocketPath of it). */
   readonly socket: string;
   /** Connections accepted so far. */
   readonly connections: number;
-  /** Request lines received (without their newline), in order. */
-  readonly lines: string[];
-  /** The reply to the next requests; replace it per test. */
-  reply: (line: string) => RawReply;
+  /** Requests read, in order. */
+  readonly requests: RawRequest[];
+  /** GOs received. */
+  readonly gos: number;
+  /** The reply to the next requests; replace it per test. Default: READY, then exit 0, nothing written. */
+  reply: (request: RawRequest) => RawReply;
   close(): Promise<void>;
 }
 
-/** Starts the stand-in; by default it answers every request with code 0 and empty output. */
-export async function rawAgent(): Promise<RawAgent> {
+/** RESULT's bytes. */
+export function resultBytes(code: number, stdout: string, stderr = ''): Buffer {
+  const out = Buffer.from(stdout);
+  const err = Buffer.from(stderr);
+  const head = Buffer.alloc(10);
+  head.write('R', 0);
+  head.writeUint8(code, 1);
+  head.writeUint32BE(out.length, 2);
+  head.writeUint32BE(err.length, 6);
+  return Buffer.concat([head, out, err]);
+}
+
+/** NOT_SERVED's bytes. */
+export function notServedBytes(reason: string): Buffer {
+  const text = Buffer.from(reason);
+  const head = Buffer.alloc(5);
+  head.write('N', 0);
+  head.writeUint32BE(text.length, 1);
+  return Buffer.concat([head, text]);
+}
+
+/** Parses a complete request from `bytes`, or undefined while it is incomplete. */
+function parse(bytes: Buffer): { request: RawRequest; rest: Buffer } | undefined {
+  if (bytes.length < 17) return undefined;
+  const e = bytes.readUint32BE(9);
+  const n = bytes.readUint32BE(13);
+  if (bytes.length < 17 + e + n) return undefined;
+  const env = Object.fromEntries(
+    bytes
+      .subarray(17, 17 + e)
+      .toString()
+      .split('\0')
+      .filter((x) => x !== '')
+      .map((x) => [x.slice(0, x.indexOf('=')), x.slice(x.indexOf('=') + 1)]),
+  );
+  const request = {
+    version: bytes[0] ?? 0,
+    deadlineNs: bytes.readBigUint64BE(1),
+    env,
+    stdin: bytes.subarray(17 + e, 17 + e + n),
+  };
+  return { request, rest: bytes.subarray(17 + e + n) };
+}
+
+/**
+ * Starts the stand-in at agentSocketPath(`<dir>/ipam.sock`) — or at `path` as given (e.g. an
+ * agent of another version, at the unversioned path).
+ */
+export async function rawAgent(path?: string): Promise<RawAgent> {
   const dir = mkdtempSync(join(tmpdir(), 'bipam-raw-agent-'));
   const socket = join(dir, 'ipam.sock');
   const open = new Set<Socket>();
   const state = {
     connections: 0,
-    lines: [] as string[],
-    reply: ((): RawReply => v2Answer(0, '')) as (line: string) => RawReply,
+    requests: [] as RawRequest[],
+    gos: 0,
+    reply: ((): RawReply => ({ ready: { code: 0, stdout: '' } })) as (r: RawRequest) => RawReply,
+  };
+  const after = (s: Socket, then: AfterGo): void => {
+    if ('code' in then) s.end(resultBytes(then.code, then.stdout, then.stderr));
+    else if ('raw' in then) s.end(then.raw);
+    else if ('close' in then) s.destroy();
   };
   const server: Server = createServer((s) => {
     state.connections++;
     open.add(s);
     s.on('close', () => open.delete(s));
     s.on('error', () => undefined);
-    // bytes until the newline, decoded once: a character split across chunks stays whole
     let bytes = Buffer.alloc(0);
+    let waiting: AfterGo | undefined;
     s.on('data', (chunk: Buffer) => {
+      if (waiting) {
+        if (chunk[0] === 0x47) state.gos++;
+        after(s, waiting);
+        waiting = undefined;
+        return;
+      }
       bytes = Buffer.concat([bytes, chunk]);
-      const nl = bytes.indexOf(10);
-      if (nl < 0) return;
-      const line = bytes.subarray(0, nl).toString('utf8');
-      bytes = Buffer.alloc(0);
-      state.lines.push(line);
-      const r = state.reply(line);
-      if ('raw' in r) s.end(r.raw);
-      else if ('close' in r) s.end();
+      const got = parse(bytes);
+      if (!got) return;
+      state.requests.push(got.request);
+      const reply = state.reply(got.request);
+      if ('notServed' in reply) s.end(notServedBytes(reply.notServed));
+      else if ('raw' in reply) s.end(reply.raw);
+      else if ('close' in reply) s.destroy();
+      else if ('ready' in reply) {
+        waiting = reply.ready;
+        s.write('A');
+      }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(socket, resolve);
-  });
+  const listenAt = path ?? agentSocketPath(socket);
+  await new Promise<void>((resolve) => server.listen(listenAt, resolve));
   return {
     socket,
     get connections() {
       return state.connections;
     },
-    lines: state.lines,
+    requests: state.requests,
+    get gos() {
+      return state.gos;
+    },
     get reply() {
       return state.reply;
     },

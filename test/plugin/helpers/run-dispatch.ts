@@ -1,8 +1,8 @@
 /**
- * Runs one call of the executable in-process (ipam-plugin/call.ts: forwarded to the agent, or
- * the direct path) with a (fake) backend and a no-op lock, always free, capturing stdout/stderr.
+ * Runs one call of the executable's direct path in-process (ipam-plugin/direct.ts) with a (fake)
+ * backend and a no-op lock, always free, capturing stdout/stderr.
  */
-import { runCall } from '../../../ipam-plugin/call.ts';
+import { runDirect } from '../../../ipam-plugin/direct.ts';
 import type { Backend, BackendFactory } from '../../../ipam-plugin/backend/port.ts';
 
 export interface Invocation {
@@ -43,7 +43,7 @@ export async function invoke(
 ): Promise<Invocation> {
   let stdout = '';
   let stderr = '';
-  const code = await runCall(
+  const code = await runDirect(
     {
       env,
       readStdin: () => stdin,

@@ -1,27 +1,9 @@
 /**
- * The node IPAM protocol: what the CNI plugin sends the node agent over the agent's Unix socket,
- * and what it answers (docs/design-agent.md §IPAM server). Version 2 forwards the CNI call whole:
- * one connection per call; the client writes one JSON document and a newline — the call's CNI_*
- * variables and its stdin as received ({@link CniCallRequest}) — and the agent, which runs the
- * CNI layer (core/cni) itself, answers one JSON document and a newline — the exit code and the
- * exact stdout and stderr the plugin process would have written ({@link CniCallResponse}) — then
- * closes. Both ends validate what they receive with {@link parseCallRequest} /
- * {@link parseCallResponse}; a document of another `v` is refused naming both versions.
- *
- * The typed operations ({@link NodeIpamOps}: AddCall, DelCall … and their outcomes) are what the
- * CNI commands call in-process, on the agent and on the plugin's direct path alike; they no
- * longer travel on the wire.
- *
- * Dependency-free on purpose: the plugin's start-up path loads this module (and the
- * dependency-free bounded-message.ts it re-exports) and nothing of the allocator
- * (docs/design-plugin.md §Start-up).
+ * The node IPAM service's types: the five operations (AddCall, DelCall … and their outcomes)
+ * that core/cni's commands call, on the agent and on the plugin's direct path alike, and the
+ * error kinds a failure maps to (docs/design-core.md §Node IPAM service). They never travel on
+ * the wire: the plugin forwards the raw CNI call (wire.ts). Dependency-free.
  */
-
-/**
- * The protocol version this build speaks (2: the raw CNI call; 1 carried typed operations and is
- * no longer sent). A change of any shape below bumps it.
- */
-export const NODE_IPAM_PROTOCOL = 2;
 
 /**
  * An error's `message` is at most MAX_MESSAGE_CHARS characters, shaped by boundMessage (a CNI
@@ -30,59 +12,6 @@ export const NODE_IPAM_PROTOCOL = 2;
  * field, node, pool or policy.
  */
 export { boundMessage, MAX_MESSAGE_CHARS } from '../errors/bounded-message.ts';
-
-/** Requests larger than this are refused (bytes of JSON, the newline not counted; a netconf is a few KiB). */
-export const MAX_REQUEST_BYTES = 1 << 20;
-/** Answers larger than this are refused (bytes of JSON, the newline not counted; an ADD result is under 1 KiB). */
-export const MAX_RESPONSE_BYTES = 1 << 20;
-
-/** The CNI_* variables a request carries, those set in the plugin's environment (SPEC §2 "Parameters"). */
-export const CNI_CALL_ENV = [
-  'CNI_COMMAND',
-  'CNI_CONTAINERID',
-  'CNI_NETNS',
-  'CNI_IFNAME',
-  'CNI_ARGS',
-  'CNI_PATH',
-] as const;
-export type CniCallEnvName = (typeof CNI_CALL_ENV)[number];
-
-/** A request on the wire: one CNI call as the plugin received it. */
-export interface CniCallRequest {
-  readonly v: typeof NODE_IPAM_PROTOCOL;
-  /** Exactly those of {@link CNI_CALL_ENV} that are set (unset ones omitted). */
-  readonly env: Readonly<Partial<Record<CniCallEnvName, string>>>;
-  /** The plugin's whole stdin as received (UTF-8; may be empty or not JSON: the agent says so). */
-  readonly stdin: string;
-}
-
-/**
- * An answer on the wire: what the plugin process writes and returns. `code` 0 is success; 1 a
- * CNI error document in `stdout` (for every outcome the agent decides: not synced, stopping,
- * busy, a malformed request, another version).
- */
-export interface CniCallResponse {
-  readonly v: typeof NODE_IPAM_PROTOCOL;
-  /** The exit code (an integer, 0–255). */
-  readonly code: number;
-  /** Written verbatim to fd 1: one JSON document and a newline, or nothing. */
-  readonly stdout: string;
-  /** Written verbatim to fd 2: log lines at warn and above. */
-  readonly stderr: string;
-}
-
-/** The request for a call: the set CNI_* variables of `env`, and `stdin`. */
-export function callRequest(
-  env: Readonly<Record<string, string | undefined>>,
-  stdin: string,
-): CniCallRequest {
-  const picked: Partial<Record<CniCallEnvName, string>> = {};
-  for (const name of CNI_CALL_ENV) {
-    const value = env[name];
-    if (value !== undefined) picked[name] = value;
-  }
-  return { v: NODE_IPAM_PROTOCOL, env: picked, stdin };
-}
 
 export type IpFamilyNumber = 4 | 6;
 
@@ -315,62 +244,3 @@ export const NODE_IPAM_ERROR_KINDS: readonly NodeIpamErrorKind[] = [
   'misconfigured',
   'internal',
 ];
-
-type Problem = { readonly problem: string };
-
-/** Longest value a problem quotes (characters of JSON); the rest is cut with "…". */
-const QUOTE_MAX = 64;
-
-/**
- * A received value as a problem message names it: a scalar as its JSON (cut to QUOTE_MAX), an
- * array or object by its type — never JSON.stringify of a whole value, which overflows the stack
- * on a deeply nested one (100,000 levels fit in a 1 MiB request) and can echo 1 MiB back.
- */
-function quote(v: unknown): string {
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'object' && v !== null) return 'an object';
-  const text = v === undefined ? 'nothing' : JSON.stringify(v);
-  return text.length > QUOTE_MAX ? `${text.slice(0, QUOTE_MAX)}…` : text;
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * Validates a request document (already JSON-decoded).
- * @returns the request, or a problem naming the field (`v` first: another version is named,
- *   with this one)
- */
-export function parseCallRequest(doc: unknown): CniCallRequest | Problem {
-  if (!isObject(doc)) return { problem: 'request: not a JSON object' };
-  if (doc.v !== NODE_IPAM_PROTOCOL)
-    return {
-      problem: `request: protocol version ${quote(doc.v)}, this agent speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
-    };
-  if (!isObject(doc.env)) return { problem: 'request.env: not an object' };
-  for (const [name, value] of Object.entries(doc.env)) {
-    if (!(CNI_CALL_ENV as readonly string[]).includes(name))
-      return { problem: `request.env: ${quote(name)} is not one of ${CNI_CALL_ENV.join(', ')}` };
-    if (typeof value !== 'string') return { problem: `request.env.${name}: not a string` };
-  }
-  if (typeof doc.stdin !== 'string') return { problem: 'request.stdin: not a string' };
-  return { v: NODE_IPAM_PROTOCOL, env: doc.env, stdin: doc.stdin };
-}
-
-/**
- * Validates an answer document (already JSON-decoded).
- * @returns the answer, or a problem naming the field
- */
-export function parseCallResponse(doc: unknown): CniCallResponse | Problem {
-  if (!isObject(doc)) return { problem: 'response: not a JSON object' };
-  if (doc.v !== NODE_IPAM_PROTOCOL)
-    return {
-      problem: `response: protocol version ${quote(doc.v)}, this plugin speaks ${NODE_IPAM_PROTOCOL} (plugin and agent of different releases?)`,
-    };
-  const { code } = doc;
-  if (typeof code !== 'number' || !Number.isInteger(code) || code < 0 || code > 255)
-    return { problem: `response.code: ${quote(code)} is not an integer 0–255` };
-  if (typeof doc.stdout !== 'string') return { problem: 'response.stdout: not a string' };
-  if (typeof doc.stderr !== 'string') return { problem: 'response.stderr: not a string' };
-  return { v: NODE_IPAM_PROTOCOL, code, stdout: doc.stdout, stderr: doc.stderr };
-}
