@@ -3,7 +3,9 @@
  * forwarder as `blockipam`, the TypeScript executable beside it as `blockipam-direct`; netconf
  * `ipam.agentSocket`) forwarding to the real agent's IPAM server, on the real API server. The
  * agent — not the plugin's direct path — serves each call: its request counter moves, and the
- * allocation it wrote is on the API server.
+ * allocation it wrote is on the API server. With the agent SIGSTOPped, ADD, STATUS and DEL fall
+ * back to the direct path, and after SIGCONT the agent starts none of the calls whose clients
+ * left (at most one allocator per call).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -79,5 +81,24 @@ describe('the plugin forwards to the agent', () => {
     assertSilentSuccess(await run(env('DEL', 'pa1'), conf));
     assert.equal(s.fx.allocations().has(handle('pa1')), false);
     assert.equal(await served('del', 'ok'), 1);
+  });
+
+  test('the agent SIGSTOPped: calls fall back; after SIGCONT it starts none of them', async () => {
+    const gone = await served('add', 'client_gone');
+    agent.child.kill('SIGSTOP');
+    let address: string | undefined;
+    try {
+      const added = assertAdded(await run(env('ADD', 'pa-stop'), conf));
+      address = (added.ips as { address: string }[])[0]?.address;
+      assertSilentSuccess(await run(envNoAttachment('STATUS'), conf));
+    } finally {
+      agent.child.kill('SIGCONT');
+    }
+    await eventually('the agent saw the ADD whose client had gone', async () =>
+      (await served('add', 'client_gone')) > gone ? true : undefined,
+    );
+    assert.deepEqual(s.fx.allocations().get(handle('pa-stop')), [address], "the direct path's address alone");
+    assertSilentSuccess(await run(env('DEL', 'pa-stop'), conf));
+    assert.equal(s.fx.allocations().has(handle('pa-stop')), false);
   });
 });
