@@ -1,0 +1,126 @@
+/**
+ * An orphaning delete of the agent DaemonSet is no uninstall (docs/design-agent.md §Uninstall),
+ * on the real 3-node cluster after `helm install`: `kubectl delete ds --cascade=orphan` (the
+ * routine first step of a selector change), a pod started while no DaemonSet exists, then the
+ * DaemonSet brought back by `helm upgrade` (which re-creates it; the same selector adopts the
+ * running agents). Throughout, every node keeps its conflist (the file on each node, sampled)
+ * and its Ready condition; no agent logs a removal; the agents are the same pods afterwards.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, test } from 'node:test';
+import { cluster, kubectl, kubectlOk } from '../helpers/cluster.ts';
+import { CHART } from '../charts/helm.ts';
+import { busybox, nodeReady, pods, waitFor } from './blockipam.ts';
+import {
+  helm,
+  harnessValues,
+  installWithPluginLog,
+  NAMESPACE,
+  PLUGIN_LOG,
+  PREFIX,
+  RELEASE,
+  setUpChart,
+  tearDownChart,
+  waitRolledOut,
+} from './chart.ts';
+import type { ChartImage } from './chart.ts';
+
+const ns = 'bipam-orphan';
+const AGENT = `${PREFIX}-agent`;
+const AGENT_PODS = `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=agent`;
+let image: ChartImage;
+
+before(() => {
+  image = setUpChart(ns);
+  installWithPluginLog(image);
+  waitRolledOut();
+});
+after(() => tearDownChart(ns));
+
+const conflistOf = (node: string): string => `${cluster().runDir}/${node}/cni/net.d/10-blockipam.conflist`;
+
+/**
+ * Samples every node's conflist and Ready condition until {@link stop}: what it saw missing,
+ * by node ("conflist", "NotReady").
+ */
+function watchNodes(): { stop(): Promise<string[]> } {
+  const lost = new Set<string>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const node of cluster().nodes) {
+        if (!existsSync(conflistOf(node))) lost.add(`${node}: conflist`);
+        if (nodeReady(node) !== 'True') lost.add(`${node}: NotReady`);
+      }
+      // sampling pace (not a wait for a condition): leaves the 2 cores to the cluster
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return [...lost];
+    },
+  };
+}
+
+/** The agent pods' uids by node. */
+function agentPods(): Map<string, string> {
+  return new Map(pods(NAMESPACE, AGENT_PODS).map((p) => [p.spec.nodeName ?? '', p.metadata.uid]));
+}
+
+test('kubectl delete ds --cascade=orphan, a pod started meanwhile, helm upgrade: no node loses its CNI', async () => {
+  const nodes = cluster().nodes;
+  for (const node of nodes) assert.ok(existsSync(conflistOf(node)), `${node} has its conflist`);
+  const before = agentPods();
+  assert.equal(before.size, nodes.length);
+  const watching = watchNodes();
+  try {
+    kubectlOk(['-n', NAMESPACE, 'delete', 'daemonset', AGENT, '--cascade=orphan']);
+    await waitFor(
+      'the DaemonSet gone (the garbage collector removed the orphan finalizer)',
+      () => (kubectl(['-n', NAMESPACE, 'get', 'daemonset', AGENT]).status !== 0 ? true : undefined),
+      120_000,
+    );
+    // a pod on the node of each agent while no DaemonSet exists: the CNI still serves
+    for (const node of nodes) kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(meanwhile(node)));
+    await waitFor(
+      'a pod Running with an address on every node',
+      () => {
+        const running = pods(ns).filter((p) => p.status.phase === 'Running' && p.status.podIP);
+        return running.length === nodes.length ? running : undefined;
+      },
+      180_000,
+    );
+    const values = [`image.tag=${image.ref.split(':')[1] ?? ''}`, `plugin.logFile=${PLUGIN_LOG}`];
+    const upgrade = helm(4, [
+      ...['upgrade', RELEASE, CHART, '--namespace', NAMESPACE, ...harnessValues()],
+      ...['--set', values.join(',')],
+    ]);
+    assert.equal(upgrade.status, 0, `helm upgrade:\n${upgrade.stdout}\n${upgrade.stderr}`);
+    waitRolledOut();
+  } finally {
+    const lost = await watching.stop();
+    assert.deepEqual(lost, [], 'every node kept its conflist and stayed Ready');
+  }
+  // the same selector: the new DaemonSet adopted the running agents, none restarted
+  assert.deepEqual(agentPods(), before);
+  const logs = kubectlOk(['-n', NAMESPACE, 'logs', `--selector=${AGENT_PODS}`, '--tail=-1', '--prefix']);
+  assert.doesNotMatch(logs, /conflist and plugin kubeconfig removed/);
+  for (const node of nodes) assert.ok(existsSync(conflistOf(node)), `${node} has its conflist`);
+});
+
+function meanwhile(node: string): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `meanwhile-${node}`, namespace: ns },
+    spec: {
+      nodeName: node,
+      terminationGracePeriodSeconds: 0,
+      containers: [busybox('sleep', ['sleep', '3600'])],
+    },
+  };
+}
