@@ -15,8 +15,7 @@ type cniError struct {
 
 func (e *cniError) Error() string { return e.msg + ": " + e.details }
 
-// deliver writes the agent's answer to fd 1 and fd 2 and returns its exit code; a stdout that
-// cannot take it makes it 1 — an undelivered result is no success.
+// deliver writes RESULT to fd 1 and fd 2 and returns its code; 1 when stdout cannot take it.
 func deliver(a answer) int {
 	_, err := os.Stdout.Write(a.stdout)
 	_, _ = os.Stderr.Write(a.stderr)
@@ -26,34 +25,30 @@ func deliver(a answer) int {
 	return a.code
 }
 
-// fail writes e as a CNI error document in cniVersion (1.1.0 when empty) and returns 1.
-func fail(cniVersion string, e *cniError) int {
-	doc, _ := json.Marshal(map[string]any{"cniVersion": cmp.Or(cniVersion, "1.1.0"), "code": e.code, "msg": e.msg, "details": e.details})
+// fail writes e as a CNI error document in cniVersion (1.1.0 when empty); returns 1. A call
+// forwarded before (conf set) also logs it: an error line on stderr and in the log file.
+func fail(conf *netconf, e *cniError, started time.Time) int {
+	version := "1.1.0"
+	if conf != nil {
+		line := logLine(*conf, "error", e.msg, map[string]any{"code": e.code, "details": e.details})
+		_, _ = os.Stderr.Write(line)
+		logCall(*conf, line, 1, started)
+		version = cmp.Or(conf.CNIVersion, version)
+	}
+	doc, _ := json.Marshal(map[string]any{"cniVersion": version, "code": e.code, "msg": e.msg, "details": e.details})
 	_, _ = os.Stdout.Write(append(doc, '\n'))
 	return 1
-}
-
-// failed reports a forwarded call's failure after GO: an error line on stderr and in the log.
-func failed(conf netconf, e *cniError, started time.Time) int {
-	line := logLine(conf, "error", e.msg, map[string]any{"code": e.code, "details": e.details})
-	_, _ = os.Stderr.Write(line)
-	logCall(conf, line, 1, started)
-	return fail(conf.CNIVersion, e)
 }
 
 // logCall appends a forwarded call's lines to `ipam.logFile` when set (0600): `lines` (the
 // agent's stderr, or the forwarder's error line) and, at logLevel info or debug, a `done` line.
 // Logging never fails a call.
 func logCall(conf netconf, lines []byte, code int, started time.Time) {
-	if conf.IPAM.LogFile == "" {
-		return
-	}
 	if l := conf.IPAM.LogLevel; l == "" || l == "info" || l == "debug" {
 		ms := time.Since(started).Milliseconds()
 		lines = append(lines, logLine(conf, "info", "done", map[string]any{"code": code, "durationMs": ms})...)
 	}
-	f, err := os.OpenFile(conf.IPAM.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err == nil {
+	if f, err := os.OpenFile(conf.IPAM.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 		_, _ = f.Write(lines)
 		_ = f.Close()
 	}

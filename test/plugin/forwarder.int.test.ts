@@ -124,7 +124,7 @@ void describe('the Go forwarder', () => {
   void it('no READY within the ack bound (a stalled agent): the direct path, no GO sent', async () => {
     agent.reply = () => ({ silent: true });
     const gos = agent.gos;
-    directAnswered(await run(cniEnv(), conf()), /no READY within 1\.5s/);
+    directAnswered(await run(cniEnv(), conf()), /no READY within 2s/);
     assert.equal(agent.gos, gos);
   });
 
@@ -165,7 +165,7 @@ void describe('the Go forwarder', () => {
   void it('version skew: a v2 agent (old path) and a v2 forwarder (old path) both meet the direct path', async () => {
     // new forwarder, old agent: the agent listens at the unversioned path; connect() to .v3 fails
     const old = await rawAgent(join(tmp, 'old-agent.sock'));
-    directAnswered(await run(cniEnv(), conf({ agentSocket: join(tmp, 'old-agent.sock') })), /connect .*\.v3: no such file/);
+    directAnswered(await run(cniEnv(), conf({ agentSocket: join(tmp, 'old-agent.sock') })), /dial unix .*\.v3: connect: no such file/);
     assert.equal(old.connections, 0);
     await old.close();
     // old forwarder, new agent: the v2 forwarder of V2_COMMIT connects to the unversioned path
