@@ -34,7 +34,6 @@ import type {
   StatusCall,
   StatusOutcome,
 } from './service-types.ts';
-import { handleMemory } from './handle-memory.ts';
 import { poolStatus } from './status.ts';
 import type { NodeIpam } from './types.ts';
 
@@ -48,10 +47,10 @@ export interface NodeIpamOptions {
    * Default: none (`ds` is read at the API server already, and alone answers).
    *
    * A DEL answers from `ds` alone only when `ds` accounts for every allocation of the handle, by
-   * what this service remembers of the last 4,096 handles it wrote (handle-memory.ts): its ADD
-   * allocated the handle and `ds` found each of those addresses (released, or refused for another
-   * pod UID); or its DEL released the handle within 10 min (an ADD forgets it) and `ds` finds
-   * nothing of it — kubelet's second DEL of every pod costs no LIST. Otherwise —
+   * what {@link NodeIpamOptions.written} says this process's writes did to it: they allocated the handle and
+   * `ds` found each of those addresses (released, or refused for another pod UID); or they
+   * released the handle lately and `ds` finds nothing of it — kubelet's second DEL of every pod
+   * costs no LIST. Otherwise —
    * a handle another writer allocated (the plugin's direct path, or before this service
    * started: `ds` may hold part of it or nothing), or one `ds` holds less of than this service
    * allocated — the DEL releases through `authority` (1 LIST + the UPDATEs). A CHECK looks
@@ -59,6 +58,13 @@ export interface NodeIpamOptions {
    * address.
    */
   readonly authority?: Datastore;
+  /**
+   * With `authority`: what this process's own writes through `ds` did to a handle — the bare
+   * addresses they allocated to it, `[]` when they released them lately, undefined when they did
+   * neither (the agent's view records it from the blocks it writes). Default: nothing known, so
+   * every DEL releases through `authority`.
+   */
+  readonly written?: (handle: string) => readonly string[] | undefined;
   /** Snapshot, node labels, pod and namespace (inputs.ts; `datastoreInputs(ds)` reads each time). */
   readonly inputs: NodeInputs;
   /**
@@ -117,7 +123,6 @@ function merged(a: ReleaseResult, b: ReleaseResult): ReleaseResult {
 export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
   const { ds, inputs, authority } = options;
   const core = (signal: AbortSignal): AllocatorOptions => ({ ...options.allocator, signal });
-  const written = handleMemory(options.allocator?.clock ?? Date.now);
 
   async function add(call: AddCall, signal: AbortSignal): Promise<AddOutcome> {
     const [pc, snapshot, nodeLabels] = await Promise.all([
@@ -137,7 +142,6 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
       ...(pools.length > 0 ? { pools } : {}),
       snapshot,
     };
-    written.forget(base.handle); // allocated again: a later miss is a question for the authority
     const staticIPs = call.staticIPs.length > 0 ? call.staticIPs : pc.ips;
     const assigned =
       staticIPs.length > 0
@@ -147,11 +151,6 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
             { ...base, ipv4: call.families.includes(4), ipv6: call.families.includes(6) },
             core(signal),
           );
-    if (assigned.ok)
-      written.set(
-        base.handle,
-        [assigned.ipv4, assigned.ipv6].flatMap((a) => (a ? [a.address] : [])),
-      );
     return decorate(toAddOutcome(assigned), call, pc, pools.length > 0);
   }
 
@@ -160,7 +159,7 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
     const query = { node: call.node, ...(call.podUID !== undefined ? { podUID: call.podUID } : {}) };
     const release = (store: Datastore): Promise<ReleaseResult> =>
       releaseByHandle(store, handle, query, core(signal));
-    const mine = written.get(handle);
+    const mine = options.written?.(handle);
     let r: ReleaseResult;
     if (!authority) r = await release(ds);
     else if (!mine)
@@ -172,7 +171,6 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
       const whole = mine.length > 0 ? mine.every((a) => found.includes(a)) : found.length === 0;
       if (!whole) r = merged(r, await release(authority));
     }
-    if (r.released.length > 0) written.set(handle, []);
     return { released: r.released.length };
   }
 

@@ -15,8 +15,12 @@ import type { Logger } from '../../shared/index.ts';
 
 export interface AgentServiceOptions {
   readonly node: string;
-  /** Where the batching datastore reads and writes: the view of the node's blocks. */
-  readonly view: Datastore;
+  /**
+   * Where the batching datastore reads and writes: the view of the node's blocks, which records
+   * what the agent's writes did to each handle (ViewDatastore.written: with `authority`, core's
+   * NodeIpamOptions.written).
+   */
+  readonly view: Datastore & { readonly written?: (handle: string) => readonly string[] | undefined };
   /**
    * Where a DEL or CHECK that `view` may answer only in part looks (core's rule, NodeIpamOptions.authority) before answering
    * (core's NodeIpamOptions.authority): the view's `direct` side, whose LIST of the node's blocks
@@ -68,6 +72,7 @@ export function agentNodeIpam(options: AgentServiceOptions): AgentService {
     ds: batching,
     // a confirmed DEL writes through the same batches as every other change
     ...(options.authority ? { authority: batching.readingFrom(options.authority) } : {}),
+    ...(options.view.written ? { written: options.view.written } : {}),
     inputs: options.inputs,
     allocator,
   });

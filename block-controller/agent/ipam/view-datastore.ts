@@ -23,7 +23,8 @@
  * overlay of ours, or the watch's copy), nor over a deletion of ours at its resourceVersion or
  * later, nor, for a copy read rather than written, when the watch holds no copy of the block (a
  * DELETE the watch delivered would leave such an overlay forever). The caller gets what it read
- * either way.
+ * either way. Each block it writes also tells what the write did to each handle (`written`,
+ * handle-writes.ts): what the node IPAM service asks to answer a DEL from the view alone.
  */
 import {
   abortable,
@@ -42,6 +43,7 @@ import type {
   ListOptions,
   ResourceStore,
 } from 'blockipam/core';
+import { handleWrites } from './handle-writes.ts';
 
 export interface ViewDatastoreOptions {
   /** The agent's datastore: everything the view does not answer goes there. */
@@ -54,6 +56,8 @@ export interface ViewDatastoreOptions {
    * nodeBlocksCurrent); while false, LISTs of the node's blocks go to `inner`. Default: always.
    */
   readonly current?: () => boolean;
+  /** ms since epoch, for how long a released handle is remembered (handle-writes.ts); default Date.now. */
+  readonly clock?: () => number;
 }
 
 /** Counts for tests and metrics. */
@@ -86,6 +90,12 @@ export interface ViewDatastore extends Datastore {
   lastKnown(selector: LabelSelector | undefined): IPAMBlock[];
   /** Tells the view of a watch event of one of the node's blocks (drops an overlay it caught up with). */
   observe(block: IPAMBlock): void;
+  /**
+   * What this agent's writes through the view did to `handle` (handle-writes.ts): the addresses
+   * they allocated to it, `[]` when they released them within 10 min, else undefined. For core's
+   * NodeIpamOptions.written.
+   */
+  written(handle: string): readonly string[] | undefined;
 }
 
 /** A write of ours not yet seen by the watch: the block as written, or undefined once deleted. */
@@ -128,6 +138,7 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
   const overlays = new Map<string, Overlay>();
   const stats: ViewStats = { viewLists: 0, blockReads: 0, directLists: 0, confirmLists: 0 };
   const current = options.current ?? (() => true);
+  const writes = handleWrites(options.clock);
 
   /**
    * True when a copy of block `name` at `resourceVersion` is not older than what the view has:
@@ -159,6 +170,15 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
   };
 
   const covers = (selector: LabelSelector | undefined): boolean => requiresLabel(selector, key);
+
+  /** The view's copy of block `name` at exactly `resourceVersion` (an overlay, or the watch's), if any. */
+  const copyAt = (name: string, resourceVersion: string | undefined): IPAMBlock | undefined => {
+    if (resourceVersion === undefined) return undefined;
+    const overlay = overlays.get(name);
+    if (overlay?.block && overlay.resourceVersion === resourceVersion) return overlay.block;
+    const seen = options.watched().find((b) => b.metadata.name === name);
+    return seen?.metadata.resourceVersion === resourceVersion ? seen : undefined;
+  };
 
   const fromView = (selector: LabelSelector | undefined): IPAMBlock[] => {
     const byName = new Map(options.watched().map((b) => [b.metadata.name, b]));
@@ -255,13 +275,16 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     async create(object, callOptions) {
       const created = await inner.blocks.create(object, callOptions);
       lay(created, false);
+      writes.record(undefined, created);
       return created;
     },
     async update(object, callOptions) {
       const name = object.metadata.name;
+      const base = copyAt(name, object.metadata.resourceVersion); // what the write was computed on
       try {
         const updated = await inner.blocks.update(object, callOptions);
         lay(updated, false);
+        if (base) writes.record(base, updated);
         return updated;
       } catch (error) {
         if (isConflict(error)) await reread(name, callOptions?.signal);
@@ -300,6 +323,7 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
       const overlay = overlays.get(block.metadata.name);
       if (overlay && caughtUp(overlay, block.metadata.resourceVersion)) overlays.delete(block.metadata.name);
     },
+    written: (handle) => writes.get(handle),
   };
 }
 
