@@ -23,13 +23,18 @@ import { pod, T0, world } from './fixtures.ts';
 
 const BLOCK = '10-244-0-0-26';
 
-async function setup() {
+/** A world with block BLOCK of n1, and a batching datastore over a probe of it. */
+async function blockWorld() {
   const w = world();
   await w.ds.blocks.create(
     newBlock({ cidr: mustParseCidr('10.244.0.0/26'), pool: 'default-v4', node: 'n1', nowMs: T0 }),
   );
   const p = probe(w.ds);
-  const bds = createBatchingDatastore(p.ds);
+  return { w, p, bds: createBatchingDatastore(p.ds) };
+}
+
+async function setup() {
+  const { w, p, bds } = await blockWorld();
   // the batch in flight: an annotation change of the block, held at the probe's gate
   const open = deferred();
   p.gate = open.promise;
@@ -174,12 +179,7 @@ describe('batching datastore reading from another datastore', () => {
     assert.equal(p.counts.updates, 1, 'no release UPDATE queued on the deleted block');
   });
   it('a LIST read before our UPDATE committed, answered once the block is idle: DEL releases it', async () => {
-    const w = world();
-    await w.ds.blocks.create(
-      newBlock({ cidr: mustParseCidr('10.244.0.0/26'), pool: 'default-v4', node: 'n1', nowMs: T0 }),
-    );
-    const p = probe(w.ds);
-    const bds = createBatchingDatastore(p.ds);
+    const { w, p, bds } = await blockWorld();
     // ADD(a): its UPDATE held at the gate, before it lands
     const open = deferred();
     p.gate = open.promise;
