@@ -68,7 +68,7 @@ export interface NetConf {
   readonly lockFile: string;
   /**
    * The node agent's IPAM socket (absolute path, written into the conflist by the agent).
-   * Absent: no agent, every call takes the direct path (docs/design-plugin.md §Thin client).
+   * Absent: no agent, every call takes the direct path (docs/design-plugin.md §Forwarder).
    */
   readonly agentSocket?: string;
   /**

@@ -94,7 +94,8 @@ export function parseRequestHeader(bytes: Uint8Array): RequestHeader | Problem {
   const envBytes = view.getUint32(9);
   const stdinBytes = view.getUint32(13);
   if (envBytes > MAX_ENV_BYTES) return { problem: `env of ${envBytes} bytes, over ${MAX_ENV_BYTES}` };
-  if (stdinBytes > MAX_STDIN_BYTES) return { problem: `stdin of ${stdinBytes} bytes, over ${MAX_STDIN_BYTES}` };
+  if (stdinBytes > MAX_STDIN_BYTES)
+    return { problem: `stdin of ${stdinBytes} bytes, over ${MAX_STDIN_BYTES}` };
   return { version, deadlineNs: view.getBigUint64(1), envBytes, stdinBytes };
 }
 
@@ -110,7 +111,9 @@ export function parseRequestBody(header: RequestHeader, body: Buffer): CallReque
     const eq = entry.indexOf('=');
     const name = entry.slice(0, Math.max(0, eq));
     if (!(CNI_CALL_ENV as readonly string[]).includes(name))
-      return { problem: `env: ${JSON.stringify(entry.slice(0, 64))} is not NAME=value of ${CNI_CALL_ENV.join(', ')}` };
+      return {
+        problem: `env: ${JSON.stringify(entry.slice(0, 64))} is not NAME=value of ${CNI_CALL_ENV.join(', ')}`,
+      };
     env[name as CniCallEnvName] = entry.slice(eq + 1);
   }
   return { deadlineNs: header.deadlineNs, env, stdin: body.subarray(header.envBytes).toString('utf8') };

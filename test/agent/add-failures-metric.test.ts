@@ -43,8 +43,7 @@ function add(id: string, more: { ns?: string; pools?: string[]; staticIPs?: stri
   });
 }
 /** The CNI code of an answer: 0 for success. */
-const codeOf = (answer: SocketAnswer): unknown =>
-  answer.code === 0 ? 0 : answerDoc(answer)?.code;
+const codeOf = (answer: SocketAnswer): unknown => (answer.code === 0 ? 0 : answerDoc(answer)?.code);
 
 /** The counter's value per reason for node n1 (every reason present). */
 async function failures(metrics: ReturnType<typeof createAgentMetrics>): Promise<Record<string, number>> {
@@ -126,7 +125,14 @@ describe('blockipam_agent_cni_add_failures_total', () => {
     };
     let service: NodeIpam | string = 'the agent has not synced yet (blocks)';
     const path = join(root, 'b.sock');
-    const server = await startIpamServer({ path, node: 'n1', ipam: () => service, serves: () => undefined, log, metrics });
+    const server = await startIpamServer({
+      path,
+      node: 'n1',
+      ipam: () => service,
+      serves: () => undefined,
+      log,
+      metrics,
+    });
     try {
       const early = answerDoc(await askSocket(path, add('a')));
       assert.deepEqual(

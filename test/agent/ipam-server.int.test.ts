@@ -106,11 +106,10 @@ describe('agent IPAM server', () => {
         (url.searchParams.get('labelSelector') ?? '').startsWith('node.ipam.blockipam.io/'),
     );
     const firstList = (path: (p: string) => boolean) =>
-      gate.hold((method, url) => method === 'GET' && path(url.pathname) && url.searchParams.get('watch') !== 'true');
-    const others = [
-      firstList((p) => p === '/api/v1/namespaces'),
-      firstList((p) => p.endsWith('/ipamnodes')),
-    ];
+      gate.hold(
+        (method, url) => method === 'GET' && path(url.pathname) && url.searchParams.get('watch') !== 'true',
+      );
+    const others = [firstList((p) => p === '/api/v1/namespaces'), firstList((p) => p.endsWith('/ipamnodes'))];
     agent = startAgent(NODE, [
       '--kubeconfig',
       gate.kubeconfig,
@@ -228,7 +227,8 @@ describe('agent IPAM server', () => {
   });
 
   test('malformed, wrong-version and oversized requests: NOT_SERVED naming the problem; it keeps serving', async () => {
-    const refused = (answer: SocketAnswer, reason: RegExp): void => assert.match(String(answer.notServed), reason);
+    const refused = (answer: SocketAnswer, reason: RegExp): void =>
+      assert.match(String(answer.notServed), reason);
     refused(await ask(Buffer.from('{"v": 2, \n')), /protocol version 123, this agent speaks 3/);
     refused(await ask(frameRequest(cniCall('STATUS', conf()), 2)), /protocol version 2, this agent speaks 3/);
     const oversized = frameRequest({ env: {}, stdin: '' });

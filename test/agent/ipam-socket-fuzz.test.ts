@@ -216,7 +216,10 @@ const mutated: fc.Arbitrary<Input> = commandArb.chain((command) =>
       for (const [path, value] of mutations) if (!path.startsWith('stdin.')) setPath(doc, path, value);
       // an env value is a string on the wire: anything else goes as its JSON text
       const env = Object.fromEntries(
-        Object.entries(doc.env as Record<string, unknown>).map(([k, v]) => [k, typeof v === 'string' ? v : stringify(v)]),
+        Object.entries(doc.env as Record<string, unknown>).map(([k, v]) => [
+          k,
+          typeof v === 'string' ? v : stringify(v),
+        ]),
       );
       const stdin = typeof doc.stdin === 'string' ? doc.stdin : stringify(doc.stdin);
       return { category: `${command}, fields replaced`, payload: frameRequest({ env, stdin }) };
@@ -232,7 +235,9 @@ const inputArb: fc.Arbitrary<Input> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => ({ category: 'raw bytes', payload: Buffer.from(b) })),
+    arbitrary: fc
+      .uint8Array({ maxLength: 64 })
+      .map((b) => ({ category: 'raw bytes', payload: Buffer.from(b) })),
   },
   {
     weight: 1,
@@ -284,7 +289,11 @@ it(`${RUNS} hostile requests on the socket: one well-formed answer each, nothing
           assert.deepEqual(await allocations(ds), [], 'nothing left allocated');
           return;
         }
-        assert.equal(typeof answer.code, 'number', `RESULT or NOT_SERVED: ${JSON.stringify(answer).slice(0, 300)}`);
+        assert.equal(
+          typeof answer.code,
+          'number',
+          `RESULT or NOT_SERVED: ${JSON.stringify(answer).slice(0, 300)}`,
+        );
         const stdout = answer.stdout ?? '';
         const out = stdout === '' ? undefined : (JSON.parse(stdout) as Record<string, unknown>);
         assert.ok(stdout === '' || stdout.indexOf('\n') === stdout.length - 1, 'one document');
@@ -292,7 +301,10 @@ it(`${RUNS} hostile requests on the socket: one well-formed answer each, nothing
         const command = /CNI_COMMAND=(\w+)\0/.exec(input.payload.toString('latin1'))?.[1];
         count(input.category, answer.code === 0 ? `ok ${String(command)}` : `CNI ${String(out?.code)}`);
         if (command === 'ADD' && answer.code === 0) {
-          const del = Buffer.from(input.payload.toString('latin1').replace('CNI_COMMAND=ADD\0', 'CNI_COMMAND=DEL\0'), 'latin1');
+          const del = Buffer.from(
+            input.payload.toString('latin1').replace('CNI_COMMAND=ADD\0', 'CNI_COMMAND=DEL\0'),
+            'latin1',
+          );
           const released = await askSocket(path, del);
           connections += 1;
           assert.equal(released.code, 0, JSON.stringify(released));
@@ -301,7 +313,10 @@ it(`${RUNS} hostile requests on the socket: one well-formed answer each, nothing
       }),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
-    const status = { env: base.STATUS.env as Record<string, string>, stdin: JSON.stringify(base.STATUS.stdin) };
+    const status = {
+      env: base.STATUS.env as Record<string, string>,
+      stdin: JSON.stringify(base.STATUS.stdin),
+    };
     assert.deepEqual(await askSocket(path, status), { code: 0, stdout: '', stderr: '' });
   } finally {
     await server.close(1_000);

@@ -269,7 +269,11 @@ describe('IPAM socket server', () => {
     const server = await start(path, counting);
     const cases: [string, Buffer, RegExp][] = [
       // what, request bytes, the reason
-      ['a v2 request (JSON)', Buffer.from(`${JSON.stringify({ v: 2, ...del() })}\n`), /protocol version 123, this agent speaks 3/],
+      [
+        'a v2 request (JSON)',
+        Buffer.from(`${JSON.stringify({ v: 2, ...del() })}\n`),
+        /protocol version 123, this agent speaks 3/,
+      ],
       ['a v4 request', frameRequest(del(), 4), /protocol version 4, this agent speaks 3/],
       ['an env entry not NAME=value', rawEnv('PATH=/bin\0'), /env: "PATH=\/bin" is not NAME=value/],
       ['an env entry without its NUL', rawEnv('CNI_COMMAND=DEL'), /env: the last entry has no NUL/],
@@ -277,7 +281,8 @@ describe('IPAM socket server', () => {
       ['env over its bound', header(65537, 0), /env of 65537 bytes, over 65536/],
       ["the client's deadline passed", frameRequest({ ...del(), deadlineMs: -1 }), /deadline has passed/],
     ];
-    for (const [what, request, reason] of cases) assert.match(notServed(await ask(path, request)), reason, what);
+    for (const [what, request, reason] of cases)
+      assert.match(notServed(await ask(path, request)), reason, what);
     assert.equal(calls, 0, 'nothing was run');
     // a netconf the CNI layer refuses: the plugin's own error, naming the field
     const bad = cniError(await ask(path, cniCall('ADD', socketConf({ timeoutMs: 'soon' }))));
@@ -316,7 +321,9 @@ describe('IPAM socket server', () => {
 
     // a call running when its client closes: its signal fires
     let aborted: unknown;
-    const running = heldDel((signal) => signal.addEventListener('abort', () => (aborted = signal.reason)));
+    const running = heldDel((signal) =>
+      signal.addEventListener('abort', () => (aborted = signal.reason as unknown)),
+    );
     const second = await start(path, running.service);
     const client = connect(second.path);
     client.on('data', () => client.write(Buffer.of(0x47)));

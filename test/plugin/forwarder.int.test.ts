@@ -57,7 +57,11 @@ void describe('the Go forwarder', () => {
     runPlugin(env, stdin, bin);
   /** The one CNI error document on stdout, exit 1, with `code`. */
   const cniError = (r: PluginRun, code: number): Record<string, unknown> => {
-    assert.equal(r.status, 1, `exit status; stdout ${r.stdout.slice(0, 500)} stderr ${r.stderr.slice(0, 500)}`);
+    assert.equal(
+      r.status,
+      1,
+      `exit status; stdout ${r.stdout.slice(0, 500)} stderr ${r.stderr.slice(0, 500)}`,
+    );
     assert.ok(r.json, `one JSON document on stdout: ${r.stdout.slice(0, 500)}`);
     assert.equal(r.json.code, code, r.stdout.slice(0, 500));
     return r.json;
@@ -79,7 +83,10 @@ void describe('the Go forwarder', () => {
   void it('frames the call: v3, its deadline, the CNI_* variables that are set, stdin as raw bytes', async () => {
     agent.reply = () => ({ ready: { code: 0, stdout: '' } });
     // not UTF-8: the bytes travel as they are (the agent decodes them)
-    const stdin = Buffer.concat([Buffer.from(conf({ timeoutMs: 4000 }).slice(0, -1)), Buffer.from(',"x":"\xff"}', 'latin1')]);
+    const stdin = Buffer.concat([
+      Buffer.from(conf({ timeoutMs: 4000 }).slice(0, -1)),
+      Buffer.from(',"x":"\xff"}', 'latin1'),
+    ]);
     const env = { ...cniEnv('DEL'), CNI_ARGS: 'K8S_POD_NAME=p', OTHER: 'not forwarded' };
     const from = process.hrtime.bigint();
     const gos = agent.gos;
@@ -93,7 +100,10 @@ void describe('the Go forwarder', () => {
     assert.deepEqual(got.env, forwarded);
     assert.ok(got.stdin.equals(stdin), 'stdin byte for byte');
     // the client's deadline: CLOCK_MONOTONIC at its start plus ipam.timeoutMs
-    assert.ok(got.deadlineNs >= from + 4_000_000_000n && got.deadlineNs <= to + 4_000_000_000n, String(got.deadlineNs));
+    assert.ok(
+      got.deadlineNs >= from + 4_000_000_000n && got.deadlineNs <= to + 4_000_000_000n,
+      String(got.deadlineNs),
+    );
     assert.equal(agent.gos, gos + 1, 'GO after READY');
   });
 
@@ -105,7 +115,10 @@ void describe('the Go forwarder', () => {
     const lines = readFileSync(logFile, 'utf8').trim().split('\n');
     assert.equal(lines[0], '{"level":"warn"}');
     const done = JSON.parse(lines[1] ?? '{}') as Record<string, unknown>;
-    assert.deepEqual([done.msg, done.code, done.path, done.cmd, done.network], ['done', 1, 'agent', 'ADD', 'fwdnet']);
+    assert.deepEqual(
+      [done.msg, done.code, done.path, done.cmd, done.network],
+      ['done', 1, 'agent', 'ADD', 'fwdnet'],
+    );
   });
 
   void it('NOT_SERVED: the direct path, with the reason', async () => {
@@ -130,13 +143,22 @@ void describe('the Go forwarder', () => {
 
   void it('after GO it never falls back: a close is CNI 11, no answer by ipam.timeoutMs CNI 11, garbage 999', async () => {
     agent.reply = () => ({ ready: { close: true } });
-    assert.equal(cniError(await run(cniEnv(), conf()), 11).msg, 'node agent: connection closed before the answer');
+    assert.equal(
+      cniError(await run(cniEnv(), conf()), 11).msg,
+      'node agent: connection closed before the answer',
+    );
     agent.reply = () => ({ ready: { silent: true } });
-    assert.equal(cniError(await run(cniEnv(), conf({ timeoutMs: 300 })), 11).msg, 'node agent: no answer in time');
+    assert.equal(
+      cniError(await run(cniEnv(), conf({ timeoutMs: 300 })), 11).msg,
+      'node agent: no answer in time',
+    );
     agent.reply = () => ({ ready: { raw: Buffer.from('{"v":2,"code":0}\n') } });
     assert.equal(cniError(await run(cniEnv(), conf()), 999).msg, 'node agent: malformed answer');
     agent.reply = () => ({ ready: { raw: resultBytes(0, 'xyz').subarray(0, 11) } });
-    assert.equal(cniError(await run(cniEnv(), conf()), 11).msg, 'node agent: connection closed before the answer');
+    assert.equal(
+      cniError(await run(cniEnv(), conf()), 11).msg,
+      'node agent: connection closed before the answer',
+    );
   });
 
   void it('STATUS falls back within its own budget even after GO: a stalled agent never fails it', async () => {
@@ -165,7 +187,10 @@ void describe('the Go forwarder', () => {
   void it('version skew: a v2 agent (old path) and a v2 forwarder (old path) both meet the direct path', async () => {
     // new forwarder, old agent: the agent listens at the unversioned path; connect() to .v3 fails
     const old = await rawAgent(join(tmp, 'old-agent.sock'));
-    directAnswered(await run(cniEnv(), conf({ agentSocket: join(tmp, 'old-agent.sock') })), /dial unix .*\.v3: connect: no such file/);
+    directAnswered(
+      await run(cniEnv(), conf({ agentSocket: join(tmp, 'old-agent.sock') })),
+      /dial unix .*\.v3: connect: no such file/,
+    );
     assert.equal(old.connections, 0);
     await old.close();
     // old forwarder, new agent: the v2 forwarder of V2_COMMIT connects to the unversioned path
@@ -173,9 +198,15 @@ void describe('the Go forwarder', () => {
     mkdirSync(bin);
     const src = join(tmp, 'v2-src');
     mkdirSync(src);
-    const files = spawnSync('git', ['ls-tree', '--name-only', V2_COMMIT, 'ipam-plugin/forwarder/'], { cwd: repoRoot, encoding: 'utf8' });
+    const files = spawnSync('git', ['ls-tree', '--name-only', V2_COMMIT, 'ipam-plugin/forwarder/'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+    });
     for (const f of files.stdout.trim().split('\n'))
-      writeFileSync(join(src, f.split('/').at(-1) as string), spawnSync('git', ['show', `${V2_COMMIT}:${f}`], { cwd: repoRoot }).stdout);
+      writeFileSync(
+        join(src, f.split('/').at(-1) as string),
+        spawnSync('git', ['show', `${V2_COMMIT}:${f}`], { cwd: repoRoot }).stdout,
+      );
     const go = spawnSync('go', ['build', '-o', join(bin, 'blockipam'), '.'], {
       cwd: src,
       encoding: 'utf8',

@@ -194,7 +194,8 @@ class Client {
   }
 }
 
-const timer = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
+const timer = (ms: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)).unref());
 
 /** Serves one connection through the hand-off; never rejects. */
 async function serveConnection(socket: Socket, options: IpamServerOptions): Promise<void> {
@@ -217,11 +218,15 @@ async function serveConnection(socket: Socket, options: IpamServerOptions): Prom
   await options.pause?.('accepted');
   const request = await readRequest(client, options.readDeadlineMs ?? READ_DEADLINE_MS);
   await options.pause?.('read');
-  if (typeof request === 'string') return notServed(request, client.gone.signal.aborted ? 'client_gone' : undefined);
+  if (typeof request === 'string')
+    return notServed(request, client.gone.signal.aborted ? 'client_gone' : undefined);
   const command = request.env.CNI_COMMAND ?? '';
-  record.op = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS', 'VERSION'].includes(command) ? command.toLowerCase() : 'unknown';
+  record.op = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS', 'VERSION'].includes(command)
+    ? command.toLowerCase()
+    : 'unknown';
   const refused = startProblem(client, request) ?? options.serves(command);
-  if (refused !== undefined) return notServed(refused, client.gone.signal.aborted ? 'client_gone' : undefined);
+  if (refused !== undefined)
+    return notServed(refused, client.gone.signal.aborted ? 'client_gone' : undefined);
   socket.write(Buffer.of(READY));
   await options.pause?.('ready');
   const go = await client.take(1, timer(msUntil(request.deadlineNs)));

@@ -2,7 +2,7 @@
  * What every command gets from the dispatcher. A command validates its input, builds the node
  * IPAM call (core/node-ipam/service-types.ts) and formats the outcome; the client it calls
  * decides where the call runs — the node agent, or the direct path under the host lock
- * (backend/client.ts; docs/design-plugin.md §Thin client).
+ * (docs/design-plugin.md §Forwarder).
  */
 import type { AttachmentRef } from '../../node-ipam/service-types.ts';
 import type { IpamClient } from '../client.ts';
