@@ -28,9 +28,12 @@ export interface Credential {
   readonly kubeconfig: string;
 }
 
-/** kubectl on `cred`'s node with its kubeconfig; `input` is sent as JSON on stdin. */
+/**
+ * kubectl on `cred`'s node with its kubeconfig; `input` is sent on stdin: a string as is (JSON
+ * text written by hand, e.g. holding a number JavaScript cannot express), anything else as JSON.
+ */
 export function as(cred: Credential, args: readonly string[], input?: unknown): RunResult {
-  const stdin = input === undefined ? undefined : JSON.stringify(input);
+  const stdin = input === undefined || typeof input === 'string' ? input : JSON.stringify(input);
   return inNode(cred.node, 'kubectl', ['--kubeconfig', cred.kubeconfig, ...args], stdin);
 }
 

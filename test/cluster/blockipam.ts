@@ -5,9 +5,11 @@
  * executable the runtime runs, ipamctl's CLI and the CRDs.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Report } from '../../cli/audit/report.ts';
 import { cluster, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -286,6 +288,24 @@ export function checkClean(): Promise<true> {
   ).catch((e: unknown) => {
     throw new Error(`${(e as Error).message}; last report:\n${last}`);
   });
+}
+
+/**
+ * One `ipamctl check -o FILE --limit 0`: its exit status (0 clean, 1 problems), its summary and
+ * the JSON report (docs/design-cli.md §Report).
+ * @throws Error with ipamctl's output when it exits otherwise (it could not check)
+ */
+export function checkReport(): { status: number; stdout: string; report: Report } {
+  const dir = mkdtempSync(join(tmpdir(), 'ipamctl-check-'));
+  try {
+    const file = join(dir, 'report.json');
+    const r = ipamctl(['check', '-o', file, '--limit', '0']);
+    if (r.status !== 0 && r.status !== 1)
+      throw new Error(`ipamctl check exited ${r.status}:\n${r.stdout}${r.stderr}`);
+    return { status: r.status, stdout: r.stdout, report: JSON.parse(readFileSync(file, 'utf8')) as Report };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A Deployment of `replicas` busybox `sleep 3600` pods labelled app=NAME, placed by `placement`. */
