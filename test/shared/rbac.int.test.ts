@@ -232,6 +232,8 @@ describe('RBAC: the documented rules are enough', () => {
           '127.0.0.1',
         ],
         ...['--lease-namespace', NS, '--lease-name', 'blockipam-controller'],
+        // the deleted node's blocks released at once, not after its quarantine
+        ...['--node-gone-grace-seconds', '0'],
         ...[
           '--lease-duration-seconds',
           '4',
