@@ -94,9 +94,16 @@ export {
   cannotClaimText,
   claimBlockedBy,
   nodeHeadroom,
+  requestedManualPools,
   SHORT_REASONS,
 } from './allocator/headroom.ts';
-export type { HeadroomNode, NodeHeadroom, NodeHeadroomInput, ShortReason } from './allocator/headroom.ts';
+export type {
+  HeadroomNode,
+  NodeHeadroom,
+  NodeHeadroomInput,
+  RequestingPod,
+  ShortReason,
+} from './allocator/headroom.ts';
 export { eligiblePools, freeOf, planUpkeep } from './allocator/upkeep-plan.ts';
 export type { PoolHeadroom, UpkeepPlan, UpkeepView } from './allocator/upkeep-plan.ts';
 export { becameTrue, conditionOf, setConditions } from './conditions.ts';

@@ -1,5 +1,5 @@
 /**
- * What the controller sees of the cluster: the watched pods, nodes, blocks, pools,
+ * What the controller sees of the cluster: the watched pods, namespaces, nodes, blocks, pools,
  * reservations and IPAMConfig (watch caches, no per-pass LIST). The passes read only this; the
  * API server is read again only for the fresh re-check before a release.
  */
@@ -17,6 +17,8 @@ export interface ClusterView {
   /** undefined when every watch has synced and none is failing; else why not (then: no pass). */
   notReady(): string | undefined;
   pods(): readonly WatchedPod[];
+  /** A namespace's annotations (its `ipam.blockipam.io/ippools` default), undefined when not watched. */
+  namespaceAnnotations(name: string): Readonly<Record<string, string>> | undefined;
   nodeNames(): readonly string[];
   /** The Nodes: name, uid (an IPAMNode's owner), labels and status.addresses (its InternalIPs). */
   nodes(): readonly WatchedNode[];

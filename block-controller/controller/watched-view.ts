@@ -5,7 +5,7 @@
  * Every event calls `onChange` (the pass scheduler's trigger).
  */
 import { API_VERSION, IPAM_CONFIG_NAME } from 'blockipam/core';
-import type { IPAMBlock, IPAMConfigObject, IPAMNode, IPPool, IPReservation } from 'blockipam/core';
+import type { IPAMBlock, IPAMConfigObject, IPAMNode, IPPool, IPReservation, Namespace } from 'blockipam/core';
 import { watchKind } from '../shared/index.ts';
 import type { DaemonMetrics, KubeConnection, Logger, WatchedKind } from '../shared/index.ts';
 import type { WatchedPod } from './gc/owners.ts';
@@ -30,8 +30,9 @@ export async function watchCluster(options: {
     onEvent: () => options.onChange(),
   };
   const crd = (plural: string): string => `/apis/${API_VERSION}/${plural}`;
-  const [pods, nodes, blocks, pools, reservations, configs, ipamNodes] = await Promise.all([
+  const [pods, namespaces, nodes, blocks, pools, reservations, configs, ipamNodes] = await Promise.all([
     watchKind<WatchedPod>({ ...common, resource: 'pods', path: '/api/v1/pods' }),
+    watchKind<Namespace>({ ...common, resource: 'namespaces', path: '/api/v1/namespaces' }),
     watchKind<WatchedNode>({ ...common, resource: 'nodes', path: '/api/v1/nodes' }),
     watchKind<IPAMBlock>({ ...common, resource: 'ipamblocks', path: crd('ipamblocks') }),
     watchKind<IPPool>({ ...common, resource: 'ippools', path: crd('ippools') }),
@@ -41,6 +42,7 @@ export async function watchCluster(options: {
   ]);
   const all: [string, WatchedKind<unknown>][] = [
     ['pods', pods],
+    ['namespaces', namespaces],
     ['nodes', nodes],
     ['ipamblocks', blocks],
     ['ippools', pools],
@@ -54,6 +56,7 @@ export async function watchCluster(options: {
       return waiting.length === 0 ? undefined : `watches not synced or failing: ${waiting.join(', ')}`;
     },
     pods: () => pods.list(),
+    namespaceAnnotations: (name) => namespaces.get(name)?.metadata.annotations,
     nodeNames: () => nodes.list().map((n) => n.metadata.name),
     nodes: () => nodes.list(),
     ipamNodes: () => ipamNodes.list(),

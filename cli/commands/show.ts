@@ -2,7 +2,14 @@
  * `ipamctl show`: pool utilisation (default), `--blocks`, `--node N`, `--ip X`. Read-only.
  * Tables by default, `-o json|yaml` for scripts.
  */
-import { affineSelector, IPAM_CONFIG_NAME, isDnsSubdomain, listNodeAllocations } from 'blockipam/core';
+import {
+  affineSelector,
+  IPAM_CONFIG_NAME,
+  isDnsSubdomain,
+  listNodeAllocations,
+  requestedManualPools,
+} from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { defineCommand, nonEmptyFlag, withFormat } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
@@ -128,8 +135,10 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     ds.blocks.list(),
   ]);
   const routing = nodeRouting({ node, ipamNode, affine });
+  const requested = await requestedOn(ds, node, pools);
   const headroom = nodeHeadroom({
     node,
+    requested,
     nodeLabels: nodeObject?.metadata.labels ?? (nodeObject ? {} : undefined),
     config,
     pools,
@@ -174,7 +183,8 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
         String(data.watermark),
         p.belowWatermark ? 'yes' : 'no',
         p.atBlockLimit ? 'yes' : 'no',
-        p.claim === 'ok' ? 'ok' : `no: ${p.claim}`,
+        (p.claim === 'ok' ? 'ok' : `no: ${p.claim}`) +
+          (p.requested ? ' (Manual: pending pods request it)' : ''),
       ]),
     }),
     claimSection(node, data.pools, data.unusablePools),
@@ -202,6 +212,22 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     }),
   ];
   println(io.stdout, sections.join('\n\n'));
+}
+
+/**
+ * The Manual pools pending pods on `node` request (core's requestedManualPools: each pod's
+ * annotation, else its namespace's — one GET per namespace of those pods).
+ */
+async function requestedOn(ds: KubeDatastore, node: string, pools: readonly IPPool[]): Promise<Set<string>> {
+  if (!pools.some((p) => (p.spec.assignmentMode ?? 'Automatic') !== 'Automatic')) return new Set();
+  const pods = (await ds.listPods({ nodeName: node })).filter(
+    (p) => (p.status?.phase ?? 'Pending') === 'Pending',
+  );
+  const names = [...new Set(pods.map((p) => p.metadata.namespace ?? ''))];
+  const namespaces = new Map(
+    await Promise.all(names.map(async (n) => [n, (await ds.getNamespace(n))?.metadata.annotations] as const)),
+  );
+  return requestedManualPools(pods, (n) => namespaces.get(n), pools).get(node) ?? new Set();
 }
 
 /**

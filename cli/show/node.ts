@@ -24,6 +24,7 @@ import type {
   IPPool,
   IPReservation,
   IPFamily,
+  NodeHeadroom as PoolHeadroomEntry,
   PoolSnapshot,
   ShortReason,
 } from 'blockipam/core';
@@ -55,6 +56,8 @@ export interface NodePoolHeadroom {
   claim: 'ok' | ShortReason;
   /** Why a claim would fail and what follows for the node's pods (core's cannotClaimText). */
   why?: string;
+  /** A Manual pool, listed because pending pods on the node request it (their annotation). */
+  requested?: true;
 }
 
 /** A pool whose nodeSelector matches the node but that no claim may use. */
@@ -69,7 +72,10 @@ export interface NodeHeadroom {
   watermark: number;
   maxBlocksPerNode: number;
   autoAllocateBlocks: boolean;
-  /** Usable Automatic pools whose nodeSelector matches the node's labels, oldest first. */
+  /**
+   * Usable Automatic pools whose nodeSelector matches the node's labels, oldest first; then the
+   * usable Manual pools pending pods on the node request.
+   */
   pools: NodePoolHeadroom[];
   /** Pools matching the node that are disabled, being deleted or shadowed: no claim uses them. */
   unusable: UnusablePool[];
@@ -87,6 +93,8 @@ export interface NodeHeadroomInput {
   affine: readonly IPAMBlock[];
   /** Every block (what is unclaimed in each pool; the node's blocks of each family). */
   blocks: readonly IPAMBlock[];
+  /** The Manual pools pending pods on the node request (core's requestedManualPools); default none. */
+  requested?: ReadonlySet<string>;
   nowMs: number;
 }
 
@@ -105,20 +113,36 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom {
   });
   const { settings } = snapshot;
   const atLimit = new Set(plan.atLimit);
-  const claims = claimVerdicts(input, snapshot);
+  const { verdicts: claims, entries } = claimVerdicts(input, snapshot);
+  const automatic = new Set(plan.headroom.map((h) => h.pool));
+  const manual = entries
+    .filter((e) => !automatic.has(e.pool) && input.requested?.has(e.pool) === true)
+    .map((e) => ({
+      pool: e.pool,
+      family: poolCidr(snapshot.usable.find((p) => p.metadata.name === e.pool)!).family,
+      blocks: e.blocks,
+      free: e.free,
+      belowWatermark: plan.watermark > 0 && e.free < plan.watermark,
+      atBlockLimit: e.cannotClaim === 'MaxBlocksPerNode',
+      ...(claims.get(e.pool) ?? { claim: 'ok' as const }),
+      requested: true as const,
+    }));
   return {
     watermark: plan.watermark,
     maxBlocksPerNode: settings.maxBlocksPerNode,
     autoAllocateBlocks: settings.autoAllocateBlocks,
-    pools: plan.headroom.map((h) => ({
-      pool: h.pool,
-      family: h.family,
-      blocks: h.blocks,
-      free: h.free,
-      belowWatermark: plan.watermark > 0 && h.free < plan.watermark,
-      atBlockLimit: atLimit.has(h.pool),
-      ...(claims.get(h.pool) ?? { claim: 'ok' as const }),
-    })),
+    pools: [
+      ...plan.headroom.map((h) => ({
+        pool: h.pool,
+        family: h.family,
+        blocks: h.blocks,
+        free: h.free,
+        belowWatermark: plan.watermark > 0 && h.free < plan.watermark,
+        atBlockLimit: atLimit.has(h.pool),
+        ...(claims.get(h.pool) ?? { claim: 'ok' as const }),
+      })),
+      ...manual,
+    ],
     unusable: unusablePools(snapshot, input.nodeLabels ?? {}),
     blocks: [...input.affine]
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))
@@ -135,15 +159,17 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom {
 
 /**
  * Per pool, whether the node could claim a block now and why not: core's nodeHeadroom (the
- * controller's rule for short nodes) over every block, with core's texts.
+ * controller's rule for short nodes, Manual pools where `input.requested`) over every block,
+ * with core's texts; and core's entries.
  */
 function claimVerdicts(
   input: NodeHeadroomInput,
   snapshot: PoolSnapshot,
-): Map<string, { claim: ShortReason; why: string }> {
+): { verdicts: Map<string, { claim: ShortReason; why: string }>; entries: PoolHeadroomEntry[] } {
   const { settings, usable } = snapshot;
   const entries = poolHeadroom({
     pools: usable,
+    ...(input.requested ? { requested: new Map([[input.node, input.requested]]) } : {}),
     nodes: [{ metadata: { name: input.node, labels: input.nodeLabels ?? {} } }],
     blocks: input.blocks,
     settings,
@@ -173,7 +199,7 @@ function claimVerdicts(
       }),
     });
   }
-  return verdicts;
+  return { verdicts, entries };
 }
 
 /** Pools whose nodeSelector matches the node but that are disabled, being deleted or shadowed. */

@@ -6,8 +6,10 @@
  * headroom as a metric; the agent acts on its own node's headroom.
  *
  * Rules:
- * - A pool is eligible for a node when it is usable (the caller passes core's usablePools),
- *   `Automatic`, and its nodeSelector matches the node's labels.
+ * - A pool is eligible for a node when it is usable (the caller passes core's usablePools), its
+ *   nodeSelector matches the node's labels, and it is `Automatic` — or `Manual` and requested by
+ *   a pending pod on the node ({@link requestedManualPools}: its own or its namespace's
+ *   `ipam.blockipam.io/ippools` annotation), the one demand a Manual pool has.
  * - free = Σ over the node's affine blocks of the pool (spec.affinity, pool label) of assignable
  *   ordinals − allocations; addresses the node borrowed elsewhere do not count, nor do a frozen
  *   block's (core/block/frozen.ts: never allocated from, so no room: the node claims another).
@@ -21,6 +23,7 @@ import { isAllocatable } from '../block/frozen.ts';
 import { POOL_LABEL } from '../block/labels.ts';
 import type { IPAMSettings } from '../config.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
+import { POOLS_ANNOTATION } from '../annotations.ts';
 import { matchesSelector } from '../selector.ts';
 import { poolCidr } from './pools.ts';
 
@@ -33,8 +36,13 @@ export interface HeadroomNode {
 }
 
 export interface NodeHeadroomInput {
-  /** The usable pools (core's usablePools(...).usable); Manual ones are skipped here. */
+  /** The usable pools (core's usablePools(...).usable); Manual ones only where {@link requested}. */
   readonly pools: readonly IPPool[];
+  /**
+   * Per node name, the Manual pools pending pods on it request ({@link requestedManualPools});
+   * absent: no Manual pool is counted.
+   */
+  readonly requested?: ReadonlyMap<string, ReadonlySet<string>>;
   /** The nodes that exist. */
   readonly nodes: readonly HeadroomNode[];
   /** Every block (any pool, any node). */
@@ -135,12 +143,13 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
   const nodes = [...input.nodes].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   const result: NodeHeadroom[] = [];
   for (const pool of input.pools) {
-    if ((pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic') continue;
+    const manual = (pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic';
     const name = pool.metadata.name;
     const family = String(poolCidr(pool).family);
     for (const node of nodes) {
       if (!matchesSelector(pool.spec.nodeSelector, node.metadata.labels ?? {})) continue;
       const n = node.metadata.name;
+      if (manual && input.requested?.get(n)?.has(name) !== true) continue;
       const room = {
         node: n,
         pool: name,
@@ -158,4 +167,56 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
     }
   }
   return result;
+}
+
+/** A pod as {@link requestedManualPools} reads it (core's Pod fits). */
+export interface RequestingPod {
+  readonly metadata: { readonly namespace?: string; readonly annotations?: Readonly<Record<string, string>> };
+  readonly spec?: { readonly nodeName?: string; readonly hostNetwork?: boolean };
+  readonly status?: { readonly phase?: string };
+}
+
+/**
+ * Per node, the Manual pools its pending pods request (pure): a pod bound to a node
+ * (`spec.nodeName`), in phase Pending (or none yet), not on the host network, whose own
+ * `ipam.blockipam.io/ippools` annotation — else its namespace's — names the pool by name or by
+ * its `spec.cidr`. A malformed annotation names nothing (the ADD reports it).
+ * @param namespaceAnnotations a namespace's annotations by name (undefined: not known)
+ */
+export function requestedManualPools(
+  pods: readonly RequestingPod[],
+  namespaceAnnotations: (namespace: string) => Readonly<Record<string, string>> | undefined,
+  pools: readonly IPPool[],
+): Map<string, Set<string>> {
+  const manual = pools.filter((p) => (p.spec.assignmentMode ?? 'Automatic') !== 'Automatic');
+  const requested = new Map<string, Set<string>>();
+  if (manual.length === 0) return requested;
+  for (const pod of pods) {
+    const node = pod.spec?.nodeName;
+    const phase = pod.status?.phase;
+    if (!node || pod.spec?.hostNetwork === true || (phase !== undefined && phase !== 'Pending')) continue;
+    // the pod's list overrides its namespace's (core/node-ipam/annotations.ts reads them so)
+    const own = poolList(pod.metadata.annotations?.[POOLS_ANNOTATION]);
+    const names =
+      own ?? poolList(namespaceAnnotations(pod.metadata.namespace ?? '')?.[POOLS_ANNOTATION]) ?? [];
+    for (const pool of manual)
+      if (names.includes(pool.metadata.name) || names.includes(pool.spec.cidr))
+        requested.set(node, (requested.get(node) ?? new Set()).add(pool.metadata.name));
+  }
+  return requested;
+}
+
+/**
+ * The annotation's pool list (a JSON list of strings); undefined when absent or empty (the next
+ * one is read); a malformed one names nothing (its ADD fails, saying why).
+ */
+function poolList(text: string | undefined): string[] | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return [];
+    return v.length > 0 ? v : undefined;
+  } catch {
+    return [];
+  }
 }

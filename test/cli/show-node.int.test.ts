@@ -26,6 +26,7 @@ interface ShownNode {
     atBlockLimit: boolean;
     claim: string;
     why?: string;
+    requested?: boolean;
   }[];
   unusablePools: { pool: string; why: string }[];
   blocks: { name: string; cidr: string; pool: string; capacity: number; used: number; free: number }[];
@@ -226,5 +227,48 @@ describe('ipamctl show --node (real API server)', () => {
       table.stdout,
       /\nROUTES from other nodes to sn1: next hops 192\.0\.2\.1; 1 not routed:\n {2}fd00-245---122 \(fd00:245::\/122\): node sn1 has no IPv6 InternalIP /,
     );
+  });
+
+  test('a full Manual pool a pending pod on the node requests is listed, its claim failing', async () => {
+    await seed({ minFreeAddressesPerNode: 4 });
+    // one /28 block, claimed by sn2: nothing left for sn1
+    await ds.pools.create({
+      ...poolObject('tiny', '10.248.0.0/28', 28),
+      spec: { cidr: '10.248.0.0/28', blockSize: 28, assignmentMode: 'Manual' },
+    });
+    await ds.blocks.create(blockObject({ cidr: '10.248.0.0/28', pool: 'tiny', affinity: 'sn2' }));
+    const before = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
+    assert.deepEqual(
+      before.pools.map((p) => p.pool),
+      ['p4', 'p6'],
+      'no pod requests it: not listed',
+    );
+    await ds.transport.request('POST', `/api/v1/namespaces/${ns}/pods`, {
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'waits', annotations: { 'ipam.blockipam.io/ippools': '["tiny"]' } },
+        spec: { nodeName: 'sn1', containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10' }] },
+      },
+    });
+    const shown = JSON.parse((await ipamctl(['show', '--node', 'sn1', '-o', 'json'])).stdout) as ShownNode;
+    const tiny = shown.pools.find((p) => p.pool === 'tiny');
+    assert.deepEqual(tiny && { ...tiny, why: undefined }, {
+      pool: 'tiny',
+      family: 4,
+      blocks: 0,
+      free: 0,
+      belowWatermark: true,
+      atBlockLimit: false,
+      claim: 'NoUnclaimedBlocks',
+      why: undefined,
+      requested: true,
+    });
+    const table = (await ipamctl(['show', '--node', 'sn1'])).stdout;
+    assert.match(
+      table,
+      /\ntiny +IPv4 +0 +0 +4 +yes +no +no: NoUnclaimedBlocks \(Manual: pending pods request it\)\n/,
+    );
+    assert.match(table, /\nCLAIMS by sn1 that would fail:\n(.*\n)* {2}tiny: /);
   });
 });

@@ -5,7 +5,8 @@
  * an injected clock, and a quiet logger.
  */
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
-import type { Datastore, IPAMNode, ResourceStore } from 'blockipam/core';
+import type { Datastore, IPAMNode, Namespace, ResourceStore } from 'blockipam/core';
+import type { KubeDatastore } from 'blockipam/core/kube';
 import type { ClusterView } from '../../block-controller/controller/view.ts';
 import type { PassLog } from '../../block-controller/controller/pass.ts';
 
@@ -27,8 +28,13 @@ export {
 export async function listedView(
   ds: Datastore & { ipamNodes?: ResourceStore<IPAMNode> },
 ): Promise<ClusterView> {
-  const [pods, nodes, blocks, pools, reservations, config, ipamNodes] = await Promise.all([
+  const [pods, namespaces, nodes, blocks, pools, reservations, config, ipamNodes] = await Promise.all([
     ds.listPods(),
+    'transport' in ds
+      ? (ds as KubeDatastore).transport
+          .request<{ items: Namespace[] }>('GET', '/api/v1/namespaces')
+          .then((list) => list.items)
+      : ([] as Namespace[]),
     ds.listNodes(),
     ds.blocks.list(),
     ds.pools.list(),
@@ -39,6 +45,7 @@ export async function listedView(
   return {
     notReady: () => undefined,
     pods: () => pods,
+    namespaceAnnotations: (name) => namespaces.find((n) => n.metadata.name === name)?.metadata.annotations,
     nodeNames: () => nodes.map((n) => n.metadata.name),
     nodes: () => nodes,
     ipamNodes: () => ipamNodes,

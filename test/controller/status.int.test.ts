@@ -328,3 +328,61 @@ describe('controller: unowned empty blocks', () => {
     assert.equal((await ds.blocks.get('10-72-0-64-26'))?.spec.affinity, 'ctl-n1');
   });
 });
+
+describe('controller: Manual pools in the node views', () => {
+  test('a full Manual pool a pending pod requests (its namespace’s annotation): the node is short; freed: recovery Events', async () => {
+    // one /28 block: 13 assignable addresses, all allocated on ctl-n1
+    await ds.pools.create({
+      ...poolObject('ctl-manual', '10.74.0.0/28', 28),
+      spec: { cidr: '10.74.0.0/28', blockSize: 28, assignmentMode: 'Manual' },
+    });
+    const allocations = Array.from({ length: 13 }, (_, i) => ({
+      ordinal: i + 2,
+      handle: `net.manual${i}.eth0`,
+      node: 'ctl-n1',
+    }));
+    await ds.blocks.create(
+      blockObject({ cidr: '10.74.0.0/28', pool: 'ctl-manual', affinity: 'ctl-n1', allocations }),
+    );
+    await ds.transport.request('PATCH', `/api/v1/namespaces/${ns}`, {
+      body: { metadata: { annotations: { 'ipam.blockipam.io/ippools': '["ctl-manual"]' } } },
+      contentType: 'application/merge-patch+json',
+    });
+    // bound to ctl-n1, no sandbox yet: phase Pending
+    await createPod(ds, { namespace: ns, name: 'waits', node: 'ctl-n1' });
+    const registry = new Registry();
+    const r = new Reconciler({
+      ds,
+      view: await listedView(ds),
+      log: memoryLog(),
+      clock: Date.now,
+      metrics: controllerMetrics(registry),
+      events: kubeEventSink(ds.transport, { namespace: 'default', instance: ns }),
+    });
+    await r.pass();
+    const pool = await ds.pools.get('ctl-manual');
+    assert.deepEqual(pool?.status?.shortNodes, [
+      { node: 'ctl-n1', free: 0, blocks: 1, reason: 'NoUnclaimedBlocks' },
+    ]);
+    assert.equal(pool?.status?.state, 'Exhausted');
+    assert.match(
+      await registry.getSingleMetricAsString('blockipam_ipam_node_short'),
+      /blockipam_ipam_node_short\{ippool="ctl-manual",node="ctl-n1",reason="NoUnclaimedBlocks"\} 1/,
+    );
+    // the addresses freed (the block released): the pool leaves Exhausted and NearlyExhausted
+    await ds.transport.request('DELETE', '/apis/ipam.blockipam.io/v1alpha1/ipamblocks/10-74-0-0-28');
+    const freed = await r.pass({ view: await listedView(ds) });
+    assert.deepEqual(freed.status?.written, ['ctl-manual']);
+    assert.deepEqual((await ds.pools.get('ctl-manual'))?.status?.shortNodes, []);
+    assert.deepEqual(
+      (await events('ctl-manual'))
+        .filter((e) => e.reason.startsWith('PoolNoLonger'))
+        .map((e) => [e.type, e.reason, e.regarding.kind])
+        .sort(),
+      [
+        ['Normal', 'PoolNoLongerExhausted', 'IPPool'],
+        ['Normal', 'PoolNoLongerNearlyExhausted', 'IPPool'],
+      ],
+    );
+  });
+});

@@ -10,6 +10,7 @@ import {
   mustParseCidr,
   newBlock,
   nodeHeadroom,
+  requestedManualPools,
   poolUtilization,
 } from 'blockipam/core';
 import type { HeadroomNode, IPAMBlock } from 'blockipam/core';
@@ -180,4 +181,62 @@ void describe('nodeHeadroom', () => {
   ];
   for (const [name, over, unclaimed, expected] of cases)
     void it(name, () => assert.deepEqual(run(over, unclaimed), expected));
+
+  // a Manual pool counts only where pending pods request it: n1 here, full (no unclaimed block)
+  void it('a Manual pool requested on n1', () =>
+    assert.deepEqual(
+      nodeHeadroom({
+        pools: [M],
+        requested: new Map([['n1', new Set(['m'])]]),
+        nodes,
+        blocks,
+        settings,
+        unclaimedBlocks: new Map([['m', 0n]]),
+      }).map((h) => [h.pool, h.node, h.free, h.short ?? '-']),
+      [['m', 'n1', 0, 'NoUnclaimedBlocks']],
+    ));
+});
+
+void describe('requestedManualPools', () => {
+  const M = pool('m', { cidr: '10.3.0.0/24', blockSize: 26, assignmentMode: 'Manual' });
+  const A = pool('a', { cidr: '10.1.0.0/24', blockSize: 26 });
+  const ANNOTATION = 'ipam.blockipam.io/ippools';
+  const pod = (
+    node: string | undefined,
+    phase: string | undefined,
+    annotations?: Record<string, string>,
+    namespace = 'plain',
+  ) => ({
+    metadata: { namespace, ...(annotations ? { annotations } : {}) },
+    spec: node ? { nodeName: node } : {},
+    status: phase ? { phase } : {},
+  });
+  const namespaces: Record<string, Record<string, string>> = {
+    wants: { [ANNOTATION]: '["m"]' },
+    plain: {},
+  };
+  const cases: [string, ReturnType<typeof pod>[], [string, string[]][]][] = [
+    // the pod's own annotation, by name
+    ['pod annotation, pending', [pod('n1', 'Pending', { [ANNOTATION]: '["m"]' })], [['n1', ['m']]]],
+    // by CIDR
+    ['pod annotation by CIDR', [pod('n1', 'Pending', { [ANNOTATION]: '["10.3.0.0/24"]' })], [['n1', ['m']]]],
+    // the namespace's default, no phase reported yet
+    ['namespace annotation', [pod('n2', undefined, undefined, 'wants')], [['n2', ['m']]]],
+    // the pod's list overrides its namespace's
+    ['pod overrides namespace', [pod('n1', 'Pending', { [ANNOTATION]: '["a"]' }, 'wants')], []],
+    // running pods are no demand; nor unscheduled ones
+    ['running', [pod('n1', 'Running', { [ANNOTATION]: '["m"]' })], []],
+    ['not scheduled', [pod(undefined, 'Pending', { [ANNOTATION]: '["m"]' })], []],
+    // a malformed pod annotation names nothing (its ADD fails saying why), not the namespace's
+    ['malformed', [pod('n1', 'Pending', { [ANNOTATION]: 'm' }, 'wants')], []],
+    // Automatic pools are never "requested"
+    ['an Automatic pool', [pod('n1', 'Pending', { [ANNOTATION]: '["a"]' })], []],
+  ];
+  for (const [name, pods, expected] of cases)
+    void it(name, () =>
+      assert.deepEqual(
+        [...requestedManualPools(pods, (ns) => namespaces[ns], [A, M])].map(([n, set]) => [n, [...set]]),
+        expected,
+      ),
+    );
 });

@@ -4,8 +4,10 @@
  * (compare-and-swap on the resourceVersion watched: a 409 means the pool changed, and the next
  * pass sees the change). The pool and node-headroom gauges from the same figures. Events: when
  * the Allocatable condition changes (e.g. a pool applied over an older one; at most one per pool
- * and Allocatable state per PoolEventLimiter interval), and when the pool becomes NearlyExhausted
- * or Exhausted (once per transition, at most one per pool and condition per interval).
+ * and Allocatable state per PoolEventLimiter interval), when the pool becomes NearlyExhausted
+ * or Exhausted, and when it leaves either (once per transition, at most one per pool, condition
+ * and direction per interval). Node headroom counts Manual pools where pending pods request them
+ * (core's requestedManualPools: the pod's or its namespace's annotation).
  */
 import {
   becameTrue,
@@ -14,6 +16,7 @@ import {
   isNotFound,
   nodeHeadroom,
   POOL_CONDITIONS,
+  requestedManualPools,
   rfc3339,
   settingsOf,
   usablePools,
@@ -36,6 +39,11 @@ export const POOL_EVENT_INTERVAL_MS = 600_000;
 const ALERTS: Readonly<Record<string, string>> = {
   NearlyExhausted: 'PoolNearlyExhausted',
   Exhausted: 'PoolExhausted',
+};
+/** The Normal Event of each of those conditions when it stops being True (the pool recovered). */
+const RECOVERIES: Readonly<Record<string, string>> = {
+  NearlyExhausted: 'PoolNoLongerNearlyExhausted',
+  Exhausted: 'PoolNoLongerExhausted',
 };
 
 /**
@@ -83,6 +91,7 @@ export async function poolStatusStep(
   const figures = poolFigures(pools, blocks, ctx.view.reservations());
   const headroom = nodeHeadroom({
     pools: usable,
+    requested: requestedManualPools(ctx.view.pods(), (ns) => ctx.view.namespaceAnnotations(ns), usable),
     nodes: ctx.view.nodes(),
     blocks,
     settings,
@@ -118,7 +127,10 @@ export async function poolStatusStep(
   return result;
 }
 
-/** The Events of a written status: Allocatable changed; NearlyExhausted / Exhausted became True. */
+/**
+ * The Events of a written status: Allocatable changed; NearlyExhausted / Exhausted became True
+ * (Warning), or stopped being True (Normal).
+ */
 function transitionEvents(
   ctx: PassContext,
   limiter: PoolEventLimiter,
@@ -159,6 +171,20 @@ function transitionEvents(
       reason,
       action: 'UpdateStatus',
       note: `${type} (${condition?.reason ?? ''}): ${condition?.message ?? ''}`,
+    });
+  }
+  for (const [type, reason] of Object.entries(RECOVERIES)) {
+    if (conditionOf(pool.status?.conditions, type)?.status !== 'True') continue;
+    const condition = conditionOf(status.conditions, type);
+    if (condition?.status === 'True') continue;
+    ctx.log.info(`IPPool no longer ${type}`, { pool: pool.metadata.name, reason: condition?.reason });
+    if (!limiter.allow(pool.metadata.name, `${type}=False`, ctx.clock())) continue;
+    ctx.events.emit({
+      ...regarding,
+      type: 'Normal',
+      reason,
+      action: 'UpdateStatus',
+      note: `no longer ${type}${condition?.message ? `: ${condition.message}` : ''}`,
     });
   }
 }
