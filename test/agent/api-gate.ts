@@ -27,6 +27,11 @@ export interface ApiGate {
    * and rejects after `timeoutMs` (default 30 000) without one.
    */
   hold(match: (method: string, url: URL) => boolean, timeoutMs?: number): Hold;
+  /**
+   * Answers every request `match` accepts with HTTP `status` (a Status object naming it) until
+   * `lift()`: a resource the API server refuses, e.g. 404 for a CRD not installed.
+   */
+  refuse(match: (method: string, url: URL) => boolean, status: number): { lift(): void };
   close(): Promise<void>;
 }
 
@@ -47,6 +52,7 @@ export async function startApiGate(): Promise<ApiGate> {
   const api = new URL(cp.apiUrl);
   const ca = readFileSync(cp.caFile);
   const gates: Gate[] = [];
+  const refusals: { match: (method: string, url: URL) => boolean; status: number }[] = [];
   const requests: { method: string; url: URL }[] = [];
   const forward = (req: IncomingMessage, res: ServerResponse): void => {
     const up = request(
@@ -74,6 +80,20 @@ export async function startApiGate(): Promise<ApiGate> {
     const method = req.method ?? 'GET';
     const url = new URL(req.url ?? '/', 'http://gate');
     requests.push({ method, url });
+    const refusal = refusals.find((r) => r.match(method, url));
+    if (refusal) {
+      res.writeHead(refusal.status, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          code: refusal.status,
+          message: 'refused by the gate',
+        }),
+      );
+      return;
+    }
     const gate = gates.find((g) => g.match(method, url));
     if (!gate) return forward(req, res);
     gates.splice(gates.indexOf(gate), 1);
@@ -110,6 +130,11 @@ current-context: gate
         held: arrived.promise.finally(() => clearTimeout(timer)),
         release: () => open.resolve(),
       };
+    },
+    refuse(match, status) {
+      const refusal = { match, status };
+      refusals.push(refusal);
+      return { lift: () => void refusals.splice(refusals.indexOf(refusal), 1) };
     },
     async close() {
       server.closeAllConnections();

@@ -97,19 +97,23 @@ describe('agent IPAM server', () => {
   });
 
   test('readiness per command: NOT_SERVED until its watches listed; no wait for the others', async () => {
-    // the first LIST of the node's blocks is held, and of the Namespaces and IPAMNodes
-    const list = gate.hold(
+    // the LISTs of the node's blocks fail (500), and of the Namespaces and IPAMNodes (404: as
+    // after an upgrade that skipped the CRDs)
+    const list = gate.refuse(
       (method, url) =>
         method === 'GET' &&
         url.pathname.endsWith('/ipamblocks') &&
         url.searchParams.get('watch') !== 'true' &&
         (url.searchParams.get('labelSelector') ?? '').startsWith('node.ipam.blockipam.io/'),
+      500,
     );
-    const firstList = (path: (p: string) => boolean) =>
-      gate.hold(
-        (method, url) => method === 'GET' && path(url.pathname) && url.searchParams.get('watch') !== 'true',
-      );
-    const others = [firstList((p) => p === '/api/v1/namespaces'), firstList((p) => p.endsWith('/ipamnodes'))];
+    const others = gate.refuse(
+      (method, url) =>
+        method === 'GET' &&
+        (url.pathname === '/api/v1/namespaces' || url.pathname.endsWith('/ipamnodes')) &&
+        url.searchParams.get('watch') !== 'true',
+      404,
+    );
     agent = startAgent(NODE, [
       '--kubeconfig',
       gate.kubeconfig,
@@ -120,18 +124,20 @@ describe('agent IPAM server', () => {
       '--log-level',
       'debug',
     ]);
-    await list.held;
-    for (const o of others) await o.held;
     await agent.waitFor((l) => l.message === 'IPAM server listening', 'IPAM server listening');
+    await eventually('the watches started', async () => {
+      const why = (await del('c-early')).notServed;
+      return why !== 'the agent has not started its watches' ? true : undefined;
+    });
     assert.match(String((await del('c-early')).notServed), /^not synced yet: blocks$/);
     assert.match(String((await status()).notServed), /^not synced yet: blocks$/);
-    list.release();
+    list.lift();
     // served although the Namespaces and IPAMNodes watches have not listed
     await eventually('DEL served', async () => ((await del('c-early')).code === 0 ? true : undefined));
     const early = await add('c-early');
     addressOf(early);
     silent(await del('c-early'));
-    for (const o of others) o.release();
+    others.lift();
   });
 
   test('socket 0600 in a 0700 directory, both root-owned', () => {
@@ -229,7 +235,8 @@ describe('agent IPAM server', () => {
   test('malformed, wrong-version and oversized requests: NOT_SERVED naming the problem; it keeps serving', async () => {
     const refused = (answer: SocketAnswer, reason: RegExp): void =>
       assert.match(String(answer.notServed), reason);
-    refused(await ask(Buffer.from('{"v": 2, \n')), /protocol version 123, this agent speaks 3/);
+    const v2 = { v: 2, env: { CNI_COMMAND: 'STATUS' }, stdin: JSON.stringify(conf()) };
+    refused(await ask(Buffer.from(`${JSON.stringify(v2)}\n`)), /protocol version 123, this agent speaks 3/);
     refused(await ask(frameRequest(cniCall('STATUS', conf()), 2)), /protocol version 2, this agent speaks 3/);
     const oversized = frameRequest({ env: {}, stdin: '' });
     oversized.writeUint32BE(MAX_STDIN_BYTES + 10, 13);
