@@ -11,21 +11,36 @@ export interface CommandRun {
   readonly stderr: string;
 }
 
+/** A host command failed: each command's own class (NftCommandError, RouteCommandError) extends it. */
+export abstract class CommandError extends Error {
+  /** The argv that failed, e.g. ["nft", "-f", "-"]. */
+  readonly argv: readonly string[];
+
+  constructor(message: string, argv: readonly string[], options?: { cause?: unknown }) {
+    super(message, options);
+    this.argv = argv;
+  }
+}
+
 export interface CommandOptions {
   /** Written to the command's stdin, which is then closed. Default empty. */
   readonly stdin?: string;
   /** The run is SIGKILLed after this long, ms. */
   readonly timeoutMs: number;
-  /** Makes the error thrown when the command cannot be spawned or was killed (the caller's class). */
-  readonly fail: (message: string, cause?: Error) => Error;
+  /** The class thrown when the command cannot be spawned or was killed (the caller's own). */
+  readonly fails: new (
+    message: string,
+    argv: readonly string[],
+    options?: { cause?: unknown },
+  ) => CommandError;
 }
 
 /**
  * Runs `argv[0]` with `argv[1..]`. A non-zero exit is a result, not an error: the caller reads it.
- * @throws `options.fail(…)` when the command cannot be spawned or is killed (timeout)
+ * @throws `options.fails` when the command cannot be spawned or is killed (timeout)
  */
 export function runCommand(argv: readonly string[], options: CommandOptions): Promise<CommandRun> {
-  const { timeoutMs, fail } = options;
+  const { timeoutMs, fails } = options;
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0] as string, argv.slice(1), {
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -36,9 +51,9 @@ export function runCommand(argv: readonly string[], options: CommandOptions): Pr
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', (cause) => reject(fail(`${argv.join(' ')}: ${cause.message}`, cause)));
+    child.on('error', (cause) => reject(new fails(`${argv.join(' ')}: ${cause.message}`, argv, { cause })));
     child.on('close', (status, signal) => {
-      if (signal) reject(fail(`${argv.join(' ')}: killed by ${signal} (timeout ${timeoutMs} ms)`));
+      if (signal) reject(new fails(`${argv.join(' ')}: killed by ${signal} (timeout ${timeoutMs} ms)`, argv));
       else resolve({ status: status ?? -1, stdout, stderr });
     });
     child.stdin.on('error', () => undefined); // an early exit closes stdin; the exit status reports it

@@ -3,23 +3,20 @@
  * (masquerade/programmer.ts): the latest view from the informers, and passes over it that are
  * serialised (never two at once) and coalesced — a burst of updates costs one pass after
  * `debounceMs` — plus a repair pass every `resyncMs` with the latest view, so that kernel state
- * someone changed by hand is put back. The pass reports its own outcome; a pass that rejects is
- * ignored (the next one runs as ever).
+ * someone changed by hand is put back. A programmer extends it with its `pass`, which reports
+ * its own outcome; a pass that rejects is ignored (the next one runs as ever).
  */
 
-export interface ReconcileLoopOptions<V> {
-  /** The view before the first update (one on which a pass changes nothing). */
-  readonly initial: V;
-  /** One pass over the latest view. */
-  readonly pass: (view: V) => Promise<void>;
-  /** Coalescing delay after an update, ms. */
-  readonly debounceMs: number;
-  /** Period of the repair pass, ms. */
-  readonly resyncMs: number;
+export interface ReconcileLoopOptions {
+  /** Coalescing delay after an update, ms. Default 100 (a burst of informer events = one pass). */
+  readonly debounceMs?: number;
+  /** Period of the repair pass, ms. Default 10 000 (flannel's host-gw checks its routes every 10 s, too). */
+  readonly resyncMs?: number;
 }
 
-export class ReconcileLoop<V> {
-  readonly #options: ReconcileLoopOptions<V>;
+export abstract class ReconcileLoop<V> {
+  readonly #debounceMs: number;
+  readonly #resyncMs: number;
   #view: V;
   #debounce: NodeJS.Timeout | undefined;
   #resync: NodeJS.Timeout;
@@ -27,11 +24,16 @@ export class ReconcileLoop<V> {
   #again = false;
   #stopped = false;
 
-  constructor(options: ReconcileLoopOptions<V>) {
-    this.#options = options;
-    this.#view = options.initial;
+  /** @param initial the view before the first update (one on which a pass changes nothing) */
+  constructor(initial: V, options: ReconcileLoopOptions) {
+    this.#view = initial;
+    this.#debounceMs = options.debounceMs ?? 100;
+    this.#resyncMs = options.resyncMs ?? 10_000;
     this.#resync = this.#repairTimer();
   }
+
+  /** One pass over the latest view. */
+  protected abstract pass(view: V): Promise<void>;
 
   /** True after {@link stop}, until {@link resume}. */
   get stopped(): boolean {
@@ -43,7 +45,7 @@ export class ReconcileLoop<V> {
     if (this.#stopped) return;
     this.#view = view;
     clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => this.#kick(), this.#options.debounceMs);
+    this.#debounce = setTimeout(() => this.#kick(), this.#debounceMs);
     this.#debounce.unref();
   }
 
@@ -72,7 +74,7 @@ export class ReconcileLoop<V> {
   }
 
   #repairTimer(): NodeJS.Timeout {
-    const timer = setInterval(() => this.#kick(), this.#options.resyncMs);
+    const timer = setInterval(() => this.#kick(), this.#resyncMs);
     timer.unref();
     return timer;
   }
@@ -87,8 +89,7 @@ export class ReconcileLoop<V> {
       this.#again = true;
       return;
     }
-    this.#running = this.#options
-      .pass(this.#view)
+    this.#running = this.pass(this.#view)
       .catch(() => undefined)
       .finally(() => {
         this.#running = undefined;

@@ -2,15 +2,10 @@
  * The nftables command (`nft`) could not be run, timed out, or refused a script or a listing.
  * The masquerade loop reports it, changes nothing more in that pass and tries again on the next.
  */
-export class NftCommandError extends Error {
-  override readonly name = 'NftCommandError';
-  /** The argv that failed, e.g. ["nft", "-f", "-"]. */
-  readonly argv: readonly string[];
+import { CommandError } from '../command.ts';
 
-  constructor(message: string, argv: readonly string[], options?: { cause?: unknown }) {
-    super(message, options);
-    this.argv = argv;
-  }
+export class NftCommandError extends CommandError {
+  override readonly name = 'NftCommandError';
 }
 
 /** True when `error` is a {@link NftCommandError} (also across bundles: compares the stable `name`). */

@@ -112,7 +112,7 @@ export class NftTable implements MasqueradeTable {
     return runCommand(argv, {
       stdin,
       timeoutMs: this.#timeoutMs,
-      fail: (message, cause) => new NftCommandError(message, argv, cause ? { cause } : undefined),
+      fails: NftCommandError,
     });
   }
 }

@@ -12,7 +12,7 @@
  * deleted or edited by hand. A failed pass is reported through `onPass` as `{status: 'error'}` and logged; the loop
  * keeps running. {@link removeMasquerade} is the agent's other mode (masquerade turned off).
  */
-import { passFailure, ReconcileLoop } from '../reconcile-loop.ts';
+import { passFailure, ReconcileLoop, type ReconcileLoopOptions } from '../reconcile-loop.ts';
 import { removalScript, type MasqueradeTable } from './nftables.ts';
 import {
   reconcileMasquerade,
@@ -28,11 +28,7 @@ export interface MasqueradeLog {
   warn(message: string, meta?: Record<string, unknown>): unknown;
 }
 
-export interface MasqueradeProgrammerOptions extends MasqueradePassOptions {
-  /** Coalescing delay after an update, ms. Default 100. */
-  readonly debounceMs?: number;
-  /** Period of the repair pass, ms. Default 10 000 (as the route loop's). */
-  readonly resyncMs?: number;
+export interface MasqueradeProgrammerOptions extends MasqueradePassOptions, ReconcileLoopOptions {
   readonly log?: MasqueradeLog;
   /** Called after every pass with its outcome and duration (metrics, tests). A thrown error is ignored. */
   readonly onPass?: (outcome: MasqueradeOutcome | { status: 'error'; error: string }, ms: number) => void;
@@ -40,34 +36,13 @@ export interface MasqueradeProgrammerOptions extends MasqueradePassOptions {
 
 const WAITING: MasqueradeView = { synced: false, pools: [] };
 
-export class MasqueradeProgrammer {
+export class MasqueradeProgrammer extends ReconcileLoop<MasqueradeView> {
   readonly #options: MasqueradeProgrammerOptions;
-  readonly #loop: ReconcileLoop<MasqueradeView>;
   #written: MasqueradeWritten | undefined;
 
   constructor(options: MasqueradeProgrammerOptions) {
+    super(WAITING, options);
     this.#options = options;
-    this.#loop = new ReconcileLoop({
-      initial: WAITING,
-      pass: (view) => this.#pass(view),
-      debounceMs: options.debounceMs ?? 100,
-      resyncMs: options.resyncMs ?? 10_000,
-    });
-  }
-
-  /** The latest view from the informers; schedules a pass. The view is not copied: pass a fresh one. */
-  update(view: MasqueradeView): void {
-    this.#loop.update(view);
-  }
-
-  /** Runs a pass now (after the running one, if any) and resolves when it is done. */
-  flush(): Promise<void> {
-    return this.#loop.flush();
-  }
-
-  /** Stops the timers and waits for the running pass; the table stays (docs/design-agent.md §Masquerade). */
-  stop(): Promise<void> {
-    return this.#loop.stop();
   }
 
   /**
@@ -85,13 +60,13 @@ export class MasqueradeProgrammer {
    * The agent's DaemonSet back after {@link uninstall}: the loop runs again, and a pass on the
    * latest view (writing the table from scratch) runs now.
    */
-  resume(): void {
-    if (!this.#loop.stopped) return;
+  override resume(): void {
+    if (!this.stopped) return;
     this.#written = undefined;
-    this.#loop.resume();
+    super.resume();
   }
 
-  async #pass(view: MasqueradeView): Promise<void> {
+  protected async pass(view: MasqueradeView): Promise<void> {
     const { log, onPass } = this.#options;
     const t0 = performance.now();
     let outcome: MasqueradeOutcome | { status: 'error'; error: string };

@@ -116,7 +116,7 @@ export class IpRouteTable implements RouteTable {
     return runCommand(argv, {
       stdin,
       timeoutMs: this.#timeoutMs,
-      fail: (message, cause) => new RouteCommandError(message, argv, cause ? { cause } : undefined),
+      fails: RouteCommandError,
     });
   }
 }

@@ -5,15 +5,15 @@
  *   routes.update({ synced, ipamNodes, node, blocks, pools });   // after every informer event (debounced)
  *   await routes.stop();                        // on SIGTERM
  *
- * Passes run in the agent's reconcile loop (reconcile-loop.ts): serialised, coalesced (a burst
- * of updates costs one pass after `debounceMs`), and every `resyncMs` with the latest view, so a
- * route someone deleted by hand comes back (flannel's host-gw checks its routes every 10 s, too).
+ * The agent's reconcile loop (reconcile-loop.ts: update, flush, stop) runs its passes: serialised,
+ * coalesced (a burst of updates costs one pass after `debounceMs`), and every `resyncMs` with the
+ * latest view, so a route someone deleted by hand comes back.
  * Until an update with a synced view that holds this node and its IPAMNode arrives, no pass reads or
  * changes any route. A pass that fails (the `ip` command, or anything else) is reported through
  * `onPass` as `{status: 'error'}` and logged; the loop keeps running. Skipped routes are logged
  * when they change, not on every pass (skip-report.ts).
  */
-import { passFailure, ReconcileLoop } from '../reconcile-loop.ts';
+import { passFailure, ReconcileLoop, type ReconcileLoopOptions } from '../reconcile-loop.ts';
 import { reconcileRoutes, type PassOutcome } from './reconcile.ts';
 import { SkipReporter, skipLine } from './skip-report.ts';
 import type { RouteTable, RouteView } from './types.ts';
@@ -24,15 +24,11 @@ export interface RouteLog {
   warn(message: string, meta?: Record<string, unknown>): unknown;
 }
 
-export interface RouteProgrammerOptions {
+export interface RouteProgrammerOptions extends ReconcileLoopOptions {
   readonly nodeName: string;
   readonly table: RouteTable;
   /** Blackhole routes for this node's blocks. Default true. */
   readonly blackholeOwnBlocks?: boolean;
-  /** Coalescing delay after an update, ms. Default 100 (a burst of block events = one pass). */
-  readonly debounceMs?: number;
-  /** Period of the repair pass, ms. Default 10 000. */
-  readonly resyncMs?: number;
   readonly log?: RouteLog;
   /** Called after every pass (metrics, tests). A thrown error is ignored. */
   readonly onPass?: (outcome: PassOutcome | { status: 'error'; error: string }) => void;
@@ -40,40 +36,19 @@ export interface RouteProgrammerOptions {
 
 const WAITING: RouteView = { synced: false, ipamNodes: [], node: undefined, blocks: [], pools: [] };
 
-export class RouteProgrammer {
+export class RouteProgrammer extends ReconcileLoop<RouteView> {
   readonly #options: RouteProgrammerOptions;
-  readonly #loop: ReconcileLoop<RouteView>;
   #last: PassOutcome | undefined;
   readonly #skips = new SkipReporter();
 
   constructor(options: RouteProgrammerOptions) {
+    super(WAITING, options);
     this.#options = options;
-    this.#loop = new ReconcileLoop({
-      initial: WAITING,
-      pass: (view) => this.#pass(view),
-      debounceMs: options.debounceMs ?? 100,
-      resyncMs: options.resyncMs ?? 10_000,
-    });
-  }
-
-  /** The latest view from the informers; schedules a pass. The view is not copied: pass a fresh one. */
-  update(view: RouteView): void {
-    this.#loop.update(view);
   }
 
   /** The outcome of the last completed pass (undefined before the first). */
   get last(): PassOutcome | undefined {
     return this.#last;
-  }
-
-  /** Runs a pass now (after the running one, if any) and resolves when it is done. */
-  flush(): Promise<void> {
-    return this.#loop.flush();
-  }
-
-  /** Stops the timers and waits for the running pass; installed routes stay (they keep traffic flowing). */
-  stop(): Promise<void> {
-    return this.#loop.stop();
   }
 
   /** Logs the skips that changed since the last pass: new or changed groups warn, gone ones info. */
@@ -92,7 +67,7 @@ export class RouteProgrammer {
       });
   }
 
-  async #pass(view: RouteView): Promise<void> {
+  protected async pass(view: RouteView): Promise<void> {
     const { log, onPass } = this.#options;
     let outcome: PassOutcome | { status: 'error'; error: string };
     try {

@@ -3,15 +3,10 @@
  * not the JSON it documents. Nothing was learned about the kernel's routes: the reconciler
  * changes nothing in that pass and tries again on the next one.
  */
-export class RouteCommandError extends Error {
-  override readonly name = 'RouteCommandError';
-  /** The argv that failed, e.g. ["ip", "-j", "route", "show", ...]. */
-  readonly argv: readonly string[];
+import { CommandError } from '../command.ts';
 
-  constructor(message: string, argv: readonly string[], options?: { cause?: unknown }) {
-    super(message, options);
-    this.argv = argv;
-  }
+export class RouteCommandError extends CommandError {
+  override readonly name = 'RouteCommandError';
 }
 
 /** True when `error` is a {@link RouteCommandError} (also across bundles: compares the stable `name`). */
