@@ -27,7 +27,6 @@
  * handle-writes.ts): what the node IPAM service asks to answer a DEL from the view alone.
  */
 import {
-  abortable,
   isConflict,
   isLaterVersion as later,
   isNotFound,
@@ -44,6 +43,7 @@ import type {
   ResourceStore,
 } from 'blockipam/core';
 import { handleWrites } from './handle-writes.ts';
+import { sharedLists } from './shared-lists.ts';
 
 export interface ViewDatastoreOptions {
   /** The agent's datastore: everything the view does not answer goes there. */
@@ -121,14 +121,6 @@ function requiresLabel(selector: LabelSelector | undefined, key: string): boolea
  */
 function caughtUp(overlay: Overlay, seen: string | undefined): boolean {
   return overlay.block ? !later(overlay.resourceVersion, seen) : later(seen, overlay.resourceVersion);
-}
-
-/** One caller's copy of a shared answer; rejects with `signal`'s reason once it fires. */
-function shareOf(answer: Promise<IPAMBlock[]>, signal: AbortSignal | undefined): Promise<IPAMBlock[]> {
-  return abortable(
-    answer.then((list) => list.map((b) => structuredClone(b))),
-    signal,
-  );
 }
 
 /** Builds the view over `options.inner`. */
@@ -220,40 +212,11 @@ export function createViewDatastore(options: ViewDatastoreOptions): ViewDatastor
     return listed;
   };
 
-  /** Confirmation LISTs per selector: the one in flight, and the one the later callers wait for. */
-  const confirming = new Map<string, { running?: Promise<IPAMBlock[]>; pending?: Promise<IPAMBlock[]> }>();
-
-  /** `direct`'s LIST of the node's blocks: shared as ViewDatastore.direct says. */
-  const confirm = (listOptions: ListOptions | undefined): Promise<IPAMBlock[]> => {
-    const { signal, ...shared } = listOptions ?? {};
-    signal?.throwIfAborted();
-    const k = JSON.stringify(shared.labelSelector ?? null);
-    let slot = confirming.get(k);
-    if (!slot) confirming.set(k, (slot = {}));
-    const s = slot;
-    const send = (): Promise<IPAMBlock[]> => {
-      stats.confirmLists += 1;
-      const p = fromInner(shared).finally(() => {
-        if (s.running === p) s.running = undefined;
-        if (!s.running && !s.pending) confirming.delete(k);
-      });
-      s.running = p;
-      return p;
-    };
-    let answer: Promise<IPAMBlock[]>;
-    if (s.pending) answer = s.pending;
-    else if (s.running) {
-      const pending = s.running.then(
-        () => undefined,
-        () => undefined,
-      );
-      answer = s.pending = pending.then(() => {
-        s.pending = undefined;
-        return send();
-      });
-    } else answer = send();
-    return shareOf(answer, signal);
-  };
+  /** `direct`'s LIST of the node's blocks: shared as ViewDatastore.direct says (shared-lists.ts). */
+  const confirm = sharedLists((shared) => {
+    stats.confirmLists += 1;
+    return fromInner(shared);
+  });
 
   const blocks: ResourceStore<IPAMBlock> = {
     get(name, callOptions) {
