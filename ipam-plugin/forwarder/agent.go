@@ -36,8 +36,8 @@ func (f fallback) Error() string { return string(f) }
 
 // call hands the call to the agent at socket (core/node-ipam/wire.ts): the request; READY or
 // NOT_SERVED within ackBound; GO; RESULT within timeout. Errors: fallback until GO is sent;
-// after it *cniError (11: no answer in time, closed early; 999: malformed) — or, for STATUS,
-// which changes nothing, fallback again.
+// after it *cniError (11: no answer in time or a close first; 999: malformed) — or, for
+// STATUS, which changes nothing, fallback again.
 func call(socket string, stdin []byte, timeout time.Duration) (answer, error) {
 	start := time.Now()
 	deadlineNs := monotonicNs() + timeout.Nanoseconds()
@@ -72,21 +72,18 @@ func call(socket string, stdin []byte, timeout time.Duration) (answer, error) {
 	// Committed: the agent may run the call from here on.
 	_ = conn.SetDeadline(start.Add(timeout))
 	a, err := result(conn)
+	var ce *cniError
 	switch {
 	case err == nil:
 		return a, nil
 	case os.Getenv("CNI_COMMAND") == "STATUS":
 		return a, fallback(err.Error())
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return a, &cniError{11, "node agent: no answer in time", fmt.Sprintf("no answer within ipam.timeoutMs (%v)", timeout)}
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return a, &cniError{11, "node agent: connection closed before the answer", "try again"}
-	}
-	var ce *cniError
-	if errors.As(err, &ce) {
+	case errors.As(err, &ce):
 		return a, ce
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = fmt.Errorf("none within ipam.timeoutMs (%v)", timeout)
 	}
-	return a, &cniError{11, "node agent: connection failed", err.Error()}
+	return a, &cniError{11, "node agent: no answer", err.Error()}
 }
 
 // request frames the call: version 3, the deadline, the CNI_* variables that are set, stdin.

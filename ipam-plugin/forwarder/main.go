@@ -6,7 +6,7 @@
 package main
 
 import (
-	"cmp"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,23 +104,17 @@ func direct(stdin []byte, reason string) int {
 // stdinFromMemory makes fd 0 a memfd holding data and whatever fd 0 still had, at offset 0.
 func stdinFromMemory(data []byte) error {
 	name := []byte("blockipam-stdin\x00")
-	r, _, e := syscall.Syscall(sysMemfdCreate, uintptr(unsafe.Pointer(&name[0])), 1 /* MFD_CLOEXEC */, 0)
+	r, _, e := syscall.Syscall(sysMemfdCreate, uintptr(unsafe.Pointer(&name[0])), 0, 0)
 	if e != 0 {
 		return fmt.Errorf("memfd_create: %w", e)
 	}
 	mem := os.NewFile(r, "stdin")
-	if _, err := mem.Write(data); err != nil {
+	if _, err := io.Copy(mem, io.MultiReader(bytes.NewReader(data), io.LimitReader(os.Stdin, 64<<20))); err != nil {
 		return err
 	}
-	if _, err := io.Copy(mem, io.LimitReader(os.Stdin, 64<<20)); err != nil {
+	if _, err := mem.Seek(0, 0); err != nil || r == 0 { // r 0: fd 0 was closed, the memfd took it
 		return err
 	}
-	if _, err := mem.Seek(0, 0); err != nil || r != 0 {
-		return cmp.Or(err, syscall.Dup3(int(r), 0, 0))
-	}
-	// fd 0 was closed, so the memfd is fd 0: keep it across exec
-	if _, _, e = syscall.Syscall(syscall.SYS_FCNTL, 0, syscall.F_SETFD, 0); e != 0 {
-		return e
-	}
-	return nil
+	defer mem.Close()
+	return syscall.Dup3(int(r), 0, 0)
 }

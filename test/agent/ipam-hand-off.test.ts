@@ -124,7 +124,7 @@ describe('the hand-off, a stall at each step', () => {
     const { client, allocated, started } = await stalledAt('ready', 300);
     assert.equal(started, 0, 'the agent started nothing');
     assert.equal(client.status, 1);
-    assert.match(client.stdout, /"code":11.*no answer in time/);
+    assert.match(client.stdout, /"code":11.*none within ipam\.timeoutMs.*"msg":"node agent: no answer"/);
     assert.deepEqual(allocated, []);
   });
 

@@ -143,22 +143,13 @@ void describe('the Go forwarder', () => {
 
   void it('after GO it never falls back: a close is CNI 11, no answer by ipam.timeoutMs CNI 11, garbage 999', async () => {
     agent.reply = () => ({ ready: { close: true } });
-    assert.equal(
-      cniError(await run(cniEnv(), conf()), 11).msg,
-      'node agent: connection closed before the answer',
-    );
+    assert.equal(cniError(await run(cniEnv(), conf()), 11).msg, 'node agent: no answer');
     agent.reply = () => ({ ready: { silent: true } });
-    assert.equal(
-      cniError(await run(cniEnv(), conf({ timeoutMs: 300 })), 11).msg,
-      'node agent: no answer in time',
-    );
+    assert.equal(cniError(await run(cniEnv(), conf({ timeoutMs: 300 })), 11).msg, 'node agent: no answer');
     agent.reply = () => ({ ready: { raw: Buffer.from('{"v":2,"code":0}\n') } });
     assert.equal(cniError(await run(cniEnv(), conf()), 999).msg, 'node agent: malformed answer');
     agent.reply = () => ({ ready: { raw: resultBytes(0, 'xyz').subarray(0, 11) } });
-    assert.equal(
-      cniError(await run(cniEnv(), conf()), 11).msg,
-      'node agent: connection closed before the answer',
-    );
+    assert.equal(cniError(await run(cniEnv(), conf()), 11).msg, 'node agent: no answer');
   });
 
   void it('STATUS falls back within its own budget even after GO: a stalled agent never fails it', async () => {
