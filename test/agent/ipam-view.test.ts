@@ -400,6 +400,46 @@ describe('confirmation LISTs', () => {
     assert.equal(await scraped(), '1');
   });
 
+  test('an ADD whose caller gave up while its UPDATE was in flight: the write counts as the agent’s', async () => {
+    const { inner, watch } = await setup();
+    const open = deferred();
+    const arrived = deferred();
+    const b = inner.blocks;
+    const gated = withBlocks(inner, {
+      get: (n, o) => b.get(n, o),
+      list: (o) => b.list(o),
+      listMetadata: (o) => b.listMetadata(o),
+      listPage: (o) => b.listPage(o),
+      create: (x, o) => b.create(x, o),
+      delete: (n, pre, o) => b.delete(n, pre, o),
+      update: async (x, o) => {
+        arrived.resolve();
+        await open.promise;
+        return b.update(x, o);
+      },
+    });
+    const view = createViewDatastore({ inner: gated, node: NODE, watched: () => watch });
+    const ipam = agentNodeIpam({
+      node: NODE,
+      view,
+      authority: view.direct,
+      inputs: datastoreInputs(inner),
+      log: quietLog,
+    }).ipam;
+    const client = new AbortController();
+    const adding = ipam.add(addCall('late'), client.signal);
+    await arrived.promise;
+    client.abort(new Error('the client gave up'));
+    await assert.rejects(adding, /the client gave up/);
+    open.resolve(); // the UPDATE lands after all
+    while (view.written('net.late.eth0') === undefined) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(await handles(inner), ['net.late.eth0']);
+    // the runtime's DEL: the view holds the whole handle, so no LIST
+    assert.deepEqual(await ipam.del({ attachment: attachment('late'), node: NODE }, sig()), { released: 1 });
+    assert.equal(view.stats.confirmLists, 0);
+    assert.deepEqual(await handles(inner), []);
+  });
+
   test('concurrent misses share LISTs: at most one in flight and one pending', async () => {
     const { inner: memory, watch } = await setup();
     const { ds: inner, gate } = gatedInner(memory);
