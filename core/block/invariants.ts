@@ -7,6 +7,7 @@ import { blockNameOf, blockOrdinals, isAllowedBlockSize, reservedOrdinals } from
 import { parseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import type { IPAMBlock } from '../resources.ts';
+import { trustedTimeMs } from './frozen.ts';
 import { isNodeLabel, labelsOf, nodeLabel, POOL_LABEL } from './labels.ts';
 
 /**
@@ -72,8 +73,9 @@ function checkFreed(
     if (seen.has(ordinal)) say(`ordinal ${ordinal} is freed twice`);
     if (block.spec.allocations[ordinal] !== undefined) say(`ordinal ${ordinal} is both allocated and freed`);
     seen.add(ordinal);
-    // I7: `freed` is in release order (least recently freed first).
-    const at = Date.parse(releasedAt);
+    // I7: `freed` is in release order (least recently freed first), by the dates core trusts: a
+    // date in the future reads as the epoch (frozen.ts), and core's next release is dated now.
+    const at = nowMs === undefined ? Date.parse(releasedAt) : trustedTimeMs(releasedAt, nowMs);
     if (at < last) say(`freed list is out of release order at ordinal ${ordinal}`);
     last = Math.max(last, at);
     checkTime(releasedAt, `freed ordinal ${ordinal} releasedAt`, nowMs, say);

@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import {
   assignIP,
   autoAssign,
+  checkBlockInvariants,
   freezesOf,
   isSafeSequence,
   loadSnapshot,
@@ -188,5 +189,20 @@ void describe('frozen blocks: releases', () => {
     assert.equal(after.spec.sequence, w.now.ms + 1);
     assert.ok(isSafeSequence(after.spec.sequence));
     assert.deepEqual(freezesOf(after), []);
+  });
+});
+
+describe('a freed entry dated in the future, as the invariant checker reads it', () => {
+  it('is reported as in the future, and a release after it (dated now) is not out of order', () => {
+    const block = newBlock({ cidr: mustParseCidr('10.14.0.0/28'), pool: 'p', node: 'n1', nowMs: T0 });
+    block.spec.freed = [
+      { ordinal: 3, releasedAt: '2099-01-01T00:00:00Z' },
+      { ordinal: 4, releasedAt: new Date(T0 + 1000).toISOString().replace(/\.\d+Z$/, 'Z') },
+    ];
+    const problems = checkBlockInvariants(block, { nowMs: T0 + 2000 });
+    assert.deepEqual(
+      problems.filter((p) => /order|future/.test(p)),
+      ['IPAMBlock 10-14-0-0-28: freed ordinal 3 releasedAt 2099-01-01T00:00:00Z is in the future'],
+    );
   });
 });
