@@ -32,6 +32,7 @@ import { withLastKnownStatus } from '../../block-controller/agent/ipam/status.ts
 import { createAgentMetrics, observeConfirmLists } from '../../block-controller/agent/metrics.ts';
 import { createLogger } from '../../block-controller/shared/index.ts';
 import { Writable } from 'node:stream';
+import { blocksWith } from '../helpers/blocks-with.ts';
 import { ipamCalls } from '../helpers/ipam-calls.ts';
 
 const NODE = 'n1';
@@ -129,12 +130,12 @@ const handles = async (inner: MemoryDatastore): Promise<string[]> =>
     Object.values(b.spec.allocations).map((a) => a.handle),
   );
 
-describe('DEL and CHECK on a view that lags another writer', () => {
-  /** The agent's service as ipam/index.ts makes it: misses confirmed through `view.direct`. */
-  const agentIpam = (inner: MemoryDatastore, view: ReturnType<typeof createViewDatastore>): NodeIpam =>
-    agentNodeIpam({ node: NODE, view, authority: view.direct, inputs: datastoreInputs(inner), log: quietLog })
-      .ipam;
+/** The agent's service as ipam/index.ts makes it: misses confirmed through `view.direct`. */
+const agentIpam = (inner: MemoryDatastore, view: ReturnType<typeof createViewDatastore>): NodeIpam =>
+  agentNodeIpam({ node: NODE, view, authority: view.direct, inputs: datastoreInputs(inner), log: quietLog })
+    .ipam;
 
+describe('DEL and CHECK on a view that lags another writer', () => {
   /** A view that has not seen the allocation of handle net.<id>.eth0 the direct path just wrote. */
   const behind = async (id: string) => {
     const { inner, view } = await setup();
@@ -370,13 +371,7 @@ describe('confirmation LISTs', () => {
     const { inner, view } = await setup();
     const metrics = createAgentMetrics();
     observeConfirmLists(metrics, NODE, () => view.stats.confirmLists);
-    const ipam = agentNodeIpam({
-      node: NODE,
-      view,
-      authority: view.direct,
-      inputs: datastoreInputs(inner),
-      log: quietLog,
-    }).ipam;
+    const ipam = agentIpam(inner, view);
     for (let i = 0; i < 20; i++) {
       assert.equal((await ipam.add(addCall(`p${i}`), sig())).kind, 'allocated');
       assert.deepEqual(await ipam.del({ attachment: attachment(`p${i}`), node: NODE }, sig()), {
@@ -404,28 +399,15 @@ describe('confirmation LISTs', () => {
     const { inner, watch } = await setup();
     const open = deferred();
     const arrived = deferred();
-    const b = inner.blocks;
-    const gated = withBlocks(inner, {
-      get: (n, o) => b.get(n, o),
-      list: (o) => b.list(o),
-      listMetadata: (o) => b.listMetadata(o),
-      listPage: (o) => b.listPage(o),
-      create: (x, o) => b.create(x, o),
-      delete: (n, pre, o) => b.delete(n, pre, o),
+    const gated = blocksWith(inner, {
       update: async (x, o) => {
         arrived.resolve();
         await open.promise;
-        return b.update(x, o);
+        return inner.blocks.update(x, o);
       },
     });
     const view = createViewDatastore({ inner: gated, node: NODE, watched: () => watch });
-    const ipam = agentNodeIpam({
-      node: NODE,
-      view,
-      authority: view.direct,
-      inputs: datastoreInputs(inner),
-      log: quietLog,
-    }).ipam;
+    const ipam = agentIpam(inner, view);
     const client = new AbortController();
     const adding = ipam.add(addCall('late'), client.signal);
     await arrived.promise;

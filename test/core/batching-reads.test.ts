@@ -15,9 +15,9 @@ import {
   mustParseCidr,
   newBlock,
   releaseByHandle,
-  withBlocks,
 } from 'blockipam/core';
 import type { IPAMBlock } from 'blockipam/core';
+import { blocksWith } from '../helpers/blocks-with.ts';
 import { deferred, foreignTouch, probe } from './batching-probe.ts';
 import { pod, T0, world } from './fixtures.ts';
 
@@ -98,13 +98,7 @@ describe('batching datastore reading from another datastore', () => {
     const answer = deferred();
     const landed = deferred();
     const b = w.ds.blocks;
-    const inner = withBlocks(w.ds, {
-      get: (name, o) => b.get(name, o),
-      list: (o) => b.list(o),
-      listMetadata: (o) => b.listMetadata(o),
-      listPage: (o) => b.listPage(o),
-      create: (object, o) => b.create(object, o),
-      delete: (name, pre, o) => b.delete(name, pre, o),
+    const inner = blocksWith(w.ds, {
       update: async (block, o) => {
         const written = await b.update(block, o);
         landed.resolve();
@@ -123,18 +117,12 @@ describe('batching datastore reading from another datastore', () => {
     const second = bds.blocks.update(mark((await bds.blocks.get(BLOCK)) as IPAMBlock, 'second'));
     // `reads` lists the block at our first write's resourceVersion, before that write is answered
     const listed1 = deferred();
-    const reads = withBlocks(w.ds, {
-      get: (name, o) => b.get(name, o),
+    const reads = blocksWith(w.ds, {
       list: async (o) => {
         const got = await b.list(o);
         listed1.resolve();
         return got;
       },
-      listMetadata: (o) => b.listMetadata(o),
-      listPage: (o) => b.listPage(o),
-      create: (object, o) => b.create(object, o),
-      delete: (name, pre, o) => b.delete(name, pre, o),
-      update: (block, o) => b.update(block, o),
     });
     const listing = bds.readingFrom(reads).blocks.list({ labelSelector: affineSelector('n1') });
     await listed1.promise;
@@ -192,19 +180,13 @@ describe('batching datastore reading from another datastore', () => {
     const listed = deferred();
     const answer = deferred();
     const b = w.ds.blocks;
-    const reads = withBlocks(w.ds, {
-      get: (name, o) => b.get(name, o),
+    const reads = blocksWith(w.ds, {
       list: async (o) => {
         const got = await b.list(o);
         listed.resolve();
         await answer.promise;
         return got;
       },
-      listMetadata: (o) => b.listMetadata(o),
-      listPage: (o) => b.listPage(o),
-      create: (object, o) => b.create(object, o),
-      delete: (name, pre, o) => b.delete(name, pre, o),
-      update: (block, o) => b.update(block, o),
     });
     // DEL(a) confirmed at `reads`: its LIST goes out while the ADD's UPDATE is in flight
     const releasing = releaseByHandle(bds.readingFrom(reads), 'net.a.eth0', { node: 'n1' }, w.options);
