@@ -65,7 +65,7 @@ const forwarderDir = join(root, 'build', 'forwarder');
 const DEFAULT_TARGET = 'bun-linux-x64';
 /**
  * Bun targets the forwarder builds for → GOARCH. Linux on amd64 and arm64 only: the forwarder's
- * memfd_create syscall number is defined for those two (memfd_linux_{amd64,arm64}.go).
+ * memfd_create syscall number is defined for those two (sysMemfdCreate in main.go).
  */
 const FORWARDER_ARCH: Readonly<Record<string, 'amd64' | 'arm64'>> = {
   'bun-linux-x64': 'amd64',

@@ -17,8 +17,7 @@ const (
 	// takes the direct path — above the agent's ack latency in a burst of 250 calls on a loaded
 	// node (docs/design-plugin.md §Forwarder); a stalled agent costs a call this much.
 	ackBound = 2 * time.Second
-	// statusBudget: STATUS's whole budget at the agent; past it STATUS takes the direct path, so
-	// a stalled agent never fails the runtime's poll and never turns its node NotReady.
+	// statusBudget: STATUS's whole budget at the agent, then the direct path: never NotReady.
 	statusBudget = 3 * time.Second
 	maxOutput    = 1 << 20 // each of RESULT's stdout and stderr (an ADD result is under 1 KiB)
 )
@@ -56,12 +55,9 @@ func call(socket string, stdin []byte, timeout time.Duration) (answer, error) {
 		return answer{}, fallback(fmt.Sprintf("no READY within %v: %v", min(ackBound, timeout), err))
 	}
 	switch kind[0] {
-	case 'N':
-		n := make([]byte, 4)
-		_, _ = io.ReadFull(conn, n)
-		reason := make([]byte, min(binary.BigEndian.Uint32(n), 4096))
-		_, _ = io.ReadFull(conn, reason)
-		return answer{}, fallback("not served: " + string(reason))
+	case 'N': // u32 n, then the reason up to the close
+		reason, _ := io.ReadAll(io.LimitReader(conn, 4+4096))
+		return answer{}, fallback("not served: " + string(reason[min(4, len(reason)):]))
 	case 'A':
 	default:
 		return answer{}, fallback(fmt.Sprintf("not a v3 agent (answered %q)", kind))

@@ -15,18 +15,7 @@ type cniError struct {
 
 func (e *cniError) Error() string { return e.msg + ": " + e.details }
 
-// deliver writes RESULT to fd 1 and fd 2 and returns its code; 1 when stdout cannot take it.
-func deliver(a answer) int {
-	_, err := os.Stdout.Write(a.stdout)
-	_, _ = os.Stderr.Write(a.stderr)
-	if err != nil {
-		return 1
-	}
-	return a.code
-}
-
-// fail writes e as a CNI error document in cniVersion (1.1.0 when empty); returns 1. A call
-// forwarded before (conf set) also logs it: an error line on stderr and in the log file.
+// fail writes e as a CNI error document and returns 1; with conf, also as a log line (stderr, logFile).
 func fail(conf *netconf, e *cniError, started time.Time) int {
 	version := "1.1.0"
 	if conf != nil {
@@ -40,9 +29,7 @@ func fail(conf *netconf, e *cniError, started time.Time) int {
 	return 1
 }
 
-// logCall appends a forwarded call's lines to `ipam.logFile` when set (0600): `lines` (the
-// agent's stderr, or the forwarder's error line) and, at logLevel info or debug, a `done` line.
-// Logging never fails a call.
+// logCall appends `lines` and, at logLevel info or debug, a `done` line to `ipam.logFile` (0600).
 func logCall(conf netconf, lines []byte, code int, started time.Time) {
 	if l := conf.IPAM.LogLevel; l == "" || l == "info" || l == "debug" {
 		ms := time.Since(started).Milliseconds()

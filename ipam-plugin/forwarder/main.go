@@ -7,11 +7,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,11 +21,12 @@ import (
 	"unsafe"
 )
 
-const (
-	maxStdin       = 1 << 20          // the agent's bound (wire.ts MAX_STDIN_BYTES); the direct path reads 64 MiB
-	defaultTimeout = 30 * time.Second // `ipam.timeoutMs` when unset (core/cni/forward.ts)
-	directEnv      = "BLOCKIPAM_DIRECT"
-)
+const maxStdin = 1 << 20 // the agent's bound (wire.ts MAX_STDIN_BYTES); the direct path reads 64 MiB
+const directEnv = "BLOCKIPAM_DIRECT"
+
+var defaultTimeoutMs = 30_000.0 // `ipam.timeoutMs` when unset (core/cni/forward.ts)
+// sysMemfdCreate is memfd_create(2), which the syscall package names on arm64 only.
+var sysMemfdCreate = map[string]uintptr{"amd64": 319, "arm64": 279}[runtime.GOARCH]
 
 // netconf holds the fields the forwarder reads; the agent and the direct path validate the rest.
 type netconf struct {
@@ -64,7 +67,12 @@ func run() int {
 	if conf.IPAM.LogFile != "" {
 		logCall(conf, a.stderr, a.code, started)
 	}
-	return deliver(a)
+	_, err = os.Stdout.Write(a.stdout)
+	_, _ = os.Stderr.Write(a.stderr)
+	if err != nil {
+		return 1 // an undelivered result is no success
+	}
+	return a.code
 }
 
 // forwardable says whether the call goes to the agent, and its budget: an `ipam.agentSocket`
@@ -76,11 +84,8 @@ func forwardable(c netconf) (time.Duration, bool) {
 		(c.IPAM.Mode != "" && c.IPAM.Mode != "agent") {
 		return 0, false
 	}
-	if t == nil {
-		return defaultTimeout, true
-	}
-	ok := *t == float64(int(*t)) && *t >= 100 && *t <= 600_000
-	return time.Duration(*t) * time.Millisecond, ok
+	ms := *cmp.Or(t, &defaultTimeoutMs)
+	return time.Duration(ms) * time.Millisecond, ms == float64(int(ms)) && ms >= 100 && ms <= 600_000
 }
 
 // direct replaces this process with `blockipam-direct` in the forwarder's own directory (from
