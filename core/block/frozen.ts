@@ -52,7 +52,9 @@ export interface Freeze {
 
 /** True when `value` is a sequence core can read and write exactly. */
 export function isSafeSequence(value: unknown): boolean {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= SEQUENCE_REPAIRABLE_ABOVE;
+  return (
+    typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= SEQUENCE_REPAIRABLE_ABOVE
+  );
 }
 
 /** Every reason `block` is frozen, in the module comment's order; empty = allocatable. O(allocations). */
@@ -60,7 +62,10 @@ export function freezesOf(block: IPAMBlock): Freeze[] {
   const out: Freeze[] = [];
   const { metadata } = block;
   if (metadata.deletionTimestamp)
-    out.push({ reason: 'terminating', message: `deleted at ${metadata.deletionTimestamp}, still Terminating` });
+    out.push({
+      reason: 'terminating',
+      message: `deleted at ${metadata.deletionTimestamp}, still Terminating`,
+    });
   if ((metadata.finalizers?.length ?? 0) > 0)
     out.push({ reason: 'finalizers', message: `carries finalizers ${metadata.finalizers!.join(', ')}` });
   if ((metadata.ownerReferences?.length ?? 0) > 0)

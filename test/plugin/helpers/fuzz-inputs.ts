@@ -25,10 +25,7 @@ export const envFields = [
   'CNI_PATH',
   'CNI_ARGS',
 ] as const;
-const numberFields = [
-  'ipam.timeoutMs',
-  'ipam.lockTimeoutMs',
-] as const;
+const numberFields = ['ipam.timeoutMs', 'ipam.lockTimeoutMs'] as const;
 const pathFields = [
   'ipam.kubeconfig',
   'ipam.logFile',
