@@ -1,5 +1,5 @@
 /**
- * Graceful shutdown of a daemon (issue 10 item 5): on SIGTERM or SIGINT
+ * Graceful shutdown of a daemon: on SIGTERM or SIGINT
  * 1. `signal` aborts — loops check it and start no new work;
  * 2. in-flight writes registered with {@link Lifecycle.track} are awaited (bounded by
  *    `drainTimeoutMs`), so no compare-and-swap is cut between its decision and its write;

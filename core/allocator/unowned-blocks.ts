@@ -1,5 +1,5 @@
 /**
- * Releasing unowned empty blocks (the cluster controller's safety net, issue 10 item 8). The
+ * Releasing unowned empty blocks (the cluster controller's safety net). The
  * release path deletes a block left empty and unowned at once, but that delete can lose to a
  * concurrent write, and a deleted node's blocks become unowned while still holding addresses;
  * what stays behind empty is released here after max(emptyBlockReleaseSeconds,

@@ -11,7 +11,7 @@
  *   other nodes' blocks, N's own included: N's blackhole would swallow them). The controller
  *   lists only blocks core's classifyBlocks trusts, judged over all blocks and pools, that hold
  *   no node's address: a block a node forged (an unowned /28 inside another node's /26, labels
- *   naming another node) never gets a route anywhere (issue 23, D1).
+ *   naming another node) never gets a route anywhere.
  * - N's own IPAMNode: nothing (its borrowed addresses are served by ptp's /32 to the veth).
  * - N's own trusted affine blocks (from the agent's watch of its own blocks, so a block it just
  *   claimed is covered at once): `blackhole cidr` (as Calico does for local blocks) — N's pods
