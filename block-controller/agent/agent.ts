@@ -123,7 +123,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
     update();
     // The programmer's repair pass reuses the last view: after a start during an API outage the
     // last watch to sync may bring no block or IPAMNode event (an empty kind), so hand it the synced
-    // view as soon as the watches are (found by the e2e restart test: it waited forever).
+    // view as soon as the watches are (else it would wait forever).
     const syncCheck = setInterval(() => {
       if (!handedSynced && watched.synced) update();
     }, 1_000);

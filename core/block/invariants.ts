@@ -91,7 +91,7 @@ function checkFreed(
  * @param options.borrowed also check the node labels "borrowed" (default true). The trust rule
  *   passes false: any node may add or remove a label "borrowed" on any block (the admission
  *   policy cannot tell whose label key it is), so a block that trusted only with exact
- *   "borrowed" labels could be cut off by one foreign label (found by a reviewer's probe). They
+ *   "borrowed" labels could be cut off by one foreign label. They
  *   are a lookup index; `ipamctl check` still reports them.
  */
 export function labelProblems(
