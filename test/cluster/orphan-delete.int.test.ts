@@ -5,6 +5,9 @@
  * DaemonSet brought back by `helm upgrade` (which re-creates it; the same selector adopts the
  * running agents). Throughout, every node keeps its conflist (the file on each node, sampled)
  * and its Ready condition; no agent logs a removal; the agents are the same pods afterwards.
+ * Then a selector change: the DaemonSet orphaned and created again with another selector; its
+ * pods wait while the orphaned agents hold the host port, and each orphan deleted hands its node
+ * over — every node keeps its conflist and stays Ready throughout.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -110,6 +113,81 @@ test('kubectl delete ds --cascade=orphan, a pod started meanwhile, helm upgrade:
   const logs = kubectlOk(['-n', NAMESPACE, 'logs', `--selector=${AGENT_PODS}`, '--tail=-1', '--prefix']);
   assert.doesNotMatch(logs, /conflist and plugin kubeconfig removed/);
   for (const node of nodes) assert.ok(existsSync(conflistOf(node)), `${node} has its conflist`);
+});
+
+interface DaemonSetObject {
+  metadata: Record<string, unknown>;
+  spec: {
+    selector: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string> } };
+  };
+  status?: unknown;
+}
+
+test('a selector change: the new pods wait for the orphans’ host port; each orphan deleted hands its node over', async () => {
+  const nodes = cluster().nodes;
+  const old = JSON.parse(
+    kubectlOk(['-n', NAMESPACE, 'get', 'daemonset', AGENT, '-o', 'json']),
+  ) as DaemonSetObject;
+  const orphans = agentPods();
+  const watching = watchNodes();
+  try {
+    kubectlOk(['-n', NAMESPACE, 'delete', 'daemonset', AGENT, '--cascade=orphan']);
+    await waitFor(
+      'the DaemonSet gone',
+      () => (kubectl(['-n', NAMESPACE, 'get', 'daemonset', AGENT]).status !== 0 ? true : undefined),
+      120_000,
+    );
+    const changed: DaemonSetObject = {
+      ...old,
+      metadata: { name: AGENT, namespace: NAMESPACE, labels: old.metadata['labels'] },
+      spec: {
+        ...old.spec,
+        selector: { matchLabels: { ...old.spec.selector.matchLabels, handover: 'new' } },
+        template: {
+          ...old.spec.template,
+          metadata: {
+            ...old.spec.template.metadata,
+            labels: { ...old.spec.template.metadata.labels, handover: 'new' },
+          },
+        },
+      },
+    };
+    delete changed.status;
+    kubectlOk(['create', '-f', '-'], JSON.stringify(changed));
+    // the orphans hold the agent's host port: the new pods are not scheduled
+    await waitFor(
+      'a new agent pod per node, unschedulable',
+      () => {
+        const fresh = pods(NAMESPACE, 'handover=new');
+        const waiting = fresh.filter((p) =>
+          p.status.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False'),
+        );
+        return fresh.length === nodes.length && waiting.length === nodes.length ? true : undefined;
+      },
+      120_000,
+    );
+    for (const [node, uid] of orphans) {
+      const orphan = pods(NAMESPACE, AGENT_PODS).find((p) => p.metadata.uid === uid);
+      assert.ok(orphan, `the orphaned agent on ${node}`);
+      kubectlOk(['-n', NAMESPACE, 'delete', 'pod', orphan.metadata.name]);
+      await waitFor(
+        `the new agent on ${node} Ready`,
+        () =>
+          pods(NAMESPACE, 'handover=new').some(
+            (p) =>
+              p.spec.nodeName === node &&
+              p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+          )
+            ? true
+            : undefined,
+        180_000,
+      );
+    }
+  } finally {
+    const lost = await watching.stop();
+    assert.deepEqual(lost, [], 'every node kept its conflist and stayed Ready');
+  }
 });
 
 function meanwhile(node: string): Record<string, unknown> {
