@@ -5,8 +5,7 @@
  * Kubernetes ≥ 1.31). The token carries `authentication.kubernetes.io/node-name` and `node-uid`
  * (the per-node admission policies key on the name), outlives the agent's pod — an agent restart
  * or rollout leaves the plugin's credential valid — and is refused once the Node is deleted.
- * Bound to the pod instead (as before issue 24), it died with every agent restart (a 1.6 s CNI
- * outage measured on a quick restart).
+ * Bound to the pod instead, it would die with every agent restart (a CNI outage on each).
  */
 import type { KubeTransport } from 'blockipam/core/kube';
 

@@ -1,5 +1,5 @@
 /**
- * The leaked-addresses step (issue 10 item 7) of a pass: scan the watched blocks, update the
+ * The leaked-addresses step of a pass: scan the watched blocks, update the
  * candidates' first-seen times, re-check and release the handles whose every allocation is past
  * its grace period. Returns the scan (the node step needs it) and what was released.
  */

@@ -1,6 +1,6 @@
 /**
- * The fresh re-check immediately before a release (issue 10 item 7; Calico's
- * garbageCollectKnownLeaks re-validates each leak first): the watches said "leaked", the API
+ * The fresh re-check immediately before a release (Calico's garbageCollectKnownLeaks
+ * re-validates each leak first): the watches said "leaked", the API
  * server must agree now. One GET per pod named and one per node concerned (memoised for one
  * pass), so the cost grows with the leaks, not with the cluster. Any error means "keep".
  */

@@ -1,5 +1,5 @@
 /**
- * Is an allocation leaked? (pure; issue 10 items 6–7, Calico kube-controllers' allocationIsValid
+ * Is an allocation leaked? (pure; Calico kube-controllers' allocationIsValid
  * made stricter by identity = handle + pod UID). Any doubt means "keep":
  *
  * | allocation                                      | verdict                         |
