@@ -10,6 +10,7 @@ import { isAbsolute, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { parseCidr } from 'blockipam/core';
 import { networkNameProblem } from 'blockipam/core/cni';
+import { agentSocketPath } from 'blockipam/core/node-ipam';
 import { kubeServerProblem } from 'blockipam/core/kube';
 import type { Cidr } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
@@ -285,10 +286,12 @@ export async function parseOptions(
       if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576 && a.mtu <= 65535))
         throw new Error(`--mtu must be an integer 576-65535, not ${shownNumber(a.mtu)}`);
       const socket = a['ipam-socket'];
-      // 107: a Unix socket path's limit (sun_path is 108 bytes with its NUL)
-      if (socket !== '' && (!isAbsolute(socket) || Buffer.byteLength(socket) > 107))
+      // 107: a Unix socket path's limit (sun_path is 108 bytes with its NUL); the agent listens on
+      // the path with the wire version appended (agentSocketPath)
+      const limit = 107 - Buffer.byteLength(agentSocketPath(''));
+      if (socket !== '' && (!isAbsolute(socket) || Buffer.byteLength(agentSocketPath(socket)) > 107))
         throw new Error(
-          `--ipam-socket must be an absolute path of at most 107 bytes, not ${JSON.stringify(socket)}`,
+          `--ipam-socket must be an absolute path of at most ${limit} bytes (the agent listens on it with ${JSON.stringify(agentSocketPath(''))} appended), not ${JSON.stringify(socket)}`,
         );
       for (const text of a['non-masquerade-cidr'])
         if (!parseCidr(String(text)))

@@ -59,7 +59,7 @@ describe('agent options', () => {
     for (const bad of ['x.sock', `/${'a'.repeat(107)}`])
       await assert.rejects(
         parseOptions([...base, `--ipam-socket=${bad}`], {}),
-        /--ipam-socket must be an absolute path of at most 107 bytes/,
+        /--ipam-socket must be an absolute path of at most 104 bytes/,
       );
   });
 

@@ -463,8 +463,8 @@ for (const major of [3, 4] as const satisfies readonly HelmMajor[]) {
         [['--set', 'controller.tolerations[0].bogus=1'], /additional properties 'bogus' not allowed/],
         [['--set', 'apiServer.host=999.999.999.999'], /\/apiServer\/host/],
         [['--set', 'image.repository=UPPER/Case'], /\/image\/repository/],
-        // the socket path runDir/agent/ipam.sock must fit 107 bytes; the plugin refuses a longer name
-        [['--set', `agent.runDir=/${'x'.repeat(91)}`], /\/agent\/runDir/],
+        // the socket path runDir/agent/ipam.sock.v3 must fit 107 bytes; the plugin refuses a longer name
+        [['--set', `agent.runDir=/${'x'.repeat(88)}`], /\/agent\/runDir/],
         [['--set', `cni.networkName=n${'a'.repeat(256)}`], /\/cni\/networkName/],
         [['--set', 'masquerade.nonMasqueradeCIDRs={10.0.0.0/33}'], /\/masquerade\/nonMasqueradeCIDRs\/0/],
         [
