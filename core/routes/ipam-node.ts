@@ -11,7 +11,7 @@
  */
 import { classifyBlocks } from '../allocator/block-trust.ts';
 import type { IgnoredBlock } from '../allocator/block-trust.ts';
-import { addressTextAt } from '../address/block-cidr.ts';
+import { addressTextAt, blockOrdinals, reservedOrdinals } from '../address/block-cidr.ts';
 import { bitsOf, cidrContains, formatCidr, formatIP, mustParseCidr, parseIP } from '../address/ip.ts';
 import type { Cidr, IP, IPFamily } from '../address/ip.ts';
 import type { IPAMBlock, IPAMNodeSpec, IPPool, ObjectMeta } from '../resources.ts';
@@ -65,8 +65,14 @@ export function planIPAMNodes(
     }
     const affinity = block.spec.affinity;
     if (affinity !== null) specs.get(affinity)?.blocks.push(formatCidr(cidr));
+    // only canonical, assignable ordinals: a key outside the block (or reserved) names another
+    // block's address, and a /32 to it would take that address's traffic
     for (const [ordinal, allocation] of Object.entries(block.spec.allocations))
-      if (allocation.node !== affinity)
+      if (
+        allocation.node !== affinity &&
+        /^(0|[1-9][0-9]*)$/.test(ordinal) &&
+        assignable(cidr, Number(ordinal))
+      )
         specs.get(allocation.node)?.borrowed.push(hostCidr(cidr, Number(ordinal)));
   }
   for (const spec of specs.values()) {
@@ -99,6 +105,11 @@ export function internalIPs(node: AddressedNode): string[] {
     if (ip && !found.has(ip.family)) found.set(ip.family, formatIP(ip));
   }
   return [4, 6].flatMap((family) => found.get(family as IPFamily) ?? []);
+}
+
+/** True when `ordinal` is in the block and not reserved (core's isAssignable, at the address level). */
+function assignable(block: Cidr, ordinal: number): boolean {
+  return ordinal < blockOrdinals(block) && !reservedOrdinals(block).includes(ordinal);
 }
 
 /** "address/32" or "address/128" for the ordinal of a block. */

@@ -672,6 +672,51 @@ describe('the per-node admission policy: every field, every verb, every node cre
         jsonText({ ...claim, spec: { ...claim.spec, sequence: UNSAFE } }),
       ],
     ];
+    // core-shaped writes but for one thing core never does (a reviewer's probes): an allocation at
+    // an ordinal outside the block or reserved (every agent would route that /32 to the caller),
+    // a freed entry of such an ordinal, an entry re-dated earlier, the kept entries reordered
+    const stored = blocks.foreign!;
+    const at = (key: string): IPAMBlock => {
+      const b = allocateOrdinal(stored, 10, { handle: `walk.evil.${key}`, node: N1 }, Date.now())!.block;
+      const { ['10']: moved, ...rest } = b.spec.allocations;
+      return { ...b, spec: { ...b.spec, allocations: { ...rest, [key]: moved! } } };
+    };
+    const freedAt = (ordinal: number): IPAMBlock => ({
+      ...stored,
+      spec: {
+        ...stored.spec,
+        sequence: stored.spec.sequence + 1,
+        freed: [
+          ...stored.spec.freed,
+          { ordinal, releasedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z') },
+        ],
+      },
+    });
+    const [first, ...others] = stored.spec.freed;
+    const shapes: [string, IPAMBlock][] = [
+      ...['100', '4095', '0', '1', '63'].map((key): [string, IPAMBlock] => [
+        `an allocation at ordinal ${key}`,
+        at(key),
+      ]),
+      ...[64, 4000, 0, 1, 63].map((o): [string, IPAMBlock] => [`a freed entry of ordinal ${o}`, freedAt(o)]),
+      [
+        'a freed entry re-dated 1970 (with the sequence a batch would use)',
+        {
+          ...stored,
+          spec: {
+            ...stored.spec,
+            sequence: stored.spec.sequence + 1,
+            freed: [...others, { ordinal: first!.ordinal, releasedAt: '1970-01-01T00:00:00Z' }],
+          },
+        },
+      ],
+      [
+        'the freed list reversed',
+        { ...stored, spec: { ...stored.spec, freed: [...stored.spec.freed].reverse() } },
+      ],
+    ];
+    for (const [what, body] of shapes)
+      attacks.push([what, 'PUT', `${GROUP_PATH}/${stored.metadata.name}?dryRun=All`, jsonText(body)]);
     for (const [who, token] of credentials)
       for (const [what, method, path, body, type] of attacks) {
         const r = await call(token, method, path, body, type);

@@ -17,7 +17,7 @@ void describe('planIPAMNodes', () => {
         block('10.0.0.64/26', 'a', { 3: 'b', 4: 'a' }),
         block('fd00::40/122', 'b', { 5: 'a' }),
         block('10.0.2.0/26', null, { 9: 'b' }),
-        block('10.0.3.0/26', 'gone', { 1: 'a' }),
+        block('10.0.3.0/26', 'gone', { 7: 'a' }),
       ],
       POOLS,
       [node('a', '2001:DB8::0a', '192.0.2.11'), node('b', '192.0.2.12'), node('c')],
@@ -26,12 +26,23 @@ void describe('planIPAMNodes', () => {
       a: {
         addresses: ['192.0.2.11', '2001:db8::a'],
         blocks: ['10.0.0.64/26', '10.0.1.0/26'],
-        borrowed: ['10.0.3.1/32', 'fd00::45/128'],
+        borrowed: ['10.0.3.7/32', 'fd00::45/128'],
       },
       b: { addresses: ['192.0.2.12'], blocks: ['fd00::40/122'], borrowed: ['10.0.0.67/32', '10.0.2.9/32'] },
       c: { addresses: [], blocks: [], borrowed: [] },
     });
     assert.deepEqual([plan.ignored, plan.unrouted], [[], []]);
+  });
+
+  void it('routes no borrowed address outside its block or at a reserved ordinal', () => {
+    // 100 is 10.0.1.100, in the next /26 (a route there would take that block's address); 0, 1
+    // and 63 are the block's network, gateway and broadcast
+    const plan = planIPAMNodes(
+      [block('10.0.1.0/26', 'b', { 100: 'a', 0: 'a', 1: 'a', 63: 'a', 5: 'a' }), block('10.0.1.64/26', 'c')],
+      POOLS,
+      [node('a'), node('b'), node('c')],
+    );
+    assert.deepEqual(plan.specs.get('a')?.borrowed, ['10.0.1.5/32']);
   });
 
   void it('leaves out untrusted blocks and blocks holding a node address, and says why', () => {
