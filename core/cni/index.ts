@@ -18,3 +18,4 @@ export { currentVersion, isSupportedVersion, supportedVersions } from './version
 export type { CniVersion } from './versions.ts';
 export * from './errors.ts';
 export { agentMarginMs, DEFAULT_TIMEOUT_MS, DIRECT_ENV } from './forward.ts';
+export * from './deletion-queue.ts';

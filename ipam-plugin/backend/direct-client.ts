@@ -8,8 +8,10 @@
  * lock module.
  *
  * Its failures are mapped to CNI errors here ({@link directFailure}): the agent path never meets
- * core's error classes. A call naming another node than its credential's is refused before any
- * write ({@link ownNode}).
+ * core's error classes. A DEL that fails for want of a credential or the API server is queued
+ * for the agent and answered success; an ADD whose credential is refused says since when the
+ * agent (which refreshes it) has been away (queueing.ts). A call naming another node than its
+ * credential's is refused before any write ({@link ownNode}).
  */
 import { isKubeconfigError } from 'blockipam/core/kube';
 import { isRetriesExhausted, isUnavailable } from 'blockipam/core';
@@ -19,6 +21,7 @@ import type { CniCommand, IpamClient, Logger, NetConf } from 'blockipam/core/cni
 import { acquireHostLock, isLockFileError, isLockTimeoutError, type HostLock } from '../host/lock.ts';
 import { CniCode, CniError } from 'blockipam/core/cni/errors';
 import { apiFailure } from './api-failure.ts';
+import { explainingRefusal, queueing } from './queueing.ts';
 
 export interface DirectOptions {
   readonly conf: NetConf;
@@ -58,9 +61,17 @@ export function createDirectClient(o: DirectOptions): IpamClient {
     };
   return {
     path: 'direct',
-    add: mapped('ADD', (call, b) => underLock(locking, (signal) => b.ipam.add(call, signal))),
-    // A DEL never fails on the lock: it goes on without it (compare-and-swap keeps that correct).
-    del: mapped('DEL', (call, b) => underLock(locking, (signal) => b.ipam.del(call, signal), true)),
+    add: explainingRefusal(
+      conf,
+      mapped('ADD', (call, b) => underLock(locking, (signal) => b.ipam.add(call, signal))),
+    ),
+    // A DEL never fails on the lock: it goes on without it (compare-and-swap keeps that correct);
+    // nor for want of a credential or the API server: it is queued for the agent (queueing.ts).
+    del: queueing(
+      conf,
+      log,
+      mapped('DEL', (call, b) => underLock(locking, (signal) => b.ipam.del(call, signal), true)),
+    ),
     gc: mapped('GC', (call, b) => underLock(locking, (signal) => b.ipam.gc(call, signal))),
     check: mapped('CHECK', (call, b) => b.ipam.check(call, budget())),
     status: mapped('STATUS', (call, b) => b.ipam.status(call, budget())),
