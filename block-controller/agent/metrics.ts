@@ -26,6 +26,8 @@ export interface AgentMetrics extends DaemonMetrics {
   readonly ipamRequests: Counter<'node' | 'op' | 'outcome'>;
   readonly ipamRequestSeconds: Histogram<'node' | 'op'>;
   readonly cniAddFailures: Counter<'node' | 'reason'>;
+  readonly deletionQueueEntries: Gauge<'node'>;
+  readonly deletionQueueReplays: Counter<'node' | 'result'>;
 }
 
 export function createAgentMetrics(): AgentMetrics {
@@ -117,6 +119,18 @@ export function createAgentMetrics(): AgentMetrics {
       name: `${P}cni_add_failures_total`,
       help: `ADDs on the IPAM socket that allocated nothing, by reason (core's bounded set of ${ADD_FAILURE_REASONS.length}: ${ADD_FAILURE_REASONS.join(', ')})`,
       labelNames: ['node', 'reason'],
+      registers,
+    }),
+    deletionQueueEntries: new Gauge({
+      name: `${P}deletion_queue_entries`,
+      help: 'DELs the plugin queued on the node for the agent, left after the last replay pass',
+      labelNames: ['node'],
+      registers,
+    }),
+    deletionQueueReplays: new Counter({
+      name: `${P}deletion_queue_replays_total`,
+      help: 'Queued DELs the agent replayed, by result (released, failed: kept for the next pass)',
+      labelNames: ['node', 'result'],
       registers,
     }),
   };

@@ -16,6 +16,7 @@ import { observeBatching, observeConfirmLists } from '../metrics.ts';
 import type { AgentMetrics } from '../metrics.ts';
 import type { AgentState, Kind } from '../state.ts';
 import { agentInputs } from './inputs.ts';
+import { startDeletionReplay } from './deletion-replay.ts';
 import { startIpamServer } from './server.ts';
 import { agentNodeIpam } from './service.ts';
 import type { AgentService } from './service.ts';
@@ -67,6 +68,11 @@ export interface AgentIpamOptions {
   readonly log: Logger;
   readonly metrics: AgentMetrics;
   readonly lifecycle: Lifecycle;
+  /**
+   * The plugin's deletion queue on this host (core/cni defaultDeletionQueueDir): replayed through
+   * the service once DEL is served (deletion-replay.ts). Absent: no replay.
+   */
+  readonly deletionQueueDir?: string;
 }
 
 /**
@@ -80,6 +86,15 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
   let batching: BatchingDatastore | undefined;
   observeBatching(options.metrics, node, () => batching?.stats());
   observeConfirmLists(options.metrics, node, () => options.view.stats.confirmLists);
+  const service = (): NodeIpam | string => {
+    if (lifecycle.stopping) return 'the agent is stopping';
+    const state = options.state();
+    if (state === undefined) return 'the agent has not started its watches';
+    if (ipam) return ipam;
+    const made = serviceFor(state, options);
+    batching = made.batching;
+    return (ipam = made.ipam);
+  };
   const server = await startIpamServer({
     path: options.path,
     node,
@@ -87,16 +102,18 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
     metrics: options.metrics,
     serves: (command) =>
       lifecycle.stopping ? 'the agent is stopping' : commandProblem(command, options.state()),
-    ipam: () => {
-      if (lifecycle.stopping) return 'the agent is stopping';
-      const state = options.state();
-      if (state === undefined) return 'the agent has not started its watches';
-      if (ipam) return ipam;
-      const made = serviceFor(state, options);
-      batching = made.batching;
-      return (ipam = made.ipam);
-    },
+    ipam: () => service(),
   });
+  if (options.deletionQueueDir !== undefined)
+    startDeletionReplay({
+      dir: options.deletionQueueDir,
+      node,
+      // as a forwarded DEL: only once the node's blocks have listed
+      ipam: () => commandProblem('DEL', options.state()) ?? service(),
+      log,
+      metrics: options.metrics,
+      lifecycle,
+    });
   const close = (): Promise<void> => server.close(DRAIN_MS);
   lifecycle.signal.addEventListener('abort', () => void close().catch(() => undefined), { once: true });
   lifecycle.onStop('ipam server', close);
