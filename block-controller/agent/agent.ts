@@ -15,7 +15,7 @@ import {
   startHttpServer,
 } from '../shared/index.ts';
 import type { Logger } from '../shared/index.ts';
-import { defaultDeletionQueueDir } from 'blockipam/core/cni';
+import { deletionQueueDirOf } from 'blockipam/core/cni';
 import { CniInstaller } from './install/installer.ts';
 import type { SignalFollower } from './install/owner.ts';
 import type { InstallOptions } from './install/installer.ts';
@@ -81,7 +81,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       log,
       metrics,
       lifecycle,
-      deletionQueueDir: defaultDeletionQueueDir,
+      deletionQueueDir: deletionQueueDirOf(options.ipamSocket),
     });
   const state = await AgentState.start({ node: options.nodeName, connection, log, metrics });
   started.state = state;

@@ -29,10 +29,9 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { AttachmentRef, DelCall, DelOutcome } from '../node-ipam/service-types.ts';
 import { CniCode, isCniError } from './errors.ts';
-import { defaultCacheDir } from './netconf.ts';
 
 /**
  * At most this many entries (10,000: one per sandbox the runtime deleted while the agent and the
@@ -40,11 +39,14 @@ import { defaultCacheDir } from './netconf.ts';
  */
 export const MAX_QUEUED = 10_000;
 
-/** The queue's directory under a netconf's `ipam.cacheDir`: `<cacheDir>/del-queue`. */
-export const deletionQueueDirOf = (cacheDir: string): string => join(cacheDir, 'del-queue');
-
-/** The queue of the default `ipam.cacheDir`: /var/lib/cni/blockipam/del-queue (kept across reboots). */
-export const defaultDeletionQueueDir = deletionQueueDirOf(defaultCacheDir);
+/**
+ * The queue's directory: `del-queue` beside the agent's socket (`ipam.agentSocket` of the netconf,
+ * `--ipam-socket` of the agent), e.g. /var/run/blockipam/agent/del-queue. That directory is the
+ * agent's own, root-only (0700) and mounted into the agent's pod at its host path, so the plugin
+ * writes where the agent replays. It does not outlive a reboot, and need not: the runtime's
+ * sandboxes do not either, and an allocation whose pod is gone is the controller's leak GC's.
+ */
+export const deletionQueueDirOf = (agentSocket: string): string => join(dirname(agentSocket), 'del-queue');
 
 /** One queued DEL: all the release needs (handle inputs, node, pod UID) and why it was queued. */
 export interface QueuedDel {

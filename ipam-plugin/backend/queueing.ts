@@ -27,7 +27,7 @@ export interface QueueingOptions {
 
 /**
  * `del`, with a failure core's queueableDelFailure accepts (credential refused, API server
- * unreachable or out of time) recorded in `<cacheDir>/del-queue` and answered `released: 0`
+ * unreachable or out of time) recorded in the deletion queue beside the agent's socket (core/cni deletionQueueDirOf) and answered `released: 0`
  * (a `warn` line names the queue and the reason).
  * @throws the original failure when it is not queueable, or when the entry cannot be written
  *   (logged); CniError 11 "deletion queue full" naming the directory when the bound is reached
@@ -42,9 +42,9 @@ export function queueing(
     try {
       return await del(call);
     } catch (e) {
-      const reason = conf.mode === 'agent' ? queueableDelFailure(e) : undefined;
-      if (reason === undefined) throw e;
-      const dir = deletionQueueDirOf(conf.cacheDir);
+      const reason = conf.mode === 'agent' && conf.agentSocket ? queueableDelFailure(e) : undefined;
+      if (reason === undefined || !conf.agentSocket) throw e;
+      const dir = deletionQueueDirOf(conf.agentSocket);
       let file: string;
       try {
         file = enqueueDel(

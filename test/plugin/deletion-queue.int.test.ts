@@ -63,7 +63,7 @@ void describe('deletion queue: DEL with a refused credential and no agent', () =
     );
   });
   after(async () => await s?.teardown());
-  const dir = (): string => deletionQueueDirOf(join(s.tmp, 'cache'));
+  const dir = (): string => deletionQueueDirOf(join(s.tmp, 'agent', 'ipam.sock'));
   const held = (id: string): boolean => s.fx.allocations().has(handle(id));
 
   void it('DEL meets 401: success, queued, still held; ADD says the agent is away', async () => {
@@ -114,7 +114,9 @@ void describe('deletion queue: DEL with a refused credential and no agent', () =
       assert.equal(held('dq-1'), false, 'released');
       assert.deepEqual(queuedFiles(dir()), []);
       assert.ok(
-        lines.some((l) => l.message === 'queued DEL replayed' && l.released === 1 && l.handle === handle('dq-1')),
+        lines.some(
+          (l) => l.message === 'queued DEL replayed' && l.released === 1 && l.handle === handle('dq-1'),
+        ),
       );
       // the same DEL queued again (a runtime retried it): released already, answers 0, file goes
       enqueueDel(dir(), {

@@ -69,7 +69,7 @@ export interface AgentIpamOptions {
   readonly metrics: AgentMetrics;
   readonly lifecycle: Lifecycle;
   /**
-   * The plugin's deletion queue on this host (core/cni defaultDeletionQueueDir): replayed through
+   * The plugin's deletion queue on this host (core/cni deletionQueueDirOf of the socket): replayed through
    * the service once DEL is served (deletion-replay.ts). Absent: no replay.
    */
   readonly deletionQueueDir?: string;

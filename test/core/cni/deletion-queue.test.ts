@@ -35,7 +35,7 @@ const root = mkdtempSync(join(tmpdir(), 'bipam-delq-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 /** A fresh queue directory (not created yet). */
-const freshDir = (): string => deletionQueueDirOf(join(root, `cache-${n++}`));
+const freshDir = (): string => deletionQueueDirOf(join(root, `agent-${n++}`, 'ipam.sock'));
 const entry = (containerID: string, extra: Partial<QueuedDel> = {}): QueuedDel => ({
   attachment: { network: 'net1', containerID, ifname: 'eth0' },
   node: 'node-a',

@@ -41,7 +41,7 @@ const setup = (mode: 'agent' | 'standalone' = 'agent') => {
     kubeconfig,
     ...(mode === 'agent' ? { agentSocket: join(cacheDir, 'none.sock') } : {}),
   };
-  return { conf: netconf('1.1.0', ipam), dir: deletionQueueDirOf(cacheDir), kubeconfig };
+  return { conf: netconf('1.1.0', ipam), dir: deletionQueueDirOf(join(cacheDir, 'none.sock')), kubeconfig };
 };
 /** A backend whose every ADD and DEL fails with `error`. */
 const failing = (error: Error): Backend => {
@@ -91,7 +91,7 @@ void describe('DEL the API server will not serve', () => {
   });
   void it('a full queue fails the DEL with a message naming the queue, dropping nothing', async () => {
     const s = setup();
-    const conf = { mode: 'agent', cacheDir: join(s.dir, '..') } as NetConf;
+    const conf = { mode: 'agent', agentSocket: join(s.dir, '..', 'none.sock') } as NetConf;
     enqueueDel(s.dir, {
       attachment: { network: 'net1', containerID: 'x', ifname: 'eth0' },
       node: 'node-a',
