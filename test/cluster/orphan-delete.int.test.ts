@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import { cluster, kubectl, kubectlOk } from '../helpers/cluster.ts';
 import { CHART } from '../charts/helm.ts';
-import { busybox, nodeReady, pods, waitFor } from './blockipam.ts';
+import { busybox, nodeReady, nodesReady, pods, waitFor } from './blockipam.ts';
 import {
   helm,
   harnessValues,
@@ -34,10 +34,13 @@ const AGENT = `${PREFIX}-agent`;
 const AGENT_PODS = `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=agent`;
 let image: ChartImage;
 
-before(() => {
+before(async () => {
   image = setUpChart(ns);
   installWithPluginLog(image);
   waitRolledOut();
+  // the watch below asserts no node turns NotReady: it starts from every node Ready (the kubelet
+  // reports Ready once the runtime has loaded the conflist the agents just wrote)
+  await nodesReady(120_000);
 });
 after(() => tearDownChart(ns));
 
