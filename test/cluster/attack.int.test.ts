@@ -371,7 +371,8 @@ function nodeProbes(cred: Credential): Probe[] {
     b.metadata.labels = { ...b.metadata.labels, [nodeLabel(n2)]: 'affine' };
     return b;
   });
-  const free = [...Array(64).keys()].find((o) => !(String(o) in vb.spec.allocations)) ?? 63;
+  // an assignable ordinal (2-62 of a /26) nobody holds: the write differs only in whose it is
+  const free = [...Array(61).keys()].map((i) => i + 2).find((o) => !(String(o) in vb.spec.allocations)) ?? 62;
   const create = (what: string, o: IPAMBlock, refusal: RegExp): Probe => ({
     who: cred,
     what,
