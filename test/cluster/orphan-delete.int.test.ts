@@ -42,7 +42,14 @@ before(async () => {
   // reports Ready once the runtime has loaded the conflist the agents just wrote)
   await nodesReady(120_000);
 });
-after(() => tearDownChart(ns));
+after(() => {
+  tearDownChart(ns);
+  // the selector-change test's DaemonSet is not Helm's (created by kubectl, another selector):
+  // gone with its pods, so the next file's helm install finds no agent DaemonSet or pod
+  kubectl(['-n', NAMESPACE, 'delete', 'daemonset', AGENT, '--ignore-not-found', '--wait=true']);
+  kubectl(['-n', NAMESPACE, 'delete', 'pods', '-l', 'handover=new', '--ignore-not-found', '--wait=true']);
+  kubectl(['-n', NAMESPACE, 'delete', 'pods', '-l', AGENT_PODS, '--ignore-not-found', '--wait=true']);
+});
 
 const conflistOf = (node: string): string => `${cluster().runDir}/${node}/cni/net.d/10-blockipam.conflist`;
 
