@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import type { KubectlResult } from '../helpers/control-plane.ts';
 import { installCrds } from '../helpers/crds.ts';
+import { claimPoolsData } from 'blockipam/core';
+import type { IPPool } from 'blockipam/core';
 import { render } from './helm.ts';
 
 export type { KubectlResult };
@@ -81,6 +83,31 @@ export class ChartIdentities {
       });
       this.uids[name] = adminOk(['get', 'pod', name, '-n', this.namespace, '-o', 'jsonpath={.metadata.uid}']);
     }
+  }
+
+  /**
+   * Creates IPPool `name` of `cidr` and publishes it in the release's claim-pools ConfigMap, as the
+   * controller would (test/charts/claims.int.test.ts runs the controller's own step).
+   */
+  usablePool(name: string, cidr: string): void {
+    adminOk(['apply', '-f', '-'], {
+      apiVersion: 'ipam.blockipam.io/v1alpha1',
+      kind: 'IPPool',
+      metadata: { name },
+      spec: { cidr },
+    });
+    const pool = JSON.parse(adminOk(['get', 'ippool', name, '-o', 'json'])) as IPPool;
+    adminOk([
+      ...[
+        'patch',
+        'configmap',
+        `${this.release}-blockipam-claim-pools`,
+        '-n',
+        this.namespace,
+        '--type=merge',
+      ],
+      ...['-p', JSON.stringify({ data: claimPoolsData([pool]) })],
+    ]);
   }
 
   /** Removes what {@link install} made (the CRDs stay: other files share them). */

@@ -20,15 +20,8 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'yaml';
-import {
-  allocateOrdinal,
-  claimPoolsData,
-  newBlock,
-  nodeLabel,
-  parseCidr,
-  releaseHandle,
-} from 'blockipam/core';
-import type { IPAMBlock, IPPool } from 'blockipam/core';
+import { allocateOrdinal, newBlock, nodeLabel, parseCidr, releaseHandle } from 'blockipam/core';
+import type { IPAMBlock } from 'blockipam/core';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { REPO } from './helm.ts';
 import { admin, adminOk, ChartIdentities } from './identities.ts';
@@ -378,17 +371,7 @@ describe('the per-node admission policy: every field, every verb, every node cre
         ['walk-agent-2', chart.nodeSA, N2],
       ],
     );
-    adminOk(['apply', '-f', '-'], {
-      apiVersion: 'ipam.blockipam.io/v1alpha1',
-      kind: 'IPPool',
-      metadata: { name: POOL },
-      spec: { cidr: '10.77.0.0/16' },
-    });
-    const pool = JSON.parse(adminOk(['get', 'ippool', POOL, '-o', 'json'])) as IPPool;
-    adminOk([
-      ...['patch', 'configmap', `${RELEASE}-blockipam-claim-pools`, '-n', NS, '--type=merge'],
-      ...['-p', JSON.stringify({ data: claimPoolsData([pool]) })],
-    ]);
+    chart.usablePool(POOL, '10.77.0.0/16');
     const made = {
       foreign: coreBlock(
         '10.77.1.0/26',

@@ -10,15 +10,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import {
-  allocateOrdinal,
-  claimPoolsData,
-  newBlock,
-  nodeLabel,
-  parseCidr,
-  releaseHandle,
-} from 'blockipam/core';
-import type { IPAMBlock, IPPool } from 'blockipam/core';
+import { allocateOrdinal, newBlock, nodeLabel, parseCidr, releaseHandle } from 'blockipam/core';
+import type { IPAMBlock } from 'blockipam/core';
 import { admin, adminOk, allowed, as, ChartIdentities, eventually, refused } from './identities.ts';
 import type { KubectlResult } from './identities.ts';
 
@@ -102,24 +95,7 @@ describe('the chart’s RBAC and admission policy', () => {
       'rbac-blockipam-reader',
       `--serviceaccount=${NS}:reader`,
     ]);
-    adminOk(['apply', '-f', '-'], {
-      apiVersion: 'ipam.blockipam.io/v1alpha1',
-      kind: 'IPPool',
-      metadata: { name: POOL },
-      spec: { cidr: '10.77.0.0/16' },
-    });
-    // what the controller publishes for the claims policy (test/charts/claims.int.test.ts runs the controller's own step)
-    const pool = JSON.parse(adminOk(['get', 'ippool', POOL, '-o', 'json'])) as IPPool;
-    adminOk([
-      'patch',
-      'configmap',
-      `${RELEASE}-blockipam-claim-pools`,
-      '-n',
-      NS,
-      '--type=merge',
-      '-p',
-      JSON.stringify({ data: claimPoolsData([pool]) }),
-    ]);
+    chart.usablePool(POOL, '10.77.0.0/16');
     node1 = credential(NODE_SA, 'agent-1');
     plugin1 = chart.nodeCredential(PLUGIN_SA, NODES[0]);
   });
