@@ -64,7 +64,7 @@ function watchNodes(): { stop(): Promise<string[]> } {
     while (running) {
       for (const node of cluster().nodes) {
         if (!existsSync(conflistOf(node))) lost.add(`${node}: conflist`);
-        if (nodeReady(node) !== 'True') lost.add(`${node}: NotReady`);
+        if (nodeReady(node) !== 'True') lost.add(`${node}: NotReady (${readyCondition(node)})`);
       }
       // sampling pace (not a wait for a condition): leaves the 2 cores to the cluster
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -77,6 +77,12 @@ function watchNodes(): { stop(): Promise<string[]> } {
       return [...lost];
     },
   };
+}
+
+/** The Ready condition's status, reason and message, for the failure message. */
+function readyCondition(node: string): string {
+  const jsonpath = '{range .status.conditions[?(@.type=="Ready")]}{.status}: {.reason}: {.message}{end}';
+  return kubectl(['get', 'node', node, '-o', `jsonpath=${jsonpath}`]).stdout.trim();
 }
 
 /** The agent pods' uids by node. */

@@ -19,7 +19,7 @@ import { ensurePlugin, forwardedPlugin, repoRoot, runPlugin, type PluginRun } fr
 import { rawAgent, resultBytes, type RawAgent } from './helpers/raw-agent.ts';
 
 /** The commit before wire v3: its forwarder speaks v2, at the unversioned socket path. */
-const V2_COMMIT = '72bcda4a39d478e36666e21d4fa1fc8c32dbc27f';
+const V2_COMMIT = '0e9dcc4'; // a landed commit on main: never rewritten
 
 /** The CNI environment of an ADD (or `command`) of container `id`. */
 const cniEnv = (command = 'ADD', id = 'fwd1'): Record<string, string> => ({
@@ -193,6 +193,7 @@ void describe('the Go forwarder', () => {
       cwd: repoRoot,
       encoding: 'utf8',
     });
+    assert.ok(files.status === 0 && files.stdout.trim() !== '', `git ls-tree ${V2_COMMIT}: ${files.stderr}`);
     for (const f of files.stdout.trim().split('\n'))
       writeFileSync(
         join(src, f.split('/').at(-1) as string),
