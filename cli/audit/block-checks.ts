@@ -119,26 +119,30 @@ export function poolOverlapProblems(snapshot: Snapshot): Problem[] {
 }
 
 /**
- * Core's block invariants, one problem per broken rule: `future-date` for its one rule that needs
- * the clock (a date later than now plus the clock skew: the findings `checkBlockInvariants` adds
- * when given `nowMs`), `invalid-block` for every other. Each finding once, in core's words.
+ * Core's block invariants as core reads the block — `checkBlockInvariants` with the clock (the
+ * snapshot's start) — one problem per broken rule: `future-date` for what the clock adds (a date
+ * later than now plus the clock skew, and a freed entry that date puts out of order), `invalid-block`
+ * for every other. A second pass without the clock only sorts them; what it alone says is not
+ * reported (it compares a future date as written, where core reads the epoch: e.g. a release after
+ * an entry dated 2099 reads as out of order). Each finding once, in core's words.
  */
 export function invariantProblems(snapshot: Snapshot): Problem[] {
   return snapshot.blocks.flatMap((block) => {
     const name = block.metadata.name;
-    const all = checkBlockInvariants(block, { nowMs: snapshot.startedAtMs });
-    if (all.length === 0) return [];
+    const clocked = checkBlockInvariants(block, { nowMs: snapshot.startedAtMs });
+    if (clocked.length === 0) return [];
     const timeless = checkBlockInvariants(block);
-    const future = [...all];
-    for (const text of timeless) {
-      const at = future.indexOf(text);
-      if (at >= 0) future.splice(at, 1);
-    }
     const hint = `core reads a freed entry's releasedAt or the affinityClaimTime later than now as the epoch (no effect on allocation) and reads no allocatedAt; correct the date, or remove the freed entry (its ordinal stays free), with kubectl edit ipamblock ${name}, and find who wrote it (the API server's audit log)`;
-    return [
-      ...timeless.map((text) => problem('invalid-block', text, [`IPAMBlock/${name}`])),
-      ...future.map((text) => ({ ...problem('future-date', text, [`IPAMBlock/${name}`]), hint })),
-    ];
+    const invalid: Problem[] = [];
+    const future: Problem[] = [];
+    for (const text of clocked) {
+      const at = timeless.indexOf(text);
+      if (at >= 0) {
+        timeless.splice(at, 1);
+        invalid.push(problem('invalid-block', text, [`IPAMBlock/${name}`]));
+      } else future.push({ ...problem('future-date', text, [`IPAMBlock/${name}`]), hint });
+    }
+    return [...invalid, ...future];
   });
 }
 

@@ -170,6 +170,20 @@ describe('check names tampered blocks, each finding with what to do', () => {
       ],
     },
     {
+      // core reads 2099 as the epoch, so the release after it is in order: no invalid-block
+      name: 'a freed entry dated 2099, then a release now: future-date only',
+      blocks: [
+        victim(
+          (b) =>
+            (b.spec.freed = [
+              { ordinal: 9, releasedAt: '2099-01-01T00:00:00Z' },
+              { ordinal: 10, releasedAt: new Date(NOW - 60_000).toISOString() },
+            ]),
+        ),
+      ],
+      want: [['future-date', /freed ordinal 9 releasedAt 2099-01-01T00:00:00Z is in the future$/, /epoch/]],
+    },
+    {
       name: 'affinityClaimTime in the future: future-date',
       blocks: [victim((b) => (b.spec.affinityClaimTime = '2099-01-01T00:00:00Z'))],
       want: [
