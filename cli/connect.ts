@@ -26,7 +26,7 @@ export interface ConnectionFlags {
 }
 
 /** The kubeconfig files to load, in kubectl's order; empty = in-cluster. */
-export function kubeconfigFiles(flags: ConnectionFlags, io: Io): string[] {
+function kubeconfigFiles(flags: ConnectionFlags, io: Io): string[] {
   const cwd = io.cwd ?? process.cwd();
   if (flags.kubeconfig) return [resolve(cwd, flags.kubeconfig)];
   // kubectl skips KUBECONFIG entries that do not exist.
@@ -41,7 +41,7 @@ export function kubeconfigFiles(flags: ConnectionFlags, io: Io): string[] {
  * Resolves the connection settings.
  * @throws CliError when no configuration is found or it cannot be used (message says why)
  */
-export async function resolveConnection(flags: ConnectionFlags, io: Io): Promise<KubeClientConfig> {
+async function resolveConnection(flags: ConnectionFlags, io: Io): Promise<KubeClientConfig> {
   const files = kubeconfigFiles(flags, io);
   if (files.length === 0) {
     if (!io.env.KUBERNETES_SERVICE_HOST)

@@ -16,7 +16,7 @@ import type { Allocation, Datastore, IP, IPAMBlock } from 'blockipam/core';
 import { CliError } from './io.ts';
 
 /** One holder of the address. */
-export interface Holder {
+interface Holder {
   block: IPAMBlock;
   ordinal: number;
   allocation: Allocation;

@@ -14,10 +14,10 @@
  * and stdin), so `blockipam` with no argument is always the plugin.
  */
 
-export type Role = 'plugin' | 'ipamctl' | 'agent' | 'controller';
+type Role = 'plugin' | 'ipamctl' | 'agent' | 'controller';
 
 /** Invocation names → role. */
-export const ROLE_NAMES: Readonly<Record<string, Role>> = {
+const ROLE_NAMES: Readonly<Record<string, Role>> = {
   blockipam: 'plugin',
   ipamctl: 'ipamctl',
   'blockipam-agent': 'agent',
@@ -25,7 +25,7 @@ export const ROLE_NAMES: Readonly<Record<string, Role>> = {
 };
 
 /** Subcommands of `blockipam` → role. */
-export const ROLE_SUBCOMMANDS: Readonly<Record<string, Role>> = {
+const ROLE_SUBCOMMANDS: Readonly<Record<string, Role>> = {
   plugin: 'plugin',
   ipamctl: 'ipamctl',
   agent: 'agent',
@@ -53,7 +53,7 @@ export type Resolution =
   | { readonly error: string };
 
 /** The name each role answers `--version` with (its invocation name). */
-export const ROLE_DISPLAY_NAMES: Readonly<Record<Role, string>> = {
+const ROLE_DISPLAY_NAMES: Readonly<Record<Role, string>> = {
   plugin: 'blockipam',
   ipamctl: 'ipamctl',
   agent: 'blockipam-agent',

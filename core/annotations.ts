@@ -9,28 +9,11 @@
 export const POOLS_ANNOTATION = 'ipam.blockipam.io/ippools';
 export const IP_ADDRS_ANNOTATION = 'ipam.blockipam.io/ip-addrs';
 
-/** Every annotation an allocation reads. Adding one to the reader means adding it here. */
-export const ALLOCATION_ANNOTATIONS = [POOLS_ANNOTATION, IP_ADDRS_ANNOTATION] as const;
-
-/** The name of an annotation an allocation reads. */
-export type AllocationAnnotation = (typeof ALLOCATION_ANNOTATIONS)[number];
+/** The name of an annotation an allocation reads. Adding one to the reader means adding it here. */
+type AllocationAnnotation = typeof POOLS_ANNOTATION | typeof IP_ADDRS_ANNOTATION;
 
 /**
  * The annotations an allocation reads, by name (an object's full annotation map fits this type,
  * so a reader typed on it can take either, and cannot read a name outside the set).
  */
 export type AllocationAnnotations = Readonly<Partial<Record<AllocationAnnotation, string>>>;
-
-/**
- * Only the allocation annotations of `annotations` (a new object; {} for none or undefined).
- * Own properties only: a name inherited from Object.prototype is not an annotation.
- */
-export function allocationAnnotationsOf(
-  annotations: Readonly<Record<string, string>> | undefined,
-): Record<string, string> {
-  const kept: Record<string, string> = {};
-  if (!annotations) return kept;
-  for (const name of ALLOCATION_ANNOTATIONS)
-    if (Object.hasOwn(annotations, name)) kept[name] = annotations[name]!;
-  return kept;
-}

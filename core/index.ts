@@ -28,47 +28,20 @@
 export { autoAssign } from './allocator/auto-assign.ts';
 export { assignIP } from './allocator/static-assign.ts';
 export { findByHandle, listNodeAllocations, releaseAddresses, releaseByHandle } from './allocator/release.ts';
-export type {
-  AddressRelease,
-  AddressReleaseResult,
-  HandleQuery,
-  HandleRelease,
-} from './allocator/release.ts';
+export type { AddressRelease } from './allocator/release.ts';
 export { releaseForGC } from './allocator/gc.ts';
-export type { Attachment, GcRequest, GcResult } from './allocator/gc.ts';
 export { isLivePod, podIPs } from './allocator/pod-liveness.ts';
 export { releaseNodeBlocks } from './allocator/node-blocks.ts';
 export { releaseUnownedEmptyBlocks } from './allocator/unowned-blocks.ts';
 export { claimNodeBlock, releaseIdleBlock } from './allocator/node-upkeep.ts';
-export type { NodeBlockClaim } from './allocator/node-upkeep.ts';
-export type { NodeBlocksRelease } from './allocator/node-blocks.ts';
-export type { EmptyBlockRelease } from './allocator/unowned-blocks.ts';
-export {
-  exclusionOf,
-  loadSnapshot,
-  passedOver,
-  poolBlockSize,
-  poolCidr,
-  selectPools,
-  snapshotOf,
-  usablePools,
-} from './allocator/pools.ts';
-export type {
-  PoolRefusal,
-  PoolRequest,
-  PoolSnapshot,
-  ShadowedPool,
-  SnapshotObjects,
-} from './allocator/pools.ts';
-export type { PoolExclusion, RequestRefusal } from './allocator/failure-text.ts';
+export { loadSnapshot, poolBlockSize, poolCidr, snapshotOf, usablePools } from './allocator/pools.ts';
+export type { PoolSnapshot } from './allocator/pools.ts';
 export { classifyBlocks, DISTRUST_REASONS, trustedAffine } from './allocator/block-trust.ts';
-export type { BlockTrust, DistrustReason, IgnoredBlock } from './allocator/block-trust.ts';
+export type { DistrustReason } from './allocator/block-trust.ts';
 export { internalIPs, planIPAMNodes, sameIPAMNodeSpec } from './routes/ipam-node.ts';
-export type { AddressedNode, IPAMNodePlan, UnroutedBlock } from './routes/ipam-node.ts';
+export type { AddressedNode, UnroutedBlock } from './routes/ipam-node.ts';
 export { noInternalIPMessage, routeNextHop, unroutableDestinations } from './routes/reachability.ts';
-export type { UnroutableDestination, UnroutableReason } from './routes/reachability.ts';
-export { claimPoolsData, parseClaimPool, sameClaimPoolsData } from './allocator/claim-admission.ts';
-export type { ClaimPool, ClaimPoolState } from './allocator/claim-admission.ts';
+export { claimPoolsData, sameClaimPoolsData } from './allocator/claim-admission.ts';
 export { poolUtilization } from './allocator/utilization.ts';
 export {
   FORECAST_WINDOW_MS,
@@ -76,67 +49,34 @@ export {
   forecastText,
   MAX_BASELINE_AGE_MS,
   MAX_SAMPLES,
-  MIN_FORECAST_SPAN_MS,
   nextSamples,
   SAMPLE_INTERVAL_MS,
 } from './allocator/forecast.ts';
 export type { AllocationSample, Forecast } from './allocator/forecast.ts';
 export type { PoolUtilization } from './allocator/utilization.ts';
-export { POOL_CONDITIONS, POOL_STATES, poolConditions } from './allocator/pool-conditions.ts';
-export type {
-  PoolConditionInput,
-  PoolConditionType,
-  PoolState,
-  PoolVerdict,
-} from './allocator/pool-conditions.ts';
-export {
-  blockFree,
-  cannotClaimText,
-  claimBlockedBy,
-  nodeHeadroom,
-  requestedManualPools,
-  SHORT_REASONS,
-} from './allocator/headroom.ts';
-export type {
-  HeadroomNode,
-  NodeHeadroom,
-  NodeHeadroomInput,
-  RequestingPod,
-  ShortReason,
-} from './allocator/headroom.ts';
-export { eligiblePools, freeOf, planUpkeep } from './allocator/upkeep-plan.ts';
-export type { PoolHeadroom, UpkeepPlan, UpkeepView } from './allocator/upkeep-plan.ts';
+export { POOL_CONDITIONS, poolConditions } from './allocator/pool-conditions.ts';
+export type { PoolConditionInput } from './allocator/pool-conditions.ts';
+export { cannotClaimText, nodeHeadroom, requestedManualPools } from './allocator/headroom.ts';
+export type { HeadroomNode, NodeHeadroom, ShortReason } from './allocator/headroom.ts';
+export { freeOf, planUpkeep } from './allocator/upkeep-plan.ts';
+export type { UpkeepPlan } from './allocator/upkeep-plan.ts';
 export { becameTrue, conditionOf, setConditions } from './conditions.ts';
-export type { ConditionVerdict } from './conditions.ts';
 export { newStats } from './allocator/context.ts';
 export type { AllocatorOptions, AllocatorStats, RollbackFailure } from './allocator/context.ts';
 export { handleOf } from './allocator/types.ts';
-export type {
-  AllocatedAddress,
-  AssignedAddress,
-  AssignFailure,
-  AssignOutcome,
-  AssignRequestBase,
-  AutoAssignRequest,
-  PodRef,
-  ReleaseResult,
-  StaticAssignRequest,
-} from './allocator/types.ts';
+export type { AssignedAddress, AssignOutcome, AutoAssignRequest } from './allocator/types.ts';
 export { validatePool } from './pool-validation.ts';
 export { rfc3339 } from './time.ts';
 
 export { checkBlockInvariants } from './block/invariants.ts';
 export {
-  CLOCK_SKEW_MS,
   FREEZE_REASONS,
   SEQUENCE_MAX,
   SEQUENCE_REPAIRABLE_ABOVE,
   freezesOf,
-  futureDates,
   isAllocatable,
   isSafeSequence,
   repairedSequence,
-  trustedTimeMs,
   unsafeSequences,
 } from './block/frozen.ts';
 export type { Freeze, FreezeReason } from './block/frozen.ts';
@@ -145,21 +85,17 @@ export {
   capacityOf,
   cidrOf,
   emptySinceMs,
-  isAssignable,
-  isEmpty,
   newBlock,
   pickOrdinal,
   releaseHandle,
 } from './block/block.ts';
-export type { Owner, PickOptions, ReleasedOrdinal, ReleasePreconditions } from './block/block.ts';
+export type { Owner } from './block/block.ts';
 export {
-  FAMILY_LABEL,
   POOL_LABEL,
   REGION_LABEL,
   affineSelector,
   blockLabels,
   familySelector,
-  isNodeLabel,
   nodeBlocksSelector,
   nodeLabel,
 } from './block/labels.ts';
@@ -174,14 +110,11 @@ export * from './resources.ts';
 
 export type {
   BlockStatusDatastore,
-  CallOptions,
   Datastore,
   DeletePreconditions,
   ListOptions,
   Page,
   PageOptions,
-  PodListOptions,
-  PodPageOptions,
   ResourceStore,
   StatusResourceStore,
 } from './datastore/datastore.ts';
@@ -190,23 +123,15 @@ export { abortable, withSignal } from './datastore/with-signal.ts';
 export { batchedBackoffSleep, createBatchingDatastore } from './datastore/batching.ts';
 export { withBlocks } from './datastore/with-blocks.ts';
 export { isLaterVersion } from './datastore/resource-version.ts';
-export type { BatchingDatastore, BatchingOptions, BatchingStats } from './datastore/batching.ts';
-export { DEFAULT_PAGE_SIZE, listAll } from './datastore/paging.ts';
-export type { ListAllOptions } from './datastore/paging.ts';
-export type { MemorySeed, MemoryStats } from './datastore/memory.ts';
+export type { BatchingDatastore, BatchingStats } from './datastore/batching.ts';
+export { listAll } from './datastore/paging.ts';
+export type { MemorySeed } from './datastore/memory.ts';
 
-export {
-  ALLOCATION_ANNOTATIONS,
-  allocationAnnotationsOf,
-  IP_ADDRS_ANNOTATION,
-  POOLS_ANNOTATION,
-} from './annotations.ts';
-export type { AllocationAnnotation, AllocationAnnotations } from './annotations.ts';
+export { POOLS_ANNOTATION } from './annotations.ts';
 
 export { AlreadyExistsError, isAlreadyExists } from './errors/already-exists.ts';
 export { ApiError, isApiError } from './errors/api-error.ts';
-export { apiRefusalOf, deniedBy } from './errors/api-refusal.ts';
-export type { ApiRefusal, ApiRefusalKind } from './errors/api-refusal.ts';
+export { apiRefusalOf } from './errors/api-refusal.ts';
 export { boundMessage, MAX_MESSAGE_CHARS } from './errors/bounded-message.ts';
 export { ConflictError, isConflict } from './errors/conflict.ts';
 export { DecodeError, isDecodeError } from './errors/decode-error.ts';

@@ -89,7 +89,7 @@ export interface Condition {
 }
 
 /** A node short of addresses in a pool (core's nodeHeadroom): below the watermark, unable to claim. */
-export interface ShortNodeStatus {
+interface ShortNodeStatus {
   node: string;
   /** Free addresses in the node's affine blocks of the pool. */
   free: number;
@@ -158,7 +158,7 @@ export interface Allocation {
 }
 
 /** A released ordinal waiting for reuse; `IPAMBlockSpec.freed` keeps them least recently freed first. */
-export interface FreedOrdinal {
+interface FreedOrdinal {
   ordinal: number;
   /** RFC 3339, seconds precision. */
   releasedAt: string;
@@ -183,7 +183,7 @@ export interface IPAMBlockSpec {
  * Written only by the cluster controller through the status subresource (an UPDATE of the block
  * leaves it as stored, so the allocator's compare-and-swap writes never touch it).
  */
-export interface IPAMBlockStatus {
+interface IPAMBlockStatus {
   /** `Trusted` (docs/design-core.md §Trusted blocks): False with the reason when ignored. */
   conditions?: Condition[];
 }
@@ -211,7 +211,7 @@ export interface IPAMConfigObject extends KubeObject {
   spec: IPAMConfigSpec;
 }
 
-export interface IPReservationSpec {
+interface IPReservationSpec {
   /** CIDRs (or single addresses as /32, /128) never handed out automatically nor statically. */
   reservedCIDRs: string[];
 }

@@ -304,8 +304,6 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
   };
 }
 
-export type { AgentMetrics };
-
 /** A route pass's outcome as log fields (counts; the failed changes' destinations). */
 function routeFields(
   outcome: Parameters<NonNullable<RouteProgrammerOptions['onPass']>>[0],

@@ -89,7 +89,7 @@ export interface AgentOptions {
  * (charts/blockipam/values.schema.json): ptp chained with portmap needs 0.4.0's prevResult and
  * CHECK; 1.1.0 brings STATUS and GC.
  */
-export const CONFLIST_CNI_VERSIONS = ['0.4.0', '1.0.0', '1.1.0'] as const;
+const CONFLIST_CNI_VERSIONS = ['0.4.0', '1.0.0', '1.1.0'] as const;
 
 /**
  * The image's native forwarder (scripts/build-image.sh): `--forwarder-binary`'s default when the
@@ -98,7 +98,7 @@ export const CONFLIST_CNI_VERSIONS = ['0.4.0', '1.0.0', '1.1.0'] as const;
 export const IMAGE_FORWARDER = '/usr/local/bin/blockipam-forwarder';
 
 /** `--plugin-binary self`: copy the running executable (the image's multi-call blockipam). */
-export const PLUGIN_BINARY_SELF = 'self';
+const PLUGIN_BINARY_SELF = 'self';
 
 /**
  * The running file when it is a Bun-compiled executable (its entry module lives in Bun's

@@ -9,7 +9,7 @@ import { API_VERSION } from 'blockipam/core';
 import type { KubeTransport } from 'blockipam/core/kube';
 import { microTime } from './leader/lease.ts';
 
-export const REPORTING_CONTROLLER = 'ipam.blockipam.io/controller';
+const REPORTING_CONTROLLER = 'ipam.blockipam.io/controller';
 // 50: one pass releasing leaks in 250 blocks would otherwise write 250 Events in a burst.
 export const DEFAULT_MAX_EVENTS_PER_PASS = 50;
 

@@ -38,9 +38,9 @@ import type { StatusStep } from './status/status-pass.ts';
 import type { ClusterView } from './view.ts';
 
 // 1 s: a node drain deletes its pods within a second or two; one pass then sees them all.
-export const DEFAULT_DEBOUNCE_MS = 1_000;
+const DEFAULT_DEBOUNCE_MS = 1_000;
 // 60 s: grace periods (default 900 s) and empty-block times (300 s) are checked at least this often.
-export const DEFAULT_RESYNC_MS = 60_000;
+const DEFAULT_RESYNC_MS = 60_000;
 
 export interface ReconcilerOptions {
   ds: Datastore;

@@ -5,12 +5,10 @@
 export { connectKube } from './kube.ts';
 export type { KubeConnection, KubeConnectionOptions } from './kube.ts';
 export { createLogger, errorFields, F, LOG_LEVELS } from './log.ts';
-export type { Logger, LoggerOptions, LogLevel } from './log.ts';
+export type { Logger, LogLevel } from './log.ts';
 export { createMetrics, METRIC_PREFIX, observeTransport, readinessGauge } from './metrics.ts';
 export type { DaemonMetrics } from './metrics.ts';
 export { failingChecks, startHttpServer } from './http-server.ts';
-export type { Check, HttpServerOptions, RunningHttpServer } from './http-server.ts';
 export { watchKind } from './informer.ts';
-export type { WatchableObject, WatchedKind, WatchEvent, WatchOptions } from './informer.ts';
-export { DEFAULT_DRAIN_TIMEOUT_MS, Lifecycle } from './lifecycle.ts';
-export type { StopHook } from './lifecycle.ts';
+export type { WatchedKind, WatchEvent } from './informer.ts';
+export { Lifecycle } from './lifecycle.ts';

@@ -12,7 +12,7 @@ import type { Logger } from './log.ts';
 
 // 20 s: below Kubernetes' default terminationGracePeriodSeconds (30 s), so the daemon exits on
 // its own before the kubelet's SIGKILL; a CAS write normally takes milliseconds.
-export const DEFAULT_DRAIN_TIMEOUT_MS = 20_000;
+const DEFAULT_DRAIN_TIMEOUT_MS = 20_000;
 
 export type StopHook = () => void | Promise<void>;
 

@@ -10,14 +10,14 @@ import { isIP } from 'node:net';
 import { isKubeconfigError } from 'blockipam/core/kube';
 import { isDnsSubdomain } from 'blockipam/core';
 
-export const EXIT_USAGE = 2;
-export const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+const EXIT_FAILURE = 1;
 
 /**
  * yargs' message for unknown flags lists each twice, kebab and camel case ("Unknown arguments:
  * metrics-prot, metricsProt"); this keeps the spelling the user typed.
  */
-export function usageText(message: string): string {
+function usageText(message: string): string {
   const m = /^(Unknown arguments?): (.*)$/s.exec(message);
   if (!m) return message;
   const names = (m[2] ?? '').split(', ');
@@ -35,7 +35,7 @@ export function usageText(message: string): string {
  * @param name the executable's name, e.g. "blockipam-agent"
  * @param kubeconfigGiven whether --kubeconfig was given (else a credentials error hints at it)
  */
-export function startFailure(
+function startFailure(
   name: string,
   error: unknown,
   kubeconfigGiven: boolean,
@@ -69,7 +69,7 @@ export const shownNumber = (value: number): string => (Number.isNaN(value) ? 'a 
 export const isNodeName = (name: string): boolean => isDnsSubdomain(name);
 
 /** The highest TCP port (a larger --metrics-port is refused naming it, not a RangeError at listen). */
-export const MAX_PORT = 65_535;
+const MAX_PORT = 65_535;
 
 /**
  * Checks the daemons' shared HTTP flags (/metrics, /healthz, /readyz), for yargs' `.check`.
@@ -95,7 +95,7 @@ export function checkMetricsFlags(a: {
  * A --metrics-host value the HTTP server can bind: an IPv4 or IPv6 address, or a host name of
  * letters, digits, '-' and '.' (resolved at listen).
  */
-export const isBindHost = (host: string): boolean =>
+const isBindHost = (host: string): boolean =>
   isIP(host) !== 0 ||
   // digits and dots only is meant as an IPv4 address: 999.1.1.1 is none, and no host name either
   (!/^[0-9.]+$/.test(host) &&

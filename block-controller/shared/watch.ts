@@ -27,7 +27,7 @@ import { HttpMethod, RequestContext, Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 
 /** True in the Bun runtime (the compiled executable), where undici's `dispatcher` is ignored. */
-export const runningUnderBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
+const runningUnderBun = typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
 
 /** 30 s: client-node's own watch inactivity timeout, kept so both runtimes behave alike. */
 const DEFAULT_INACTIVITY_MS = 30_000;
@@ -59,7 +59,7 @@ function pem(data: string | undefined, file: string | undefined): string | undef
 }
 
 /** The kubeconfig's TLS material for its current cluster and user, as Bun's fetch wants it. */
-export function bunTlsOptions(kc: KubeConfig): BunTls {
+function bunTlsOptions(kc: KubeConfig): BunTls {
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
   return {

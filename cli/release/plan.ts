@@ -49,7 +49,7 @@ export function leakedInEveryReport(
 }
 
 /** Live pods whose status.podIP is `address` (1 LIST with a field selector). */
-export async function livePodsWithIP(ds: Datastore, address: string): Promise<AuditPod[]> {
+async function livePodsWithIP(ds: Datastore, address: string): Promise<AuditPod[]> {
   return (await ds.listPods({ podIP: address })).filter(isLivePod);
 }
 
@@ -62,7 +62,7 @@ export async function livePodsWithIP(ds: Datastore, address: string): Promise<Au
  * @returns the allocation as the block records it (what the write's preconditions carry), or why
  *   it must not be released
  */
-export async function recheck(
+async function recheck(
   ds: Datastore,
   entry: LeakedAllocation,
 ): Promise<{ leak: LeakedAllocation } | { skip: string }> {

@@ -15,7 +15,7 @@ import { isSafeSequence, repairedSequence, unsafeSequences } from 'blockipam/cor
 import type { IPAMBlock } from 'blockipam/core';
 
 /** One sequence rewritten: `spec.sequence` (no ordinal) or an allocation's. */
-export interface SequenceChange {
+interface SequenceChange {
   /** The allocation's ordinal; undefined for `spec.sequence`. */
   ordinal?: number;
   /** The allocation's handle; undefined for `spec.sequence`. */

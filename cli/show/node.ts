@@ -31,7 +31,7 @@ import type {
 import { freeOf, planUpkeep } from 'blockipam/core';
 
 /** One affine block of the node. */
-export interface NodeBlock {
+interface NodeBlock {
   name: string;
   cidr: string;
   pool: string;
@@ -41,7 +41,7 @@ export interface NodeBlock {
 }
 
 /** The agent's headroom of one pool the node may pre-claim in. */
-export interface NodePoolHeadroom {
+interface NodePoolHeadroom {
   pool: string;
   family: IPFamily;
   /** The node's affine blocks of the pool. */
@@ -61,7 +61,7 @@ export interface NodePoolHeadroom {
 }
 
 /** A pool whose nodeSelector matches the node but that no claim may use. */
-export interface UnusablePool {
+interface UnusablePool {
   pool: string;
   /** "disabled (spec.disabled)", "being deleted" or "overlaps older IP pool "x"". */
   why: string;

@@ -9,7 +9,7 @@ import { blockNameOf, noInternalIPMessage, parseCidr, unroutableDestinations } f
 import type { IPAMBlock, IPAMNode, IPFamily } from 'blockipam/core';
 
 /** One of the node's destinations (a block, or a borrowed address) that other nodes do not route. */
-export interface UnroutedDestination {
+interface UnroutedDestination {
   /** CIDR text ("fd00::40/122", "10.0.0.70/32"). */
   dst: string;
   /** The IPAMBlock, for a block (a borrowed address names none). */

@@ -46,7 +46,7 @@ export function blockOrdinals(block: Cidr): number {
 }
 
 /** The address at `ordinal` (0-based offset from the block's base). No range check. */
-export function addressAt(block: Cidr, ordinal: number): IP {
+function addressAt(block: Cidr, ordinal: number): IP {
   return { family: block.family, value: block.base + BigInt(ordinal) };
 }
 

@@ -68,7 +68,7 @@ export function holdsHandle(block: IPAMBlock, handle: string): boolean {
 }
 
 /** Ordinals of `block` inside any reservation (never handed out automatically nor statically). */
-export function reservedIn(block: Cidr, reservations: readonly Cidr[]): Set<number> {
+function reservedIn(block: Cidr, reservations: readonly Cidr[]): Set<number> {
   const out = new Set<number>();
   const size = blockOrdinals(block);
   for (const reservation of reservations) {

@@ -18,14 +18,7 @@ import { poolBlockSize, usablePools } from './pools.ts';
  * A pool's state for claims: `usable` (claims allowed), `disabled` (spec.disabled), `deleting`
  * (deletionTimestamp set), `shadowed` (overlaps an older pool: core never allocates from it).
  */
-export type ClaimPoolState = 'usable' | 'disabled' | 'deleting' | 'shadowed';
-
-/** One published pool. */
-export interface ClaimPool {
-  readonly cidr: string;
-  readonly blockSize: number;
-  readonly state: ClaimPoolState;
-}
+type ClaimPoolState = 'usable' | 'disabled' | 'deleting' | 'shadowed';
 
 /**
  * The ConfigMap `data` for `pools`: one entry per pool with a parsable CIDR (a pool the API
@@ -50,16 +43,6 @@ export function claimPoolsData(pools: readonly IPPool[]): Record<string, string>
     data[name] = `${pool.spec.cidr} ${poolBlockSize(pool)} ${state}`;
   }
   return data;
-}
-
-/** Reads one published entry back (ipamctl and tests); undefined when it is not of the form. */
-export function parseClaimPool(value: string): ClaimPool | undefined {
-  const [cidr, size, state, ...rest] = value.split(' ');
-  if (rest.length > 0 || cidr === undefined || !parseCidr(cidr) || !/^\d{1,3}$/.test(size ?? ''))
-    return undefined;
-  if (state !== 'usable' && state !== 'disabled' && state !== 'deleting' && state !== 'shadowed')
-    return undefined;
-  return { cidr, blockSize: Number(size), state };
 }
 
 /** True when two ConfigMap data maps hold the same entries. */

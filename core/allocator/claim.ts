@@ -201,7 +201,7 @@ function insertSpan(spans: Span[], span: Span): void {
 }
 
 /** First index ≥ start (wrapping once) not inside a span; undefined when all are taken. */
-export function firstFree(spans: readonly Span[], start: bigint, count: bigint): bigint | undefined {
+function firstFree(spans: readonly Span[], start: bigint, count: bigint): bigint | undefined {
   const after = freeFrom(spans, start);
   if (after < count) return after;
   const wrapped = freeFrom(spans, 0n);

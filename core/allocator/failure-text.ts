@@ -10,10 +10,10 @@
 import type { IPFamily } from '../address/ip.ts';
 
 /** Pools a text names one by one; past it, "and N more" (the list must not push out the rest). */
-export const LISTED_POOLS = 4;
+const LISTED_POOLS = 4;
 
 /** `IP pool "a"` or `IP pools "a", "b"` (at most {@link LISTED_POOLS}, then "and N more"). */
-export function poolsPhrase(names: readonly string[]): string {
+function poolsPhrase(names: readonly string[]): string {
   const shown = names.slice(0, LISTED_POOLS).map((n) => JSON.stringify(n));
   const more = names.length > LISTED_POOLS ? ` and ${names.length - LISTED_POOLS} more` : '';
   return `IP pool${names.length === 1 ? '' : 's'} ${shown.join(', ')}${more}`;

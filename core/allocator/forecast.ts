@@ -21,7 +21,7 @@ export const FORECAST_WINDOW_MS = 6 * 3_600_000;
 // 30 min: at most 2 status writes per pool and hour for the samples (every agent watches IPPools).
 export const SAMPLE_INTERVAL_MS = 30 * 60_000;
 // 10 min: a rate over less history (a pool just made, a controller just started) is noise.
-export const MIN_FORECAST_SPAN_MS = 10 * 60_000;
+const MIN_FORECAST_SPAN_MS = 10 * 60_000;
 // 16: the window holds 13 samples 30 min apart; a bound whatever a stored status holds.
 export const MAX_SAMPLES = 16;
 // 12 h (twice the window): a steadily sampled baseline is at most the window + one interval (and a

@@ -27,8 +27,7 @@ import { POOLS_ANNOTATION } from '../annotations.ts';
 import { matchesSelector } from '../selector.ts';
 import { poolCidr } from './pools.ts';
 
-export const SHORT_REASONS = ['AutoAllocateOff', 'MaxBlocksPerNode', 'NoUnclaimedBlocks'] as const;
-export type ShortReason = (typeof SHORT_REASONS)[number];
+export type ShortReason = 'AutoAllocateOff' | 'MaxBlocksPerNode' | 'NoUnclaimedBlocks';
 
 /** A node as the headroom reads it (a Node object fits). */
 export interface HeadroomNode {
@@ -75,7 +74,7 @@ export interface NodeHeadroom {
  * pool has no unclaimed block. The one rule of nodeHeadroom's `short` and `cannotClaim`.
  * @param f.held the node's affine blocks of the pool's family (any pool), frozen ones not counted
  */
-export function claimBlockedBy(f: {
+function claimBlockedBy(f: {
   autoAllocateBlocks: boolean;
   held: number;
   maxBlocksPerNode: number;

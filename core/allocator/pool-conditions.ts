@@ -20,18 +20,10 @@ import type { IPPool } from '../resources.ts';
 import type { PoolUtilization } from './utilization.ts';
 
 export const POOL_CONDITIONS = ['Ready', 'Allocatable', 'NearlyExhausted', 'Exhausted', 'Disabled'] as const;
-export type PoolConditionType = (typeof POOL_CONDITIONS)[number];
+type PoolConditionType = (typeof POOL_CONDITIONS)[number];
 
 /** One word for the `State` column: the first that holds, in this order. */
-export const POOL_STATES = [
-  'Terminating',
-  'CIDROverlap',
-  'Disabled',
-  'Exhausted',
-  'NearlyExhausted',
-  'Ready',
-] as const;
-export type PoolState = (typeof POOL_STATES)[number];
+type PoolState = 'Terminating' | 'CIDROverlap' | 'Disabled' | 'Exhausted' | 'NearlyExhausted' | 'Ready';
 
 /** What the rule reads. */
 export interface PoolConditionInput {
@@ -45,7 +37,7 @@ export interface PoolConditionInput {
 }
 
 /** One pool condition as the rule decides it (no time, no generation). */
-export type Verdict = ConditionVerdict & { type: PoolConditionType };
+type Verdict = ConditionVerdict & { type: PoolConditionType };
 
 export interface PoolVerdict {
   readonly state: PoolState;

@@ -164,7 +164,7 @@ export function selectPools(snapshot: PoolSnapshot, request: PoolRequest): { poo
  * the namespace first), and disabled last, so "disabled" means the pool would serve once enabled.
  * One rule for selectPools and for the texts that list pools passed over.
  */
-export function exclusionOf(
+function exclusionOf(
   snapshot: PoolSnapshot,
   pool: IPPool,
   request: PoolRequest,

@@ -72,7 +72,7 @@ export interface AddressRelease {
 }
 
 /** An item whose block could not be read or written (the error as thrown, e.g. RetriesExhausted). */
-export interface ReleaseFailure {
+interface ReleaseFailure {
   item: AddressRelease;
   error: Error;
 }

@@ -46,7 +46,7 @@ export function ownerOf(request: AssignRequestBase): Owner {
  * for a release that failed — it tells `ctx.onRollbackFailure` what was left allocated — except
  * once the caller's signal has fired (its reason).
  */
-export async function rollback(ctx: Context, node: string, done: readonly AllocatedAddress[]): Promise<void> {
+async function rollback(ctx: Context, node: string, done: readonly AllocatedAddress[]): Promise<void> {
   if (done.length === 0) return;
   ctx.stats.rollbacks += 1;
   const report = (addresses: string[], error: Error): void =>

@@ -45,7 +45,7 @@ export interface UpkeepView {
 }
 
 /** The headroom of one eligible pool on the node. */
-export interface PoolHeadroom {
+interface PoolHeadroom {
   readonly pool: string;
   readonly family: IPFamily;
   /** Free addresses in the node's affine blocks of the pool (frozen blocks count none). */

@@ -113,14 +113,3 @@ export function trustedTimeMs(text: string, nowMs: number): number {
   const at = Date.parse(text);
   return Number.isNaN(at) || at > nowMs + CLOCK_SKEW_MS ? 0 : at;
 }
-
-/** Sentences naming each date of `block` later than now plus {@link CLOCK_SKEW_MS}. */
-export function futureDates(block: IPAMBlock, nowMs: number): string[] {
-  const out: string[] = [];
-  const late = (text: string): boolean => Date.parse(text) > nowMs + CLOCK_SKEW_MS;
-  if (late(block.spec.affinityClaimTime))
-    out.push(`spec.affinityClaimTime ${block.spec.affinityClaimTime} is in the future`);
-  for (const { ordinal, releasedAt } of block.spec.freed)
-    if (late(releasedAt)) out.push(`freed ordinal ${ordinal} releasedAt ${releasedAt} is in the future`);
-  return out;
-}

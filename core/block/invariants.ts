@@ -7,7 +7,7 @@ import { blockNameOf, blockOrdinals, isAllowedBlockSize, reservedOrdinals } from
 import { parseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import type { IPAMBlock } from '../resources.ts';
-import { trustedTimeMs } from './frozen.ts';
+import { CLOCK_SKEW_MS, trustedTimeMs } from './frozen.ts';
 import { isNodeLabel, labelsOf, nodeLabel, POOL_LABEL } from './labels.ts';
 
 /**
@@ -138,6 +138,5 @@ export function labelProblems(
 function checkTime(text: string, what: string, nowMs: number | undefined, say: (text: string) => void): void {
   const at = Date.parse(text);
   if (Number.isNaN(at)) say(`${what} ${JSON.stringify(text)} is not a timestamp`);
-  // 60 s: tolerated clock skew between nodes.
-  else if (nowMs !== undefined && at > nowMs + 60_000) say(`${what} ${text} is in the future`);
+  else if (nowMs !== undefined && at > nowMs + CLOCK_SKEW_MS) say(`${what} ${text} is in the future`);
 }

@@ -17,7 +17,7 @@ import type { Cidr, IPFamily } from '../address/ip.ts';
 import type { IPAMBlockSpec, LabelSelector } from '../resources.ts';
 
 export const POOL_LABEL = 'ipam.blockipam.io/pool';
-export const FAMILY_LABEL = 'ipam.blockipam.io/ip-family';
+const FAMILY_LABEL = 'ipam.blockipam.io/ip-family';
 export const REGION_LABEL = 'ipam.blockipam.io/region';
 
 /**
@@ -38,7 +38,7 @@ const NODE_LABEL_PREFIX = 'node.ipam.blockipam.io/';
  * A node name as a label-key name part: 40 hex characters of SHA-256 (node names may be 253
  * characters; a label key name is at most 63).
  */
-export function nodeKey(node: string): string {
+function nodeKey(node: string): string {
   return createHash('sha256').update(node).digest('hex').slice(0, 40);
 }
 

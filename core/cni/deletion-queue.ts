@@ -37,7 +37,7 @@ import { CniCode, isCniError } from './errors.ts';
  * At most this many entries (10,000: one per sandbox the runtime deleted while the agent and the
  * API server were away; each a few hundred bytes, so at most a few MB on the host).
  */
-export const MAX_QUEUED = 10_000;
+const MAX_QUEUED = 10_000;
 
 /**
  * The queue's directory: `del-queue` beside the agent's socket (`ipam.agentSocket` of the netconf,
@@ -155,7 +155,7 @@ function syncDir(dir: string): void {
 }
 
 /** The entry in `file`, or why it is not one (not JSON, a field missing). */
-export function readQueued(dir: string, file: string): QueuedDel | string {
+function readQueued(dir: string, file: string): QueuedDel | string {
   let doc: unknown;
   try {
     doc = JSON.parse(readFileSync(join(dir, file), 'utf8'));

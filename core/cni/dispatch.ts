@@ -130,7 +130,7 @@ export async function dispatch(io: Io, deps: Deps): Promise<number> {
 }
 
 /** User + system CPU time of a {@link process.cpuUsage} reading, ms with one decimal. */
-export const cpuMs = (u: NodeJS.CpuUsage): number => Math.round((u.user + u.system) / 100) / 10;
+const cpuMs = (u: NodeJS.CpuUsage): number => Math.round((u.user + u.system) / 100) / 10;
 
 function emit(io: Io, doc: Record<string, unknown>): number {
   io.stdout.write(`${JSON.stringify(doc)}\n`);
@@ -149,7 +149,7 @@ function safeRead(read: () => string): string {
  * The error document's cniVersion for a call whose stdin is `stdin`: its top-level `cniVersion`
  * when it names a supported one, else the current version ("1.1.0").
  */
-export function errorVersion(stdin: string | undefined): string {
+function errorVersion(stdin: string | undefined): string {
   try {
     const v = (JSON.parse(stdin ?? '') as { cniVersion?: unknown } | null)?.cniVersion;
     return isSupportedVersion(v) ? v : currentVersion;

@@ -4,7 +4,7 @@
  */
 import { CniCode, CniError } from './errors.ts';
 
-export const cniCommands = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS', 'VERSION'] as const;
+const cniCommands = ['ADD', 'DEL', 'CHECK', 'GC', 'STATUS', 'VERSION'] as const;
 export type CniCommand = (typeof cniCommands)[number];
 
 /** Raw process environment; values may be absent. */
@@ -25,7 +25,7 @@ export interface InvocationEnv {
 }
 
 /** Container IDs (and network names) allowed by the Go skel: `^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`. */
-export const idPattern = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+const idPattern = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
 /** Variables each command needs (skel `getCmdArgsFromEnv`; CNI_PATH only where the skel wants it). */
 const required: Readonly<Record<CniCommand, readonly string[]>> = {
@@ -37,7 +37,7 @@ const required: Readonly<Record<CniCommand, readonly string[]>> = {
   VERSION: [],
 };
 
-export function isCniCommand(v: string): v is CniCommand {
+function isCniCommand(v: string): v is CniCommand {
   return (cniCommands as readonly string[]).includes(v);
 }
 

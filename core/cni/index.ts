@@ -6,16 +6,13 @@
  * call with the same bytes. Loads core's address module, not the allocator or the Kubernetes
  * transport: the caller injects the node IPAM client ({@link Deps.client}).
  */
-export { dispatch, errorVersion, cpuMs } from './dispatch.ts';
-export type { Deps, Io, IpamCommand } from './dispatch.ts';
+export { dispatch } from './dispatch.ts';
+export type { Io, IpamCommand } from './dispatch.ts';
 export type { IpamClient } from './client.ts';
-export type { Level, Logger, LoggerFactory, LoggerOptions, Sink } from './log.ts';
-export { cniCommands, isCniCommand, parseEnv } from './env.ts';
-export type { CniCommand, Env, InvocationEnv } from './env.ts';
-export { parseNetConf, defaultKubeconfig, defaultCacheDir, networkNameProblem } from './netconf.ts';
+export type { Level, Logger, LoggerOptions } from './log.ts';
+export type { CniCommand } from './env.ts';
+export { parseNetConf, networkNameProblem } from './netconf.ts';
 export type { NetConf } from './netconf.ts';
-export { currentVersion, isSupportedVersion, supportedVersions } from './versions.ts';
-export type { CniVersion } from './versions.ts';
 export * from './errors.ts';
-export { agentMarginMs, DEFAULT_TIMEOUT_MS, DIRECT_ENV } from './forward.ts';
+export { agentMarginMs } from './forward.ts';
 export * from './deletion-queue.ts';

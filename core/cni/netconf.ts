@@ -14,7 +14,7 @@ import { implicitVersion, requireSupported, type CniVersion } from './versions.t
 export const NETWORK_NAME_PATTERN = '^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$';
 
 /** The longest network name (`name`) a netconf may carry: an allocation's `network` (crds/ipamblocks.yaml). */
-export const MAX_NETWORK_NAME = 256;
+const MAX_NETWORK_NAME = 256;
 
 /** A route as the result carries it; 1.1.0 fields are dropped for older versions. */
 export interface Route {
@@ -105,9 +105,9 @@ const validate = generated.validate as unknown as ((data: unknown) => boolean) &
   errors?: SchemaError[] | null;
 };
 
-export const defaultKubeconfig = '/etc/cni/net.d/blockipam-kubeconfig';
+const defaultKubeconfig = '/etc/cni/net.d/blockipam-kubeconfig';
 /** Default `ipam.cacheDir` (the host lock's directory). */
-export const defaultCacheDir = '/var/lib/cni/blockipam';
+const defaultCacheDir = '/var/lib/cni/blockipam';
 
 /**
  * Parses stdin text.
@@ -135,7 +135,7 @@ export function parseNetConf(stdin: string): NetConf {
 }
 
 /** The runtimeConfig key (CRI capability) under which containerd passes the pod's annotations. */
-export const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
+const POD_ANNOTATIONS = 'io.kubernetes.cri.pod-annotations';
 
 interface RawNetConf {
   name: string;

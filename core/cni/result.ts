@@ -8,7 +8,7 @@ import type { Dns, Route } from './netconf.ts';
 import { compareVersions, type CniVersion } from './versions.ts';
 
 /** One allocated address: `address` in CIDR form with the block prefix, gateway inside it. */
-export interface IpConfig {
+interface IpConfig {
   readonly address: string;
   readonly gateway: string;
 }

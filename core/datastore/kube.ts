@@ -69,7 +69,7 @@ const LIST_HEAD_MAX = 4096;
  * `"items":`, closed, is a whole object. undefined when the head has another shape (a custom
  * resource's list may put items before metadata) — the caller then waits for the decoded page.
  */
-export function listHead(text: string): List<unknown>['metadata'] | undefined {
+function listHead(text: string): List<unknown>['metadata'] | undefined {
   const at = text.indexOf('"items":');
   if (at < 0 || at > LIST_HEAD_MAX) return undefined;
   const head = text.slice(0, at).trimEnd();

@@ -20,7 +20,7 @@ import type { Page, PageOptions } from './datastore.ts';
  * 64 snapshots: a long-lived memory store (a simulation) doing paged LISTs forever must not keep
  * every snapshot; 64 LISTs in flight at once is far more than any caller pages concurrently.
  */
-export const MAX_SNAPSHOTS = 64;
+const MAX_SNAPSHOTS = 64;
 
 const TOKEN = /^memory:(\d+):(\d+)$/;
 

@@ -12,7 +12,7 @@ import type { Page, PageOptions } from './datastore.ts';
  * blocks; the API server's continue token lives until etcd compacts (5 min by default), far
  * longer than a page takes.
  */
-export const DEFAULT_PAGE_SIZE = 500;
+const DEFAULT_PAGE_SIZE = 500;
 /**
  * 2 attempts: when the continue token expired mid-list (ExpiredError, 410) the LIST starts over
  * once; a second expiry means pages take longer than compaction allows, and retrying would not help.

@@ -22,7 +22,7 @@ import { isTlsError } from './tls-error.ts';
  *   certificate);
  * - `apiRejected`: 422/400 from validation (the CRD schema), or a 2xx answer that is not JSON.
  */
-export type ApiRefusalKind = 'admission' | 'forbidden' | 'auth' | 'apiRejected';
+type ApiRefusalKind = 'admission' | 'forbidden' | 'auth' | 'apiRejected';
 
 export interface ApiRefusal {
   readonly kind: ApiRefusalKind;
@@ -55,7 +55,7 @@ const REQUEST_HEAD = /^[A-Z]+ \S+: HTTP \d+: /;
  * (`message`: that message alone, or core/kube's `<METHOD> <path>: HTTP <status>: <message>`), or
  * undefined when the message does not open with a denial phrase.
  */
-export function deniedBy(message: string): { readonly kind: string; readonly name: string } | undefined {
+function deniedBy(message: string): { readonly kind: string; readonly name: string } | undefined {
   const text = message.replace(REQUEST_HEAD, '');
   const policy = POLICY.exec(text);
   if (policy?.[1]) return { kind: 'ValidatingAdmissionPolicy', name: policy[1] };

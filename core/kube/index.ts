@@ -20,4 +20,4 @@ export { kubeconfigFromDocument, kubeServerProblem } from './kubeconfig-document
 export { tlsMaterialProblem } from './tls-material.ts';
 export { credentialNodeName, tokenNodeName } from './token-node.ts';
 export { errorFor, KubeTransport } from './transport.ts';
-export type { HttpClientKind, Method, RequestOptions, TransportStats } from './transport.ts';
+export type { Method, RequestOptions } from './transport.ts';

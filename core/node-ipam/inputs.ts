@@ -11,7 +11,7 @@ import { withSignal } from '../datastore/with-signal.ts';
 import type { Namespace, Pod } from '../resources.ts';
 
 /** A value, or a promise of it: an implementation over a watch answers at once. */
-export type Awaitable<T> = T | Promise<T>;
+type Awaitable<T> = T | Promise<T>;
 
 /**
  * Each read takes the operation's signal; an implementation that sends a request must stop when

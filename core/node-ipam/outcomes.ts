@@ -9,7 +9,7 @@ import { assignFailureReason } from './failure-reason.ts';
 import type { AddOutcome, GcOutcome, IpConfig } from './service-types.ts';
 
 /** The assigned addresses as CNI IP configurations: block prefix and gateway, IPv4 first. */
-export function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[] {
+function toIpConfigs(o: Extract<AssignOutcome, { ok: true }>): IpConfig[] {
   return [o.ipv4, o.ipv6]
     .filter((a): a is AssignedAddress => a !== undefined)
     .map((a) => ({ address: `${a.address}/${a.prefixLength}`, gateway: a.gateway }));

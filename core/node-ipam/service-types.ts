@@ -30,7 +30,7 @@ export interface PodCall {
 }
 
 /** Pool names (or CIDRs) per family from the netconf; empty lists = automatic pools. */
-export interface PoolLists {
+interface PoolLists {
   readonly 4: readonly string[];
   readonly 6: readonly string[];
 }
@@ -198,7 +198,6 @@ export interface NodeIpamOps {
   status: { call: StatusCall; outcome: StatusOutcome };
 }
 export type NodeIpamOp = keyof NodeIpamOps;
-export const NODE_IPAM_OPS: readonly NodeIpamOp[] = ['add', 'del', 'check', 'gc', 'status'];
 
 /**
  * Why a node IPAM operation failed, as core/cni maps it to a CNI code (errorOfKind;
@@ -231,16 +230,3 @@ export type NodeIpamErrorKind =
   | 'badRequest'
   | 'misconfigured'
   | 'internal';
-
-export const NODE_IPAM_ERROR_KINDS: readonly NodeIpamErrorKind[] = [
-  'notReady',
-  'unavailable',
-  'timeout',
-  'auth',
-  'forbidden',
-  'admission',
-  'apiRejected',
-  'badRequest',
-  'misconfigured',
-  'internal',
-];

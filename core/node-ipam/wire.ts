@@ -23,7 +23,7 @@
  */
 
 /** The protocol version this build speaks. A change of anything above bumps it and the socket's path. */
-export const NODE_IPAM_PROTOCOL = 3;
+const NODE_IPAM_PROTOCOL = 3;
 
 /**
  * The socket a client of this version connects to, for the netconf's `ipam.agentSocket`: the
@@ -36,20 +36,20 @@ export const agentSocketPath = (agentSocket: string): string => `${agentSocket}.
 /** Bytes of the request's fixed header: version, deadline, E, S. */
 export const REQUEST_HEADER_BYTES = 17;
 /** At most this many bytes of env (six CNI_* variables; CNI_ARGS is the long one). */
-export const MAX_ENV_BYTES = 64 << 10;
+const MAX_ENV_BYTES = 64 << 10;
 /**
  * At most this many bytes of stdin (a netconf is a few KiB; a GC listing tens of thousands of
  * attachments is more, and the forwarder sends such a call to the direct path, which reads 64 MiB).
  */
 export const MAX_STDIN_BYTES = 1 << 20;
 /** At most this many bytes of a NOT_SERVED reason. */
-export const MAX_REASON_BYTES = 4 << 10;
+const MAX_REASON_BYTES = 4 << 10;
 
 /** The message kinds, one byte each. */
 export const READY = 0x41;
-export const NOT_SERVED = 0x4e;
+const NOT_SERVED = 0x4e;
 export const GO = 0x47;
-export const RESULT = 0x52;
+const RESULT = 0x52;
 
 /** The CNI_* variables a request carries, those set in the plugin's environment (SPEC §2 "Parameters"). */
 export const CNI_CALL_ENV = [
@@ -60,7 +60,7 @@ export const CNI_CALL_ENV = [
   'CNI_ARGS',
   'CNI_PATH',
 ] as const;
-export type CniCallEnvName = (typeof CNI_CALL_ENV)[number];
+type CniCallEnvName = (typeof CNI_CALL_ENV)[number];
 
 /** A request's header: the version, the client's deadline, and the sizes of what follows. */
 export interface RequestHeader {

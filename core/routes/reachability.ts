@@ -10,7 +10,7 @@ import type { IPFamily } from '../address/ip.ts';
 import type { IPAMNodeSpec } from '../resources.ts';
 
 /** Why other nodes have no route to a destination of a node: it has no InternalIP of the family. */
-export type UnroutableReason = 'no-internal-ip';
+type UnroutableReason = 'no-internal-ip';
 
 /**
  * The next hop other nodes use for a node's destinations of `family`: its first address of that

@@ -90,7 +90,7 @@ export function createDirectClient(o: DirectOptions): IpamClient {
  * the CNI spec asks DEL to complete whenever it can), with a `warn` line.
  * @throws CniError 7 on a mismatch (not DEL)
  */
-export function ownNode<C extends { readonly node: string }>(
+function ownNode<C extends { readonly node: string }>(
   op: CniCommand,
   call: C,
   b: Pick<Backend, 'credentialNode'>,
@@ -145,7 +145,7 @@ interface Locking {
  *   saves conflicts, compare-and-swap keeps every write correct; a `warn` line says so)
  * @throws whatever `step` throws; LockTimeoutError / LockFileError (unless `withoutLock`)
  */
-export async function underLock<T>(
+async function underLock<T>(
   ctx: Locking,
   step: (signal: AbortSignal) => Promise<T>,
   withoutLock = false,

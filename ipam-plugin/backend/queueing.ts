@@ -127,7 +127,7 @@ async function awaySince(conf: NetConf): Promise<string> {
 }
 
 /** The `exp` claim of a JWT, or undefined (no JWT, no claim). Read, not verified. */
-export function tokenExpiry(token: string): Date | undefined {
+function tokenExpiry(token: string): Date | undefined {
   const payload = token.trim().split('.')[1];
   if (!payload) return undefined;
   try {

@@ -30,7 +30,7 @@ const EINTR = 4;
  * 10 ms between tries: a hand-over costs 5 ms on average, small beside one API round trip of the
  * holder, and a waiter costs one system call and one timer per try (~100 per second at most).
  */
-export const POLL_MS = 10;
+const POLL_MS = 10;
 
 export interface HostLock {
   /** True when another process held the lock when this one first asked (it had to wait). */

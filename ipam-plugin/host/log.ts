@@ -7,7 +7,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Level, Logger, LoggerOptions } from 'blockipam/core/cni';
 
-export type { Level, Logger, LoggerOptions, Sink } from 'blockipam/core/cni';
+export type { Logger, LoggerOptions } from 'blockipam/core/cni';
 
 const rank: Readonly<Record<Level, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
 

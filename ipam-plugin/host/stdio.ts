@@ -14,7 +14,7 @@ import { CniCode, CniError } from 'blockipam/core/cni/errors';
  * 64 MiB: a netconf is a few KiB; the largest legitimate input is a GC with every attachment
  * of a node in `cni.dev/valid-attachments` (~100 bytes each: 64 MiB is over half a million).
  */
-export const maxStdinBytes = 64 * 1024 * 1024;
+const maxStdinBytes = 64 * 1024 * 1024;
 
 /** Blocks the thread for `ms` milliseconds (no busy loop). */
 function sleepSync(ms: number): void {

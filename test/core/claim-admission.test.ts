@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { claimPoolsData, parseClaimPool, sameClaimPoolsData } from 'blockipam/core';
+import { claimPoolsData, sameClaimPoolsData } from 'blockipam/core';
 import { pool } from './fixtures.ts';
 
 describe('claimPoolsData: the pool list the admission policy checks claims against', () => {
@@ -29,22 +29,6 @@ describe('claimPoolsData: the pool list the admission policy checks claims again
 
   test('no pools: empty data (every claim refused)', () => {
     assert.deepEqual(claimPoolsData([]), {});
-  });
-
-  test('parseClaimPool reads what claimPoolsData writes and refuses other shapes', () => {
-    assert.deepEqual(parseClaimPool('10.244.0.0/16 26 usable'), {
-      cidr: '10.244.0.0/16',
-      blockSize: 26,
-      state: 'usable',
-    });
-    for (const bad of [
-      '',
-      '10.244.0.0/16 26',
-      '10.244.0.0/16 x usable',
-      'nope 26 usable',
-      '10.0.0.0/8 26 odd',
-    ])
-      assert.equal(parseClaimPool(bad), undefined, bad);
   });
 
   test('sameClaimPoolsData compares entries, not order; absent data equals empty', () => {

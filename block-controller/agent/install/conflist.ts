@@ -55,7 +55,7 @@ export interface PluginSettings {
   readonly lockTimeoutMs?: number;
 }
 
-export const POD_ANNOTATIONS_CAPABILITY = 'io.kubernetes.cri.pod-annotations';
+const POD_ANNOTATIONS_CAPABILITY = 'io.kubernetes.cri.pod-annotations';
 
 /**
  * The conflist document.

@@ -59,7 +59,7 @@ const RETRY_MS = 10_000;
 /** The plugin executable's name in the CNI bin dir (netconf `ipam.type`). */
 export const PLUGIN_NAME = 'blockipam';
 /** The TypeScript executable's name beside the forwarder (the forwarder execs it: its direct path). */
-export const DIRECT_NAME = 'blockipam-direct';
+const DIRECT_NAME = 'blockipam-direct';
 
 /**
  * Installs the plugin into `cniBinDir`, each file copied atomically, 0755:

@@ -50,7 +50,7 @@ export interface OwnerObject {
  * (`kubectl delete --cascade=orphan`); the garbage collector removes it once the dependents
  * (the agent pods) no longer name the object as their owner.
  */
-export const ORPHAN_FINALIZER = 'orphan';
+const ORPHAN_FINALIZER = 'orphan';
 
 /**
  * What a watch event says of the owner (pure): `orphaning` when the object carries the

@@ -90,7 +90,7 @@ const rank: Readonly<Record<Level, number>> = { error: 0, warn: 1, info: 2, debu
  * writes it (one JSON object per line). The netconf's `logFile` is the executable's: the agent
  * logs to its own output.
  */
-export function callLogger(o: LoggerOptions, log: Logger): CallLogger {
+function callLogger(o: LoggerOptions, log: Logger): CallLogger {
   const context: Record<string, unknown> = {};
   const now = o.now ?? (() => new Date());
   return {

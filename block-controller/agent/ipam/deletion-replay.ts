@@ -14,7 +14,7 @@ import type { Lifecycle, Logger } from '../../shared/index.ts';
 import type { AgentMetrics } from '../metrics.ts';
 
 /** 10 s: a queued DEL waits at most this long once the agent serves, and an idle pass is one readdir. */
-export const REPLAY_PERIOD_MS = 10_000;
+const REPLAY_PERIOD_MS = 10_000;
 /** 1 s: how often a pass looks again for the service before the agent serves DEL. */
 const WAIT_MS = 1_000;
 /** 30 s per entry: a DEL's default CNI budget. */

@@ -39,7 +39,7 @@ import { listenRootOnly, prepareSocketDir, removeStaleSocket } from './socket-pa
  * 10 s from accept to a complete request (absolute: a client trickling a byte at a time is
  * closed at it too): the forwarder writes its request right after connect.
  */
-export const READ_DEADLINE_MS = 10_000;
+const READ_DEADLINE_MS = 10_000;
 /**
  * 256 open connections at most. A node runs 110 pods by default (the kubelet's maxPods), so a
  * restart of every pod at once is ~220 CNI calls (a DEL and an ADD each), plus STATUS polls;
@@ -47,7 +47,7 @@ export const READ_DEADLINE_MS = 10_000;
  * the agent's watches and HTTP server. Past it a connection is answered NOT_SERVED (busy): its
  * client takes the direct path.
  */
-export const MAX_CONNECTIONS = 256;
+const MAX_CONNECTIONS = 256;
 /** sun_path holds 108 bytes with its NUL (unix(7)). */
 const MAX_SOCKET_PATH_BYTES = 107;
 

@@ -51,7 +51,7 @@ export interface AgentService {
  * `BatchingOptions.paceMs`): in a burst the changes of that moment join it, so a block takes
  * fewer, larger writes; a lone ADD on an idle block never waits (docs/design-agent.md §IPAM server).
  */
-export const BATCH_PACE_MS = 20;
+const BATCH_PACE_MS = 20;
 
 /** The service; it logs each dual-stack rollback that left addresses allocated (warn). */
 export function agentNodeIpam(options: AgentServiceOptions): AgentService {

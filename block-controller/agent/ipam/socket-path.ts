@@ -11,9 +11,9 @@ import { dirname } from 'node:path';
 export const DEFAULT_IPAM_SOCKET = '/var/run/blockipam/agent/ipam.sock';
 
 /** The directory's mode: root only. */
-export const SOCKET_DIR_MODE = 0o700;
+const SOCKET_DIR_MODE = 0o700;
 /** The socket's mode: root only. */
-export const SOCKET_MODE = 0o600;
+const SOCKET_MODE = 0o600;
 // 0o177: a socket bound under it is created 0600 (srw-------), so there is no moment between
 // bind and chmod in which anyone else could connect.
 const SOCKET_UMASK = 0o177;

@@ -15,7 +15,7 @@ import type { Logger } from '../../shared/index.ts';
 
 // 2 s: the container runtime polls STATUS every few seconds and waits for it; an API server
 // that has not answered the STATUS reads by then is taken as away, and the view answers.
-export const STATUS_API_MS = 2_000;
+const STATUS_API_MS = 2_000;
 
 // forbidden: an RBAC 403, refused credentials as much as auth's 401
 const API_TROUBLE = new Set(['unavailable', 'timeout', 'auth', 'forbidden']);

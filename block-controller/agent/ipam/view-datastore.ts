@@ -61,7 +61,7 @@ export interface ViewDatastoreOptions {
 }
 
 /** Counts for tests and metrics. */
-export interface ViewStats {
+interface ViewStats {
   /** LISTs of the node's blocks answered from the view. */
   viewLists: number;
   /** Block reads sent to the inner datastore (GETs, other LISTs, re-reads after a conflict). */

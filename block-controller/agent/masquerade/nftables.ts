@@ -12,7 +12,7 @@ import { NftCommandError } from './nft-command-error.ts';
 import type { MasqueradePlan } from './plan.ts';
 
 /** The agent's nftables table (family `inet`: one table for IPv4 and IPv6). */
-export const NFT_TABLE = 'blockipam';
+const NFT_TABLE = 'blockipam';
 
 const FAMILY: Readonly<Record<IPFamily, { readonly match: string; readonly type: string }>> = {
   4: { match: 'ip', type: 'ipv4_addr' },

@@ -14,7 +14,7 @@ import { cidrCovers, formatCidr, parseCidr } from 'blockipam/core';
 import type { Cidr, IPFamily, IPPool } from 'blockipam/core';
 
 /** The two sets of one address family: canonical CIDR text, sorted, none inside another. */
-export interface MasqueradeSets {
+interface MasqueradeSets {
   /** The pools' CIDRs: traffic from these is masqueraded unless it goes to `exempt`. */
   readonly sources: readonly string[];
   /** The pools' CIDRs and the non-masquerade CIDRs: destinations that keep the pod source. */

@@ -23,7 +23,7 @@ import {
 } from './reconcile.ts';
 
 /** The two log levels the loop uses; a winston Logger fits. */
-export interface MasqueradeLog {
+interface MasqueradeLog {
   info(message: string, meta?: Record<string, unknown>): unknown;
   warn(message: string, meta?: Record<string, unknown>): unknown;
 }

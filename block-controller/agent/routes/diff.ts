@@ -6,7 +6,7 @@ import type { IPFamily } from 'blockipam/core';
 import type { DesiredRoute, InstalledRoute, RouteChange } from './types.ts';
 
 /** The kernel's default metric when a route is added without one (IPv4 0, IPv6 1024). */
-export const DEFAULT_METRIC: Readonly<Record<IPFamily, number>> = { 4: 0, 6: 1024 };
+const DEFAULT_METRIC: Readonly<Record<IPFamily, number>> = { 4: 0, 6: 1024 };
 
 /**
  * Changes turning `installed` (our protocol's routes only) into `desired`.

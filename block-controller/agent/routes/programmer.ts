@@ -19,7 +19,7 @@ import { SkipReporter, skipLine } from './skip-report.ts';
 import type { RouteTable, RouteView } from './types.ts';
 
 /** The two log levels the loop uses; a winston Logger fits. */
-export interface RouteLog {
+interface RouteLog {
   info(message: string, meta?: Record<string, unknown>): unknown;
   warn(message: string, meta?: Record<string, unknown>): unknown;
 }

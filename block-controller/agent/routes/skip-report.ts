@@ -30,7 +30,7 @@ const keyOf = (g: Pick<SkipGroup, 'node' | 'reason' | 'family'>): string =>
   `${g.node}\u0000${g.reason}\u0000${g.family ?? ''}`;
 
 /** The skips grouped by node, reason and family, by key. */
-export function groupSkips(skipped: readonly SkippedRoute[]): Map<string, SkipGroup> {
+function groupSkips(skipped: readonly SkippedRoute[]): Map<string, SkipGroup> {
   const groups = new Map<
     string,
     {

@@ -15,7 +15,7 @@ import type { DistrustReason, IPAMBlock, IPAMNode, IPFamily, IPPool, ObjectMeta 
 export const ROUTE_PROTOCOL = 210;
 
 /** Where a desired route comes from (for logs and tests; not stored in the kernel). */
-export type RouteReason =
+type RouteReason =
   /** Another node's affine block, via that node's InternalIP. */
   | 'block'
   /** One address of a block, allocated to a node other than the block's affinity (borrowed). */

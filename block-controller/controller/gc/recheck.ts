@@ -41,7 +41,7 @@ export class FreshReads {
  * (or it recorded none), when the pod of that name is alive with this very address, or — for a
  * `node-gone` leak — when the node exists after all (then the pod-gone grace applies instead).
  */
-export async function recheck(candidate: LeakCandidate, reads: FreshReads): Promise<KeepReason | undefined> {
+async function recheck(candidate: LeakCandidate, reads: FreshReads): Promise<KeepReason | undefined> {
   try {
     const { namespace, pod: name, podUID, node } = candidate.allocation;
     if (namespace && name) {

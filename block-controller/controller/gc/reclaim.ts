@@ -12,7 +12,7 @@ import type { LeakCandidate } from './scan.ts';
 
 // 8: enough parallel GETs to hide the round trip (~1–2 ms each on a local API server) without
 // bursting a loaded one; the API server's priority-and-fairness bounds the rest.
-export const RECHECK_CONCURRENCY = 8;
+const RECHECK_CONCURRENCY = 8;
 
 /** Outcome of one reclaim. */
 export interface ReclaimResult {
@@ -75,7 +75,7 @@ export async function reclaimHandles(
 }
 
 /** Runs `work` over `items` with at most `limit` in flight. */
-export async function forEachLimited<T>(
+async function forEachLimited<T>(
   items: readonly T[],
   limit: number,
   work: (item: T) => Promise<void>,

@@ -12,7 +12,7 @@ import { leakReason } from './verdict.ts';
 import type { LeakReason } from './verdict.ts';
 
 /** One allocation as the scan sees it. */
-export interface ScannedAllocation {
+interface ScannedAllocation {
   /** `<block>/<ordinal>/<handle>/<sequence>`: changes when the ordinal is handed out again. */
   key: string;
   block: string;

@@ -18,8 +18,7 @@
 import type { Allocation } from 'blockipam/core';
 import type { OwnerIndex } from './owners.ts';
 
-export const LEAK_REASONS = ['pod-gone', 'pod-uid-differs', 'node-gone'] as const;
-export type LeakReason = (typeof LEAK_REASONS)[number];
+export type LeakReason = 'pod-gone' | 'pod-uid-differs' | 'node-gone';
 
 /** The verdict on the allocation of `address` (canonical text): a leak reason, or undefined = keep. */
 export function leakReason(

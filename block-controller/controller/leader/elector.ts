@@ -12,9 +12,9 @@ import { decide, observe, releasedSpec } from './lease.ts';
 import type { LeaseSpec, Observation } from './lease.ts';
 import type { LeaseStore } from './lease-store.ts';
 
-export const DEFAULT_LEASE_DURATION_MS = 15_000;
-export const DEFAULT_RENEW_DEADLINE_MS = 10_000;
-export const DEFAULT_RETRY_PERIOD_MS = 2_000;
+const DEFAULT_LEASE_DURATION_MS = 15_000;
+const DEFAULT_RENEW_DEADLINE_MS = 10_000;
+const DEFAULT_RETRY_PERIOD_MS = 2_000;
 // 1.2: client-go's JitterFactor for the candidates' retry period (spreads replicas' tries).
 const JITTER = 1.2;
 

@@ -24,16 +24,16 @@ import {
 import type { Condition, DistrustReason, Freeze, IPAMBlock } from 'blockipam/core';
 import type { PassContext } from '../pass.ts';
 
-export const TRUSTED = 'Trusted';
+const TRUSTED = 'Trusted';
 
 /**
  * The condition reason of a frozen block: one reason for the four freeze reasons (the set of
  * condition reasons stays small; the message names each freeze reason, the gauge counts them).
  */
-export const FROZEN = 'Frozen';
+const FROZEN = 'Frozen';
 
 /** The condition reason of each distrust reason (CamelCase, as Kubernetes reasons are). */
-export const TRUST_REASONS: Readonly<Record<DistrustReason, string>> = {
+const TRUST_REASONS: Readonly<Record<DistrustReason, string>> = {
   'invalid-cidr': 'InvalidCIDR',
   'outside-pools': 'OutsidePools',
   'pool-mismatch': 'PoolMismatch',
@@ -114,7 +114,7 @@ export async function blockTrustStep(ctx: PassContext): Promise<BlockTrustStep> 
  * bounded by core's boundMessage (4 KiB: a block of 4,096 allocations with unsafe sequences would
  * otherwise name each one).
  */
-export function frozenMessage(freezes: readonly Freeze[]): string {
+function frozenMessage(freezes: readonly Freeze[]): string {
   const why = freezes.map((f) => `${f.reason}: ${f.message}`).join('; ');
   return boundMessage(`routed and releasable, not allocated from: ${why}`);
 }

@@ -22,10 +22,10 @@ export const ALLOCATABLE = 'Allocatable';
 
 // 2^53 − 1: status counts are JSON numbers; an IPv6 pool's capacity can exceed what a number
 // (and int64) holds exactly, so counts saturate here ("9007199254740991" reads as "huge").
-export const MAX_COUNT = BigInt(Number.MAX_SAFE_INTEGER);
+const MAX_COUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
 // 10: every agent watches IPPools, so the status stays small; shortNodeCount gives the total.
-export const MAX_SHORT_NODES = 10;
+const MAX_SHORT_NODES = 10;
 
 /** The status fields the controller owns, as written. */
 export interface ControllerPoolStatus extends IPPoolStatus {

@@ -33,7 +33,7 @@ export interface StatusStep {
 
 // 10 min: a pool hovering at the threshold flips NearlyExhausted with each pod started or
 // deleted; one Event per pool and condition in 10 min says it without flooding `kubectl describe`.
-export const POOL_EVENT_INTERVAL_MS = 600_000;
+const POOL_EVENT_INTERVAL_MS = 600_000;
 
 /** The Warning Event of each condition that is news when it becomes True. */
 const ALERTS: Readonly<Record<string, string>> = {

@@ -37,7 +37,7 @@ const KEYS = Object.keys(DEFAULT_SETTINGS) as Key[];
  * @throws CliError for an unknown key, a key given twice, or a bad value (naming the key and,
  *   for a number, the CRD's range)
  */
-export function applySettings(spec: IPAMConfigSpec, assignments: readonly string[]): IPAMConfigSpec {
+function applySettings(spec: IPAMConfigSpec, assignments: readonly string[]): IPAMConfigSpec {
   const out: Record<string, unknown> = { ...spec };
   const given = new Map<Key, string>();
   for (const text of assignments) {

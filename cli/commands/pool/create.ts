@@ -48,7 +48,7 @@ interface CreateArgs extends GlobalFlags {
 }
 
 /** Parses "k=v,k2=v2" into a matchLabels selector. @throws CliError on bad syntax */
-export function parseSelector(text: string, flag: string): LabelSelector {
+function parseSelector(text: string, flag: string): LabelSelector {
   const matchLabels: Record<string, string> = {};
   for (const part of text.split(',').filter((p) => p.trim() !== '')) {
     const m = /^\s*([A-Za-z0-9._/-]+)\s*=\s*([A-Za-z0-9._-]*)\s*$/.exec(part);
@@ -79,7 +79,7 @@ export function requirePoolName(name: string): void {
  * (name, masked CIDR, block size for the family, pool at least one block) — before any request.
  * @throws CliError naming the flag and the rule
  */
-export function poolFromArgs(args: CreateArgs): IPPool {
+function poolFromArgs(args: CreateArgs): IPPool {
   requirePoolName(args.name);
   const cidr = parseCidr(args.cidr);
   if (!cidr) throw new CliError(`--cidr ${JSON.stringify(args.cidr)}: ${cidrProblem(args.cidr) ?? ''}`);

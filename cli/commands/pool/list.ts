@@ -13,7 +13,7 @@ interface ListArgs extends GlobalFlags {
 }
 
 /** The allocator's view of each pool: "usable", "disabled", "deleting" or "shadowed by X". */
-export function poolStates(pools: readonly IPPool[]): Map<string, string> {
+function poolStates(pools: readonly IPPool[]): Map<string, string> {
   const { usable, shadowed } = usablePools(pools);
   const states = new Map<string, string>();
   for (const pool of pools) {

@@ -12,7 +12,7 @@ import { staticList } from '../netconf.ts';
 import { formatResult } from '../result.ts';
 
 /** Pod identity from CNI_ARGS; undefined unless both namespace and name are given. */
-export function podOf(args: CniArgs): PodCall | undefined {
+function podOf(args: CniArgs): PodCall | undefined {
   if (args.podNamespace === undefined || args.podName === undefined) return undefined;
   return {
     namespace: args.podNamespace,
@@ -26,7 +26,7 @@ export function podOf(args: CniArgs): PodCall | undefined {
  * name at most 256 and CNI_IFNAME 15, only CNI_CONTAINERID can make it longer: refused here
  * (code 4) instead of coming back as the API server's 422 naming the block.
  */
-export const MAX_HANDLE = 512;
+const MAX_HANDLE = 512;
 
 export async function add(ctx: CommandContext): Promise<CommandResult> {
   // The handle's length, `<network>.<containerID>.<ifname>` (core's handleOf, not loaded here:
