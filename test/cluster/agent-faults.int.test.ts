@@ -3,24 +3,30 @@
  * installed (agents serving the IPAM socket, the plugin a thin client of it). Each scenario ends
  * with `ipamctl check` clean and the ledger exact (faults.ts assertLedger: every Running pod's
  * address allocated once, to its UID; no allocation of a pod that is gone; no address twice):
- *  1. the agent SIGKILLed (by PID, from the node's containerd) during a burst of 30 ADDs on its
- *     node: every pod Running once the agent is back;
- *  2. the agent SIGKILLed during the burst of 30 DELs that follows: every address released;
- *  3. the agent DaemonSet rolled (`kubectl rollout restart`) while pods are deleted and re-created
- *     on every node, round after round: every pod Running or gone, none stuck;
+ *  1. the agent SIGKILLed (by PID, from the node's containerd) during a burst of 90 ADDs on its
+ *     node, three rounds: every pod Running once the agent is back, and the node holding at most
+ *     one block more than the burst and the watermark need (or it held before) — the agent and
+ *     the direct path serving the node at once do not over-claim;
+ *  2. the agent SIGKILLed during the burst of 90 DELs that follows: every address released;
+ *  3. the agent DaemonSet rolled twice — `kubectl rollout restart`, then `helm upgrade` to
+ *     another image reference — while 30 pods per node are deleted and re-created, round after
+ *     round: no IPAM call fails (plugin log), no sandbox event, every pod Running;
  *  4. the API server stopped for 30 s (SIGTERM by PID, started again with its command line):
  *     no kubelet reports the network not ready meanwhile (STATUS answers from the node's own
  *     state, every node's agent says so), and pods start afterwards;
  *  5. the plugin in `standalone` mode (the direct path) run 15 times at once on a node while its
  *     agent serves a burst of 15 pod ADDs there: every address distinct, both sets stored; the
- *     standalone allocations DELed again.
+ *     standalone allocations DELed again;
+ *  6. the agent SIGSTOPped for 40 s while pods churn on its node: the calls fall back to the
+ *     direct path within the forwarder's bound and none fails, no node turns NotReady, and no
+ *     ADD runs after its client gave up (the ledger after SIGCONT has no allocation of a gone pod).
  * What each scenario saw (times, the plugin's calls per path, its failures, sandbox failures) is
  * printed as test diagnostics.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { after, before, test, type TestContext } from 'node:test';
-import { cluster, daemon, kubectl, kubectlOk } from '../helpers/cluster.ts';
+import { before, test, type TestContext } from 'node:test';
+import { cluster, daemon, inNode, kubectl, kubectlOk } from '../helpers/cluster.ts';
+import { CHART } from '../charts/helm.ts';
 import {
   addressOf,
   allocations,
@@ -32,27 +38,26 @@ import {
   podsRunning,
   spreadDeployment,
   waitFor,
+  watchNodes,
 } from './blockipam.ts';
 import type { PodObject } from './blockipam.ts';
+import { chartFixture, helm, NAMESPACE, pluginLogOf, PREFIX, RELEASE } from './chart.ts';
+
 import {
-  installWithPluginLog,
-  NAMESPACE,
-  pluginLogOf,
-  PREFIX,
-  setUpChart,
-  tearDownChart,
-  waitRolledOut,
-} from './chart.ts';
-import {
+  affineBlocks,
   agentBack,
   agentOn,
   assertLedger,
   killAgent,
   kubeletLogOf,
+  kubectlAsync,
+  logOffsets,
   networkName,
   networkNotReady,
   pluginLines,
-  pluginSummary,
+  report,
+  secs,
+  signalAgent,
   sizeOf,
   standalonePlugin,
 } from './faults.ts';
@@ -62,6 +67,7 @@ const ns = 'bipam-faults';
 const AGENTS = `${PREFIX}-agent`;
 let n2 = '';
 let n3 = '';
+const chart = chartFixture(ns);
 
 function scale(app: string, replicas: number): void {
   kubectlOk(['-n', ns, 'scale', `deployment/${app}`, `--replicas=${replicas}`]);
@@ -83,80 +89,22 @@ const released = (): Promise<true> =>
 const runningPods = (): PodObject[] =>
   pods(ns).filter((p) => p.status.phase === 'Running' && p.status.podIP && !p.metadata.deletionTimestamp);
 
-/** Sandbox events of `app`'s pods since `sinceMs` (reason → count): the kubelet's CNI failures. */
-function sandboxEvents(app: string, sinceMs: number): string {
-  const list = JSON.parse(kubectlOk(['-n', ns, 'get', 'events', '-o', 'json'])) as {
-    items: {
-      reason: string;
-      count?: number;
-      lastTimestamp?: string;
-      eventTime?: string;
-      involvedObject: { name: string };
-    }[];
-  };
-  const out = new Map<string, number>();
-  for (const e of list.items) {
-    if (!e.involvedObject.name.startsWith(`${app}-`) || !/sandbox/i.test(e.reason)) continue;
-    if (Date.parse(e.lastTimestamp ?? e.eventTime ?? '') < sinceMs - 1000) continue;
-    out.set(e.reason, (out.get(e.reason) ?? 0) + (e.count ?? 1));
-  }
-  return [...out].map(([r, n]) => `${n}× ${r}`).join(', ') || 'none';
-}
-
-/** Reports what the plugin on `node` did since `offset`, and the sandbox events of `app`. */
-function report(
-  t: TestContext,
-  node: string,
-  offsets: { plugin: number; kubelet: number },
-  app: string,
-  sinceMs: number,
-): void {
-  const s = pluginSummary(node, offsets.plugin);
-  t.diagnostic(`${node} plugin calls: ${s.done}`);
-  t.diagnostic(`${node} plugin failures: ${s.failed.join('; ') || 'none'}`);
-  t.diagnostic(`${app} sandbox events: ${sandboxEvents(app, sinceMs)}`);
-  const notReady = networkNotReady(node, offsets.kubelet);
-  t.diagnostic(
-    `${node} kubelet "network not ready" lines: ${notReady.length}${notReady[0] ? `; first: ${notReady[0].slice(0, 400)}` : ''}`,
-  );
-}
-
-/** Where a scenario's reading of `node`'s plugin and kubelet logs starts. */
-const logOffsets = (node: string): { plugin: number; kubelet: number } => ({
-  plugin: sizeOf(pluginLogOf(node)),
-  kubelet: sizeOf(kubeletLogOf(node)),
-});
-
-const secs = (fromMs: number): string => `${((Date.now() - fromMs) / 1000).toFixed(1)} s`;
-
-/** `kubectl` run in the background (for a command that blocks, as `rollout status`). */
-function kubectlAsync(args: readonly string[]): Promise<{ status: number; out: string }> {
-  const c = cluster();
-  return new Promise((resolve) => {
-    const child = spawn(`${c.bin}/kubectl`, ['--kubeconfig', c.kubeconfig, ...args]);
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('close', (status) => resolve({ status: status ?? -1, out }));
-  });
-}
-
 before(() => {
   const c = cluster();
   n2 = c.nodes[1] ?? 'node-2';
   n3 = c.nodes[2] ?? 'node-3';
-  installWithPluginLog(setUpChart(ns));
-  waitRolledOut();
 });
 
-after(() => tearDownChart(ns));
-
-/** The burst of scenarios 1 and 2: 30 pods of `burst` on n2. */
-const BURST = 30;
+/** The burst of scenarios 1 and 2: 90 pods of `burst` on n2. */
+const BURST = 90;
+/** Addresses a /26 block of the chart's pool can hold (64 less its reserved ordinals). */
+const BLOCK_ADDRESSES = 61;
+/** IPAMConfig minFreeAddressesPerNode's default: the free addresses a node keeps claimed ahead. */
+const WATERMARK = 16;
 
 /**
- * Scenarios 1 and 2: deployment `burst` (on n2) scaled in `direction` — `up`: 0 → 30, a burst
- * of ADDs; `down`: 30 → 0, a burst of DELs — and n2's agent SIGKILLed once 3 of the burst's
+ * Scenarios 1 and 2: deployment `burst` (on n2) scaled in `direction` — `up`: 0 → 90, a burst
+ * of ADDs; `down`: 90 → 0, a burst of DELs — and n2's agent SIGKILLed once 3 of the burst's
  * addresses are allocated (up) or released (down). Then, the agent restarted and Ready meanwhile:
  * every pod Running (up) or gone with every address released (down), the ledger exact and
  * `ipamctl check` clean.
@@ -179,7 +127,7 @@ async function killDuringBurst(t: TestContext, direction: 'up' | 'down'): Promis
   const tKill = Date.now();
   t.diagnostic(`agent PID ${killed.pid} on ${n2} SIGKILLed ${secs(t0)} after the scale, ${held} allocated`);
   const burstDone = async (): Promise<void> => {
-    await running('burst', target, 420_000);
+    await running('burst', target, 600_000);
     t.diagnostic(`${target} pods Running ${secs(t0)} after the scale`);
     if (target > 0) return;
     await released();
@@ -192,59 +140,103 @@ async function killDuringBurst(t: TestContext, direction: 'up' | 'down'): Promis
     burstDone(),
   ]);
   assert.equal(new Set(assertLedger(ns, runningPods())).size, target);
-  report(t, n2, offset, 'burst', t0);
+  report(t, ns, n2, offset, 'burst', t0);
   await checkClean();
 }
 
-test('1. the agent SIGKILLed during a burst of 30 ADDs on its node: every pod Running once it is back', async (t) => {
+test('1. the agent SIGKILLed during a burst of 90 ADDs on its node, three rounds: every pod Running, at most one extra block a round', async (t) => {
   await nodesReady(120_000);
   kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinnedDeployment('burst', n2)));
-  await killDuringBurst(t, 'up');
+  for (let round = 1; round <= 3; round++) {
+    const before = affineBlocks(n2).size;
+    await killDuringBurst(t, 'up');
+    const blocks = affineBlocks(n2);
+    const used = [...blocks.values()].reduce((sum, n) => sum + n, 0);
+    const need = Math.ceil((used + WATERMARK) / BLOCK_ADDRESSES);
+    t.diagnostic(
+      `round ${round}: ${n2} holds ${blocks.size} blocks (${before} before; ${used} addresses in use and the watermark need ${need})`,
+    );
+    assert.ok(
+      blocks.size <= Math.max(before, need) + 1,
+      `round ${round}: ${blocks.size} blocks, at most ${Math.max(before, need) + 1}`,
+    );
+    if (round === 3) break;
+    scale('burst', 0);
+    await running('burst', 0, 600_000);
+    await released();
+  }
 });
 
-test('2. the agent SIGKILLed during the burst of 30 DELs: every address released', async (t) => {
-  assert.equal(allocationsOf(ns).length, BURST, 'the 30 pods of scenario 1 hold their addresses');
+test('2. the agent SIGKILLed during the burst of 90 DELs: every address released', async (t) => {
+  assert.equal(allocationsOf(ns).length, BURST, 'the 90 pods of scenario 1 hold their addresses');
   await killDuringBurst(t, 'down');
 });
 
-test('3. the agent DaemonSet rolled while pods churn on every node: all Running or released, none stuck', async (t) => {
+test('3. the agent DaemonSet rolled twice (a restart, an upgrade) under churn of 30 pods per node: 0 failed IPAM calls', async (t) => {
   const c = cluster();
-  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(spreadDeployment('churn', 6, 1)));
-  await running('churn', 6);
-  const before = new Map(c.nodes.map((n) => [n, agentOn(n).uid]));
+  const total = 30 * c.nodes.length;
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(spreadDeployment('churn', total, 1)));
+  await running('churn', total, 600_000);
   const offsets = new Map(c.nodes.map((n) => [n, logOffsets(n)]));
   const t0 = Date.now();
-  kubectlOk(['-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENTS}`]);
-  let rolled = false;
-  const rollout = kubectlAsync([
-    '-n',
-    NAMESPACE,
-    'rollout',
-    'status',
-    `daemonset/${AGENTS}`,
-    '--timeout=400s',
-  ]);
-  void rollout.then(() => (rolled = true));
   let rounds = 0;
-  while (!rolled) {
-    kubectlOk(['-n', ns, 'delete', 'pods', '-l', 'app=churn', '--wait=false', '--grace-period=1']);
-    rounds++;
-    await running('churn', 6, 300_000);
-  }
-  const r = await rollout;
-  assert.equal(r.status, 0, r.out);
-  t.diagnostic(`rollout done ${secs(t0)} after the restart; ${rounds} churn rounds of 6 pods`);
-  assert.ok(rounds >= 1);
-  for (const n of c.nodes) assert.notEqual(agentOn(n).uid, before.get(n), `${n}: a new agent pod`);
-  const ps = await running('churn', 6);
-  t.diagnostic(`6 pods Running ${secs(t0)} after the restart`);
-  assert.equal(new Set(assertLedger(ns, runningPods())).size, 6);
+  /** Deletes and re-creates every churn pod, round after round, until the rollout is done. */
+  const churnDuring = async (what: string): Promise<void> => {
+    const before = new Map(c.nodes.map((n) => [n, agentOn(n).uid]));
+    let rolled = false;
+    const status = kubectlAsync([
+      '-n',
+      NAMESPACE,
+      'rollout',
+      'status',
+      `daemonset/${AGENTS}`,
+      '--timeout=600s',
+    ]);
+    void status.then(() => (rolled = true));
+    const from = rounds;
+    while (!rolled) {
+      kubectlOk(['-n', ns, 'delete', 'pods', '-l', 'app=churn', '--wait=false', '--grace-period=1']);
+      rounds++;
+      await running('churn', total, 600_000);
+    }
+    const r = await status;
+    assert.equal(r.status, 0, r.out);
+    t.diagnostic(
+      `${what}: rolled ${secs(t0)} after the start; ${rounds - from} churn rounds of ${total} pods`,
+    );
+    assert.ok(rounds > from, `${what}: pods churned during the roll`);
+    for (const n of c.nodes)
+      assert.notEqual(agentOn(n).uid, before.get(n), `${what}: ${n} has a new agent pod`);
+  };
+  kubectlOk(['-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENTS}`]);
+  await churnDuring('rollout restart');
+  // the upgrade: a new image reference rolls the agents as a new version would (the same bytes:
+  // wire compatibility across versions is the forwarder test's version skew)
+  const next = `${chart.image().ref.split(':')[1] ?? ''}-next`;
   for (const n of c.nodes) {
-    report(t, n, offsets.get(n) ?? { plugin: 0, kubelet: 0 }, 'churn', t0);
+    const tag = inNode(n, 'sh', [
+      '-c',
+      `ctr --address "$CONTAINERD" -n k8s.io images tag --force ${chart.image().ref} localhost/blockipam:${next}`,
+    ]);
+    assert.equal(tag.status, 0, tag.stderr);
   }
-  assert.equal(ps.length, 6);
+  const upgrade = helm(4, [
+    ...['upgrade', RELEASE, CHART, '--namespace', NAMESPACE, '--reuse-values'],
+    ...['--set', `image.tag=${next}`],
+  ]);
+  assert.equal(upgrade.status, 0, `helm upgrade:\n${upgrade.stdout}\n${upgrade.stderr}`);
+  await churnDuring('helm upgrade');
+  const ps = await running('churn', total, 600_000);
+  assert.equal(new Set(assertLedger(ns, runningPods())).size, total);
+  const failures: string[] = [];
+  for (const n of c.nodes) {
+    const seen = report(t, ns, n, offsets.get(n) ?? { plugin: 0, kubelet: 0 }, 'churn', t0);
+    failures.push(...seen.failed.map((f) => `${n}: ${f}`), ...seen.events.map((e) => `${n}: ${e}`));
+  }
+  assert.deepEqual(failures, [], 'no IPAM call failed and no sandbox event during the two rolls');
+  assert.equal(ps.length, total);
   scale('churn', 0);
-  await running('churn', 0);
+  await running('churn', 0, 600_000);
   await released();
   assertLedger(ns, []);
   await checkClean();
@@ -362,9 +354,58 @@ test('5. a standalone plugin and the agent write one node’s blocks at once: ad
     allocations().filter((a) => a.handle.startsWith(`${network}.faults-sa-`)),
     [],
   );
-  report(t, n3, offset, 'mixed', t0);
+  report(t, ns, n3, offset, 'mixed', t0);
   scale('mixed', 0);
   await running('mixed', 0);
+  await released();
+  await checkClean();
+});
+
+test('6. the agent SIGSTOPped 40 s while pods churn on its node: calls fall back, the node stays Ready, no late ADD', async (t) => {
+  kubectlOk(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pinnedDeployment('stall', n2, 10)));
+  await running('stall', 10);
+  await nodesReady(120_000);
+  const offset = logOffsets(n2);
+  const watching = watchNodes();
+  const pid = signalAgent(n2, 'STOP');
+  const tStop = Date.now();
+  let rounds = 0;
+  let tCont = 0;
+  try {
+    // the stall itself is the scenario: 40 s of a stopped agent, pods churning on its node
+    while (Date.now() - tStop < 40_000) {
+      kubectlOk(['-n', ns, 'delete', 'pods', '-l', 'app=stall', '--wait=false', '--grace-period=1']);
+      rounds++;
+      await running('stall', 10, 300_000);
+    }
+  } finally {
+    inNode(n2, 'kill', ['-CONT', String(pid)]);
+    tCont = Date.now();
+  }
+  t.diagnostic(
+    `agent PID ${pid} on ${n2} stopped ${((tCont - tStop) / 1000).toFixed(1)} s; ${rounds} churn rounds of 10 pods`,
+  );
+  const during = pluginLines(n2, offset.plugin).filter(
+    (l) => Date.parse(l.time) >= tStop && Date.parse(l.time) <= tCont,
+  );
+  const direct = during.filter((l) => l.msg === 'done' && l.path === 'direct' && l.cmd === 'ADD').length;
+  t.diagnostic(`${n2}: ${direct} ADDs answered by the direct path during the stall`);
+  assert.ok(direct >= 10, 'the ADDs during the stall fell back to the direct path');
+  assert.deepEqual(
+    during.filter((l) => l.level === 'error').map((l) => `${l.cmd} ${l.code}: ${l.msg}`),
+    [],
+    'no call failed during the stall',
+  );
+  await waitFor(`the agent on ${n2} Ready again`, () => (agentOn(n2).ready ? true : undefined), 120_000);
+  kubectlOk(['-n', ns, 'delete', 'pods', '-l', 'app=stall', '--wait=false', '--grace-period=1']);
+  await running('stall', 10);
+  const lost = await watching.stop();
+  assert.deepEqual(lost, [], 'no node turned NotReady and none lost its conflist');
+  // an ADD the stopped agent ran after its client had fallen back would hold an address of no pod
+  assert.equal(new Set(assertLedger(ns, runningPods())).size, 10);
+  report(t, ns, n2, offset, 'stall', tStop);
+  scale('stall', 0);
+  await running('stall', 0);
   await released();
   await checkClean();
 });

@@ -212,6 +212,39 @@ export function nodeReady(node: string): string {
   return r.stdout.trim();
 }
 
+/**
+ * Samples every node's conflist and Ready condition until `stop`: what it saw missing, by node
+ * ("node-1: conflist", "node-1: NotReady (<status>: <reason>: <message>)").
+ */
+export function watchNodes(): { stop(): Promise<string[]> } {
+  const lost = new Set<string>();
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      for (const node of cluster().nodes) {
+        if (!existsSync(`${cluster().runDir}/${node}/cni/net.d/10-blockipam.conflist`))
+          lost.add(`${node}: conflist`);
+        if (nodeReady(node) !== 'True') lost.add(`${node}: NotReady (${readyCondition(node)})`);
+      }
+      // sampling pace (not a wait for a condition): leaves the 2 cores to the cluster
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return [...lost];
+    },
+  };
+}
+
+/** The Ready condition's status, reason and message, for a failure message. */
+function readyCondition(node: string): string {
+  const jsonpath = '{range .status.conditions[?(@.type=="Ready")]}{.status}: {.reason}: {.message}{end}';
+  return kubectl(['get', 'node', node, '-o', `jsonpath=${jsonpath}`]).stdout.trim();
+}
+
 /** A busybox container spec for the cluster's imported image. */
 export function busybox(name: string, command: readonly string[]): Record<string, unknown> {
   return { name, image: cluster().busyboxImage, imagePullPolicy: 'Never', command };

@@ -16,8 +16,10 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { cluster, importImage, inNode, kubectl, kubectlOk, type RunResult } from '../helpers/cluster.ts';
 import { CHART, helm as runHelm, REPO, type HelmMajor } from '../charts/helm.ts';
+import { nodesReady } from './blockipam.ts';
 
 /** The CNI folder as every node's mount namespace sees it. */
 export const NODE_CNI = '/run/blockipam-cni';
@@ -182,4 +184,32 @@ export function tearDownChart(ns?: string): void {
   helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
   kubectl(['delete', 'ipamblocks,ippools,ipamconfigs', '--all']);
   cleanNodes();
+}
+
+/**
+ * A test file's chart fixture, registered as its `before` and `after` hooks. Before:
+ * {@link setUpChart}(`ns`), `beforeInstall` (e.g. a namespace annotation), {@link installWithPluginLog}
+ * with `set`, {@link waitRolledOut}, then every node Ready (a kubelet reports Ready once the
+ * runtime has loaded the conflist its agent just wrote). After: {@link tearDownChart}(`ns`).
+ * @returns the image (read it once `before` has run)
+ */
+export function chartFixture(
+  ns: string,
+  options: { readonly set?: readonly string[]; readonly beforeInstall?: () => void } = {},
+): { image(): ChartImage } {
+  let image: ChartImage | undefined;
+  before(async () => {
+    image = setUpChart(ns);
+    options.beforeInstall?.();
+    installWithPluginLog(image, options.set ? { set: options.set } : {});
+    waitRolledOut();
+    await nodesReady(120_000);
+  });
+  after(() => tearDownChart(ns));
+  return {
+    image() {
+      if (!image) throw new Error('chartFixture: the image is known once before() has run');
+      return image;
+    },
+  };
 }

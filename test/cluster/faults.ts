@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import type { TestContext } from 'node:test';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cluster, inNode, kubectlOk } from '../helpers/cluster.ts';
@@ -69,6 +70,15 @@ export function agentOn(node: string): {
  * @returns the PID killed and the restart count before
  */
 export function killAgent(node: string): { pid: number; restarts: number } {
+  const restarts = agentOn(node).restarts;
+  const pid = agentPid(node);
+  const r = inNode(node, 'kill', ['-KILL', String(pid)]);
+  assert.equal(r.status, 0, r.stderr);
+  return { pid, restarts };
+}
+
+/** The agent's PID on `node`: from the node's containerd (`ctr task ls`), checked to be the agent. */
+function agentPid(node: string): number {
   const agent = agentOn(node);
   assert.ok(agent.containerID, `${node}: the agent container has an ID`);
   const tasks = inNode(node, 'sh', ['-c', 'ctr --address "$CONTAINERD" -n k8s.io task ls']);
@@ -78,9 +88,7 @@ export function killAgent(node: string): { pid: number; restarts: number } {
   assert.ok(pid > 1, `${node}: the agent's task in \`ctr task ls\`: ${line ?? tasks.stdout}`);
   const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
   assert.match(cmdline, /blockipam-agent/, `PID ${pid} is the agent`);
-  const r = inNode(node, 'kill', ['-KILL', String(pid)]);
-  assert.equal(r.status, 0, r.stderr);
-  return { pid, restarts: agent.restarts };
+  return pid;
 }
 
 /** Waits until the agent on `node` restarted (count above `restarts`) and is Ready again. */
@@ -202,9 +210,9 @@ export interface PluginRun {
 
 /**
  * Runs the node's installed plugin executable (`<cni bin>/blockipam`) `count` times at once on
- * `node`, with the agent's conflist entry but `ipam.mode: "standalone"` (the direct path, no
- * connect()), CNI_COMMAND `command`, container IDs `<prefix>-<i>`, ifname eth0, a netns path
- * that is never opened (an IPAM plugin alone does not enter it), no pod in CNI_ARGS.
+ * `node`, with the agent's conflist entry but `ipam.mode` = `mode` (default "standalone": the
+ * direct path, no connect()), CNI_COMMAND `command`, container IDs `<prefix>-<i>`, ifname eth0,
+ * a netns path that is never opened (an IPAM plugin alone does not enter it), no pod in CNI_ARGS.
  * @returns each call's exit status and stdout, once all have ended
  */
 export function standalonePlugin(
@@ -212,6 +220,7 @@ export function standalonePlugin(
   command: 'ADD' | 'DEL',
   prefix: string,
   count: number,
+  mode: 'standalone' | 'agent' = 'standalone',
 ): Promise<PluginRun[]> {
   const c = cluster();
   const dir = join(c.runDir, node, 'faults-standalone', `${command}-${prefix}`);
@@ -225,7 +234,7 @@ export function standalonePlugin(
     cniVersion: conflist.cniVersion,
     name: conflist.name,
     ...ptp,
-    ipam: { ...ptp.ipam, mode: 'standalone' },
+    ipam: { ...ptp.ipam, mode },
   };
   writeFileSync(join(dir, 'netconf.json'), JSON.stringify(netconf));
   const bin = join(c.runDir, node, 'cni', 'bin');
@@ -259,4 +268,97 @@ export function standalonePlugin(
       resolve(out);
     });
   });
+}
+
+/**
+ * The kubelet's CNI failure events of `app`'s pods in `ns` since `sinceMs`, reason → count
+ * (FailedCreatePodSandBox, FailedKillPod and any other reason naming a sandbox).
+ */
+export function sandboxEvents(ns: string, app: string, sinceMs: number): Map<string, number> {
+  const list = JSON.parse(kubectlOk(['-n', ns, 'get', 'events', '-o', 'json'])) as {
+    items: {
+      reason: string;
+      count?: number;
+      lastTimestamp?: string;
+      eventTime?: string;
+      involvedObject: { name: string };
+    }[];
+  };
+  const out = new Map<string, number>();
+  for (const e of list.items) {
+    if (!e.involvedObject.name.startsWith(`${app}-`) || !/sandbox|KillPod/i.test(e.reason)) continue;
+    if (Date.parse(e.lastTimestamp ?? e.eventTime ?? '') < sinceMs - 1000) continue;
+    out.set(e.reason, (out.get(e.reason) ?? 0) + (e.count ?? 1));
+  }
+  return out;
+}
+
+/** Where a scenario's reading of `node`'s plugin and kubelet logs starts. */
+export const logOffsets = (node: string): { plugin: number; kubelet: number } => ({
+  plugin: sizeOf(pluginLogOf(node)),
+  kubelet: sizeOf(kubeletLogOf(node)),
+});
+
+/** Seconds since `fromMs`, for diagnostics ("4.2 s"). */
+export const secs = (fromMs: number): string => `${((Date.now() - fromMs) / 1000).toFixed(1)} s`;
+
+/**
+ * Reports (test diagnostics) what the plugin on `node` did since `offsets`, the sandbox events
+ * of `app` in `ns` and the kubelet's "network not ready" lines.
+ * @returns the plugin's failures (`N× CMD code: message`) and the sandbox events (`N× reason`)
+ */
+export function report(
+  t: TestContext,
+  ns: string,
+  node: string,
+  offsets: { plugin: number; kubelet: number },
+  app: string,
+  sinceMs: number,
+): { failed: string[]; events: string[] } {
+  const s = pluginSummary(node, offsets.plugin);
+  const events = [...sandboxEvents(ns, app, sinceMs)].map(([r, n]) => `${n}× ${r}`);
+  t.diagnostic(`${node} plugin calls: ${s.done}`);
+  t.diagnostic(`${node} plugin failures: ${s.failed.join('; ') || 'none'}`);
+  t.diagnostic(`${app} sandbox events: ${events.join(', ') || 'none'}`);
+  const notReady = networkNotReady(node, offsets.kubelet);
+  t.diagnostic(
+    `${node} kubelet "network not ready" lines: ${notReady.length}${notReady[0] ? `; first: ${notReady[0].slice(0, 400)}` : ''}`,
+  );
+  return { failed: s.failed, events };
+}
+
+/** `kubectl` run in the background (for a command that blocks, as `rollout status`). */
+export function kubectlAsync(args: readonly string[]): Promise<{ status: number; out: string }> {
+  const c = cluster();
+  return new Promise((resolve) => {
+    const child = spawn(`${c.bin}/kubectl`, ['--kubeconfig', c.kubeconfig, ...args]);
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('close', (status) => resolve({ status: status ?? -1, out }));
+  });
+}
+
+/** The IPAMBlocks whose affinity is `node`: name → allocation count. */
+export function affineBlocks(node: string): Map<string, number> {
+  const list = JSON.parse(kubectlOk(['get', 'ipamblocks', '-o', 'json'])) as {
+    items: { metadata: { name: string }; spec: { affinity: string | null; allocations: object } }[];
+  };
+  return new Map(
+    list.items
+      .filter((b) => b.spec.affinity === node)
+      .map((b) => [b.metadata.name, Object.keys(b.spec.allocations).length]),
+  );
+}
+
+/**
+ * Sends `signal` (STOP or CONT) to the agent's process on `node` (its PID from the node's
+ * containerd, checked to be the agent executable).
+ * @returns the PID signalled
+ */
+export function signalAgent(node: string, signal: 'STOP' | 'CONT'): number {
+  const pid = agentPid(node);
+  const r = inNode(node, 'kill', [`-${signal}`, String(pid)]);
+  assert.equal(r.status, 0, r.stderr);
+  return pid;
 }

@@ -12,7 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { cluster, daemon, inNode, kubectlOk } from '../helpers/cluster.ts';
 import {
   addressOf,
@@ -23,24 +23,12 @@ import {
   podsRunning,
   waitFor,
 } from './blockipam.ts';
-import {
-  installWithPluginLog,
-  NAMESPACE,
-  PREFIX,
-  setUpChart,
-  tearDownChart,
-  waitRolledOut,
-} from './chart.ts';
+import { chartFixture, NAMESPACE, PREFIX } from './chart.ts';
 import { agentOn } from './faults.ts';
 
 const ns = 'bipam-rereg';
 
-before(() => {
-  const image = setUpChart(ns);
-  installWithPluginLog(image);
-  waitRolledOut();
-});
-after(() => tearDownChart(ns));
+chartFixture(ns);
 
 /** The names of the blocks affine to `node`. */
 function affineBlocks(node: string): string[] {

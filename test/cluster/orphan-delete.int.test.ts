@@ -11,39 +11,26 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { cluster, kubectl, kubectlOk } from '../helpers/cluster.ts';
 import { CHART } from '../charts/helm.ts';
-import { busybox, nodeReady, nodesReady, pods, waitFor } from './blockipam.ts';
+import { busybox, pods, waitFor, watchNodes } from './blockipam.ts';
 import {
+  chartFixture,
   helm,
   harnessValues,
-  installWithPluginLog,
   NAMESPACE,
   PLUGIN_LOG,
   PREFIX,
   RELEASE,
-  setUpChart,
-  tearDownChart,
   waitRolledOut,
 } from './chart.ts';
-import type { ChartImage } from './chart.ts';
 
 const ns = 'bipam-orphan';
 const AGENT = `${PREFIX}-agent`;
 const AGENT_PODS = `app.kubernetes.io/instance=${RELEASE},app.kubernetes.io/component=agent`;
-let image: ChartImage;
-
-before(async () => {
-  image = setUpChart(ns);
-  installWithPluginLog(image);
-  waitRolledOut();
-  // the watch below asserts no node turns NotReady: it starts from every node Ready (the kubelet
-  // reports Ready once the runtime has loaded the conflist the agents just wrote)
-  await nodesReady(120_000);
-});
+const chart = chartFixture(ns);
 after(() => {
-  tearDownChart(ns);
   // the selector-change test's DaemonSet is not Helm's (created by kubectl, another selector):
   // gone with its pods, so the next file's helm install finds no agent DaemonSet or pod
   kubectl(['-n', NAMESPACE, 'delete', 'daemonset', AGENT, '--ignore-not-found', '--wait=true']);
@@ -52,38 +39,6 @@ after(() => {
 });
 
 const conflistOf = (node: string): string => `${cluster().runDir}/${node}/cni/net.d/10-blockipam.conflist`;
-
-/**
- * Samples every node's conflist and Ready condition until {@link stop}: what it saw missing,
- * by node ("conflist", "NotReady").
- */
-function watchNodes(): { stop(): Promise<string[]> } {
-  const lost = new Set<string>();
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      for (const node of cluster().nodes) {
-        if (!existsSync(conflistOf(node))) lost.add(`${node}: conflist`);
-        if (nodeReady(node) !== 'True') lost.add(`${node}: NotReady (${readyCondition(node)})`);
-      }
-      // sampling pace (not a wait for a condition): leaves the 2 cores to the cluster
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return [...lost];
-    },
-  };
-}
-
-/** The Ready condition's status, reason and message, for the failure message. */
-function readyCondition(node: string): string {
-  const jsonpath = '{range .status.conditions[?(@.type=="Ready")]}{.status}: {.reason}: {.message}{end}';
-  return kubectl(['get', 'node', node, '-o', `jsonpath=${jsonpath}`]).stdout.trim();
-}
 
 /** The agent pods' uids by node. */
 function agentPods(): Map<string, string> {
@@ -113,7 +68,7 @@ test('kubectl delete ds --cascade=orphan, a pod started meanwhile, helm upgrade:
       },
       180_000,
     );
-    const values = [`image.tag=${image.ref.split(':')[1] ?? ''}`, `plugin.logFile=${PLUGIN_LOG}`];
+    const values = [`image.tag=${chart.image().ref.split(':')[1] ?? ''}`, `plugin.logFile=${PLUGIN_LOG}`];
     const upgrade = helm(4, [
       ...['upgrade', RELEASE, CHART, '--namespace', NAMESPACE, ...harnessValues()],
       ...['--set', values.join(',')],

@@ -17,17 +17,10 @@
  * an address from it (the kubelet retries the sandbox).
  */
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { cluster, kubectl, kubectlOk } from '../helpers/cluster.ts';
 import { busybox, inCidr, pods, waitFor } from './blockipam.ts';
-import {
-  installWithPluginLog,
-  NAMESPACE,
-  PREFIX,
-  setUpChart,
-  tearDownChart,
-  waitRolledOut,
-} from './chart.ts';
+import { chartFixture, NAMESPACE, PREFIX } from './chart.ts';
 import { AGENT_METRICS_PORT, scrape, sum } from './metrics.ts';
 
 const ns = 'bipam-refusal';
@@ -36,13 +29,9 @@ const CIDR = '10.251.0.0/26';
 const CONFIGMAP = `${PREFIX}-claim-pools`;
 const CONTROLLER = `deployment/${PREFIX}-controller`;
 
-before(() => {
-  const image = setUpChart(ns);
-  kubectlOk(['annotate', 'namespace', ns, `ipam.blockipam.io/ippools=["${POOL}"]`]);
-  installWithPluginLog(image);
-  waitRolledOut();
+chartFixture(ns, {
+  beforeInstall: () => kubectlOk(['annotate', 'namespace', ns, `ipam.blockipam.io/ippools=["${POOL}"]`]),
 });
-after(() => tearDownChart(ns));
 
 /** The pools ConfigMap `<fullname>-claim-pools` lists (its data keys). */
 const listed = (): string[] =>
