@@ -133,7 +133,7 @@ const partBoundaries = {
 /**
  * Core's rooms (docs/design-core.md, the layout at its top) and the rooms each may import: address and errors
  * at the ground, block over address, the datastores (datastore/, kube/) over errors, the
- * allocator over those, routes, node-ipam and cni on top. The files at core/'s top (resources,
+ * allocator over those, routes, node-ipam, cni and adopt on top. The files at core/'s top (resources,
  * selector, config, time, …, the barrel) are open to every room.
  */
 const coreRooms = {
@@ -146,6 +146,7 @@ const coreRooms = {
   routes: ['address', 'allocator'],
   'node-ipam': ['address', 'allocator', 'block', 'datastore', 'errors'],
   cni: ['address', 'allocator', 'block', 'datastore', 'errors', 'node-ipam'],
+  adopt: ['address', 'allocator', 'block'],
 };
 const roomOf = (path) => {
   if (!path.startsWith(coreDir)) return undefined;

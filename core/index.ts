@@ -9,6 +9,8 @@
  *               maxBlocksPerNode act on; docs/design-core.md §Trusted blocks)
  * Pool health:  poolUtilization, poolConditions, setConditions, nodeHeadroom (IPPool.status's
  *               figures, conditions and short nodes; docs/design-controller.md §Pool conditions)
+ * Adoption:     planAdoption (what keeping a host-local cluster's pod addresses in place
+ *               would hold, and what stops it: ipamctl adopt plan)
  * Routes:       planIPAMNodes, sameIPAMNodeSpec, internalIPs (the per-node route source,
  *               docs/design-controller.md §IPAMNode)
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
@@ -65,6 +67,11 @@ export { newStats } from './allocator/context.ts';
 export type { AllocatorOptions, AllocatorStats, RollbackFailure } from './allocator/context.ts';
 export { handleOf } from './allocator/types.ts';
 export type { AssignedAddress, AssignOutcome, AutoAssignRequest } from './allocator/types.ts';
+export { planAdoption } from './adopt/plan.ts';
+export type { AdoptionInput, AdoptionPlan, NodeAdoptionPlan, PodAddressPlan } from './adopt/plan.ts';
+export type { PodCIDRPlan } from './adopt/podcidr-plan.ts';
+export type { PodCIDRNode } from './adopt/podcidr.ts';
+export type { AdoptionConflict, AdoptionNote } from './adopt/conflicts.ts';
 export { validatePool } from './pool-validation.ts';
 export { rfc3339 } from './time.ts';
 
