@@ -60,7 +60,7 @@ export { POOL_CONDITIONS, poolConditions } from './allocator/pool-conditions.ts'
 export type { PoolConditionInput } from './allocator/pool-conditions.ts';
 export { cannotClaimText, nodeHeadroom, requestedManualPools } from './allocator/headroom.ts';
 export type { HeadroomNode, NodeHeadroom, ShortReason } from './allocator/headroom.ts';
-export { freeOf, planUpkeep } from './allocator/upkeep-plan.ts';
+export { planUpkeep } from './allocator/upkeep-plan.ts';
 export type { UpkeepPlan } from './allocator/upkeep-plan.ts';
 export { becameTrue, conditionOf, setConditions } from './conditions.ts';
 export { newStats } from './allocator/context.ts';
@@ -89,6 +89,7 @@ export {
 export type { Freeze, FreezeReason } from './block/frozen.ts';
 export {
   allocateOrdinal,
+  blockFree,
   capacityOf,
   cidrOf,
   emptySinceMs,

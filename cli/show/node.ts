@@ -28,7 +28,7 @@ import type {
   PoolSnapshot,
   ShortReason,
 } from 'blockipam/core';
-import { freeOf, planUpkeep } from 'blockipam/core';
+import { blockFree, planUpkeep } from 'blockipam/core';
 
 /** One affine block of the node. */
 interface NodeBlock {
@@ -152,7 +152,7 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom {
         pool: b.metadata.labels?.[POOL_LABEL] ?? '',
         capacity: capacityOf(b),
         used: Object.keys(b.spec.allocations).length,
-        free: freeOf(b),
+        free: blockFree(b),
       })),
   };
 }

@@ -18,14 +18,13 @@
  *   family, frozen ones not counted (`MaxBlocksPerNode`), or the pool has no unclaimed block
  *   (`NoUnclaimedBlocks`), checked in that order.
  */
-import { capacityOf, cidrOf } from '../block/block.ts';
+import { blockFree, cidrOf } from '../block/block.ts';
 import { isAllocatable } from '../block/frozen.ts';
 import { POOL_LABEL } from '../block/labels.ts';
 import type { IPAMSettings } from '../config.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { POOLS_ANNOTATION } from '../annotations.ts';
-import { matchesSelector } from '../selector.ts';
-import { poolCidr } from './pools.ts';
+import { poolCidr, servesNode } from './pools.ts';
 
 export type ShortReason = 'AutoAllocateOff' | 'MaxBlocksPerNode' | 'NoUnclaimedBlocks';
 
@@ -110,15 +109,6 @@ export function cannotClaimText(
 }
 
 /**
- * Free addresses of one block the allocator may hand out: assignable ordinals minus allocations,
- * never below 0; 0 for a frozen block (core/block/frozen.ts), which is no room for its node.
- */
-export function blockFree(block: IPAMBlock): number {
-  if (!isAllocatable(block)) return 0;
-  return Math.max(0, capacityOf(block) - Object.keys(block.spec.allocations).length);
-}
-
-/**
  * One entry per (eligible pool, node), pools in the given order, nodes by name.
  * Cost: O(blocks + pools × nodes).
  */
@@ -142,13 +132,11 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
   const nodes = [...input.nodes].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   const result: NodeHeadroom[] = [];
   for (const pool of input.pools) {
-    const manual = (pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic';
     const name = pool.metadata.name;
     const family = String(poolCidr(pool).family);
     for (const node of nodes) {
-      if (!matchesSelector(pool.spec.nodeSelector, node.metadata.labels ?? {})) continue;
       const n = node.metadata.name;
-      if (manual && input.requested?.get(n)?.has(name) !== true) continue;
+      if (!servesNode(pool, node.metadata.labels ?? {}, input.requested?.get(n))) continue;
       const room = {
         node: n,
         pool: name,

@@ -103,6 +103,23 @@ export function usablePools(pools: readonly IPPool[]): { usable: IPPool[]; shado
   return { usable, shadowed };
 }
 
+/**
+ * Whether usable `pool` serves a node with `nodeLabels` when no pod is at hand (headroom,
+ * pre-claim): its nodeSelector matches and it is `Automatic`, or `Manual` and named in `manual`
+ * (the Manual pools pending pods on the node request). The namespaceSelector is not read: some
+ * namespace may use the pool on this node.
+ */
+export function servesNode(
+  pool: IPPool,
+  nodeLabels: Readonly<Record<string, string>>,
+  manual?: ReadonlySet<string>,
+): boolean {
+  if (!matchesSelector(pool.spec.nodeSelector, nodeLabels)) return false;
+  return (
+    (pool.spec.assignmentMode ?? 'Automatic') === 'Automatic' || manual?.has(pool.metadata.name) === true
+  );
+}
+
 /** Who asks: the node's and the pod namespace's labels, and pools the pod requested. */
 export interface PoolRequest {
   family: IPFamily;

@@ -25,13 +25,11 @@
  *   make the node claim again.
  */
 import type { IPFamily } from '../address/ip.ts';
-import { cidrOf, emptySinceMs } from '../block/block.ts';
+import { blockFree, cidrOf, emptySinceMs } from '../block/block.ts';
 import { isAllocatable } from '../block/frozen.ts';
 import { POOL_LABEL } from '../block/labels.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
-import { matchesSelector } from '../selector.ts';
-import { blockFree } from './headroom.ts';
-import { poolCidr, type PoolSnapshot } from './pools.ts';
+import { poolCidr, servesNode, type PoolSnapshot } from './pools.ts';
 
 /** What the planner looks at. */
 export interface UpkeepView {
@@ -67,21 +65,12 @@ export interface UpkeepPlan {
   readonly watermark: number;
 }
 
-/** Free addresses of one block: assignable ordinals minus allocations, 0 when frozen (core's blockFree). */
-export function freeOf(block: IPAMBlock): number {
-  return blockFree(block);
-}
-
-/** The usable Automatic pools whose nodeSelector matches the node. */
+/** The usable Automatic pools whose nodeSelector matches the node (pools.ts servesNode). */
 export function eligiblePools(
   snapshot: PoolSnapshot,
   nodeLabels: Readonly<Record<string, string>>,
 ): IPPool[] {
-  return snapshot.usable.filter(
-    (pool) =>
-      (pool.spec.assignmentMode ?? 'Automatic') === 'Automatic' &&
-      matchesSelector(pool.spec.nodeSelector, nodeLabels),
-  );
+  return snapshot.usable.filter((pool) => servesNode(pool, nodeLabels));
 }
 
 const poolOf = (block: IPAMBlock): string => block.metadata.labels?.[POOL_LABEL] ?? '';
@@ -94,7 +83,7 @@ export function planUpkeep(view: UpkeepView): UpkeepPlan {
   const free = new Map<string, number>();
   const count = new Map<string, number>();
   for (const block of view.affine) {
-    free.set(poolOf(block), (free.get(poolOf(block)) ?? 0) + freeOf(block));
+    free.set(poolOf(block), (free.get(poolOf(block)) ?? 0) + blockFree(block));
     count.set(poolOf(block), (count.get(poolOf(block)) ?? 0) + 1);
   }
   const held: Record<IPFamily, number> = { 4: 0, 6: 0 };
@@ -153,7 +142,7 @@ function planReleases(
       if (isAllocatable(block)) {
         if (remaining <= 1) continue;
         const pool = poolOf(block);
-        const after = (free.get(pool) ?? 0) - freeOf(block);
+        const after = (free.get(pool) ?? 0) - blockFree(block);
         if (pools.eligible.has(pool) && after < pools.watermark) continue;
         free.set(pool, after);
         remaining -= 1;

@@ -15,7 +15,7 @@ import { mustParseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { API_VERSION } from '../resources.ts';
 import type { Allocation, IPAMBlock } from '../resources.ts';
-import { isSafeSequence, repairedSequence, trustedTimeMs } from './frozen.ts';
+import { isAllocatable, isSafeSequence, repairedSequence, trustedTimeMs } from './frozen.ts';
 import { blockLabels, POOL_LABEL, relabel } from './labels.ts';
 import { rfc3339 } from '../time.ts';
 
@@ -232,6 +232,15 @@ export function emptySinceMs(block: IPAMBlock, nowMs: number): number | undefine
 /** Assignable ordinals in the block: {@link blockCapacity} of its CIDR. */
 export function capacityOf(block: IPAMBlock): number {
   return blockCapacity(cidrOf(block));
+}
+
+/**
+ * Free addresses of one block the allocator may hand out: assignable ordinals minus allocations,
+ * never below 0; 0 for a frozen block (frozen.ts), which is no room for its node.
+ */
+export function blockFree(block: IPAMBlock): number {
+  if (!isAllocatable(block)) return 0;
+  return Math.max(0, capacityOf(block) - Object.keys(block.spec.allocations).length);
 }
 
 function withSpec(block: IPAMBlock, spec: IPAMBlock['spec']): IPAMBlock {

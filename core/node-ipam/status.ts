@@ -16,7 +16,7 @@
  * block of the cluster; steps 2 and 3 run only when the node's blocks are full.
  */
 import { blockCapacity } from '../address/block-cidr.ts';
-import { cidrOf, capacityOf } from '../block/block.ts';
+import { blockFree, cidrOf } from '../block/block.ts';
 import { isAllocatable } from '../block/frozen.ts';
 import { familySelector, nodeBlocksSelector, POOL_LABEL } from '../block/labels.ts';
 import type { IPFamily } from '../address/ip.ts';
@@ -46,8 +46,7 @@ function eligible(q: StatusQuery, family: IPFamily): IPPool[] {
 }
 
 const inPool = (pool: IPPool) => (b: IPAMBlock) => b.metadata.labels?.[POOL_LABEL] === pool.metadata.name;
-const hasRoom = (b: IPAMBlock): boolean =>
-  isAllocatable(b) && capacityOf(b) > Object.keys(b.spec.allocations).length;
+const hasRoom = (b: IPAMBlock): boolean => blockFree(b) > 0;
 
 /** Blocks of `pool` that were never claimed (a lower bound of 1 is all STATUS needs). */
 function unclaimedIn(pool: IPPool, claimed: number): bigint {
