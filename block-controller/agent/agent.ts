@@ -28,6 +28,7 @@ import { MasqueradeProgrammer, NftTable, removeMasquerade } from './masquerade/i
 import { IpRouteTable, RouteProgrammer, skipCounts } from './routes/index.ts';
 import type { RouteProgrammerOptions } from './routes/index.ts';
 import { AgentState } from './state.ts';
+import type { Kind } from './state.ts';
 import { Upkeep } from './upkeep/runner.ts';
 
 // 10 s: install mode retries while the API server is unreachable at start-up.
@@ -108,31 +109,20 @@ export async function runAgent(options: AgentOptions): Promise<void> {
         log.debug('route pass', { [F.node]: options.nodeName, ...routeFields(outcome) });
       },
     });
-    let handedSynced = false;
-    const update = (): void => {
-      handedSynced = watched.synced;
-      routes.update({
-        synced: handedSynced,
-        ipamNodes: watched.ipamNodes(),
-        node: watched.nodeObject(),
-        blocks: watched.nodeBlocks(),
-        pools: watched.pools(),
-      });
-    };
-    state.onChange((kind) => {
-      if (kind === 'blocks' || kind === 'node' || kind === 'ipamnodes' || kind === 'pools') update();
-    });
-    update();
-    // The programmer's repair pass reuses the last view: after a start during an API outage the
-    // last watch to sync may bring no block or IPAMNode event (an empty kind), so hand it the synced
-    // view as soon as the watches are (else it would wait forever).
-    const syncCheck = setInterval(() => {
-      if (!handedSynced && watched.synced) update();
-    }, 1_000);
-    lifecycle.onStop('routes', () => {
-      clearInterval(syncCheck);
-      return routes.stop();
-    });
+    handOver(
+      { watched, lifecycle, name: 'routes', kinds: ['blocks', 'node', 'ipamnodes', 'pools'] },
+      {
+        update: (synced) =>
+          routes.update({
+            synced,
+            ipamNodes: watched.ipamNodes(),
+            node: watched.nodeObject(),
+            blocks: watched.nodeBlocks(),
+            pools: watched.pools(),
+          }),
+        stop: () => routes.stop(),
+      },
+    );
   }
   const masquerade =
     options.masquerade === undefined
@@ -200,23 +190,10 @@ function startMasquerade(
       log.debug('masquerade pass', { [F.node]: node, [F.durationMs]: Math.round(ms), ...outcome });
     },
   });
-  let handedSynced = false;
-  const update = (): void => {
-    handedSynced = watched.synced;
-    masq.update({ synced: handedSynced, pools: watched.pools() });
-  };
-  watched.onChange((kind) => {
-    if (kind === 'pools') update();
-  });
-  update();
-  // as for routes: the last watch to sync may bring no pool event
-  const syncCheck = setInterval(() => {
-    if (!handedSynced && watched.synced) update();
-  }, 1_000);
-  lifecycle.onStop('masquerade', () => {
-    clearInterval(syncCheck);
-    return masq.stop();
-  });
+  const update = handOver(
+    { watched, lifecycle, name: 'masquerade', kinds: ['pools'] },
+    { update: (synced) => masq.update({ synced, pools: watched.pools() }), stop: () => masq.stop() },
+  );
   return {
     what: 'masquerade table',
     uninstall: async () => {
@@ -229,6 +206,37 @@ function startMasquerade(
       return Promise.resolve();
     },
   };
+}
+
+/**
+ * Hands `programmer` the watched view now, on each change of one of `kinds`, and once when the
+ * watches sync: its repair pass reuses the last view, and after a start during an API outage the
+ * last watch to sync may bring no event of those kinds (else it would wait forever). On stop, the
+ * sync check ends, then `programmer.stop`.
+ * @returns a function that hands the view again
+ */
+function handOver(
+  w: { watched: AgentState; lifecycle: Lifecycle; name: string; kinds: readonly Kind[] },
+  programmer: { update: (synced: boolean) => void; stop: () => Promise<void> },
+): () => void {
+  let handedSynced = false;
+  const update = (): void => {
+    handedSynced = w.watched.synced;
+    programmer.update(handedSynced);
+  };
+  w.watched.onChange((kind) => {
+    if (w.kinds.includes(kind)) update();
+  });
+  update();
+  // 1 s: how late a synced view reaches the programmer when no event follows the sync
+  const syncCheck = setInterval(() => {
+    if (!handedSynced && w.watched.synced) update();
+  }, 1_000);
+  w.lifecycle.onStop(w.name, () => {
+    clearInterval(syncCheck);
+    return programmer.stop();
+  });
+  return update;
 }
 
 /** Install mode once (the `install` command): exits non-zero on failure. */
