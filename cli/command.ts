@@ -32,6 +32,12 @@ export function withFormat<T>(y: Argv<T>): Argv<T & { output: Format }> {
   return y.option('output', { alias: 'o', choices: FORMATS, default: fallback, describe: 'Output format' });
 }
 
+/** Adds `-y/--yes` to a command that writes: without it, it prints the plan and exits 3. */
+export function withYes<T>(y: Argv<T>): Argv<T & { yes: boolean }> {
+  const describe = 'Do it (without: print the plan, change nothing, exit 3)';
+  return y.option('yes', { alias: 'y', type: 'boolean', default: false, describe });
+}
+
 /** Declares a command module with typed arguments (the builder's result type flows to the handler). */
 export function defineCommand<A>(spec: {
   command: string;

@@ -10,7 +10,7 @@ import type { Datastore, IP } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { readReport } from '../audit/report.ts';
-import { defineCommand } from '../command.ts';
+import { defineCommand, withYes } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { clusterIdentity } from '../connect.ts';
 import type { Connection } from '../connect.ts';
@@ -38,23 +38,19 @@ export function releaseCommand(ctx: CommandContext) {
     command: 'release',
     describe: 'Release leaked addresses (from check reports, or one address)',
     builder: (y) =>
-      y
-        .option('from-report', {
-          type: 'string',
-          array: true,
-          describe: 'Check report(s): release only what EVERY report calls leaked',
-        })
-        .option('ip', { type: 'string', describe: 'Release this one address' })
-        .option('block', {
-          type: 'string',
-          describe: 'With --ip: the IPAMBlock, when overlapping blocks both hold the address',
-        })
-        .option('yes', {
-          alias: 'y',
-          type: 'boolean',
-          default: false,
-          describe: 'Do it (without: print the plan, change nothing, exit 3)',
-        })
+      withYes(
+        y
+          .option('from-report', {
+            type: 'string',
+            array: true,
+            describe: 'Check report(s): release only what EVERY report calls leaked',
+          })
+          .option('ip', { type: 'string', describe: 'Release this one address' })
+          .option('block', {
+            type: 'string',
+            describe: 'With --ip: the IPAMBlock, when overlapping blocks both hold the address',
+          }),
+      )
         .option('force', {
           type: 'boolean',
           default: false,

@@ -9,7 +9,7 @@
  */
 import { isConflict, POOL_LABEL } from 'blockipam/core';
 import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
-import { defineCommand } from '../../command.ts';
+import { defineCommand, withYes } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import type { ExitCode, Io } from '../../io.ts';
@@ -110,14 +110,7 @@ export function poolDeleteCommand(ctx: CommandContext) {
     command: 'delete <name>',
     describe: 'Delete a pool that holds no allocations (and its empty blocks)',
     builder: (y) =>
-      y
-        .positional('name', { type: 'string', demandOption: true, describe: 'IPPool name' })
-        .option('yes', {
-          alias: 'y',
-          type: 'boolean',
-          default: false,
-          describe: 'Do it (without: print the plan, change nothing, exit 3)',
-        })
+      withYes(y.positional('name', { type: 'string', demandOption: true, describe: 'IPPool name' }))
         .example('$0 pool delete old-v4', 'Show what would be deleted')
         .example('$0 pool delete old-v4 --yes', 'Delete it (refused while addresses are allocated from it)'),
     run: (args) => {

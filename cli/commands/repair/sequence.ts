@@ -6,7 +6,7 @@
  */
 import { blockNameOf, isConflict, isDnsSubdomain, isInvalid, parseCidr } from 'blockipam/core';
 import type { Datastore, IPAMBlock } from 'blockipam/core';
-import { defineCommand } from '../../command.ts';
+import { defineCommand, withYes } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import type { ExitCode, Io } from '../../io.ts';
@@ -113,18 +113,13 @@ export function repairSequenceCommand(ctx: CommandContext) {
     command: 'sequence <block>',
     describe: 'Lower sequence numbers above 2^52 in one block (check: unsafe-sequence)',
     builder: (y) =>
-      y
-        .positional('block', {
+      withYes(
+        y.positional('block', {
           type: 'string',
           demandOption: true,
           describe: 'IPAMBlock name (10-244-0-0-26) or CIDR (10.244.0.0/26)',
-        })
-        .option('yes', {
-          alias: 'y',
-          type: 'boolean',
-          default: false,
-          describe: 'Do it (without: print the plan, change nothing, exit 3)',
-        })
+        }),
+      )
         .example('$0 repair sequence 10-244-0-0-26', 'Show the sequences that would be written')
         .example('$0 repair sequence 10-244-0-0-26 --yes', 'Write them (compare-and-swap on the block)'),
     run: (args) => {
