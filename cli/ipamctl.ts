@@ -11,6 +11,7 @@ import { showCommand } from './commands/show.ts';
 import { poolCommand } from './commands/pool.ts';
 import { configCommand } from './commands/config.ts';
 import { repairCommand } from './commands/repair.ts';
+import { adoptCommand } from './commands/adopt.ts';
 import { integerFlag } from './command.ts';
 import type { CommandContext, CommandFactory, GlobalFlags } from './command.ts';
 import { commandName } from './commands/group.ts';
@@ -29,6 +30,7 @@ const COMMANDS: readonly CommandFactory[] = [
   repairCommand,
   poolCommand,
   configCommand,
+  adoptCommand,
 ];
 
 /** Builds the parser with every command registered. */

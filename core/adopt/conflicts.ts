@@ -189,14 +189,14 @@ export function noPool(f: {
   suggestion: { cidr: string; blockSize: number } | undefined;
 }): AdoptionConflict {
   const create = f.suggestion
-    ? `create one covering the cluster CIDR (kube-controller-manager's --cluster-cidr; ${f.suggestion.cidr} holds every node's podCIDR): ipamctl pool create NAME --cidr ${f.suggestion.cidr} --block-size ${f.suggestion.blockSize}`
+    ? `create one covering the cluster CIDR (kube-controller-manager's --cluster-cidr; ${f.suggestion.cidr} holds every node's podCIDR), disabled while host-local still hands out its addresses: ipamctl pool create NAME --cidr ${f.suggestion.cidr} --block-size ${f.suggestion.blockSize} --disabled`
     : 'no block size holds it: podCIDRs smaller than the smallest block (/30) cannot be adopted';
   return {
     kind: 'no-pool',
     node: f.node,
     podCIDR: f.podCIDR,
     message: `no IPPool node ${f.node} may use covers its podCIDR ${f.podCIDR}: ${f.why}`,
-    fix: `${create}; or change the pool above so the node may use it (enabled, Automatic, nodeSelector matching the node)`,
+    fix: `${create}; or change a pool named above so the node may use it (Automatic, nodeSelector matching the node)`,
   };
 }
 

@@ -36,6 +36,8 @@ export interface PodCIDRPlan {
   readonly family: IPFamily;
   /** The pool its blocks belong to, its blockSize (prefix length) and the number of blocks; absent when no pool tiles it. */
   readonly pool?: string;
+  /** Present (true) when that pool is disabled: nothing is handed out from it until it is enabled. */
+  readonly poolDisabled?: true;
   readonly blockSize?: number;
   readonly blocks?: number;
   /** IPAMBlocks of that tiling that exist already, affine to the node or to none (names, sorted). */
@@ -70,7 +72,7 @@ export function planPodCIDR(context: PlanContext, node: PodCIDRNode, cidr: Cidr)
   const choice = choosePool(context.snapshot, cidr, node.metadata.labels ?? {});
   const conflicts: AdoptionConflict[] = [];
   const notes: AdoptionNote[] = [];
-  let tiling: { pool: string; blockSize: number; blocks: number } | undefined;
+  let tiling: { pool: string; poolDisabled?: true; blockSize: number; blocks: number } | undefined;
   if (!choice.pool) {
     const suggestion =
       want !== undefined && context.clusterCidr
@@ -82,7 +84,13 @@ export function planPodCIDR(context: PlanContext, node: PodCIDRNode, cidr: Cidr)
     const blocks = blocksPerPodCIDR(cidr, choice.blockSize);
     if (blocks === undefined)
       conflicts.push(blockTooLarge({ node: name, podCIDR: text, pool, blockSize: choice.blockSize, want }));
-    else tiling = { pool, blockSize: choice.blockSize, blocks };
+    else
+      tiling = {
+        pool,
+        ...(choice.disabled ? { poolDisabled: true } : {}),
+        blockSize: choice.blockSize,
+        blocks,
+      };
   }
   if (tiling && tiling.blocks > 1)
     notes.push({

@@ -6,12 +6,10 @@
 import { BLOCK_SIZE_RANGE, blockCidrFor, blockNameOf, ordinalOf } from '../address/block-cidr.ts';
 import { cidrCovers, cidrsOverlap, formatCidr, maskValue, parseCidr } from '../address/ip.ts';
 import type { Cidr, IP } from '../address/ip.ts';
-import { poolBlockSize, poolCidr } from '../allocator/pools.ts';
+import { poolBlockSize, servesNode } from '../allocator/pools.ts';
 import type { PoolSnapshot } from '../allocator/pools.ts';
-import { eligiblePools } from '../allocator/upkeep-plan.ts';
 import { isAssignable } from '../block/block.ts';
 import type { IPPool, KubeObject } from '../resources.ts';
-import { matchesSelector } from '../selector.ts';
 
 /** A Node with the fields adoption reads: its labels and the podCIDRs kube-controller-manager gave it. */
 export interface PodCIDRNode extends KubeObject {
@@ -87,46 +85,52 @@ export function coveringCidr(cidrs: readonly Cidr[]): Cidr | undefined {
   return { family: first.family, base: base(prefix, first), prefixLength: prefix };
 }
 
-/** The pool that would hold a podCIDR's blocks, or why none does. */
+/** The pool that would hold a podCIDR's blocks (and whether it is disabled), or why none does. */
 export type PoolChoice =
-  { readonly pool: IPPool; readonly blockSize: number } | { readonly pool?: undefined; readonly why: string };
+  | { readonly pool: IPPool; readonly blockSize: number; readonly disabled: boolean }
+  | { readonly pool?: undefined; readonly why: string };
 
 /**
- * The pool whose blocks a node's podCIDR becomes: an eligible pool of the node — the node agent's
- * own rule (core's eligiblePools: usable, Automatic, nodeSelector matching the node's labels) —
- * whose CIDR covers the whole podCIDR. A pool's namespaceSelector is not judged: it picks pods,
- * not the podCIDR. Usable pools never overlap, so at most one covers it.
- * @returns the pool and its blockSize, or `why` naming each pool that overlaps the podCIDR and
- *   why it cannot hold it ("no IPPool overlaps it" when none does)
+ * The pool whose blocks a node's podCIDR becomes: the pool of the node whose CIDR covers the whole
+ * podCIDR and that the node agent would claim from — core's eligiblePools rule (not shadowed by an
+ * older pool, not being deleted, servesNode: Automatic, nodeSelector matching the node) — except
+ * that a disabled pool may hold it: disabled is the safe state of such a pool while host-local
+ * still hands out the podCIDRs' addresses. A namespaceSelector is not judged: it picks pods, not
+ * podCIDRs. Pools that are not shadowed never overlap, so at most one covers it.
+ * @returns the pool, its blockSize and `disabled`, or `why` naming each pool that overlaps the
+ *   podCIDR and why it cannot hold it ("no IPPool overlaps it" when none does)
  */
 export function choosePool(
   snapshot: PoolSnapshot,
   podCIDR: Cidr,
   nodeLabels: Readonly<Record<string, string>>,
 ): PoolChoice {
-  const covering = eligiblePools(snapshot, nodeLabels).find((pool) => cidrCovers(poolCidr(pool), podCIDR));
-  if (covering) return { pool: covering, blockSize: poolBlockSize(covering) };
-  const reasons = snapshot.pools.flatMap((pool) => {
+  const reasons: string[] = [];
+  for (const pool of snapshot.pools) {
     const cidr = parseCidr(pool.spec.cidr);
-    if (!cidr || !cidrsOverlap(cidr, podCIDR)) return [];
+    if (!cidr || !cidrsOverlap(cidr, podCIDR)) continue;
     const name = `IPPool ${pool.metadata.name} (${formatCidr(cidr)})`;
-    if (!cidrCovers(cidr, podCIDR)) return [`${name} covers only part of it`];
-    return [`${name} ${passedOverText(snapshot, pool, nodeLabels)}`];
-  });
+    const why = cidrCovers(cidr, podCIDR)
+      ? exclusionOf(snapshot, pool, nodeLabels)
+      : 'covers only part of it';
+    if (why === undefined)
+      return { pool, blockSize: poolBlockSize(pool), disabled: pool.spec.disabled === true };
+    reasons.push(`${name} ${why}`);
+  }
   return { why: reasons.length > 0 ? reasons.join('; ') : 'no IPPool overlaps it' };
 }
 
-/** Why a pool covering the podCIDR is not eligible for the node, in eligiblePools' terms. */
-function passedOverText(
+/** Why a pool covering the podCIDR may not hold the node's blocks (undefined: it may), in eligiblePools' terms. */
+function exclusionOf(
   snapshot: PoolSnapshot,
   pool: IPPool,
   nodeLabels: Readonly<Record<string, string>>,
-): string {
+): string | undefined {
   const shadow = snapshot.shadowed.find((s) => s.pool === pool.metadata.name);
   if (shadow) return `overlaps the older IPPool ${shadow.by}, so no node uses it`;
-  if ((pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic')
-    return 'is Manual: its blocks serve only pods that request it';
-  if (!matchesSelector(pool.spec.nodeSelector, nodeLabels))
-    return 'has a nodeSelector that excludes the node';
-  return pool.metadata.deletionTimestamp ? 'is being deleted' : 'is disabled (spec.disabled)';
+  if (pool.metadata.deletionTimestamp) return 'is being deleted';
+  if (servesNode(pool, nodeLabels)) return undefined;
+  return (pool.spec.assignmentMode ?? 'Automatic') !== 'Automatic'
+    ? 'is Manual: its blocks serve only pods that request it'
+    : 'has a nodeSelector that excludes the node';
 }

@@ -101,6 +101,8 @@ describe('ipamctl: input checked before any request (exit 2, the field named)', 
     [['pool', 'create', 'x'.repeat(64), '--cidr', '10.1.0.0/16'], /is not a valid IPPool name: at most 63/],
     [['repair', 'sequence', 'Bad_Name'], /BLOCK "Bad_Name" is neither an IPAMBlock name/],
     [['repair', 'sequence', '10.244.0.0/33'], /BLOCK "10\.244\.0\.0\/33" is neither an IPAMBlock name/],
+    [['adopt', 'plan', '--node', 'Bad_Name'], /--node "Bad_Name" is not a Kubernetes node name/],
+    [['adopt', 'plan', '--node', ''], /--node needs a node name, not ""/],
   ];
   for (const [args, message] of cases)
     test(`${args.join(' ')}`, async () => {
@@ -127,6 +129,8 @@ describe('ipamctl: a usage error names the deepest real command typed (read from
     [['config', 'set'], 'ipamctl config set --help'],
     [['repair', 'sequence'], 'ipamctl repair sequence --help'],
     [['repair', 'frobnicate'], 'ipamctl repair --help'],
+    [['adopt', 'plan', '--bogus'], 'ipamctl adopt plan --help'],
+    [['adopt'], 'ipamctl adopt --help'],
     [['--context', 'x', 'show', '--bogus'], 'ipamctl show --help'],
     [['frobnicate'], 'ipamctl --help'],
   ];

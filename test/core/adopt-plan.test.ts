@@ -234,8 +234,15 @@ describe('planAdoption', () => {
     );
     assert.match(
       p.conflicts[0]?.fix ?? '',
-      /ipamctl pool create NAME --cidr 10\.244\.0\.0\/22 --block-size 24/,
+      /ipamctl pool create NAME --cidr 10\.244\.0\.0\/22 --block-size 24 --disabled/,
     );
+  });
+
+  it('a disabled covering pool holds the podCIDR: nothing is handed out from it meanwhile', () => {
+    const off = pool('cluster', { cidr: '10.244.0.0/16', blockSize: 24, disabled: true });
+    const p = plan({ nodes: [node('n1', ['10.244.1.0/24'])], pools: [off] });
+    assert.deepEqual(kinds(p), []);
+    assert.equal(p.nodes[0]?.podCIDRs[0]?.poolDisabled, true);
   });
 
   it('no-pool: a pool whose nodeSelector excludes the node is named', () => {

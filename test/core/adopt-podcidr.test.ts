@@ -120,7 +120,18 @@ describe('choosePool: an eligible pool of the node covering the whole podCIDR', 
       [p('half', { cidr: '10.244.1.0/25', blockSize: 25 })],
       /IPPool half \(10\.244\.1\.0\/25\) covers only part of it/,
     ],
-    ['disabled', [p('off', { cidr: '10.244.0.0/16', disabled: true })], /IPPool off .* is disabled/],
+    // disabled is the safe state while host-local still hands out the podCIDRs' addresses
+    ['disabled', [p('off', { cidr: '10.244.0.0/16', blockSize: 24, disabled: true })], 'off/24 disabled'],
+    [
+      'deleting',
+      [
+        {
+          ...p('gone', { cidr: '10.244.0.0/16' }),
+          metadata: { name: 'gone', deletionTimestamp: '2026-11-01T00:00:00Z' },
+        },
+      ],
+      /IPPool gone .* is being deleted/,
+    ],
     ['Manual', [p('man', { cidr: '10.244.0.0/16', assignmentMode: 'Manual' })], /is Manual/],
     [
       'nodeSelector',
@@ -130,10 +141,10 @@ describe('choosePool: an eligible pool of the node covering the whole podCIDR', 
     [
       'shadowed',
       [
-        p('old', { cidr: '10.0.0.0/8', disabled: true }, '2026-01-01T00:00:00Z'),
+        p('old', { cidr: '10.0.0.0/8', assignmentMode: 'Manual' }, '2026-01-01T00:00:00Z'),
         p('new', { cidr: '10.244.0.0/16' }, '2026-02-01T00:00:00Z'),
       ],
-      /IPPool old .* is disabled \(spec\.disabled\); IPPool new .* overlaps the older IPPool old/,
+      /IPPool old .* is Manual.*; IPPool new .* overlaps the older IPPool old/,
     ],
   ];
   for (const [name, pools, want] of cases)
@@ -142,7 +153,10 @@ describe('choosePool: an eligible pool of the node covering the whole podCIDR', 
       const choice = choosePool(snapshot, podCIDR, { zone: 'a' });
       if (typeof want === 'string') {
         assert.ok(choice.pool, 'why' in choice ? choice.why : '');
-        assert.equal(`${choice.pool.metadata.name}/${choice.blockSize}`, want);
+        assert.equal(
+          `${choice.pool.metadata.name}/${choice.blockSize}${choice.disabled ? ' disabled' : ''}`,
+          want,
+        );
       } else {
         assert.equal(choice.pool, undefined);
         assert.match('why' in choice ? choice.why : '', want);
