@@ -5,7 +5,7 @@
  * those addresses in place. The same objects give the same plan.
  */
 import { cidrContains, cidrLast, formatCidr, parseCidr, parseIP } from '../address/ip.ts';
-import type { Cidr } from '../address/ip.ts';
+import type { Cidr, IP } from '../address/ip.ts';
 import { isLivePod, podIPs } from '../allocator/pod-liveness.ts';
 import { snapshotOf } from '../allocator/pools.ts';
 import type { IPAMBlock, IPPool, IPReservation, Pod } from '../resources.ts';
@@ -18,7 +18,7 @@ import {
   reservedOrdinal,
 } from './conflicts.ts';
 import type { AdoptionConflict, AdoptionNote } from './conflicts.ts';
-import { planPodCIDR } from './podcidr-plan.ts';
+import { blocksByAddress, planPodCIDR } from './podcidr-plan.ts';
 import type { Holder, PlanContext, PodCIDRPlan } from './podcidr-plan.ts';
 import { coveringCidr, podCIDRsOf, tilePlace } from './podcidr.ts';
 import type { PodCIDRNode } from './podcidr.ts';
@@ -97,14 +97,14 @@ export function planAdoption(input: AdoptionInput): AdoptionPlan {
         message: `node ${name} has no podCIDR and no pod address: nothing to adopt`,
       });
     const own = { node: name, cidrs, plans: verdicts.map((v) => v.plan) };
-    const addresses = pods.flatMap((pod) =>
-      podIPs(pod).map((address) => {
-        const placed = placeAddress({ own, podCIDRs, reservations }, pod, address);
-        conflicts.push(...placed.conflicts);
-        return placed.plan;
-      }),
+    const placed = pods.flatMap((pod) =>
+      pod.addresses.map((address) => placeAddress({ own, podCIDRs, reservations }, pod, address)),
     );
-    return { node: name, podCIDRs: own.plans, addresses: addresses.sort(byAddress) };
+    conflicts.push(...placed.flatMap((p) => p.conflicts));
+    placed.sort(
+      (a, b) => a.ip.family - b.ip.family || (a.ip.value < b.ip.value ? -1 : a.ip.value > b.ip.value ? 1 : 0),
+    );
+    return { node: name, podCIDRs: own.plans, addresses: placed.map((p) => p.plan) };
   });
   const known = new Set(nodes.map((n) => n.metadata.name));
   for (const [node, pods] of byNode)
@@ -120,15 +120,28 @@ export function planAdoption(input: AdoptionInput): AdoptionPlan {
   return { nodes: plans.map((p) => ({ ...p, conflicts: count(p.node) })), conflicts, notes };
 }
 
+/** A live pod bound to a node, with its addresses (canonical text and parsed). */
+interface LivePod extends Holder {
+  readonly addresses: readonly { readonly text: string; readonly ip: IP }[];
+}
+
 /** Live pods with at least one address, by node, each node's sorted by namespace/name. */
-function podsByNode(pods: readonly Pod[]): Map<string, Pod[]> {
-  const byNode = new Map<string, Pod[]>();
+function podsByNode(pods: readonly Pod[]): Map<string, LivePod[]> {
+  const byNode = new Map<string, LivePod[]>();
   for (const pod of pods) {
     const node = pod.spec?.nodeName;
-    if (!node || !isLivePod(pod) || podIPs(pod).length === 0) continue;
-    byNode.set(node, [...(byNode.get(node) ?? []), pod]);
+    if (!node || !isLivePod(pod)) continue;
+    const addresses = podIPs(pod).flatMap((text) => {
+      const ip = parseIP(text);
+      return ip ? [{ text, ip }] : [];
+    });
+    if (addresses.length === 0) continue;
+    const live = { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name, node, addresses };
+    const list = byNode.get(node);
+    if (list) list.push(live);
+    else byNode.set(node, [live]);
   }
-  const key = (p: Pod): string => `${p.metadata.namespace ?? ''}/${p.metadata.name}`;
+  const key = (p: LivePod): string => `${p.namespace}/${p.name}`;
   for (const list of byNode.values()) list.sort((a, b) => key(a).localeCompare(key(b)));
   return byNode;
 }
@@ -136,20 +149,21 @@ function podsByNode(pods: readonly Pod[]): Map<string, Pod[]> {
 function contextOf(
   input: AdoptionInput,
   podCIDRs: readonly { node: string; cidr: Cidr }[],
-  byNode: ReadonlyMap<string, readonly Pod[]>,
+  byNode: ReadonlyMap<string, readonly LivePod[]>,
 ): PlanContext {
   const holders = new Map<string, Holder[]>();
-  for (const [node, pods] of byNode)
+  for (const pods of byNode.values())
     for (const pod of pods) {
-      const holder = { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name, node };
-      for (const address of podIPs(pod)) holders.set(address, [...(holders.get(address) ?? []), holder]);
+      const holder = { namespace: pod.namespace, name: pod.name, node: pod.node };
+      for (const { text } of pod.addresses) {
+        const list = holders.get(text);
+        if (list) list.push(holder);
+        else holders.set(text, [holder]);
+      }
     }
   return {
     snapshot: snapshotOf({ config: undefined, pools: input.pools, reservations: [] }, 0),
-    blocks: input.blocks.flatMap((block) => {
-      const cidr = parseCidr(block.spec.cidr);
-      return cidr ? [{ block, cidr }] : [];
-    }),
+    blocks: blocksByAddress(input.blocks),
     holders,
     clusterCidr: coveringCidr(podCIDRs.map((p) => p.cidr).filter((c) => c.family === 4)),
   };
@@ -175,21 +189,21 @@ function placeAddress(
     podCIDRs: readonly { node: string; cidr: Cidr }[];
     reservations: readonly { name: string; cidr: Cidr }[];
   },
-  pod: Pod,
-  address: string,
-): { plan: PodAddressPlan; conflicts: AdoptionConflict[] } {
+  pod: LivePod,
+  { text: address, ip }: { text: string; ip: IP },
+): { plan: PodAddressPlan; ip: IP; conflicts: AdoptionConflict[] } {
   const { own } = where;
-  const ip = parseIP(address);
-  const named = { namespace: pod.metadata.namespace ?? '', name: pod.metadata.name };
+  const named = { namespace: pod.namespace, name: pod.name };
   const plan = { address, namespace: named.namespace, pod: named.name };
-  const index = ip ? own.cidrs.findIndex((c) => cidrContains(c, ip)) : -1;
+  const index = own.cidrs.findIndex((c) => cidrContains(c, ip));
   const podCIDR = own.plans[index];
-  if (!ip || !podCIDR) {
-    const other = ip && where.podCIDRs.find((p) => p.node !== own.node && cidrContains(p.cidr, ip));
+  if (!podCIDR) {
+    const other = where.podCIDRs.find((p) => p.node !== own.node && cidrContains(p.cidr, ip));
     const elsewhere = other ? { elsewhere: { node: other.node, podCIDR: formatCidr(other.cidr) } } : {};
     const podCIDRs = own.plans.map((p) => p.cidr);
     return {
       plan,
+      ip,
       conflicts: [outsidePodCIDR({ node: own.node, pod: named, address, podCIDRs, ...elsewhere })],
     };
   }
@@ -207,7 +221,7 @@ function placeAddress(
     );
   const { pool, blockSize } = podCIDR;
   if (pool === undefined || blockSize === undefined)
-    return { plan: { ...plan, podCIDR: podCIDR.cidr }, conflicts };
+    return { plan: { ...plan, podCIDR: podCIDR.cidr }, ip, conflicts };
   const place = tilePlace(ip, blockSize);
   if (!place.assignable)
     conflicts.push(
@@ -223,7 +237,11 @@ function placeAddress(
         podCIDRPrefix: own.cidrs[index]?.prefixLength ?? blockSize,
       }),
     );
-  return { plan: { ...plan, podCIDR: podCIDR.cidr, block: place.block, ordinal: place.ordinal }, conflicts };
+  return {
+    plan: { ...plan, podCIDR: podCIDR.cidr, block: place.block, ordinal: place.ordinal },
+    ip,
+    conflicts,
+  };
 }
 
 /** Two nodes' podCIDRs that overlap: one conflict per podCIDR overlapping one listed before it. */
@@ -257,11 +275,4 @@ function duplicates(context: PlanContext): AdoptionConflict[] {
   return [...context.holders]
     .filter(([, holders]) => holders.length > 1)
     .map(([address, holders]) => duplicateAddress({ node: holders[0]?.node ?? '', address, holders }));
-}
-
-function byAddress(a: PodAddressPlan, b: PodAddressPlan): number {
-  const x = parseIP(a.address);
-  const y = parseIP(b.address);
-  if (!x || !y) return a.address.localeCompare(b.address);
-  return x.family - y.family || (x.value < y.value ? -1 : x.value > y.value ? 1 : 0);
 }

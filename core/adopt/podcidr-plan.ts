@@ -5,7 +5,7 @@
  * node's or holds other pods' addresses.
  */
 import { addressTextAt } from '../address/block-cidr.ts';
-import { cidrCovers, cidrsOverlap, formatCidr } from '../address/ip.ts';
+import { cidrCovers, cidrLast, cidrSize, cidrsOverlap, formatCidr, parseCidr } from '../address/ip.ts';
 import type { Cidr, IPFamily } from '../address/ip.ts';
 import type { PoolSnapshot } from '../allocator/pools.ts';
 import type { IPAMBlock } from '../resources.ts';
@@ -22,7 +22,7 @@ export interface Holder extends PodName {
 /** What every podCIDR's plan reads, computed once per plan. */
 export interface PlanContext {
   readonly snapshot: PoolSnapshot;
-  readonly blocks: readonly { readonly block: IPAMBlock; readonly cidr: Cidr }[];
+  readonly blocks: BlockIndex;
   /** Live pods holding each address (canonical text). */
   readonly holders: ReadonlyMap<string, readonly Holder[]>;
   /** The smallest CIDR holding every node's IPv4 podCIDR: the pool to suggest. */
@@ -130,8 +130,7 @@ function blocksOver(
 ): { existing: string[]; conflicts: AdoptionConflict[] } {
   const existing: string[] = [];
   const conflicts: AdoptionConflict[] = [];
-  for (const { block, cidr } of context.blocks) {
-    if (!cidrsOverlap(cidr, podCIDR)) continue;
+  for (const { block, cidr } of overlapping(context.blocks, podCIDR)) {
     const problems: string[] = [];
     if (!cidrCovers(podCIDR, cidr)) problems.push(`reaches beyond the podCIDR (${formatCidr(cidr)})`);
     else if (blockSize !== undefined && cidr.prefixLength !== blockSize)
@@ -151,6 +150,58 @@ function blocksOver(
     else if (blockSize !== undefined) existing.push(name);
   }
   return { existing: existing.sort(), conflicts };
+}
+
+/** Every IPAMBlock with its CIDR, sorted by family, then base address, and the largest block size per family. */
+export interface BlockIndex {
+  readonly entries: readonly { readonly block: IPAMBlock; readonly cidr: Cidr }[];
+  /** Addresses in the largest block of each family (0 without blocks). */
+  readonly widest: Readonly<Record<IPFamily, bigint>>;
+}
+
+/** The {@link BlockIndex} of `blocks` (unparsable CIDRs dropped). */
+export function blocksByAddress(blocks: readonly IPAMBlock[]): BlockIndex {
+  const entries = blocks
+    .flatMap((block) => {
+      const cidr = parseCidr(block.spec.cidr);
+      return cidr ? [{ block, cidr }] : [];
+    })
+    .sort((a, b) => a.cidr.family - b.cidr.family || compare(a.cidr.base, b.cidr.base));
+  const widest = { 4: 0n, 6: 0n };
+  for (const { cidr } of entries)
+    if (cidrSize(cidr) > widest[cidr.family]) widest[cidr.family] = cidrSize(cidr);
+  return { entries, widest };
+}
+
+/**
+ * The blocks overlapping `podCIDR`: a binary search for the first block that may reach into it —
+ * none starts more than the largest block's size before it — then a scan to the podCIDR's last
+ * address, so each podCIDR of a large cluster is judged against its few blocks, not every block.
+ */
+function overlapping(index: BlockIndex, podCIDR: Cidr): { block: IPAMBlock; cidr: Cidr }[] {
+  const { entries } = index;
+  const family = podCIDR.family;
+  const from = podCIDR.base - index.widest[family];
+  let low = 0;
+  let high = entries.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    const b = entries[mid]?.cidr;
+    if (b && (b.family < family || (b.family === family && b.base <= from))) low = mid + 1;
+    else high = mid;
+  }
+  const found: { block: IPAMBlock; cidr: Cidr }[] = [];
+  const last = cidrLast(podCIDR);
+  for (let i = low; i < entries.length; i++) {
+    const entry = entries[i];
+    if (!entry || entry.cidr.family !== family || entry.cidr.base > last) break;
+    if (cidrsOverlap(entry.cidr, podCIDR)) found.push(entry);
+  }
+  return found;
+}
+
+function compare(a: bigint, b: bigint): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The block's allocations that are not the address of the live pod of `node` they name, as text. */

@@ -307,6 +307,28 @@ describe('planAdoption', () => {
       });
   });
 
+  it('blocks before, after and around the podCIDR: only those over it are judged', () => {
+    const blocks = [
+      block('10.244.0.192/26', 'n0'), // ends just before
+      block('10.244.1.0/24', 'n1'),
+      block('10.244.2.0/26', 'n2'), // starts just after
+      block('fd00::/120', 'n0'), // another family
+      block('10.240.0.0/20', 'n0'), // a wide block far before: the search must not stop at it
+    ];
+    const p = plan({ nodes: [node('n1', ['10.244.1.0/24'])], pools: [cluster(24)], blocks });
+    assert.deepEqual(kinds(p), []);
+    assert.deepEqual(p.nodes[0]?.podCIDRs[0]?.existingBlocks, ['10-244-1-0-24']);
+    const wide = plan({
+      nodes: [node('n1', ['10.244.1.0/24'])],
+      pools: [cluster(24)],
+      blocks: [...blocks, block('10.244.0.0/20', null)],
+    });
+    assert.deepEqual(
+      wide.conflicts.map((c) => `${c.kind} ${c.block ?? ''}`),
+      ['overlapping-block 10-244-0-0-20'],
+    );
+  });
+
   it('reserved-address: a pod address inside an IPReservation', () => {
     const p = plan({
       nodes: [node('n1', ['10.244.1.0/24'])],
