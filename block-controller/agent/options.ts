@@ -110,13 +110,10 @@ function selfExecutable(): string | undefined {
   return process.argv[1]?.startsWith('/$bunfs/') ? process.execPath : undefined;
 }
 
-/** Whether `--forwarder-binary` defaults to the image's forwarder (the agent serves its protocol, v2). */
-export const FORWARDER_BY_DEFAULT = true;
-
 /** `--forwarder-binary`: the file named, none for "", else the image's forwarder when present. */
 function forwarderOf(flag: string | undefined): { forwarderBinary?: string } {
   if (flag !== undefined) return flag === '' ? {} : { forwarderBinary: flag };
-  return FORWARDER_BY_DEFAULT && existsSync(IMAGE_FORWARDER) ? { forwarderBinary: IMAGE_FORWARDER } : {};
+  return existsSync(IMAGE_FORWARDER) ? { forwarderBinary: IMAGE_FORWARDER } : {};
 }
 
 /**

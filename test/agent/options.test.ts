@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { FORWARDER_BY_DEFAULT, IMAGE_FORWARDER, parseOptions } from '../../block-controller/agent/options.ts';
+import { IMAGE_FORWARDER, parseOptions } from '../../block-controller/agent/options.ts';
 
 const base = ['--node-name', 'node-1'];
 
@@ -28,7 +28,7 @@ describe('agent options', () => {
     assert.equal((await parseOptions([...base, '--forwarder-binary='], {})).forwarderBinary, undefined);
     assert.equal(
       (await parseOptions(base, {})).forwarderBinary,
-      FORWARDER_BY_DEFAULT && existsSync(IMAGE_FORWARDER) ? IMAGE_FORWARDER : undefined,
+      existsSync(IMAGE_FORWARDER) ? IMAGE_FORWARDER : undefined,
     );
   });
   test('--metrics-port abc: not a number', async () =>
