@@ -36,7 +36,7 @@ const DRAIN_MS = 15_000;
  * namespaces are read from the API server while their watch lacks them (inputs.ts), and the
  * IPAMNodes watch serves routes only: no command waits for those.
  */
-export const COMMAND_NEEDS: Readonly<Record<string, readonly Kind[]>> = {
+const COMMAND_NEEDS: Readonly<Record<string, readonly Kind[]>> = {
   ADD: ['blocks', 'pools', 'configs', 'reservations'],
   STATUS: ['blocks', 'pools', 'configs', 'reservations'],
   DEL: ['blocks'],
@@ -48,7 +48,7 @@ export const COMMAND_NEEDS: Readonly<Record<string, readonly Kind[]>> = {
  * Why `command` cannot be served from `state` now (its watches not listed yet), or undefined.
  * A command not in {@link COMMAND_NEEDS} (VERSION, a typo) needs nothing: the dispatcher answers it.
  */
-export function commandProblem(command: string, state: AgentState | undefined): string | undefined {
+function commandProblem(command: string, state: AgentState | undefined): string | undefined {
   const needs = COMMAND_NEEDS[command] ?? [];
   if (needs.length === 0) return undefined;
   if (state === undefined) return 'the agent has not started its watches';
