@@ -6,7 +6,8 @@ import { describe, test } from 'node:test';
 import { ConflictError, AlreadyExistsError } from 'blockipam/core';
 import { decide, observe, releasedSpec } from '../../block-controller/controller/leader/lease.ts';
 import type { Lease, LeaseSpec } from '../../block-controller/controller/leader/lease.ts';
-import { LeaderElector, sleep } from '../../block-controller/controller/leader/elector.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LeaderElector } from '../../block-controller/controller/leader/elector.ts';
 import type { LeaseStore } from '../../block-controller/controller/leader/lease-store.ts';
 
 const lease = (spec: LeaseSpec, rv = '1'): Lease => ({ metadata: { name: 'l', resourceVersion: rv }, spec });

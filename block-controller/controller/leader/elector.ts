@@ -7,6 +7,7 @@
  * on shutdown, `deposed` only when it is lost, and the loop waits for `lead` to return before it releases the lease (holder cleared, 1 s) or competes
  * again. Defaults: client-go's 15 s / 10 s / 2 s.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { isAlreadyExists, isConflict } from 'blockipam/core';
 import { decide, observe, releasedSpec } from './lease.ts';
 import type { LeaseSpec, Observation } from './lease.ts';
@@ -201,17 +202,8 @@ function take(identity: string, nowMs: number, leaseDurationMs: number): LeaseSp
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return delay(ms, undefined, { signal }).catch(() => undefined);
 }
 
 /** `work`, or a rejection after `ms` (the request itself is not cancelled). */
