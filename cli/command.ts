@@ -5,6 +5,7 @@
  * execution and every exit code is a returned value.
  */
 import type { Argv, CommandModule } from 'yargs';
+import { isDnsSubdomain } from 'blockipam/core';
 import type { ConnectionFlags } from './connect.ts';
 import type { ExitCode, Io } from './io.ts';
 import { FORMATS } from './output.ts';
@@ -91,6 +92,20 @@ export function integerFlag(
       );
     return n;
   };
+}
+
+/**
+ * The `coerce` of `--node`: {@link nonEmptyFlag}, and a Kubernetes node name (a name no Node can
+ * have would show an empty node, or reach another API path).
+ * @throws Error `--node "NAME" is not a Kubernetes node name …` (NAME cut at 100 characters)
+ */
+export function nodeNameFlag(value: unknown): string | undefined {
+  const node = nonEmptyFlag('node', 'a node name')(value);
+  if (node !== undefined && !isDnsSubdomain(node))
+    throw new Error(
+      `--node ${JSON.stringify(node.length > 100 ? `${node.slice(0, 100)}…` : node)} is not a Kubernetes node name (at most 253 lower-case letters, digits, '-' and '.')`,
+    );
+  return node;
 }
 
 /**

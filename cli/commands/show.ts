@@ -2,16 +2,10 @@
  * `ipamctl show`: pool utilisation (default), `--blocks`, `--node N`, `--ip X`. Read-only.
  * Tables by default, `-o json|yaml` for scripts.
  */
-import {
-  affineSelector,
-  IPAM_CONFIG_NAME,
-  isDnsSubdomain,
-  listNodeAllocations,
-  requestedManualPools,
-} from 'blockipam/core';
+import { affineSelector, IPAM_CONFIG_NAME, listNodeAllocations, requestedManualPools } from 'blockipam/core';
 import type { IPPool } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import { defineCommand, nonEmptyFlag, withFormat } from '../command.ts';
+import { defineCommand, nodeNameFlag, nonEmptyFlag, withFormat } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
@@ -41,15 +35,7 @@ export function showCommand(ctx: CommandContext) {
         .option('node', {
           type: 'string',
           requiresArg: true,
-          coerce: (value: unknown) => {
-            const node = nonEmptyFlag('node', 'a node name')(value);
-            // a name no Node can have would show an empty node, or reach another API path
-            if (node !== undefined && !isDnsSubdomain(node))
-              throw new Error(
-                `--node ${JSON.stringify(node.length > 100 ? `${node.slice(0, 100)}…` : node)} is not a Kubernetes node name (at most 253 lower-case letters, digits, '-' and '.')`,
-              );
-            return node;
-          },
+          coerce: nodeNameFlag,
           describe:
             "NODE's affine blocks with free counts, the agent's watermark per pool, which of its blocks other nodes cannot route to and why, and every address allocated for it",
         })

@@ -5,12 +5,12 @@
  * saying what to fix (core's planAdoption; docs/design-cli.md §adopt plan). Exit 0 no conflict,
  * 1 conflicts, 2 could not plan.
  */
-import { isDnsSubdomain, planAdoption } from 'blockipam/core';
+import { planAdoption } from 'blockipam/core';
 import type { AdoptionPlan, Datastore } from 'blockipam/core';
 import { readAdoptionInput } from '../../adopt/read.ts';
 import type { Progress } from '../../adopt/read.ts';
 import { printPlan } from '../../adopt/print.ts';
-import { defineCommand, nonEmptyFlag, withFormat } from '../../command.ts';
+import { defineCommand, nodeNameFlag, withFormat } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import type { ExitCode, Io } from '../../io.ts';
@@ -36,14 +36,7 @@ export function adoptPlanCommand(ctx: CommandContext) {
         .option('node', {
           type: 'string',
           requiresArg: true,
-          coerce: (value: unknown) => {
-            const node = nonEmptyFlag('node', 'a node name')(value);
-            if (node !== undefined && !isDnsSubdomain(node))
-              throw new Error(
-                `--node ${JSON.stringify(node.length > 100 ? `${node.slice(0, 100)}…` : node)} is not a Kubernetes node name (at most 253 lower-case letters, digits, '-' and '.')`,
-              );
-            return node;
-          },
+          coerce: nodeNameFlag,
           describe:
             'Report this node only (the whole cluster is still read: podCIDRs and addresses are judged against every node)',
         })
