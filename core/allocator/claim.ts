@@ -14,6 +14,7 @@ import { newBlock } from '../block/block.ts';
 import { isAllocatable } from '../block/frozen.ts';
 import { nodeLabel, REGION_PREFIX, regionOf, regionSelector } from '../block/labels.ts';
 import { isAlreadyExists } from '../errors/already-exists.ts';
+import { apiRefusalOf } from '../errors/api-refusal.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { trustedAffine } from './block-trust.ts';
 import type { Context } from './context.ts';
@@ -28,6 +29,11 @@ interface Span {
 // 16: far more than nodes that realistically race for one neighbourhood of the pool; past it
 // the LIST is stale enough that re-listing (the caller's next round) is better.
 const MAX_CREATE_ATTEMPTS = 16;
+
+// 30 s: the controller lists a new pool within its first reconcile (about a second; at a fresh
+// install, once its pod has started); past that the refusal is no start-up window but a pool the
+// controller will not list, answered as the policy's refusal.
+const UNLISTED_POOL_WAIT_MS = 30_000;
 
 // 256: every /16 region of an IPv4 /8 pool; in an IPv6 pool 256 full regions in a row means
 // 256 × 1,024 blocks claimed around this node's offset — report the pool as full for this node.
@@ -110,6 +116,8 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
   if (job.limit && (await atLimit(ctx, job.limit, area, node, affineHere))) return 'limit';
   const count = 1n << BigInt(blockSize - area.prefixLength);
   let start = job.start;
+  let waits = 0;
+  let waitedMs = 0;
   for (let attempt = 0; attempt < MAX_CREATE_ATTEMPTS; attempt++) {
     const index = firstFree(taken, start, count);
     if (index === undefined) return undefined;
@@ -121,6 +129,13 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
       ctx.stats.claims += 1;
       return created;
     } catch (error) {
+      if (isPoolNotListedYet(error) && waitedMs < UNLISTED_POOL_WAIT_MS) {
+        const delay = Math.min(2_000, 250 * 2 ** Math.min(waits++, 3));
+        await ctx.sleep(delay);
+        waitedMs += delay;
+        attempt--;
+        continue;
+      }
       if (!isAlreadyExists(error)) throw error;
       ctx.stats.claimCollisions += 1;
       const existing = await ctx.ds.blocks.get(blockNameOf(block));
@@ -131,6 +146,21 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
     }
   }
   return undefined;
+}
+
+/**
+ * True when the claims admission policy refused the CREATE because the controller has not yet
+ * listed the block's pool in its ConfigMap (the chart's message: "… which the controller has not
+ * listed in ConfigMap …"): the first seconds after an install or after a pool is created. Such a
+ * claim waits for the list (backing off 250 ms to 2 s, at most {@link UNLISTED_POOL_WAIT_MS} and
+ * the caller's signal) instead of failing the ADD.
+ */
+function isPoolNotListedYet(error: unknown): boolean {
+  const refusal = apiRefusalOf(error);
+  return (
+    refusal?.kind === 'admission' &&
+    refusal.message.includes('which the controller has not listed in ConfigMap')
+  );
 }
 
 /**

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  ApiError,
   autoAssign,
   blockCidrFor,
   findByHandle,
@@ -15,6 +16,7 @@ import {
 } from 'blockipam/core';
 import { claimBlock } from '../../core/allocator/claim.ts';
 import { contextOf } from '../../core/allocator/context.ts';
+import type { IPPool } from 'blockipam/core';
 import { pod, pool, reservation, T0, world } from './fixtures.ts';
 
 describe('autoAssign: blocks', () => {
@@ -289,6 +291,58 @@ describe('claimBlock: fresh view of the limit', () => {
     assert.equal(await claimBlock(ctx, p, 'n1', [], { held: 0, max: 1, pools: [p] }), 'limit');
     const second = await claimBlock(ctx, p, 'n1', [], { held: 0, max: 2, pools: [p] });
     assert.ok(second && second !== 'limit' && second.metadata.name !== first.metadata.name);
+  });
+});
+
+describe('claimBlock: a pool the controller has not listed yet', () => {
+  /** The claims policy's refusal of a pool missing from the controller's ConfigMap, as the API server words it. */
+  const notListed = (name: string): ApiError =>
+    new ApiError(
+      `POST /apis/ipam.blockipam.io/v1alpha1/ipamblocks: HTTP 403: ipamblocks.ipam.blockipam.io "${name}" is forbidden: ` +
+        "ValidatingAdmissionPolicy 'b-node-claims' with binding 'b-node-claims' denied request: blockipam: node n1 " +
+        `may claim IPAMBlock ${name} only in a usable IPPool; label ipam.blockipam.io/pool is "p", which the ` +
+        'controller has not listed in ConfigMap kube-system/b-claim-pools',
+      403,
+      { reason: 'Forbidden' },
+    );
+  /** `w`'s datastore with its first `refusals` block CREATEs refused as {@link notListed}; the sleeps it saw. */
+  function refusing(refusals: number): {
+    ctx: ReturnType<typeof contextOf>;
+    slept: number[];
+    p: Promise<IPPool>;
+  } {
+    const w = world({ pools: [pool('p', { cidr: '10.15.0.0/24', blockSize: 28 })] });
+    const create = w.ds.blocks.create.bind(w.ds.blocks);
+    let left = refusals;
+    w.ds.blocks.create = (block) =>
+      left-- > 0 ? Promise.reject(notListed(block.metadata.name)) : create(block);
+    const slept: number[] = [];
+    const ctx = contextOf(w.ds, {
+      ...w.options,
+      sleep: (ms) => {
+        slept.push(ms);
+        return Promise.resolve();
+      },
+    });
+    return { ctx, slept, p: loadSnapshot(w.ds).then((s) => s.usable[0]!) };
+  }
+
+  it('waits for the list (250 ms doubling to 2 s) and claims the same block once it is listed', async () => {
+    const { ctx, slept, p } = refusing(5);
+    const block = await claimBlock(ctx, await p, 'n1', []);
+    assert.ok(block && block !== 'limit');
+    assert.deepEqual(slept, [250, 500, 1000, 2000, 2000]);
+    assert.equal(ctx.stats.claims, 1);
+  });
+
+  it('gives up after 30 s of waiting: the policy’s refusal is the answer', async () => {
+    const { ctx, slept, p } = refusing(1_000);
+    await assert.rejects(claimBlock(ctx, await p, 'n1', []), /has not listed in ConfigMap/);
+    assert.equal(
+      slept.reduce((a, b) => a + b, 0),
+      31_750,
+      'the waits add up to the bound (the last one crossing it)',
+    );
   });
 });
 
