@@ -181,8 +181,9 @@ test('3. the agent DaemonSet rolled twice (a restart, an upgrade) under churn of
   const t0 = Date.now();
   let rounds = 0;
   /** Deletes and re-creates every churn pod, round after round, until the rollout is done. */
-  const churnDuring = async (what: string): Promise<void> => {
+  const churnDuring = async (what: string, roll: () => void): Promise<void> => {
     const before = new Map(c.nodes.map((n) => [n, agentOn(n).uid]));
+    roll();
     let rolled = false;
     const status = kubectlAsync([
       '-n',
@@ -190,7 +191,7 @@ test('3. the agent DaemonSet rolled twice (a restart, an upgrade) under churn of
       'rollout',
       'status',
       `daemonset/${AGENTS}`,
-      '--timeout=600s',
+      '--timeout=300s',
     ]);
     void status.then(() => (rolled = true));
     const from = rounds;
@@ -208,8 +209,9 @@ test('3. the agent DaemonSet rolled twice (a restart, an upgrade) under churn of
     for (const n of c.nodes)
       assert.notEqual(agentOn(n).uid, before.get(n), `${what}: ${n} has a new agent pod`);
   };
-  kubectlOk(['-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENTS}`]);
-  await churnDuring('rollout restart');
+  await churnDuring('rollout restart', () =>
+    kubectlOk(['-n', NAMESPACE, 'rollout', 'restart', `daemonset/${AGENTS}`]),
+  );
   // the upgrade: a new image reference rolls the agents as a new version would (the same bytes:
   // wire compatibility across versions is the forwarder test's version skew)
   const next = `${chart.image().ref.split(':')[1] ?? ''}-next`;
@@ -220,12 +222,13 @@ test('3. the agent DaemonSet rolled twice (a restart, an upgrade) under churn of
     ]);
     assert.equal(tag.status, 0, tag.stderr);
   }
-  const upgrade = helm(4, [
-    ...['upgrade', RELEASE, CHART, '--namespace', NAMESPACE, '--reuse-values'],
-    ...['--set', `image.tag=${next}`],
-  ]);
-  assert.equal(upgrade.status, 0, `helm upgrade:\n${upgrade.stdout}\n${upgrade.stderr}`);
-  await churnDuring('helm upgrade');
+  await churnDuring('helm upgrade', () => {
+    const upgrade = helm(4, [
+      ...['upgrade', RELEASE, CHART, '--namespace', NAMESPACE, '--reuse-values'],
+      ...['--set', `image.tag=${next}`],
+    ]);
+    assert.equal(upgrade.status, 0, `helm upgrade:\n${upgrade.stdout}\n${upgrade.stderr}`);
+  });
   const ps = await running('churn', total, 600_000);
   assert.equal(new Set(assertLedger(ns, runningPods())).size, total);
   const failures: string[] = [];
