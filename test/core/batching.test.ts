@@ -37,6 +37,16 @@ async function setup(
   return { w, p, bds: createBatchingDatastore(p.ds, options) };
 }
 
+/** `b` with annotation `key: y` added. */
+const annotate = (b: IPAMBlock, key: string): IPAMBlock => ({
+  ...b,
+  metadata: { ...b.metadata, annotations: { ...b.metadata.annotations, [key]: 'y' } },
+});
+
+/** Reads BLOCK through `bds` and writes it back with annotation `key` added. */
+const touch = async (bds: BatchingDatastore, key: string) =>
+  bds.blocks.update(annotate((await bds.blocks.get(BLOCK)) as IPAMBlock, key));
+
 /** Waits, turn by turn of the event loop, until `condition` holds (fails after 10,000 turns). */
 async function until(condition: () => boolean, what: string): Promise<void> {
   for (let turn = 0; !condition(); turn++) {
@@ -234,10 +244,6 @@ describe('batching datastore', () => {
     const sent: string[][] = [];
     p.onUpdate = (b) => sent.push(Object.keys(b.metadata.annotations ?? {}).sort());
     const read = async () => (await bds.blocks.get(BLOCK)) as IPAMBlock;
-    const annotate = (b: IPAMBlock, key: string): IPAMBlock => ({
-      ...b,
-      metadata: { ...b.metadata, annotations: { ...b.metadata.annotations, [key]: 'y' } },
-    });
     const inFlight = new AbortController();
     const first = bds.blocks.update(annotate(await read(), 'first'), { signal: inFlight.signal });
     const abort = new AbortController();
@@ -292,18 +298,11 @@ describe('batching datastore', () => {
         return window.promise;
       },
     });
-    const touch = async (key: string) => {
-      const b = (await bds.blocks.get(BLOCK)) as IPAMBlock;
-      return bds.blocks.update({
-        ...b,
-        metadata: { ...b.metadata, annotations: { ...b.metadata.annotations, [key]: 'y' } },
-      });
-    };
-    const writes = [touch('a')];
+    const writes = [touch(bds, 'a')];
     await until(() => bds.stats().changesAccepted === 1, 'a accepted');
-    writes.push(touch('b'));
+    writes.push(touch(bds, 'b'));
     await until(() => bds.stats().changesAccepted === 2, 'b accepted');
-    writes.push(touch('c'));
+    writes.push(touch(bds, 'c'));
     await until(() => bds.stats().changesAccepted === 3, 'c accepted');
     assert.equal(p.counts.updates, 0);
     window.resolve();
@@ -324,31 +323,24 @@ describe('batching datastore', () => {
         return pace.promise;
       },
     });
-    const touch = async (key: string) => {
-      const b = (await bds.blocks.get(BLOCK)) as IPAMBlock;
-      return bds.blocks.update({
-        ...b,
-        metadata: { ...b.metadata, annotations: { ...b.metadata.annotations, [key]: 'y' } },
-      });
-    };
     // a lone change: out at once, nothing held
-    await touch('lone');
+    await touch(bds, 'lone');
     assert.deepEqual([p.counts.updates, asked], [1, []]);
     // a burst: the first goes at once; one queued behind it is held after it returns, and the
     // changes of that moment join it in one UPDATE
     const gate = deferred();
     p.gate = gate.promise;
-    const writes = [touch('a')];
+    const writes = [touch(bds, 'a')];
     await until(() => p.counts.updates === 2, 'a sent');
-    writes.push(touch('b'));
+    writes.push(touch(bds, 'b'));
     await until(() => bds.stats().changesAccepted === 3, 'b queued');
     p.gate = undefined;
     gate.resolve();
     await until(() => asked.length === 1, 'the pace asked for');
     assert.equal(p.counts.updates, 2, 'b held, not sent');
-    writes.push(touch('c'));
+    writes.push(touch(bds, 'c'));
     await until(() => bds.stats().changesAccepted === 4, 'c queued');
-    writes.push(touch('d'));
+    writes.push(touch(bds, 'd'));
     await until(() => bds.stats().changesAccepted === 5, 'd queued');
     pace.resolve();
     const results = await Promise.all(writes);

@@ -120,30 +120,22 @@ void describe('nodeHeadroom', () => {
         ['a', unclaimed],
         ['b', unclaimed],
       ]),
-    }).map((h) => [h.pool, h.node, h.free, h.blocks, h.short ?? '-', h.cannotClaim ?? '-']);
+    }).map((h) => [h.pool, h.node, h.free, h.blocks, h.short ?? '-', h.cannotClaim ?? '-'].join(' '));
 
-  // [pool, node, free, blocks, short, cannotClaim]: short = below the watermark and cannot claim
-  const cases: [string, Partial<typeof settings>, bigint, (string | number)[][]][] = [
+  // [pool, node, free, blocks, short, cannotClaim] per row, `-` for none: short = below the watermark
+  // and cannot claim
+  const cases: [string, Partial<typeof settings>, bigint, string[]][] = [
     // n1 below the watermark but able to claim: not short; Manual pool and unmatched selector skipped
-    [
-      'can claim',
-      {},
-      5n,
-      [
-        ['a', 'n1', 11, 1, '-', '-'],
-        ['a', 'n2', 0, 0, '-', '-'],
-        ['b', 'n2', 61, 1, '-', '-'],
-      ],
-    ],
+    ['can claim', {}, 5n, ['a n1 11 1 - -', 'a n2 0 0 - -', 'b n2 61 1 - -']],
     // no unclaimed block: both nodes below the watermark in a are short; n2 in b cannot claim either
     [
       'no unclaimed block',
       {},
       0n,
       [
-        ['a', 'n1', 11, 1, 'NoUnclaimedBlocks', 'NoUnclaimedBlocks'],
-        ['a', 'n2', 0, 0, 'NoUnclaimedBlocks', 'NoUnclaimedBlocks'],
-        ['b', 'n2', 61, 1, '-', 'NoUnclaimedBlocks'],
+        'a n1 11 1 NoUnclaimedBlocks NoUnclaimedBlocks',
+        'a n2 0 0 NoUnclaimedBlocks NoUnclaimedBlocks',
+        'b n2 61 1 - NoUnclaimedBlocks',
       ],
     ],
     // one block per node and family: n1 and n2 hold theirs
@@ -152,9 +144,9 @@ void describe('nodeHeadroom', () => {
       { maxBlocksPerNode: 1 },
       5n,
       [
-        ['a', 'n1', 11, 1, 'MaxBlocksPerNode', 'MaxBlocksPerNode'],
-        ['a', 'n2', 0, 0, 'MaxBlocksPerNode', 'MaxBlocksPerNode'],
-        ['b', 'n2', 61, 1, '-', 'MaxBlocksPerNode'],
+        'a n1 11 1 MaxBlocksPerNode MaxBlocksPerNode',
+        'a n2 0 0 MaxBlocksPerNode MaxBlocksPerNode',
+        'b n2 61 1 - MaxBlocksPerNode',
       ],
     ],
     [
@@ -162,9 +154,9 @@ void describe('nodeHeadroom', () => {
       { autoAllocateBlocks: false, strictAffinity: true },
       5n,
       [
-        ['a', 'n1', 11, 1, 'AutoAllocateOff', 'AutoAllocateOff'],
-        ['a', 'n2', 0, 0, 'AutoAllocateOff', 'AutoAllocateOff'],
-        ['b', 'n2', 61, 1, '-', 'AutoAllocateOff'],
+        'a n1 11 1 AutoAllocateOff AutoAllocateOff',
+        'a n2 0 0 AutoAllocateOff AutoAllocateOff',
+        'b n2 61 1 - AutoAllocateOff',
       ],
     ],
     // watermark 0 (pre-claim off): short only without a free address
@@ -173,9 +165,9 @@ void describe('nodeHeadroom', () => {
       { minFreeAddressesPerNode: 0 },
       0n,
       [
-        ['a', 'n1', 11, 1, '-', 'NoUnclaimedBlocks'],
-        ['a', 'n2', 0, 0, 'NoUnclaimedBlocks', 'NoUnclaimedBlocks'],
-        ['b', 'n2', 61, 1, '-', 'NoUnclaimedBlocks'],
+        'a n1 11 1 - NoUnclaimedBlocks',
+        'a n2 0 0 NoUnclaimedBlocks NoUnclaimedBlocks',
+        'b n2 61 1 - NoUnclaimedBlocks',
       ],
     ],
   ];
