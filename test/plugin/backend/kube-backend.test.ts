@@ -8,8 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createKubeBackend, loadKubeconfigFile } from '../../../ipam-plugin/backend/kube-backend.ts';
-import { runDirect as dispatch } from '../../../ipam-plugin/direct.ts';
-import { processLock } from '../helpers/host-lock.ts';
+import { baseEnv, invoke, netconf } from '../helpers/run-dispatch.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-kube-backend-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -28,27 +27,10 @@ contexts:
 - { name: second, context: { cluster: b, user: u } }
 `,
     );
-    let stdout = '';
-    const stdin = JSON.stringify({
-      cniVersion: '1.1.0',
-      name: 'net',
-      type: 'ptp',
-      ipam: { type: 'blockipam', nodeName: 'n1', kubeconfig, cacheDir: join(tmp, 'cache') },
-    });
-    const code = await dispatch(
-      {
-        env: {
-          CNI_COMMAND: 'ADD',
-          CNI_CONTAINERID: 'c1',
-          CNI_NETNS: '/var/run/netns/x',
-          CNI_IFNAME: 'eth0',
-          CNI_PATH: '/opt/cni/bin',
-        },
-        readStdin: () => stdin,
-        stdout: { write: (s: string) => (stdout += s) },
-        stderr: { write: () => undefined },
-      },
-      { backend: createKubeBackend, ...processLock },
+    const { code, stdout } = await invoke(
+      { CNI_COMMAND: 'ADD', ...baseEnv },
+      netconf('1.1.0', { nodeName: 'n1', kubeconfig, cacheDir: join(tmp, 'cache') }),
+      createKubeBackend,
     );
     assert.equal(code, 1);
     const doc = JSON.parse(stdout) as { code: number; msg: string; details: string };

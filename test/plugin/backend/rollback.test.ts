@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { MemoryDatastore, UnavailableError, type IPPool } from 'blockipam/core';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
-import { runDirect as dispatch } from '../../../ipam-plugin/direct.ts';
-import { processLock } from '../helpers/host-lock.ts';
+import { baseEnv, invoke, netconf } from '../helpers/run-dispatch.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-rollback-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -30,36 +29,10 @@ void describe('dual-stack rollback', () => {
       ++updates === 1
         ? update(b, o)
         : Promise.reject(new UnavailableError('PUT ipamblocks: connection refused'));
-    let stdout = '';
-    let stderr = '';
-    const stdin = JSON.stringify({
-      cniVersion: '1.1.0',
-      name: 'net',
-      type: 'ptp',
-      ipam: {
-        type: 'blockipam',
-        nodeName: 'n1',
-        assignIPv6: true,
-        cacheDir: join(tmp, 'c'),
-      },
-    });
-    const code = await dispatch(
-      {
-        env: {
-          CNI_COMMAND: 'ADD',
-          CNI_CONTAINERID: 'c1',
-          CNI_NETNS: '/var/run/netns/x',
-          CNI_IFNAME: 'eth0',
-          CNI_PATH: '/opt/cni/bin',
-        },
-        readStdin: () => stdin,
-        stdout: { write: (s: string) => (stdout += s) },
-        stderr: { write: (s: string) => (stderr += s) },
-      },
-      {
-        backend: () => Promise.resolve(createCoreBackend({ ds })),
-        ...processLock,
-      },
+    const { code, stdout, stderr } = await invoke(
+      { CNI_COMMAND: 'ADD', ...baseEnv },
+      netconf('1.1.0', { nodeName: 'n1', assignIPv6: true, cacheDir: join(tmp, 'c') }),
+      createCoreBackend({ ds }),
     );
     assert.equal(code, 1);
     assert.equal((JSON.parse(stdout) as { code: number }).code, 101, stdout);
@@ -70,7 +43,7 @@ void describe('dual-stack rollback', () => {
     const logged = JSON.parse(line) as { rollbackFailed: string[] };
     assert.match(
       logged.rollbackFailed[0] ?? '',
-      /net\.c1\.eth0: 10\.71\.\d+\.\d+ left allocated: PUT ipamblocks/,
+      /net1\.ctr1\.eth0: 10\.71\.\d+\.\d+ left allocated: PUT ipamblocks/,
     );
   });
 });
