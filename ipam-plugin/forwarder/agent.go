@@ -35,8 +35,8 @@ func (f fallback) Error() string { return string(f) }
 
 // call hands the call to the agent at socket (core/node-ipam/wire.ts): the request; READY or
 // NOT_SERVED within ackBound; GO; RESULT within timeout. Errors: fallback until GO is sent;
-// after it *cniError (11: no answer in time or a close first; 999: malformed) — or, for
-// STATUS, which changes nothing, fallback again.
+// after it *cniError (11: no answer in time or a close first; 999: malformed) — but fallback
+// for STATUS (changes nothing) and for a DEL not answered (a release by handle is idempotent).
 func call(socket string, stdin []byte, timeout time.Duration) (answer, error) {
 	start := time.Now()
 	deadlineNs := monotonicNs() + timeout.Nanoseconds()
@@ -72,7 +72,7 @@ func call(socket string, stdin []byte, timeout time.Duration) (answer, error) {
 	switch {
 	case err == nil:
 		return a, nil
-	case os.Getenv("CNI_COMMAND") == "STATUS":
+	case os.Getenv("CNI_COMMAND") == "STATUS", os.Getenv("CNI_COMMAND") == "DEL" && !errors.As(err, &ce):
 		return a, fallback(err.Error())
 	case errors.As(err, &ce):
 		return a, ce

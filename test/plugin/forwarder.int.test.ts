@@ -3,7 +3,7 @@
  * directory with the TypeScript executable beside it as `blockipam-direct` — against a stand-in
  * agent speaking wire v3 that the test controls (helpers/raw-agent.ts): the request it frames,
  * the answer passed through, the hand-off (NOT_SERVED, no READY in time, a close before READY →
- * the direct path; after GO never, but for STATUS), the version skew of a rolling upgrade in both
+ * the direct path; after GO never, but for STATUS and an unanswered DEL), the version skew of a rolling upgrade in both
  * directions, and each call that goes to the direct path without asking — shown by the direct
  * path's own answer ("kubeconfig unavailable" naming the netconf's kubeconfig: only the
  * TypeScript executable reads one) and the stand-in's connection count.
@@ -141,7 +141,7 @@ void describe('the Go forwarder', () => {
     assert.equal(agent.gos, gos);
   });
 
-  void it('after GO it never falls back: a close is CNI 11, no answer by ipam.timeoutMs CNI 11, garbage 999', async () => {
+  void it('after GO an ADD never falls back: a close is CNI 11, no answer by ipam.timeoutMs CNI 11, garbage 999', async () => {
     agent.reply = () => ({ ready: { close: true } });
     assert.equal(cniError(await run(cniEnv(), conf()), 11).msg, 'node agent: no answer');
     agent.reply = () => ({ ready: { silent: true } });
@@ -150,6 +150,23 @@ void describe('the Go forwarder', () => {
     assert.equal(cniError(await run(cniEnv(), conf()), 999).msg, 'node agent: malformed answer');
     agent.reply = () => ({ ready: { raw: resultBytes(0, 'xyz').subarray(0, 11) } });
     assert.equal(cniError(await run(cniEnv(), conf()), 11).msg, 'node agent: no answer');
+  });
+
+  void it('a DEL the agent does not answer after GO goes to the direct path: a release by handle is idempotent', async () => {
+    agent.reply = () => ({ ready: { close: true } });
+    const gos = agent.gos;
+    /** The DEL's exit 0 from the direct path, which the forwarder's warning names with `why`. */
+    const directDel = (r: PluginRun, why: RegExp): void => {
+      assert.equal(r.status, 0, r.stdout);
+      assert.match(r.stderr, new RegExp(`node agent did not serve the call.*"cmd":"DEL".*${why.source}`));
+    };
+    directDel(await run(cniEnv('DEL'), conf()), /EOF/);
+    agent.reply = () => ({ ready: { silent: true } });
+    directDel(await run(cniEnv('DEL'), conf({ timeoutMs: 300 })), /i\/o timeout|deadline/);
+    assert.equal(agent.gos, gos + 2, 'both DELs were started at the agent (GO sent)');
+    // an answer, even a malformed one, is the agent's: no second release
+    agent.reply = () => ({ ready: { raw: Buffer.from('{"v":2,"code":0}\n') } });
+    assert.equal(cniError(await run(cniEnv('DEL'), conf()), 999).msg, 'node agent: malformed answer');
   });
 
   void it('STATUS falls back within its own budget even after GO: a stalled agent never fails it', async () => {
