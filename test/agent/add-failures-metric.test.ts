@@ -8,20 +8,18 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
-import { MemoryDatastore, UnavailableError } from 'blockipam/core';
+import { MemoryDatastore } from 'blockipam/core';
 import type { IPPool } from 'blockipam/core';
 import { ADD_FAILURE_REASONS, createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
-import { createLogger } from '../../block-controller/shared/index.ts';
 import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
 import type { SocketAnswer } from '../helpers/ipam-socket.ts';
+import { quietLog as log, unreachableIpam } from './fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'add-failures-'));
-const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
 
 const pool = (name: string, spec: IPPool['spec']): IPPool => ({
   apiVersion: 'ipam.blockipam.io/v1alpha1',
@@ -116,13 +114,6 @@ describe('blockipam_agent_cni_add_failures_total', () => {
 
   test('error answers: not synced → not_ready; the API server unreachable → api_unreachable', async () => {
     const metrics = createAgentMetrics();
-    const unreachable: NodeIpam = {
-      add: () => Promise.reject(new UnavailableError('connect ECONNREFUSED')),
-      del: () => Promise.resolve({ released: 0 }),
-      check: () => Promise.resolve({ kind: 'ok' }),
-      gc: () => Promise.resolve({ released: [], errors: [], aliveElsewhere: [] }),
-      status: () => Promise.resolve({ kind: 'ready' }),
-    };
     let service: NodeIpam | string = 'the agent has not synced yet (blocks)';
     const path = join(root, 'b.sock');
     const server = await startIpamServer({
@@ -139,7 +130,7 @@ describe('blockipam_agent_cni_add_failures_total', () => {
         [early?.code, early?.details],
         [11, 'node agent: the agent has not synced yet (blocks)'],
       );
-      service = unreachable;
+      service = unreachableIpam;
       assert.equal(answerDoc(await askSocket(path, add('a')))?.msg, 'datastore unreachable');
       assert.deepEqual(await failures(metrics), { ...zero, not_ready: 1, api_unreachable: 1 });
     } finally {

@@ -7,17 +7,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, it } from 'node:test';
 import { enqueueDel, queuedFiles } from 'blockipam/core/cni';
 import type { DelCall, NodeIpam } from 'blockipam/core/node-ipam';
-import { createLogger, Lifecycle } from '../../block-controller/shared/index.ts';
+import { Lifecycle } from '../../block-controller/shared/index.ts';
 import { startDeletionReplay } from '../../block-controller/agent/ipam/deletion-replay.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
+import { quietLog as log } from './fixtures.ts';
 
 const dir = join(mkdtempSync(join(tmpdir(), 'bipam-replay-')), 'del-queue');
 after(() => rmSync(join(dir, '..'), { recursive: true, force: true }));
-const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
 const queue = (containerID: string): void =>
   void enqueueDel(dir, {
     attachment: { network: 'net1', containerID, ifname: 'eth0' },

@@ -5,19 +5,17 @@
  * (block-controller/agent/metrics.ts observeBatching).
  */
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { isUnavailable, MemoryDatastore, UnavailableError } from 'blockipam/core';
 import { datastoreInputs } from 'blockipam/core/node-ipam';
 import type { AddCall } from 'blockipam/core/node-ipam';
 import { agentNodeIpam } from '../../block-controller/agent/ipam/service.ts';
 import { createAgentMetrics, observeBatching } from '../../block-controller/agent/metrics.ts';
-import { createLogger } from '../../block-controller/shared/index.ts';
 import { deferred, probe } from '../core/batching-probe.ts';
 import { pool } from '../core/fixtures.ts';
+import { quietLog as log } from './fixtures.ts';
 
 const NODE = 'n1';
-const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
 const live = new AbortController().signal;
 
 function addCall(id: string): AddCall {

@@ -14,7 +14,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, it } from 'node:test';
 import fc from 'fast-check';
 import { InvalidError, MemoryDatastore, type IPAMBlock } from 'blockipam/core';
@@ -22,9 +21,9 @@ import { createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import { MAX_STDIN_BYTES } from 'blockipam/core/node-ipam';
 import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
-import { createLogger } from '../../block-controller/shared/index.ts';
 import { askSocket, frameRequest } from '../helpers/ipam-socket.ts';
 import type { SocketAnswer } from '../helpers/ipam-socket.ts';
+import { quietLog } from './fixtures.ts';
 
 /** Fixed, so a failure reproduces; change it (and docs/security.md) to explore further. */
 const SEED = 20_261_203;
@@ -260,7 +259,6 @@ async function allocations(ds: MemoryDatastore): Promise<string[]> {
 it(`${RUNS} hostile requests on the socket: one well-formed answer each, nothing left allocated`, async (t) => {
   const ds = datastore();
   const ipam = createNodeIpam({ ds, inputs: datastoreInputs(ds) });
-  const silent = new Writable({ write: (_c, _e, cb) => cb() });
   const path = join(dir, 'ipam.sock');
   const server = await startIpamServer({
     path,
@@ -269,7 +267,7 @@ it(`${RUNS} hostile requests on the socket: one well-formed answer each, nothing
     serves: () => undefined,
     // a request cut short is NOT_SERVED at once (the server waits for its rest until then)
     readDeadlineMs: 20,
-    log: createLogger({ component: 'fuzz', stream: silent }),
+    log: quietLog,
     metrics: createAgentMetrics(),
   });
   const counts = new Map<string, Map<string, number>>();

@@ -15,25 +15,16 @@ import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { after, describe, test } from 'node:test';
-import { UnavailableError } from 'blockipam/core';
 import { agentSocketPath, MAX_STDIN_BYTES, servedNodeProblem, type NodeIpam } from 'blockipam/core/node-ipam';
 import { startIpamServer, type IpamServerOptions } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
-import { createLogger } from '../../block-controller/shared/index.ts';
 import { answerDoc, askSocket, cniCall, frameRequest, socketConf } from '../helpers/ipam-socket.ts';
 import type { SocketAnswer } from '../helpers/ipam-socket.ts';
+import { quietLog as log, unreachableIpam } from './fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'ipam-socket-'));
-const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
-const ipam: NodeIpam = {
-  add: () => Promise.reject(new UnavailableError('connect ECONNREFUSED')),
-  del: () => Promise.resolve({ released: 0 }),
-  check: () => Promise.resolve({ kind: 'ok' }),
-  gc: () => Promise.resolve({ released: [], errors: [], aliveElsewhere: [] }),
-  status: () => Promise.resolve({ kind: 'ready' }),
-};
+const ipam = unreachableIpam;
 const start = (path: string, service: NodeIpam | string = ipam, more: Partial<IpamServerOptions> = {}) =>
   startIpamServer({
     path,

@@ -30,10 +30,9 @@ import { agentNodeIpam } from '../../block-controller/agent/ipam/service.ts';
 import { createViewDatastore, lastKnownDatastore } from '../../block-controller/agent/ipam/view-datastore.ts';
 import { withLastKnownStatus } from '../../block-controller/agent/ipam/status.ts';
 import { createAgentMetrics, observeConfirmLists } from '../../block-controller/agent/metrics.ts';
-import { createLogger } from '../../block-controller/shared/index.ts';
-import { Writable } from 'node:stream';
 import { blocksWith } from '../helpers/blocks-with.ts';
 import { ipamCalls } from '../helpers/ipam-calls.ts';
+import { quietLog } from './fixtures.ts';
 
 const NODE = 'n1';
 const NOW = Date.parse('2026-12-01T00:00:00Z');
@@ -122,7 +121,6 @@ describe('IPAM view datastore', () => {
 });
 
 const sig = (): AbortSignal => AbortSignal.timeout(5_000);
-const quietLog = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
 const { attachment, addCall } = ipamCalls(NODE);
 /** Handles allocated in the API server's (inner) blocks of the node. */
 const handles = async (inner: MemoryDatastore): Promise<string[]> =>
@@ -280,7 +278,6 @@ describe('upkeep’s writes through the view', () => {
 });
 
 describe('STATUS from the last known state', () => {
-  const quiet = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
   const failing = (error: Error): NodeIpam => {
     const fail = () => Promise.reject(error);
     return { add: fail, del: fail, check: fail, gc: fail, status: fail };
@@ -297,7 +294,7 @@ describe('STATUS from the last known state', () => {
       ipam,
       lastKnown: lastKnownDatastore(view, NODE),
       inputs: inputs(pools),
-      log: quiet,
+      log: quietLog,
     }).status({ node: NODE, families: [4], pools: { 4: [], 6: [] } }, AbortSignal.timeout(5_000));
   };
 
@@ -498,34 +495,11 @@ describe('confirmation LISTs', () => {
     assert.deepEqual(await own(), ['10-70-0-64-26'], 'no zombie');
   });
 
-  test('a re-read after a lost compare-and-swap, answered after the watch’s DELETE, brings nothing back', async () => {
-    const { inner: memory, watch } = await setup();
-    const { ds: inner, gate } = gatedInner(memory);
-    const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
-    const own = async () => names(await view.blocks.list({ labelSelector: affineSelector(NODE) }));
-    const stale = watch[0]!;
-    // another writer changes the block (the watch has not delivered it): our UPDATE loses
-    const theirs = await memory.blocks.update({
-      ...stale,
-      metadata: { ...stale.metadata, annotations: { mark: 'theirs' } },
-    });
-    const open = deferred();
-    const reading = deferred();
-    gate.promise = open.promise;
-    gate.sent = reading.resolve;
-    const losing = view.blocks.update(stale);
-    await reading.promise; // the re-read has read the block, its answer held
-    gate.promise = undefined;
-    // meanwhile the block is deleted and the watch delivers the DELETE
-    await memory.blocks.delete(theirs.metadata.name, { resourceVersion: theirs.metadata.resourceVersion! });
-    watch.splice(watch.indexOf(stale), 1);
-    view.observe(theirs);
-    open.resolve();
-    await assert.rejects(losing, (e) => isConflict(e));
-    assert.deepEqual(await own(), ['10-70-0-64-26'], 'no zombie: the re-read’s older copy is not laid');
-  });
-
-  test('a copy read before the watch’s newer one never replaces it', async () => {
+  /**
+   * Another writer changes the node's block behind the watch, so the view's UPDATE of its stale
+   * copy loses; returned once that UPDATE's re-read has read the block, its answer held until `open`.
+   */
+  const losingReRead = async () => {
     const { inner: memory, watch } = await setup();
     const { ds: inner, gate } = gatedInner(memory);
     const view = createViewDatastore({ inner, node: NODE, watched: () => watch });
@@ -541,6 +515,23 @@ describe('confirmation LISTs', () => {
     const losing = view.blocks.update(stale);
     await reading.promise;
     gate.promise = undefined;
+    return { memory, watch, view, stale, theirs, losing, open };
+  };
+
+  test('a re-read after a lost compare-and-swap, answered after the watch’s DELETE, brings nothing back', async () => {
+    const { memory, watch, view, stale, theirs, losing, open } = await losingReRead();
+    const own = async () => names(await view.blocks.list({ labelSelector: affineSelector(NODE) }));
+    // meanwhile the block is deleted and the watch delivers the DELETE
+    await memory.blocks.delete(theirs.metadata.name, { resourceVersion: theirs.metadata.resourceVersion! });
+    watch.splice(watch.indexOf(stale), 1);
+    view.observe(theirs);
+    open.resolve();
+    await assert.rejects(losing, (e) => isConflict(e));
+    assert.deepEqual(await own(), ['10-70-0-64-26'], 'no zombie: the re-read’s older copy is not laid');
+  });
+
+  test('a copy read before the watch’s newer one never replaces it', async () => {
+    const { memory, watch, view, theirs, losing, open } = await losingReRead();
     // a later write arrives through the watch before the re-read answers
     const newest = await memory.blocks.update({
       ...theirs,

@@ -3,14 +3,14 @@
 // and no more; every pass counts in upkeep_passes_total.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Writable } from 'node:stream';
 import { affineSelector, MemoryDatastore } from 'blockipam/core';
 import type { IPPool } from 'blockipam/core';
 import { createViewDatastore } from '../../block-controller/agent/ipam/view-datastore.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import type { AgentState } from '../../block-controller/agent/state.ts';
 import { Upkeep } from '../../block-controller/agent/upkeep/runner.ts';
-import { createLogger, Lifecycle } from '../../block-controller/shared/index.ts';
+import { Lifecycle } from '../../block-controller/shared/index.ts';
+import { quietLog as log } from './fixtures.ts';
 
 const NODE = 'n1';
 const POOL: IPPool = {
@@ -34,7 +34,6 @@ function setup(minFreeAddressesPerNode: number) {
     nodeBlocks: () => [],
     onChange: () => undefined,
   } as unknown as AgentState;
-  const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
   const metrics = createAgentMetrics();
   const upkeep = new Upkeep({ state, view, log, metrics, lifecycle: new Lifecycle(log), tickMs: 3_600_000 });
   const passes = async (status: string): Promise<number> =>
