@@ -10,23 +10,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { MemoryDatastore } from 'blockipam/core';
-import type { IPPool } from 'blockipam/core';
 import { ADD_FAILURE_REASONS, createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { startIpamServer } from '../../block-controller/agent/ipam/server.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
 import type { SocketAnswer } from '../helpers/ipam-socket.ts';
+import { pool } from '../core/fixtures.ts';
 import { quietLog as log, unreachableIpam } from './fixtures.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'add-failures-'));
-
-const pool = (name: string, spec: IPPool['spec']): IPPool => ({
-  apiVersion: 'ipam.blockipam.io/v1alpha1',
-  kind: 'IPPool',
-  metadata: { name, creationTimestamp: '2026-11-01T00:00:00Z' },
-  spec,
-});
 
 /** An ADD call on the wire for container `id` of pod `ns/id`. */
 function add(id: string, more: { ns?: string; pools?: string[]; staticIPs?: string[] } = {}) {

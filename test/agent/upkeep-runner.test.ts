@@ -4,21 +4,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { affineSelector, MemoryDatastore } from 'blockipam/core';
-import type { IPPool } from 'blockipam/core';
 import { createViewDatastore } from '../../block-controller/agent/ipam/view-datastore.ts';
 import { createAgentMetrics } from '../../block-controller/agent/metrics.ts';
 import type { AgentState } from '../../block-controller/agent/state.ts';
 import { Upkeep } from '../../block-controller/agent/upkeep/runner.ts';
 import { Lifecycle } from '../../block-controller/shared/index.ts';
+import { pool } from '../core/fixtures.ts';
 import { quietLog as log } from './fixtures.ts';
 
 const NODE = 'n1';
-const POOL: IPPool = {
-  apiVersion: 'ipam.blockipam.io/v1alpha1',
-  kind: 'IPPool',
-  metadata: { name: 'v4', creationTimestamp: '2026-01-01T00:00:00Z' },
-  spec: { cidr: '10.70.0.0/16', blockSize: 26 },
-};
+const POOL = pool('v4', { cidr: '10.70.0.0/16', blockSize: 26 }, '2026-01-01T00:00:00Z');
 
 /** An upkeep loop over a memory store whose watch never delivers anything. */
 function setup(minFreeAddressesPerNode: number) {

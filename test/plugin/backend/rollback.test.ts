@@ -6,19 +6,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { MemoryDatastore, UnavailableError, type IPPool } from 'blockipam/core';
+import { MemoryDatastore, UnavailableError } from 'blockipam/core';
 import { createCoreBackend } from '../../../ipam-plugin/backend/core-backend.ts';
+import { pool } from '../../core/fixtures.ts';
 import { baseEnv, invoke, netconf } from '../helpers/run-dispatch.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-rollback-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-const v4: IPPool = {
-  apiVersion: 'ipam.blockipam.io/v1alpha1',
-  kind: 'IPPool',
-  metadata: { name: 'v4', creationTimestamp: '2026-01-01T00:00:00Z' },
-  spec: { cidr: '10.71.0.0/16', blockSize: 26 },
-};
+const v4 = pool('v4', { cidr: '10.71.0.0/16', blockSize: 26 }, '2026-01-01T00:00:00Z');
 
 void describe('dual-stack rollback', () => {
   void it('a rollback that cannot be written is logged with the address it left', async () => {
