@@ -30,11 +30,6 @@ interface Span {
 // the LIST is stale enough that re-listing (the caller's next round) is better.
 const MAX_CREATE_ATTEMPTS = 16;
 
-// 30 s: the controller lists a new pool within its first reconcile (about a second; at a fresh
-// install, once its pod has started); past that the refusal is no start-up window but a pool the
-// controller will not list, answered as the policy's refusal.
-const UNLISTED_POOL_WAIT_MS = 30_000;
-
 // 256: every /16 region of an IPv4 /8 pool; in an IPv6 pool 256 full regions in a row means
 // 256 × 1,024 blocks claimed around this node's offset — report the pool as full for this node.
 const MAX_REGIONS = 256n;
@@ -129,9 +124,14 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
       ctx.stats.claims += 1;
       return created;
     } catch (error) {
-      if (isPoolNotListedYet(error) && waitedMs < UNLISTED_POOL_WAIT_MS) {
+      if (isPoolNotListedYet(error) && waitedMs < ctx.unlistedPool.waitMs) {
         const delay = Math.min(2_000, 250 * 2 ** Math.min(waits++, 3));
-        await ctx.sleep(delay);
+        // the caller's deadline during the wait: the refusal, which names the pool and ConfigMap
+        try {
+          await ctx.unlistedPool.sleep(delay);
+        } catch (cut) {
+          throw ctx.signal?.aborted ? error : cut;
+        }
         waitedMs += delay;
         attempt--;
         continue;
@@ -152,8 +152,7 @@ async function claimInArea(ctx: Context, job: AreaClaim): Promise<IPAMBlock | 'l
  * True when the claims admission policy refused the CREATE because the controller has not yet
  * listed the block's pool in its ConfigMap (the chart's message: "… which the controller has not
  * listed in ConfigMap …"): the first seconds after an install or after a pool is created. Such a
- * claim waits for the list (backing off 250 ms to 2 s, at most {@link UNLISTED_POOL_WAIT_MS} and
- * the caller's signal) instead of failing the ADD.
+ * claim waits for the list (AllocatorOptions.unlistedPool) before the refusal is the answer.
  */
 function isPoolNotListedYet(error: unknown): boolean {
   const refusal = apiRefusalOf(error);

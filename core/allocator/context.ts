@@ -68,6 +68,15 @@ export interface AllocatorOptions {
    * it (the CNI plugin does). Default: none.
    */
   onRollbackFailure?: (failure: RollbackFailure) => void;
+  /**
+   * How long (`waitMs`, ms) a claim the claims admission policy refuses because the controller
+   * has not yet listed the pool (the first seconds after an install or a pool's creation) waits
+   * for the list, retrying its CREATE (250 ms doubling to 2 s, on `sleep`: default a real timer,
+   * not the backoff `sleep` above) until this bound or `signal`; then the refusal is the answer.
+   * Default: no wait, refused at once. The node agent, a long-lived server whose calls carry their
+   * client's deadline, waits; the direct path does not.
+   */
+  unlistedPool?: { readonly waitMs: number; readonly sleep?: (ms: number) => Promise<void> };
 }
 
 /** What a failed dual-stack rollback left allocated. */
@@ -89,6 +98,8 @@ export interface Context {
   /** The caller's signal, already bound to `ds` and `sleep`. */
   readonly signal: AbortSignal | undefined;
   readonly onRollbackFailure: ((failure: RollbackFailure) => void) | undefined;
+  /** AllocatorOptions.unlistedPool, its sleep bound to `signal`. */
+  readonly unlistedPool: { readonly waitMs: number; readonly sleep: (ms: number) => Promise<void> };
 }
 
 export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Context {
@@ -103,6 +114,14 @@ export function contextOf(ds: Datastore, options: AllocatorOptions = {}): Contex
     maxRetries: options.maxRetries ?? 100,
     signal,
     onRollbackFailure: options.onRollbackFailure,
+    unlistedPool: {
+      waitMs: options.unlistedPool?.waitMs ?? 0,
+      sleep: (ms) =>
+        abortable(
+          (options.unlistedPool?.sleep ?? ((t) => new Promise((resolve) => setTimeout(resolve, t))))(ms),
+          signal,
+        ),
+    },
   };
 }
 

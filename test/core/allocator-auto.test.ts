@@ -306,11 +306,10 @@ describe('claimBlock: a pool the controller has not listed yet', () => {
       { reason: 'Forbidden' },
     );
   /** `w`'s datastore with its first `refusals` block CREATEs refused as {@link notListed}; the sleeps it saw. */
-  function refusing(refusals: number): {
-    ctx: ReturnType<typeof contextOf>;
-    slept: number[];
-    p: Promise<IPPool>;
-  } {
+  function refusing(
+    refusals: number,
+    options: { signal?: AbortSignal; onSleep?: (slept: number[]) => void } = {},
+  ): { ctx: ReturnType<typeof contextOf>; slept: number[]; p: Promise<IPPool> } {
     const w = world({ pools: [pool('p', { cidr: '10.15.0.0/24', blockSize: 28 })] });
     const create = w.ds.blocks.create.bind(w.ds.blocks);
     let left = refusals;
@@ -319,13 +318,31 @@ describe('claimBlock: a pool the controller has not listed yet', () => {
     const slept: number[] = [];
     const ctx = contextOf(w.ds, {
       ...w.options,
-      sleep: (ms) => {
-        slept.push(ms);
-        return Promise.resolve();
+      unlistedPool: {
+        waitMs: 20_000,
+        sleep: (ms) => {
+          slept.push(ms);
+          options.onSleep?.(slept);
+          return Promise.resolve();
+        },
       },
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     return { ctx, slept, p: loadSnapshot(w.ds).then((s) => s.usable[0]!) };
   }
+
+  it('without unlistedPool (the direct path): refused at once', async () => {
+    const w = world({ pools: [pool('p', { cidr: '10.15.0.0/24', blockSize: 28 })] });
+    let creates = 0;
+    w.ds.blocks.create = (block) => {
+      creates++;
+      return Promise.reject(notListed(block.metadata.name));
+    };
+    const ctx = contextOf(w.ds, w.options);
+    const p = (await loadSnapshot(w.ds)).usable[0]!;
+    await assert.rejects(claimBlock(ctx, p, 'n1', []), /has not listed in ConfigMap/);
+    assert.equal(creates, 1, 'one CREATE, no retry');
+  });
 
   it('waits for the list (250 ms doubling to 2 s) and claims the same block once it is listed', async () => {
     const { ctx, slept, p } = refusing(5);
@@ -335,14 +352,26 @@ describe('claimBlock: a pool the controller has not listed yet', () => {
     assert.equal(ctx.stats.claims, 1);
   });
 
-  it('gives up after 30 s of waiting: the policy’s refusal is the answer', async () => {
+  it('gives up after 20 s of waiting: the policy’s refusal is the answer', async () => {
     const { ctx, slept, p } = refusing(1_000);
     await assert.rejects(claimBlock(ctx, await p, 'n1', []), /has not listed in ConfigMap/);
     assert.equal(
       slept.reduce((a, b) => a + b, 0),
-      31_750,
+      21_750,
       'the waits add up to the bound (the last one crossing it)',
     );
+  });
+
+  it('the caller’s deadline during the wait: the policy’s refusal, not the abort, is the answer', async () => {
+    const deadline = new AbortController();
+    const { ctx, slept, p } = refusing(1_000, {
+      signal: deadline.signal,
+      onSleep: (s) => {
+        if (s.length === 3) deadline.abort(new Error('deadline'));
+      },
+    });
+    await assert.rejects(claimBlock(ctx, await p, 'n1', []), /has not listed in ConfigMap/);
+    assert.deepEqual(slept, [250, 500, 1000]);
   });
 });
 

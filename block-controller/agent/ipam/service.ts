@@ -53,6 +53,14 @@ export interface AgentService {
  */
 const BATCH_PACE_MS = 20;
 
+/**
+ * How long an ADD's claim waits for the controller to list a new pool (the claims policy refuses
+ * it until then), ms: 10 s covers a controller's first reconcile after an install, and ends well
+ * inside a call's default 30 s budget, so a pool that stays unlisted (the controller down) is
+ * still answered with the policy's refusal, not a timeout.
+ */
+const UNLISTED_POOL_WAIT_MS = 10_000;
+
 /** The service; it logs each dual-stack rollback that left addresses allocated (warn). */
 export function agentNodeIpam(options: AgentServiceOptions): AgentService {
   const { node, log } = options;
@@ -60,6 +68,8 @@ export function agentNodeIpam(options: AgentServiceOptions): AgentService {
   const allocator: Omit<AllocatorOptions, 'signal' | 'stats'> = {
     sleep: batchedBackoffSleep(options.sleep),
     ...(options.random ? { random: options.random } : {}),
+    // right after an install the controller has not listed the pools yet: a claim waits for it
+    unlistedPool: { waitMs: UNLISTED_POOL_WAIT_MS },
     onRollbackFailure: (f) =>
       log.warn('dual-stack rollback left addresses allocated', {
         [F.node]: node,
