@@ -13,6 +13,7 @@
  */
 import type { IPAMBlock } from 'blockipam/core';
 import type { Datastore } from 'blockipam/core';
+import { readDeletionQueue } from 'blockipam/core/cni';
 import {
   affinityProblems,
   duplicateAddresses,
@@ -33,6 +34,8 @@ import {
 } from './owner-checks.ts';
 import type { OwnerFinding, UnallocatedCandidate } from './owner-checks.ts';
 import { leakKey, PROBLEM_KINDS } from './problems.ts';
+import { deletionQueueView, noteQueuedLeaks, queuedDelProblems } from './queue-checks.ts';
+import type { DeletionQueueView } from './queue-checks.ts';
 import type { LeakedAllocation, Problem, ProblemKind } from './problems.ts';
 import { relistBlocks, takeSnapshot } from './snapshot.ts';
 import type { Snapshot, SnapshotOptions } from './snapshot.ts';
@@ -63,6 +66,8 @@ export interface AuditResult {
   problems: Problem[];
   leaked: LeakedAllocation[];
   confirmation: AuditConfirmation;
+  /** The node's deletion queue, when one was read (`AuditOptions.deletionQueue`). */
+  deletionQueue?: DeletionQueueView;
 }
 
 /** Options of {@link runAudit}. */
@@ -77,6 +82,11 @@ export interface AuditOptions extends SnapshotOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Told before the wait: how many owner findings wait for confirmation, and for how long. */
   onConfirmWait?: (suspects: number, ms: number) => void;
+  /**
+   * A node's deletion queue directory (core's `deletionQueueDirOf`), read after the confirmation
+   * LIST: each entry a finding, and a leak its replay releases says so. Default: none read.
+   */
+  deletionQueue?: string;
 }
 
 const timer = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -108,6 +118,12 @@ export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promi
       ipChecks.candidates,
     );
   }
+  // read last: a leak confirmed held is explained by what is queued now
+  const queue =
+    options.deletionQueue === undefined
+      ? undefined
+      : deletionQueueView(options.deletionQueue, readDeletionQueue(options.deletionQueue));
+  if (queue) owners = noteQueuedLeaks(owners, queue);
   const problems = [
     ...frozenBlockProblems(snapshot),
     ...duplicateAddresses(snapshot.blocks),
@@ -118,6 +134,7 @@ export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promi
     ...owners.map((f) => f.problem),
     ...ipChecks.problems,
     ...unallocated,
+    ...(queue ? queuedDelProblems(queue, snapshot.blocks) : []),
   ];
   const order = Object.keys(PROBLEM_KINDS) as ProblemKind[];
   problems.sort(
@@ -136,7 +153,7 @@ export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promi
     suspects: candidates.length,
     released: candidates.length - owners.length,
   };
-  return { snapshot, counts, problems, leaked, confirmation };
+  return { snapshot, counts, problems, leaked, confirmation, ...(queue ? { deletionQueue: queue } : {}) };
 }
 
 /** The findings whose allocation `blocks` (the confirmation LIST) still holds unchanged. */

@@ -29,13 +29,19 @@ export const PROBLEM_KINDS = {
   'pod-ip-unallocated': 'Pod IPs in blockipam ranges with no allocation',
   'duplicate-pod-ip': 'One pod IP used by more than one live pod',
   'block-affinity-deleted-node': 'Blocks affine to deleted nodes',
+  'queued-del-unreadable': "Files in this node's deletion queue that are no queued DEL (never replayed)",
+  'queued-del':
+    'DELs queued on this node for the agent (their addresses stay allocated until it replays them)',
   'empty-block': 'Empty blocks',
 } as const;
 
 export type ProblemKind = keyof typeof PROBLEM_KINDS;
 
-/** Kinds that are information only: they never make `check` exit 1. */
-export const INFO_KINDS: ReadonlySet<ProblemKind> = new Set(['empty-block']);
+/**
+ * Kinds that are information only: they never make `check` exit 1. A queued DEL resolves itself
+ * (the agent replays it); the leak it explains is still reported as one.
+ */
+export const INFO_KINDS: ReadonlySet<ProblemKind> = new Set(['queued-del', 'empty-block']);
 
 /** One finding. */
 export interface Problem {

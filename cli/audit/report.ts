@@ -10,6 +10,7 @@ import type { ClusterIdentity } from '../connect.ts';
 import { CliError } from '../io.ts';
 import type { AuditConfirmation, AuditCounts, AuditResult } from './audit.ts';
 import type { LeakedAllocation, Problem } from './problems.ts';
+import type { DeletionQueueView } from './queue-checks.ts';
 import { REPORT_KIND, REPORT_VERSION, reportSchema } from './report-schema.ts';
 
 export { REPORT_KIND, REPORT_VERSION } from './report-schema.ts';
@@ -33,6 +34,8 @@ export interface Report {
   problems: Problem[];
   /** Allocations this report calls leaked; release --from-report frees only these. */
   leaked: LeakedAllocation[];
+  /** The node's deletion queue, when check read one (`--deletion-queue`): every file in it. */
+  deletionQueue?: DeletionQueueView;
 }
 
 /** Builds the report of an audit. */
@@ -51,6 +54,7 @@ export function buildReport(result: AuditResult, cluster: ClusterIdentity): Repo
     confirmation: result.confirmation,
     problems: result.problems,
     leaked: result.leaked,
+    ...(result.deletionQueue ? { deletionQueue: result.deletionQueue } : {}),
   };
 }
 

@@ -27,6 +27,14 @@ export function printSummary(out: TextOut, report: Report, limit: number): void 
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   );
+  const queue = report.deletionQueue;
+  if (queue) {
+    const unreadable = queue.entries.filter((e) => 'error' in e).length;
+    println(
+      out,
+      `  deletion queue ${queue.dir}: ${queue.entries.length - unreadable} DEL(s) queued${unreadable > 0 ? `, ${unreadable} file(s) no queued DEL` : ''}`,
+    );
+  }
   const confirmation = report.confirmation;
   if (confirmation && confirmation.suspects > 0)
     println(

@@ -3,8 +3,9 @@
  * (docs/design-cli.md §check). Exit 0 clean, 1 problems (a leak only when still held
  * `--confirm-after` seconds after its owner was seen gone), 2 could not check.
  */
-import { statSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { deletionQueueDirOf } from 'blockipam/core/cni';
 import { runAudit } from '../audit/audit.ts';
 import { buildReport, writeReport } from '../audit/report.ts';
 import { printSummary } from '../audit/summary.ts';
@@ -23,6 +24,7 @@ interface CheckArgs extends GlobalFlags {
   quiet: boolean;
   /** Always set (default 30); optional only in the type yargs infers for a coerced option. */
   confirmAfter?: number;
+  deletionQueue?: string;
 }
 
 // 20 findings per kind: a screenful; -o FILE has them all.
@@ -33,6 +35,8 @@ const DEFAULT_LIMIT = 20;
 const DEFAULT_CONFIRM_AFTER_S = 30;
 // 1 h: longer would hold the pod LIST's verdict past any useful meaning.
 const MAX_CONFIRM_AFTER_S = 3600;
+// The chart's agent.runDir (/var/run/blockipam) and the agent's --ipam-socket in it.
+const DEFAULT_DELETION_QUEUE = deletionQueueDirOf('/var/run/blockipam/agent/ipam.sock');
 // 1,000 objects: below this a LIST takes well under a second and progress would be noise.
 const PROGRESS_THRESHOLD = 1000;
 
@@ -64,6 +68,14 @@ export function checkCommand(ctx: CommandContext) {
           describe:
             'Seconds a suspected leak must stay allocated after its pod or node was seen gone before it is reported (0 = at once)',
         })
+        .option('deletion-queue', {
+          type: 'string',
+          // no `default`: the default is read only when it exists
+          defaultDescription: DEFAULT_DELETION_QUEUE,
+          coerce: nonEmpty('--deletion-queue', 'a directory'),
+          describe:
+            "This node's queue of DELs waiting for the agent (their addresses stay allocated: they look leaked); each is shown, a leak it explains says so. Root-only: the default is read only when it exists, i.e. on a node as root",
+        })
         .option('quiet', { alias: 'q', type: 'boolean', default: false, describe: 'No progress on stderr' })
         .example(
           '$0 check',
@@ -71,7 +83,11 @@ export function checkCommand(ctx: CommandContext) {
         )
         .example('$0 check -o report.json', 'Also write a report that ipamctl release --from-report accepts')
         .example('$0 check --kubeconfig admin.kubeconfig --limit 0', 'Print every finding')
-        .example('$0 check --confirm-after 0', 'Report suspected leaks without waiting for a late CNI DEL'),
+        .example('$0 check --confirm-after 0', 'Report suspected leaks without waiting for a late CNI DEL')
+        .example(
+          'sudo $0 check --deletion-queue DIR',
+          "Also show this node's queued DELs (DIR: del-queue beside the agent's IPAM socket)",
+        ),
     run: (args) => check(args, ctx.io),
   });
 }
@@ -81,12 +97,14 @@ async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
   // refused before the audit, not after it ran (EISDIR at the write)
   if (reportFile !== undefined && statSync(reportFile, { throwIfNoEntry: false })?.isDirectory())
     throw new CliError(`-o/--output ${JSON.stringify(args.output)} is a directory: name a FILE in it`);
+  const deletionQueue = queueDir(args.deletionQueue, io);
   return withConnection(args, io, async (conn) => {
     try {
       const cluster = await clusterIdentity(conn);
       const confirmAfterS = args.confirmAfter ?? DEFAULT_CONFIRM_AFTER_S;
       const result = await runAudit(conn.ds, {
         confirmAfterMs: confirmAfterS * 1000,
+        ...(deletionQueue === undefined ? {} : { deletionQueue }),
         ...(io.sleep ? { sleep: io.sleep } : {}),
         ...(args.quiet
           ? {}
@@ -109,6 +127,47 @@ async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
       throw error;
     }
   });
+}
+
+/**
+ * The deletion queue to read: `--deletion-queue DIR` (one that does not exist reads as empty: the
+ * queue is made at its first entry; one that is not a readable directory is a usage error, exit
+ * 2), else the chart's default when it exists and can be read (not as another user than root).
+ */
+function queueDir(given: string | undefined, io: Io): string | undefined {
+  if (given === undefined) {
+    const dir = DEFAULT_DELETION_QUEUE;
+    try {
+      if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return undefined;
+      accessSync(dir, constants.R_OK | constants.X_OK);
+      return dir;
+    } catch {
+      return undefined; // EACCES: the agent's directory is root-only
+    }
+  }
+  const dir = resolve(io.cwd ?? process.cwd(), given);
+  let isDirectory: boolean | undefined;
+  try {
+    isDirectory = statSync(dir, { throwIfNoEntry: false })?.isDirectory();
+    if (isDirectory) accessSync(dir, constants.R_OK | constants.X_OK);
+  } catch (error) {
+    throw new CliError(
+      `cannot read the deletion queue ${given}: ${(error as Error).message} (run check on the node as root)`,
+    );
+  }
+  if (isDirectory === false)
+    throw new CliError(`--deletion-queue ${JSON.stringify(given)} is not a directory`);
+  return dir;
+}
+
+/** A flag's value as given; empty (or the flag followed by another flag) is a usage error. */
+function nonEmpty(flag: string, what: string): (value: unknown) => string | undefined {
+  return (value) => {
+    if (value === undefined) return undefined;
+    const text = String(Array.isArray(value) ? value.at(-1) : value);
+    if (text === '') throw new Error(`${flag} needs ${what}`);
+    return text;
+  };
 }
 
 /**

@@ -170,6 +170,27 @@ function readQueued(dir: string, file: string): QueuedDel | string {
   return d as QueuedDel;
 }
 
+/** One file of the queue as read: its entry, or why it is not one (unreadable, garbled). */
+export type QueuedRead =
+  { readonly file: string; readonly entry: QueuedDel } | { readonly file: string; readonly error: string };
+
+/**
+ * The queue's entries, oldest first (an entry without a `queuedAt` sorts first): each file parsed,
+ * a file that is not an entry (unreadable, not JSON, a field missing) returned with why, never
+ * thrown. Writes nothing: the agent's replay and `ipamctl check` read the queue through it.
+ * @returns none when `dir` does not exist
+ * @throws an fs error when `dir` cannot be listed (EACCES: not root; ENOTDIR)
+ */
+export function readDeletionQueue(dir: string): QueuedRead[] {
+  const reads = queuedFiles(dir).map((file): QueuedRead => {
+    const entry = readQueued(dir, file);
+    return typeof entry === 'string' ? { file, error: entry } : { file, entry };
+  });
+  const at = (r: QueuedRead): string =>
+    'entry' in r && typeof r.entry.queuedAt === 'string' ? r.entry.queuedAt : '';
+  return reads.sort((x, y) => at(x).localeCompare(at(y)));
+}
+
 /** What one entry's replay did. */
 export type ReplayResult =
   | { readonly file: string; readonly entry: QueuedDel; readonly released: number }
@@ -192,14 +213,12 @@ export interface ReplayOptions {
  * @returns each entry's result
  */
 export async function replayDeletionQueue(o: ReplayOptions): Promise<ReplayResult[]> {
-  const entries = queuedFiles(o.dir).map((file) => ({ file, entry: readQueued(o.dir, file) }));
-  const at = (e: QueuedDel | string): string => (typeof e === 'string' ? '' : e.queuedAt);
-  entries.sort((x, y) => at(x.entry).localeCompare(at(y.entry)));
   const results: ReplayResult[] = [];
-  for (const { file, entry } of entries) {
+  for (const read of readDeletionQueue(o.dir)) {
     let r: ReplayResult;
-    if (typeof entry === 'string') r = { file, error: entry };
-    else
+    if ('error' in read) r = read;
+    else {
+      const { file, entry } = read;
       try {
         const { released } = await o.del({
           attachment: entry.attachment,
@@ -212,6 +231,7 @@ export async function replayDeletionQueue(o: ReplayOptions): Promise<ReplayResul
       } catch (e) {
         r = { file, entry, error: e instanceof Error ? e.message : String(e) };
       }
+    }
     results.push(r);
     o.onResult?.(r);
   }

@@ -103,6 +103,8 @@ describe('ipamctl: input checked before any request (exit 2, the field named)', 
     [['repair', 'sequence', '10.244.0.0/33'], /BLOCK "10\.244\.0\.0\/33" is neither an IPAMBlock name/],
     [['adopt', 'plan', '--node', 'Bad_Name'], /--node "Bad_Name" is not a Kubernetes node name/],
     [['adopt', 'plan', '--node', ''], /--node needs a node name, not ""/],
+    [['check', '--deletion-queue', ''], /--deletion-queue needs a directory/],
+    [['check', '--deletion-queue', process.execPath], /--deletion-queue ".*" is not a directory/],
   ];
   for (const [args, message] of cases)
     test(`${args.join(' ')}`, async () => {

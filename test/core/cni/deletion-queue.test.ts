@@ -26,6 +26,7 @@ import {
   queueableDelFailure,
   queuedFileName,
   queuedFiles,
+  readDeletionQueue,
   replayDeletionQueue,
   type QueuedDel,
 } from 'blockipam/core/cni';
@@ -189,6 +190,54 @@ void describe('replayDeletionQueue', () => {
     assert.deepEqual(
       await replayDeletionQueue({ dir: freshDir(), node: 'node-a', del: service(new Set()).del }),
       [],
+    );
+  });
+});
+
+void describe('readDeletionQueue', () => {
+  void it('each file parsed, oldest first; a file that is no entry returned with why, never thrown', () => {
+    const dir = freshDir();
+    const c22 = enqueueDel(dir, entry('c22', { podUID: 'uid-2' }));
+    const c1 = enqueueDel(dir, entry('c1'));
+    writeFileSync(join(dir, 'garbled.json'), '{"attach');
+    writeFileSync(join(dir, 'partial.json'), '{"attachment": {"network": "net1"}}');
+    // core checks the attachment and node only: no queuedAt sorts first, and does not throw
+    writeFileSync(
+      join(dir, 'undated.json'),
+      JSON.stringify({ attachment: { network: 'n', containerID: 'c', ifname: 'e' }, node: 'node-a' }),
+    );
+    mkdirSync(join(dir, 'adir.json'));
+    const before = readdirSync(dir).sort();
+    const reads = readDeletionQueue(dir);
+    assert.deepEqual(readdirSync(dir).sort(), before, 'writes nothing');
+    const dated = reads.filter((r) => 'entry' in r && r.entry.queuedAt !== undefined);
+    assert.deepEqual(dated, [
+      { file: c1, entry: entry('c1') },
+      { file: c22, entry: entry('c22', { podUID: 'uid-2' }) },
+    ]);
+    assert.equal(reads.at(-1)?.file, c22);
+    const errors = Object.fromEntries(reads.flatMap((r) => ('error' in r ? [[r.file, r.error]] : [])));
+    assert.deepEqual(Object.keys(errors).sort(), ['adir.json', 'garbled.json', 'partial.json']);
+    assert.match(errors['garbled.json'] ?? '', /^unreadable: /);
+    assert.match(errors['adir.json'] ?? '', /^unreadable: .*EISDIR/);
+    assert.match(errors['partial.json'] ?? '', /^not a queued DEL/);
+  });
+  void it('no directory: none', () => assert.deepEqual(readDeletionQueue(freshDir()), []));
+  void it('the replay goes past an entry without queuedAt', async () => {
+    const dir = freshDir();
+    enqueueDel(dir, entry('c1'));
+    writeFileSync(
+      join(dir, 'undated.json'),
+      JSON.stringify({ attachment: { network: 'net1', containerID: 'c9', ifname: 'eth0' }, node: 'node-a' }),
+    );
+    const results = await replayDeletionQueue({
+      dir,
+      node: 'node-a',
+      del: () => Promise.resolve({ released: 1 }),
+    });
+    assert.deepEqual(
+      results.map((r) => r.file),
+      ['undated.json', queuedFileName(entry('c1').attachment)],
     );
   });
 });
