@@ -7,19 +7,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MemoryDatastore } from 'blockipam/core';
-import type { IPPool, Namespace, Pod } from 'blockipam/core';
+import type { Namespace, Pod } from 'blockipam/core';
 import { createNodeIpam } from 'blockipam/core/node-ipam';
 import { agentInputs } from '../../block-controller/agent/ipam/inputs.ts';
 import type { AgentState } from '../../block-controller/agent/state.ts';
+import { pool } from '../core/fixtures.ts';
 
 const NODE = 'n1';
-const pool = (name: string, cidr: string, day: number): IPPool => ({
-  apiVersion: 'ipam.blockipam.io/v1alpha1',
-  kind: 'IPPool',
-  metadata: { name, creationTimestamp: `2026-01-0${day}T00:00:00Z` },
-  spec: { cidr, blockSize: 26 },
-});
-const pools = [pool('old-pool', '10.71.0.0/16', 1), pool('new-pool', '10.72.0.0/16', 2)];
+const pools = [
+  pool('old-pool', { cidr: '10.71.0.0/16', blockSize: 26 }, '2026-01-01T00:00:00Z'),
+  pool('new-pool', { cidr: '10.72.0.0/16', blockSize: 26 }, '2026-01-02T00:00:00Z'),
+];
 const namespace: Namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ns' } };
 /** Pod ns/web-0 of `uid`, asking for pool `wants` by annotation. */
 const pod = (uid: string, wants: string): Pod => ({

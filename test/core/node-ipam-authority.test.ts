@@ -10,24 +10,23 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MemoryDatastore, withBlocks } from 'blockipam/core';
-import type { IPAMBlock, IPPool, ListOptions } from 'blockipam/core';
+import type { IPAMBlock, ListOptions } from 'blockipam/core';
 import { createNodeIpam, datastoreInputs } from 'blockipam/core/node-ipam';
 import type { AddOutcome } from 'blockipam/core/node-ipam';
 import { ipamCalls } from '../helpers/ipam-calls.ts';
+import { pool } from './fixtures.ts';
 
 const NODE = 'n1';
 const { attachment, addCall } = ipamCalls(NODE);
 const sig = (): AbortSignal => AbortSignal.timeout(5_000);
-const pool = (name: string, cidr: string, blockSize: number): IPPool => ({
-  apiVersion: 'ipam.blockipam.io/v1alpha1',
-  kind: 'IPPool',
-  metadata: { name, creationTimestamp: '2026-01-01T00:00:00Z' },
-  spec: { cidr, blockSize },
-});
+const T = '2026-01-01T00:00:00Z';
 
 function setup() {
   const memory = new MemoryDatastore({
-    pools: [pool('v4', '10.70.0.0/16', 26), pool('v6', 'fd00:70::/112', 122)],
+    pools: [
+      pool('v4', { cidr: '10.70.0.0/16', blockSize: 26 }, T),
+      pool('v6', { cidr: 'fd00:70::/112', blockSize: 122 }, T),
+    ],
   });
   const hidden = new Set<string>();
   const seen = (b: IPAMBlock): boolean => !hidden.has(b.metadata.name);

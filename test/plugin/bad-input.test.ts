@@ -7,24 +7,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, it } from 'node:test';
-import { MemoryDatastore, type IPPool } from 'blockipam/core';
+import { MemoryDatastore } from 'blockipam/core';
 import { createCoreBackend } from '../../ipam-plugin/backend/core-backend.ts';
 import { baseEnv, invoke, netconf } from './helpers/run-dispatch.ts';
+import { pool } from '../core/fixtures.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-bad-input-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
 
-const pool = (name: string, cidr: string): IPPool => ({
-  apiVersion: 'ipam.blockipam.io/v1alpha1',
-  kind: 'IPPool',
-  metadata: { name, creationTimestamp: '2026-01-01T00:00:00Z' },
-  spec: { cidr, blockSize: 26 },
-});
-
 const podArgs = 'K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=p1';
 const annotated = (pod: Record<string, string>, ns: Record<string, string> = {}): MemoryDatastore =>
   new MemoryDatastore({
-    pools: [pool('auto', '10.50.0.0/16')],
+    pools: [pool('auto', { cidr: '10.50.0.0/16', blockSize: 26 }, '2026-01-01T00:00:00Z')],
     namespaces: [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ns1', annotations: ns } }],
     pods: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p1', namespace: 'ns1', annotations: pod } }],
   });
