@@ -27,7 +27,8 @@ export interface HandleQuery {
 
 /**
  * Preconditions of a release by handle. (A sequence number belongs to one address, so exact
- * releases by sequence go through {@link releaseAddresses}.)
+ * releases by sequence go through {@link releaseAddresses}.) With `node`, only allocations made
+ * for that node are released (core/block ReleasePreconditions.node).
  */
 export interface HandleRelease extends HandleQuery {
   /** Free only allocations of this pod UID (allocations without one are freed). */
@@ -47,14 +48,15 @@ export async function releaseByHandle(
   const ctx = contextOf(ds, options);
   const blocks = await listBlocksOf(ctx.ds, preconditions.node);
   const result: ReleaseResult = { released: [], refused: [] };
-  for (const block of blocks.filter((b) =>
-    Object.values(b.spec.allocations).some((a) => a.handle === handle),
-  )) {
+  const { node, podUID } = preconditions;
+  const mine = (a: { handle: string; node: string }): boolean =>
+    a.handle === handle && (node === undefined || a.node === node);
+  for (const block of blocks.filter((b) => Object.values(b.spec.allocations).some(mine))) {
     await releaseInBlock(
       ctx,
       block,
       handle,
-      preconditions.podUID === undefined ? {} : { podUID: preconditions.podUID },
+      { ...(podUID === undefined ? {} : { podUID }), ...(node === undefined ? {} : { node }) },
       result,
     );
   }

@@ -142,6 +142,13 @@ export function allocateOrdinal(
 export interface ReleasePreconditions {
   sequence?: number;
   podUID?: string;
+  /**
+   * Only allocations made for this node (`allocation.node`) are touched; others holding the handle
+   * are left as they are, neither released nor refused — a node's DEL never writes another
+   * node's allocation, which its admission policy would refuse (a handle planted in the
+   * node's block by another node's credential must not block its DELs).
+   */
+  node?: string;
 }
 
 /** One allocation released, or one refused because a precondition did not hold. */
@@ -175,6 +182,7 @@ export function releaseHandle(
   const refused: ReleasedOrdinal[] = [];
   for (const [key, allocation] of Object.entries(block.spec.allocations)) {
     if (allocation.handle !== handle) continue;
+    if (preconditions.node !== undefined && allocation.node !== preconditions.node) continue;
     const ok =
       (preconditions.sequence === undefined || preconditions.sequence === allocation.sequence) &&
       (preconditions.podUID === undefined ||

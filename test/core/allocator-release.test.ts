@@ -136,6 +136,39 @@ describe('release', () => {
     );
   });
 
+  it('a node releases only its own allocations of the handle: one planted by another node is left', async () => {
+    const w = world();
+    const a = await autoAssign(w.ds, { ...pod('a'), node: 'n1' }, w.options);
+    assert.ok(a.ok && a.ipv4);
+    // another node's credential adds an allocation of its own, carrying n1's pod's handle, to n1's block
+    const block = (await w.ds.blocks.get(a.ipv4.block))!;
+    const planted = {
+      ...block.spec.allocations[String(a.ipv4.ordinal)]!,
+      node: 'n2',
+      sequence: block.spec.sequence + 1,
+    };
+    await w.ds.blocks.update({
+      ...block,
+      spec: {
+        ...block.spec,
+        sequence: block.spec.sequence + 1,
+        allocations: { ...block.spec.allocations, [String(a.ipv4.ordinal + 1)]: planted },
+      },
+    });
+    const r = await releaseByHandle(w.ds, 'net.a.eth0', { node: 'n1', podUID: 'uid-a' }, w.options);
+    assert.deepEqual(
+      r.released.map((x) => x.address),
+      [a.ipv4.address],
+    );
+    assert.deepEqual(r.refused, []);
+    const after = (await w.ds.blocks.get(a.ipv4.block))!;
+    assert.deepEqual(
+      Object.values(after.spec.allocations),
+      [planted],
+      'the planted allocation is not written',
+    );
+  });
+
   it('releasing what is not there is success (empty result)', async () => {
     const w = world();
     assert.deepEqual(await releaseByHandle(w.ds, 'net.ghost.eth0', { node: 'n1' }, w.options), {
