@@ -729,10 +729,13 @@ describe('the per-node admission policy: every field, every verb, every node cre
     const refFields = Object.keys(schemas['io.k8s.api.authentication.v1.BoundObjectReference']!.properties!);
     // what changing each field to another value does: allowed (the token stays bound to its own Node) or not
     const values: Record<string, [unknown, boolean][]> = {
+      // the caller's: the API server defaults them before admission, so no rule can pin them
       audiences: [[['walk'], true]],
       attestations: [[{ 'kubernetes.io/walk': ['x'] }, false]],
+      // at most the chart's agent.tokenExpirationSeconds (3600)
       expirationSeconds: [
-        [7200, true],
+        [7200, false],
+        [315_360_000, false],
         [600, true],
       ],
       boundObjectRef: [[undefined, false]],
