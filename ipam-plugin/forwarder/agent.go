@@ -13,9 +13,9 @@ import (
 )
 
 const (
-	// ackBound: how long, from its start, the forwarder waits for READY or NOT_SERVED before it
-	// takes the direct path — above the agent's ack latency in a burst of 250 calls on a loaded
-	// node (docs/design-plugin.md §Forwarder); a stalled agent costs a call this much.
+	// ackBound: the wait for READY or NOT_SERVED from the start, then on, ackBound at a time, while
+	// the agent's heartbeat is younger, up to half the budget; else the direct path
+	// (docs/design-plugin.md §Forwarder): a busy agent answers late, a stopped one costs 2-4 s.
 	ackBound = 2 * time.Second
 	// statusBudget: STATUS's whole budget at the agent, then the direct path: never NotReady.
 	statusBudget = 3 * time.Second
@@ -51,8 +51,16 @@ func call(socket string, stdin []byte, timeout time.Duration) (answer, error) {
 		return answer{}, fallback(err.Error())
 	}
 	kind := make([]byte, 1)
-	if _, err := io.ReadFull(conn, kind); err != nil {
-		return answer{}, fallback(fmt.Sprintf("no READY within %v: %v", min(ackBound, timeout), err))
+	_, err = io.ReadFull(conn, kind)
+	for errors.Is(err, os.ErrDeadlineExceeded) && time.Since(start) < timeout/2 {
+		if fi, e := os.Stat(socket); e != nil || time.Since(fi.ModTime()) >= ackBound {
+			break // no heartbeat (the agent sets its socket's mtime every 200 ms while it runs)
+		}
+		_ = conn.SetDeadline(time.Now().Add(min(ackBound, time.Until(start.Add(timeout/2)))))
+		_, err = io.ReadFull(conn, kind)
+	}
+	if err != nil {
+		return answer{}, fallback(fmt.Sprintf("no READY within %v: %v", time.Since(start).Round(100*time.Millisecond), err))
 	}
 	switch kind[0] {
 	case 'N': // u32 n, then the reason up to the close

@@ -1,8 +1,6 @@
-// Command blockipam-forwarder is the CNI IPAM plugin `blockipam` the container runtime calls
-// when the node agent serves IPAM (docs/design-plugin.md §Forwarder). It hands ADD, DEL, CHECK,
-// GC and STATUS to the agent (node IPAM wire v3, agent.go), and execs the TypeScript executable
-// `blockipam-direct` beside it — the direct path — for every call the agent has not started. It
-// decides nothing about IPAM and validates nothing the agent or the direct path validate.
+// Command blockipam-forwarder, the CNI IPAM plugin `blockipam` (docs/design-plugin.md §Forwarder),
+// hands each call to the node agent (wire v3, agent.go), or execs `blockipam-direct` beside it —
+// the direct path — for a call the agent has not started. It decides and validates nothing.
 package main
 
 import (

@@ -10,7 +10,17 @@
  * agent and API server: ipam-server.int.test.ts; with the Go forwarder: ipam-hand-off.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  unwatchFile,
+  utimesSync,
+  watchFile,
+  writeFileSync,
+} from 'node:fs';
 import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -149,6 +159,24 @@ describe('IPAM socket server', () => {
     const answer = cniError(await ask(path, del(500)));
     assert.equal(answer.code, 11, JSON.stringify(answer));
     assert.equal(answer.msg, 'time budget exceeded');
+    await server.close(1000);
+  });
+
+  test("the heartbeat: the socket's mtime follows the clock while the server runs", async () => {
+    const path = join(root, 'beat', 'ipam.sock');
+    const server = await start(path);
+    const socket = agentSocketPath(path);
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(socket, past, past);
+    // the next beat sets it to now again: wait for that change (the forwarder reads it as alive)
+    await new Promise<void>((resolve) => {
+      const watcher = watchFile(socket, { interval: 50 }, (now) => {
+        if (now.mtimeMs > Date.now() - 2_000) {
+          unwatchFile(socket, watcher);
+          resolve();
+        }
+      });
+    });
     await server.close(1000);
   });
 

@@ -134,11 +134,37 @@ void describe('the Go forwarder', () => {
     directAnswered(await run(cniEnv(), conf()), /not a v3 agent/);
   });
 
-  void it('no READY within the ack bound (a stalled agent): the direct path, no GO sent', async () => {
+  void it('no READY within the ack bound and no heartbeat (a stopped agent): the direct path, no GO sent', async () => {
     agent.reply = () => ({ silent: true });
     const gos = agent.gos;
     directAnswered(await run(cniEnv(), conf()), /no READY within 2s/);
     assert.equal(agent.gos, gos);
+  });
+
+  void it('READY after the ack bound while the heartbeat beats (a busy agent): the agent serves it', async () => {
+    agent.reply = () => ({ ready: { code: 0, stdout: '{"served":"late"}\n' }, readyAfterMs: 3_000 });
+    const gos = agent.gos;
+    agent.heartbeat = true;
+    try {
+      const r = await run(cniEnv(), conf());
+      assert.deepEqual([r.status, r.stdout], [0, '{"served":"late"}\n'], r.stderr);
+      assert.equal(agent.gos, gos + 1);
+    } finally {
+      agent.heartbeat = false;
+    }
+    // the same agent without its heartbeat: the direct path at the bound, no GO
+    directAnswered(await run(cniEnv(), conf()), /no READY within 2s/);
+    assert.equal(agent.gos, gos + 1);
+  });
+
+  void it('a heartbeat but no READY: the direct path once half of ipam.timeoutMs is gone', async () => {
+    agent.reply = () => ({ silent: true });
+    agent.heartbeat = true;
+    try {
+      directAnswered(await run(cniEnv(), conf({ timeoutMs: 8_000 })), /no READY within 4s/);
+    } finally {
+      agent.heartbeat = false;
+    }
   });
 
   void it('after GO an ADD never falls back: a close is CNI 11, no answer by ipam.timeoutMs CNI 11, garbage 999', async () => {

@@ -13,7 +13,7 @@
  *    fires when the client closes or the call's budget ends (every block write re-checks it), and
  *    answer RESULT.
  */
-import { lstatSync, statSync, unlinkSync } from 'node:fs';
+import { lstatSync, statSync, unlinkSync, utimes } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import {
   agentSocketPath,
@@ -48,6 +48,13 @@ const READ_DEADLINE_MS = 10_000;
  * client takes the direct path.
  */
 const MAX_CONNECTIONS = 256;
+/**
+ * The heartbeat: every 200 ms while its event loop runs, the server sets its socket's mtime to
+ * now. A forwarder with no READY by its ack bound waits on while the mtime is fresh (a busy
+ * agent answers late; falling back would put the burst on the direct path's host lock) and takes
+ * the direct path once it is stale (a stopped or blocked agent).
+ */
+const HEARTBEAT_MS = 200;
 /** sun_path holds 108 bytes with its NUL (unix(7)). */
 const MAX_SOCKET_PATH_BYTES = 107;
 
@@ -117,6 +124,10 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
   server.on('error', (error) => log.warn('IPAM socket error', { [F.path]: path, ...errorFields(error) }));
   await listenRootOnly(server, path);
   const bound = statSync(path);
+  const heartbeat = setInterval(() => {
+    const now = new Date();
+    utimes(path, now, now, () => undefined);
+  }, HEARTBEAT_MS).unref();
   log.info('IPAM server listening', { [F.node]: node, [F.path]: path });
   let closing: Promise<void> | undefined;
   return {
@@ -126,6 +137,7 @@ export async function startIpamServer(options: IpamServerOptions): Promise<IpamS
     },
     close(drainMs) {
       return (closing ??= (async () => {
+        clearInterval(heartbeat);
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         let timer: NodeJS.Timeout | undefined;
         const timedOut = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), drainMs)));

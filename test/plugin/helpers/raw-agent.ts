@@ -4,7 +4,7 @@
  * request parsed and each GO, and answers each call as the test says — NOT_SERVED, READY and
  * then a RESULT, silence or a close at either step, or bytes as given.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +28,7 @@ export type AfterGo =
 /** What to do with one request. */
 export type RawReply =
   | { readonly notServed: string }
-  | { readonly ready: AfterGo }
+  | { readonly ready: AfterGo; readonly readyAfterMs?: number }
   | { readonly raw: Buffer }
   | { readonly close: true }
   | { readonly silent: true };
@@ -44,6 +44,11 @@ export interface RawAgent {
   readonly gos: number;
   /** The reply to the next requests; replace it per test. Default: READY, then exit 0, nothing written. */
   reply: (request: RawRequest) => RawReply;
+  /**
+   * The agent's heartbeat: while true the socket's mtime is set to now every 200 ms, as the
+   * agent's server does; false (the default) sets it a minute into the past — a stopped agent.
+   */
+  heartbeat: boolean;
   close(): Promise<void>;
 }
 
@@ -134,13 +139,24 @@ export async function rawAgent(path?: string): Promise<RawAgent> {
       else if ('close' in reply) s.destroy();
       else if ('ready' in reply) {
         waiting = reply.ready;
-        s.write('A');
+        setTimeout(() => s.write('A'), reply.readyAfterMs ?? 0);
       }
     });
   });
   const listenAt = path ?? agentSocketPath(socket);
   await new Promise<void>((resolve) => server.listen(listenAt, resolve));
+  let beat: NodeJS.Timeout | undefined;
+  const touch = (ms: number): void => utimesSync(listenAt, new Date(ms), new Date(ms));
+  touch(Date.now() - 60_000);
   return {
+    get heartbeat() {
+      return beat !== undefined;
+    },
+    set heartbeat(on) {
+      clearInterval(beat);
+      beat = on ? setInterval(() => touch(Date.now()), 200) : undefined;
+      touch(on ? Date.now() : Date.now() - 60_000);
+    },
     socket,
     get connections() {
       return state.connections;
@@ -156,6 +172,7 @@ export async function rawAgent(path?: string): Promise<RawAgent> {
       state.reply = f;
     },
     async close() {
+      clearInterval(beat);
       for (const s of open) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       rmSync(dir, { recursive: true, force: true });
