@@ -351,6 +351,8 @@ function allowedSingle(m: Mutation, stored: IPAMBlock, caller: string): boolean 
 describe('the per-node admission policy: every field, every verb, every node credential', () => {
   const blocks: Record<string, IPAMBlock> = {};
   let credentials: [string, string][] = [];
+  /** A token of the node ServiceAccount bound to nothing: it names no node. */
+  let nameless: string;
   let crdSchema: Schema;
   let objectMeta: Record<string, Schema>;
   const counts = { tried: 0, refused: 0, noEffect: 0, allowed: 0 };
@@ -405,12 +407,14 @@ describe('the per-node admission policy: every field, every verb, every node cre
       foreignEmpty: coreBlock('10.77.4.0/26', N2, [], [5]),
       unownedEmpty: coreBlock('10.77.5.0/26', null, [], [5]),
       ownEmpty: coreBlock('10.77.6.0/26', N1, [], [5]),
+      ownOnlyMine: coreBlock('10.77.10.0/26', N1, [[2, N1]], [5]),
     };
     for (const [role, block] of Object.entries(made)) {
       adminOk(['create', '-f', '-'], block);
       blocks[role] = await stored(block.metadata.name);
     }
     const pluginKubeconfig = chart.nodeCredential(chart.pluginSA, N1);
+    nameless = tokenOf(chart.credential(chart.nodeSA));
     credentials = [
       ['agent token', tokenOf(chart.credential(chart.nodeSA, 'walk-agent-1'))],
       ['plugin token', tokenOf(pluginKubeconfig)],
@@ -428,8 +432,15 @@ describe('the per-node admission policy: every field, every verb, every node cre
     const schemas = (JSON.parse(openapi.body) as { components: { schemas: Record<string, Schema> } })
       .components.schemas;
     objectMeta = schemas['io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta']!.properties!;
-    // the policy and its binding take a moment to take effect: until a write breaking several of
-    // its rules at once is refused (whichever rule answers: a test may drop one)
+    await policyInForce(/blockipam: node walk-n1/);
+  });
+
+  /**
+   * Waits until a write breaking several of the policy's rules at once is refused with a message
+   * `message` matches (whichever rule answers: a test may drop one): a policy or a change of it
+   * takes a moment to take effect.
+   */
+  async function policyInForce(message: RegExp): Promise<void> {
     const foreign = blocks.foreign!;
     const probe = jsonText({
       ...foreign,
@@ -444,11 +455,11 @@ describe('the per-node admission policy: every field, every verb, every node cre
     });
     for (let attempt = 1; ; attempt++) {
       const r = await dryRunPut(credentials[1]![1], foreign.metadata.name, probe);
-      if (/blockipam: node walk-n1/.test(r.body)) break;
-      assert.ok(attempt < 60, `the node-blocks policy is not in force: ${r.status} ${r.body}`);
+      if (r.status >= 300 && message.test(r.body)) return;
+      assert.ok(attempt < 60, `the node-blocks policy is not in force as expected: ${r.status} ${r.body}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
-  });
+  }
 
   after(() => {
     admin(['delete', 'ipamblocks', '-l', `ipam.blockipam.io/pool=${POOL}`]);
@@ -460,7 +471,11 @@ describe('the per-node admission policy: every field, every verb, every node cre
     );
   });
 
-  test('every single-field change outside the allow-list is refused or has no effect', async () => {
+  /**
+   * The single-field walk: every mutation of every path, with each credential, on each block.
+   * `first`: stop at the first change admitted outside the allow-list.
+   */
+  async function singleFieldWalk(first = false): Promise<{ outside: string[]; refusedAllowed: string[] }> {
     const outside: string[] = [];
     const refusedAllowed: string[] = [];
     for (const role of ['foreign', 'unowned', 'own'] as const) {
@@ -495,13 +510,25 @@ describe('the per-node admission policy: every field, every verb, every node cre
             continue;
           }
           if (allowed) counts.allowed += 1;
-          else outside.push(what);
+          else {
+            outside.push(what);
+            if (first) return { outside, refusedAllowed };
+          }
         }
       }
     }
+    return { outside, refusedAllowed };
+  }
+
+  test('every single-field change outside the allow-list is refused or has no effect', async () => {
+    const { outside, refusedAllowed } = await singleFieldWalk();
     assert.deepEqual(outside, [], 'admitted outside the allow-list');
     assert.deepEqual(refusedAllowed, [], 'refused although core writes it');
     assert.ok(counts.tried > 300, `only ${counts.tried} probes`);
+    // docs/security.md keeps the figures of this run: they change only with the schema or the policy
+    const row = `| IPAMBlock UPDATE, 2 credentials × 3 blocks | ${counts.tried} | ${counts.refused} | ${counts.noEffect} | ${counts.allowed} | 0 |`;
+    const doc = readFileSync(join(REPO, 'docs', 'security.md'), 'utf8').replace(/ {2,}/g, ' ');
+    assert.ok(doc.includes(row), `docs/security.md lacks the row ${row}`);
   });
 
   test('core’s own writes are admitted: allocate, release, borrow, both in one batched write, a claim, an empty block deleted', async () => {
@@ -560,7 +587,11 @@ describe('the per-node admission policy: every field, every verb, every node cre
     assert.deepEqual(refusedWrites, []);
   });
 
-  test('every other verb and shape of write is refused: PATCH of each kind, foreign DELETE, deletecollection, status, a claim with foreign metadata', async () => {
+  /**
+   * Every other verb and shape of write, core-shaped writes but for one thing core never does, and
+   * a token that names no node: what of it was admitted.
+   */
+  async function attackProbes(): Promise<string[]> {
     const admittedAttacks: string[] = [];
     const foreign = blocks.foreign!.metadata.name;
     const ownerRef = {
@@ -617,6 +648,11 @@ describe('the per-node admission policy: every field, every verb, every node cre
         `${GROUP_PATH}/${blocks.unowned!.metadata.name}?dryRun=All`,
       ],
       ['delete its own non-empty block', 'DELETE', `${GROUP_PATH}/${blocks.own!.metadata.name}?dryRun=All`],
+      [
+        'delete its own block holding only its own allocation',
+        'DELETE',
+        `${GROUP_PATH}/${blocks.ownOnlyMine!.metadata.name}?dryRun=All`,
+      ],
       [
         'delete another node’s empty block',
         'DELETE',
@@ -705,7 +741,63 @@ describe('the per-node admission policy: every field, every verb, every node cre
         const r = await call(token, method, path, body, type);
         if (r.status < 300) admittedAttacks.push(`${who}: ${what}: ${r.status}`);
       }
-    assert.deepEqual(admittedAttacks, []);
+    // a token that names no node (a TokenRequest of the node ServiceAccount bound to nothing):
+    // not even core's own writes
+    for (const role of ['unownedEmpty', 'ownEmpty'] as const) {
+      const r = await call(nameless, 'DELETE', `${GROUP_PATH}/${blocks[role]!.metadata.name}?dryRun=All`);
+      if (r.status < 300) admittedAttacks.push(`a nameless token: delete the ${role} block: ${r.status}`);
+    }
+    const unclaimed = newBlock({
+      cidr: parseCidr('10.77.9.0/26')!,
+      pool: POOL,
+      node: null,
+      nowMs: Date.now(),
+    });
+    const r = await call(nameless, 'POST', `${GROUP_PATH}?dryRun=All`, jsonText(unclaimed));
+    if (r.status < 300) admittedAttacks.push(`a nameless token: an unowned claim: ${r.status}`);
+    return admittedAttacks;
+  }
+
+  test('the largest block (/20: 4,093 assignable ordinals), all freed or all allocated: core’s writes stay within the policy’s cost budget', async () => {
+    const assignable = Array.from({ length: 4093 }, (_, i) => i + 2);
+    const allFreed = coreBlock('10.78.0.0/20', N1, [], assignable.slice(0, -1));
+    const full = coreBlock(
+      '10.78.16.0/20',
+      N1,
+      assignable.map((o): [number, string] => [o, N1]),
+      [],
+    );
+    const refusedWrites: string[] = [];
+    try {
+      for (const block of [allFreed, full]) adminOk(['create', '-f', '-'], block);
+      const [freedStored, fullStored] = [
+        await stored(allFreed.metadata.name),
+        await stored(full.metadata.name),
+      ];
+      assert.equal(freedStored.spec.freed.length, 4092);
+      assert.equal(Object.keys(fullStored.spec.allocations).length, 4093);
+      const mine = { handle: 'walk.large', node: N1, namespace: 'default', pod: 'large' };
+      const writes: [string, IPAMBlock][] = [
+        ['allocate the one never-used ordinal', allocateOrdinal(freedStored, 4094, mine, Date.now())!.block],
+        ['allocate a freed ordinal', allocateOrdinal(freedStored, 2000, mine, Date.now())!.block],
+        [
+          'release one of 4,093 allocations',
+          releaseHandle(fullStored, fullStored.spec.allocations['2000']!.handle, {}, Date.now()).block,
+        ],
+      ];
+      for (const [who, token] of credentials)
+        for (const [what, write] of writes) {
+          const r = await dryRunPut(token, write.metadata.name, jsonText(write));
+          if (r.status !== 200) refusedWrites.push(`${who}: ${what}: ${r.status} ${r.body.slice(0, 400)}`);
+        }
+    } finally {
+      admin(['delete', 'ipamblocks', allFreed.metadata.name, full.metadata.name]);
+    }
+    assert.deepEqual(refusedWrites, []);
+  });
+
+  test('every other verb and shape of write is refused: PATCH of each kind, foreign DELETE, deletecollection, status, a claim with foreign metadata, a token naming no node', async () => {
+    assert.deepEqual(await attackProbes(), []);
   });
 
   test('TokenRequest, the node ServiceAccount’s other write: every spec field probed, only its own Node', async () => {
@@ -777,5 +869,65 @@ describe('the per-node admission policy: every field, every verb, every node cre
     );
     assert.deepEqual(admittedOutside, []);
     assert.deepEqual(refusedAllowed, []);
+  });
+
+  test('each validation of the policy dropped in turn: the probes above find a write it alone refused', async () => {
+    interface Validation {
+      expression: string;
+      message?: string;
+      messageExpression?: string;
+    }
+    interface Policy {
+      metadata: { name: string; labels?: Record<string, string> };
+      spec: { validations: Validation[] };
+    }
+    const policies = JSON.parse(adminOk(['get', 'validatingadmissionpolicies', '-o', 'json'])) as {
+      items: Policy[];
+    };
+    const policy = policies.items.find(
+      (p) =>
+        p.metadata.name.endsWith('-node-blocks') &&
+        p.metadata.labels?.['app.kubernetes.io/instance'] === RELEASE,
+    );
+    assert.ok(policy, 'the chart installed the node-blocks policy');
+    const replace = (validations: Validation[]): void => {
+      adminOk(['replace', '-f', '-'], {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name: policy.metadata.name, labels: policy.metadata.labels },
+        spec: { ...policy.spec, validations },
+      });
+    };
+    const kept = { ...counts };
+    const undetected: string[] = [];
+    const found: string[] = [];
+    try {
+      for (const [i, dropped] of policy.spec.validations.entries()) {
+        // every message the changed policy gives names it: its refusals say when it is in force
+        const marker = `policy without validation ${i}: `;
+        replace(
+          policy.spec.validations
+            .filter((v) => v !== dropped)
+            .map((v) =>
+              v.messageExpression === undefined
+                ? { ...v, message: `${marker}${v.message ?? ''}` }
+                : { ...v, messageExpression: `'${marker}' + (${v.messageExpression})` },
+            ),
+        );
+        await policyInForce(new RegExp(marker));
+        const admitted = await attackProbes();
+        if (admitted.length === 0) admitted.push(...(await singleFieldWalk(true)).outside);
+        const what = `validation ${i} (${dropped.expression.replace(/\s+/g, ' ').slice(0, 60)}…)`;
+        if (admitted.length === 0) undetected.push(what);
+        else found.push(`${what}: ${admitted[0]!}`);
+      }
+    } finally {
+      replace(policy.spec.validations);
+      Object.assign(counts, kept);
+    }
+    await policyInForce(/^(?![\s\S]*policy without validation)[\s\S]*blockipam: node walk-n1/);
+    console.log(`each validation dropped in turn, the first write admitted:\n  ${found.join('\n  ')}`);
+    assert.deepEqual(undetected, [], 'validations whose removal no probe notices');
+    assert.equal(found.length, policy.spec.validations.length);
   });
 });
