@@ -5,7 +5,7 @@
  * an injected clock, and a quiet logger.
  */
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
-import type { Datastore, IPAMNode, Namespace, ResourceStore } from 'blockipam/core';
+import type { Datastore, IPAMBlock, IPAMNode, Namespace, ResourceStore } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import type { ClusterView } from '../../block-controller/controller/view.ts';
 import type { PassLog } from '../../block-controller/controller/pass.ts';
@@ -75,3 +75,14 @@ export function memoryLog(): PassLog & { lines: { message: string; fields?: Reco
     void lines.push({ message, fields });
   return { lines, info: push, warn: push, debug: push };
 }
+
+/** Each way a block is frozen (core/block/frozen.ts), by the reason core gives. */
+export const FREEZES: [string, (b: IPAMBlock) => void][] = [
+  ['terminating', (b) => void (b.metadata.deletionTimestamp = '2026-12-03T08:30:00Z')],
+  ['finalizers', (b) => void (b.metadata.finalizers = ['example.com/hold'])],
+  [
+    'owner-references',
+    (b) => void (b.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'x', uid: 'u' }]),
+  ],
+  ['unsafe-sequence', (b) => void (b.spec.sequence = 2 ** 52 + 8)],
+];
