@@ -11,6 +11,7 @@ import { describe, test } from 'node:test';
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import type { Lease } from '../../block-controller/controller/leader/lease.ts';
+import { eventually } from '../agent/agent-process.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { blockObject, cleanClusterHooks, poolObject, uniqueNamespace } from './helpers.ts';
 
@@ -65,19 +66,9 @@ function start(id: string): Controller {
   return { id, child, lines, exited };
 }
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+/** A lease duration and a pass fit well inside 60 s. */
+const until = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> =>
+  eventually(what, probe, 60_000);
 
 const lease = (): Promise<Lease> =>
   ds.transport.request<Lease>('GET', `/apis/coordination.k8s.io/v1/namespaces/default/leases/${LEASE}`);
@@ -102,6 +93,13 @@ async function allocated(): Promise<number> {
   return (await ds.blocks.list()).reduce((n, b) => n + Object.keys(b.spec.allocations).length, 0);
 }
 
+/** The passes `c` completed (blockipam_controller_passes_total{outcome="done"} on its /metrics). */
+async function passesDone(c: Controller): Promise<number> {
+  const port = Number(c.lines.find((l) => l.message === 'controller started')?.port);
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return Number(/^blockipam_controller_passes_total\{[^}]*outcome="done"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
 const releasedHandles = (c: Controller): string[] =>
   c.lines.filter((l) => l.message === 'leaked address released').map((l) => String(l.handle));
 
@@ -120,7 +118,11 @@ describe('controller: leader election with two processes', () => {
       await until('batch 1 logged', () =>
         releasedHandles(first).length >= batch1.length ? true : undefined,
       );
-      await new Promise((resolve) => setTimeout(resolve, 2000)); // a second release would show by now
+      // two whole passes of the leader after it: a second release would show by now
+      const passes = await passesDone(first);
+      await until('two more passes', async () =>
+        (await passesDone(first)) >= passes + 2 ? true : undefined,
+      );
       assert.deepEqual(releasedHandles(first).sort(), [...batch1].sort());
       assert.deepEqual(releasedHandles(other), [], 'the standby released nothing');
 
