@@ -1,21 +1,17 @@
-// Two controller processes against the real API server (issue 10's leader-election test): one
+// Two controller processes against the real API server (the leader-election test): one
 // leads and reclaims seeded leaks; kill -9 of the leader → the other takes over once the lease
 // has expired (never before) and reclaims the next leaks; no address is released twice; SIGTERM
 // releases the lease and exits 0.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import type { Lease } from '../../block-controller/controller/leader/lease.ts';
 import { eventually } from '../agent/agent-process.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
-import { blockObject, cleanClusterHooks, poolObject, uniqueNamespace } from './helpers.ts';
+import { blockObject, cleanClusterHooks, poolObject, startController, uniqueNamespace } from './helpers.ts';
+import type { ControllerProcess } from './helpers.ts';
 
-const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const ns = uniqueNamespace('ctl-leader');
 const LEASE = `blockipam-controller-${ns}`;
 const LEASE_S = 4;
@@ -31,39 +27,20 @@ cleanClusterHooks({
   },
 });
 
-interface Controller {
+interface Controller extends ControllerProcess {
   id: string;
-  child: ChildProcess;
-  lines: Record<string, unknown>[];
-  exited: Promise<number | null>;
 }
 
 function start(id: string): Controller {
-  const args = [
-    join(root, 'block-controller/controller/main.ts'),
-    ...['--kubeconfig', controlPlane().adminKubeconfig, '--identity', id, '--metrics-port', '0'],
-    ...['--lease-namespace', 'default', '--lease-name', LEASE, '--lease-duration-seconds', String(LEASE_S)],
-    ...[
-      '--renew-deadline-seconds',
-      '3',
-      '--retry-period-seconds',
-      '0.5',
-      '--resync-seconds',
-      '1',
-      '--debounce-ms',
-      '100',
-    ],
-  ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: Record<string, unknown>[] = [];
-  let rest = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    const parts = (rest + chunk.toString()).split('\n');
-    rest = parts.pop() ?? '';
-    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part) as Record<string, unknown>);
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { id, child, lines, exited };
+  return {
+    id,
+    ...startController([
+      ...['--kubeconfig', controlPlane().adminKubeconfig, '--identity', id, '--metrics-port', '0'],
+      ...['--lease-namespace', 'default', '--lease-name', LEASE, '--lease-duration-seconds', String(LEASE_S)],
+      ...['--renew-deadline-seconds', '3', '--retry-period-seconds', '0.5'],
+      ...['--resync-seconds', '1', '--debounce-ms', '100'],
+    ]),
+  };
 }
 
 /** A lease duration and a pass fit well inside 60 s. */
@@ -95,8 +72,7 @@ async function allocated(): Promise<number> {
 
 /** The passes `c` completed (blockipam_controller_passes_total{outcome="done"} on its /metrics). */
 async function passesDone(c: Controller): Promise<number> {
-  const port = Number(c.lines.find((l) => l.message === 'controller started')?.port);
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${await c.port}/metrics`)).text();
   return Number(/^blockipam_controller_passes_total\{[^}]*outcome="done"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
 }
 
