@@ -40,7 +40,7 @@ export async function runAgent(options: AgentOptions): Promise<void> {
   const metrics = createAgentMetrics();
   const lifecycle = new Lifecycle(log);
   lifecycle.handleSignals();
-  const connection = connectKube(connectionOptions(options));
+  const connection = connectKube(options);
   lifecycle.onStop('connection', () => connection.close());
   observeTransport(metrics.registry, connection.transport);
   const started: { state?: AgentState } = {};
@@ -242,7 +242,7 @@ function handOver(
 /** Install mode once (the `install` command): exits non-zero on failure. */
 export async function runInstall(options: AgentOptions): Promise<void> {
   const log = createLogger({ component: 'agent', level: options.logLevel });
-  const connection = connectKube(connectionOptions(options));
+  const connection = connectKube(options);
   try {
     await new CniInstaller(installOptions(options, connection), {
       transport: connection.transport,
@@ -268,26 +268,18 @@ async function installUntilDone(installer: CniInstaller, lifecycle: Lifecycle, l
   }
 }
 
-function connectionOptions(options: AgentOptions): Parameters<typeof connectKube>[0] {
-  return {
-    ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
-    ...(options.context ? { context: options.context } : {}),
-    ...(options.apiServer ? { apiServer: options.apiServer } : {}),
-  };
-}
-
 function installOptions(options: AgentOptions, connection: ReturnType<typeof connectKube>): InstallOptions {
   const config = connection.clientConfig;
   return {
     cniBinDir: options.cniBinDir,
-    ...(options.pluginBinary ? { pluginBinary: options.pluginBinary } : {}),
-    ...(options.pluginBinary && options.forwarderBinary ? { forwarderBinary: options.forwarderBinary } : {}),
+    pluginBinary: options.pluginBinary,
+    forwarderBinary: options.pluginBinary && options.forwarderBinary,
     cniConfDir: options.cniConfDir,
     conflistName: options.conflistName,
     conflist: {
       networkName: options.networkName,
       cniVersion: options.cniVersion,
-      ...(options.mtu !== undefined ? { mtu: options.mtu } : {}),
+      mtu: options.mtu,
       portmap: options.portmap,
       nodeName: options.nodeName,
       assignIPv4: options.assignIpv4,
@@ -297,8 +289,8 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
     },
     kubeconfigPath: options.pluginKubeconfig,
     pluginServer: options.pluginApiServer ?? connection.server,
-    ...(config.ca ? { ca: config.ca } : {}),
-    ...(config.insecureSkipTLSVerify ? { insecureSkipTLSVerify: true } : {}),
+    ca: config.ca,
+    insecureSkipTLSVerify: config.insecureSkipTLSVerify,
     token: {
       namespace: options.namespace ?? '',
       serviceAccount: options.serviceAccount ?? '',
@@ -306,9 +298,8 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
       expirationSeconds: options.tokenExpirationSeconds,
       node: options.nodeName,
     },
-    ...(options.tokenRefreshSeconds !== undefined
-      ? { tokenRefreshMs: options.tokenRefreshSeconds * 1000 }
-      : {}),
+    tokenRefreshMs:
+      options.tokenRefreshSeconds === undefined ? undefined : options.tokenRefreshSeconds * 1000,
   };
 }
 
@@ -318,12 +309,7 @@ function routeFields(
 ): Record<string, unknown> {
   if (outcome.status !== 'done') return { ...outcome };
   return {
-    status: outcome.status,
-    desired: outcome.desired,
-    unchanged: outcome.unchanged,
-    added: outcome.added,
-    replaced: outcome.replaced,
-    removed: outcome.removed,
+    ...outcome,
     failed: outcome.failed.map((f) => f.change.route.dst),
     skipped: outcome.skipped.length,
   };

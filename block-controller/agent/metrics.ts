@@ -2,137 +2,107 @@
  * The agent's Prometheus metrics (beside the shared ones of block-controller/shared/metrics.ts).
  * Every series carries `node`, so a federated view over all agents needs no relabelling.
  */
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Histogram } from 'prom-client';
 import type { BatchingStats } from 'blockipam/core';
 import { ADD_FAILURE_REASONS, addFailureReasonOf } from 'blockipam/core/node-ipam';
 import type { AddAnswer } from 'blockipam/core/node-ipam';
-import { createMetrics, METRIC_PREFIX, readinessGauge } from '../shared/index.ts';
-import type { DaemonMetrics } from '../shared/index.ts';
+import {
+  createMetrics,
+  METRIC_PREFIX,
+  metricMakers,
+  readinessGauge,
+  scrapedCounter,
+} from '../shared/index.ts';
 
 const P = `${METRIC_PREFIX}agent_`;
 
-export interface AgentMetrics extends DaemonMetrics {
-  readonly blocksClaimed: Counter<'node' | 'pool'>;
-  readonly blocksReleased: Counter<'node' | 'pool'>;
-  readonly freeAddresses: Gauge<'node' | 'pool' | 'family'>;
-  readonly affineBlocks: Gauge<'node' | 'pool' | 'family'>;
-  readonly watermark: Gauge<'node'>;
-  readonly atBlockLimit: Gauge<'node' | 'pool'>;
-  readonly tokenRefreshes: Counter<'node' | 'result'>;
-  readonly upkeepPasses: Counter<'node' | 'status'>;
-  readonly routePasses: Counter<'node' | 'status'>;
-  readonly masqueradePasses: Counter<'node' | 'status' | 'why'>;
-  readonly routesSkipped: Gauge<'node' | 'family' | 'reason'>;
-  readonly ipamRequests: Counter<'node' | 'op' | 'outcome'>;
-  readonly ipamRequestSeconds: Histogram<'node' | 'op'>;
-  readonly cniAddFailures: Counter<'node' | 'reason'>;
-  readonly deletionQueueEntries: Gauge<'node'>;
-  readonly deletionQueueReplays: Counter<'node' | 'result'>;
-}
+/** The agent's metrics: the shared ones (DaemonMetrics) and its own, labels typed. */
+export type AgentMetrics = ReturnType<typeof createAgentMetrics>;
 
-export function createAgentMetrics(): AgentMetrics {
+export function createAgentMetrics() {
   const base = createMetrics('agent');
-  const registers = [base.registry];
+  const { gauge, counter } = metricMakers(base.registry, P);
   return {
     ...base,
-    blocksClaimed: new Counter({
-      name: `${P}blocks_claimed_total`,
-      help: 'Blocks the agent pre-claimed for its node',
-      labelNames: ['node', 'pool'],
-      registers,
-    }),
-    blocksReleased: new Counter({
-      name: `${P}blocks_released_total`,
-      help: 'Idle blocks of its node the agent released',
-      labelNames: ['node', 'pool'],
-      registers,
-    }),
-    freeAddresses: new Gauge({
-      name: `${P}free_addresses`,
-      help: "Free addresses in the node's affine blocks, per eligible pool",
-      labelNames: ['node', 'pool', 'family'],
-      registers,
-    }),
-    affineBlocks: new Gauge({
-      name: `${P}affine_blocks`,
-      help: 'Blocks affine to the node, per eligible pool',
-      labelNames: ['node', 'pool', 'family'],
-      registers,
-    }),
-    watermark: new Gauge({
-      name: `${P}min_free_addresses`,
-      help: 'The pre-claim watermark (IPAMConfig minFreeAddressesPerNode)',
-      labelNames: ['node'],
-      registers,
-    }),
-    atBlockLimit: new Gauge({
-      name: `${P}at_block_limit`,
-      help: '1 when a pool is under the watermark and the node holds maxBlocksPerNode blocks of its family',
-      labelNames: ['node', 'pool'],
-      registers,
-    }),
-    tokenRefreshes: new Counter({
-      name: `${P}token_refreshes_total`,
-      help: "TokenRequests for the plugin's kubeconfig, by result (ok, error)",
-      labelNames: ['node', 'result'],
-      registers,
-    }),
-    upkeepPasses: new Counter({
-      name: `${P}upkeep_passes_total`,
-      help: 'Pre-claim / release passes, by outcome: done, waiting (watches not synced or own Node missing), error',
-      labelNames: ['node', 'status'],
-      registers,
-    }),
-    routePasses: new Counter({
-      name: `${P}route_passes_total`,
-      help: 'Route passes (--routes), by outcome: done, waiting (view not synced or own Node missing), error',
-      labelNames: ['node', 'status'],
-      registers,
-    }),
-    masqueradePasses: new Counter({
-      name: `${P}masquerade_passes_total`,
-      help: 'Masquerade passes (--masquerade), by outcome: unchanged, written (why: start, plan, drift), waiting (pools not listed yet), error',
-      labelNames: ['node', 'status', 'why'],
-      registers,
-    }),
-    routesSkipped: new Gauge({
-      name: `${P}routes_skipped`,
-      help: 'Routes the last route pass could not plan, by family (4, 6; unknown for an entry that is no CIDR) and reason (no-internal-ip: the target node has no InternalIP of the family; covers-node-address, duplicate-dst, invalid-cidr)',
-      labelNames: ['node', 'family', 'reason'],
-      registers,
-    }),
-    ipamRequests: new Counter({
-      name: `${P}ipam_requests_total`,
-      help: 'IPAM socket requests by op (add, del, check, gc, status; unknown when unparsable) and outcome (the outcome kind, or error_<kind>)',
-      labelNames: ['node', 'op', 'outcome'],
-      registers,
-    }),
+    blocksClaimed: counter('blocks_claimed_total', 'Blocks the agent pre-claimed for its node', [
+      'node',
+      'pool',
+    ]),
+    blocksReleased: counter('blocks_released_total', 'Idle blocks of its node the agent released', [
+      'node',
+      'pool',
+    ]),
+    freeAddresses: gauge('free_addresses', "Free addresses in the node's affine blocks, per eligible pool", [
+      'node',
+      'pool',
+      'family',
+    ]),
+    affineBlocks: gauge('affine_blocks', 'Blocks affine to the node, per eligible pool', [
+      'node',
+      'pool',
+      'family',
+    ]),
+    watermark: gauge('min_free_addresses', 'The pre-claim watermark (IPAMConfig minFreeAddressesPerNode)', [
+      'node',
+    ]),
+    atBlockLimit: gauge(
+      'at_block_limit',
+      '1 when a pool is under the watermark and the node holds maxBlocksPerNode blocks of its family',
+      ['node', 'pool'],
+    ),
+    tokenRefreshes: counter(
+      'token_refreshes_total',
+      "TokenRequests for the plugin's kubeconfig, by result (ok, error)",
+      ['node', 'result'],
+    ),
+    upkeepPasses: counter(
+      'upkeep_passes_total',
+      'Pre-claim / release passes, by outcome: done, waiting (watches not synced or own Node missing), error',
+      ['node', 'status'],
+    ),
+    routePasses: counter(
+      'route_passes_total',
+      'Route passes (--routes), by outcome: done, waiting (view not synced or own Node missing), error',
+      ['node', 'status'],
+    ),
+    masqueradePasses: counter(
+      'masquerade_passes_total',
+      'Masquerade passes (--masquerade), by outcome: unchanged, written (why: start, plan, drift), waiting (pools not listed yet), error',
+      ['node', 'status', 'why'],
+    ),
+    routesSkipped: gauge(
+      'routes_skipped',
+      'Routes the last route pass could not plan, by family (4, 6; unknown for an entry that is no CIDR) and reason (no-internal-ip: the target node has no InternalIP of the family; covers-node-address, duplicate-dst, invalid-cidr)',
+      ['node', 'family', 'reason'],
+    ),
+    ipamRequests: counter(
+      'ipam_requests_total',
+      'IPAM socket requests by op (add, del, check, gc, status; unknown when unparsable) and outcome (the outcome kind, or error_<kind>)',
+      ['node', 'op', 'outcome'],
+    ),
     ipamRequestSeconds: new Histogram({
       name: `${P}ipam_request_duration_seconds`,
       help: 'IPAM socket requests, from accept to answer, by op',
       labelNames: ['node', 'op'],
       // 1 ms … 10 s: a warm ADD is one block UPDATE (~10 ms); a claim or a retry storm is more
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers,
+      registers: [base.registry],
     }),
-    cniAddFailures: new Counter({
-      name: `${P}cni_add_failures_total`,
-      help: `ADDs on the IPAM socket that allocated nothing, by reason (core's bounded set of ${ADD_FAILURE_REASONS.length}: ${ADD_FAILURE_REASONS.join(', ')})`,
-      labelNames: ['node', 'reason'],
-      registers,
-    }),
-    deletionQueueEntries: new Gauge({
-      name: `${P}deletion_queue_entries`,
-      help: 'DELs the plugin queued on the node for the agent, left after the last replay pass',
-      labelNames: ['node'],
-      registers,
-    }),
-    deletionQueueReplays: new Counter({
-      name: `${P}deletion_queue_replays_total`,
-      help: 'Queued DELs the agent replayed, by result (released, failed: kept for the next pass)',
-      labelNames: ['node', 'result'],
-      registers,
-    }),
+    cniAddFailures: counter(
+      'cni_add_failures_total',
+      `ADDs on the IPAM socket that allocated nothing, by reason (core's bounded set of ${ADD_FAILURE_REASONS.length}: ${ADD_FAILURE_REASONS.join(', ')})`,
+      ['node', 'reason'],
+    ),
+    deletionQueueEntries: gauge(
+      'deletion_queue_entries',
+      'DELs the plugin queued on the node for the agent, left after the last replay pass',
+      ['node'],
+    ),
+    deletionQueueReplays: counter(
+      'deletion_queue_replays_total',
+      'Queued DELs the agent replayed, by result (released, failed: kept for the next pass)',
+      ['node', 'result'],
+    ),
   };
 }
 
@@ -211,23 +181,11 @@ export function observeBatching(
   node: string,
   stats: () => BatchingStats | undefined,
 ): void {
-  const counter = (name: string, help: string, results: Record<string, keyof BatchingStats>): void => {
-    const seen: Record<string, number> = {};
-    new Counter({
-      name: `${P}${name}`,
-      help,
-      labelNames: ['node', 'result'],
-      registers: [metrics.registry],
-      collect() {
-        const now = stats();
-        for (const [result, key] of Object.entries(results)) {
-          const count = now?.[key] ?? 0;
-          this.inc({ node, result }, Math.max(0, count - (seen[result] ?? 0)));
-          seen[result] = Math.max(count, seen[result] ?? 0);
-        }
-      },
+  const counter = (name: string, help: string, results: Record<string, keyof BatchingStats>): void =>
+    scrapedCounter(metrics.registry, { name, help, labelNames: ['node', 'result'], prefix: P }, () => {
+      const now = stats();
+      return Object.entries(results).map(([result, key]) => [{ node, result }, now?.[key] ?? 0] as const);
     });
-  };
   counter(
     'block_updates_total',
     'Block UPDATEs the IPAM server sent (batched: one carries every change queued for the block), by result: written; conflict (409, another writer changed the block: its changes are re-read and re-applied); failed (any other error: its changes fail)',
@@ -251,18 +209,16 @@ export function observeConfirmLists(
   node: string,
   count: () => number,
 ): void {
-  let seen = 0;
-  new Counter({
-    name: `${P}ipam_confirm_lists_total`,
-    help: "LISTs of the node's blocks the IPAM server sent to the API server to confirm a DEL or CHECK the view may answer only in part (concurrent ones share a LIST; a DEL of a handle the agent allocated or released lately, found whole in the view, sends none)",
-    labelNames: ['node'],
-    registers: [metrics.registry],
-    collect() {
-      const now = count();
-      this.inc({ node }, Math.max(0, now - seen));
-      seen = Math.max(now, seen);
+  scrapedCounter(
+    metrics.registry,
+    {
+      name: 'ipam_confirm_lists_total',
+      help: "LISTs of the node's blocks the IPAM server sent to the API server to confirm a DEL or CHECK the view may answer only in part (concurrent ones share a LIST; a DEL of a handle the agent allocated or released lately, found whole in the view, sends none)",
+      labelNames: ['node'],
+      prefix: P,
     },
-  });
+    () => [[{ node }, count()]],
+  );
 }
 
 /**

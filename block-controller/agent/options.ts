@@ -97,6 +97,17 @@ const CONFLIST_CNI_VERSIONS = ['0.4.0', '1.0.0', '1.1.0'] as const;
  */
 export const IMAGE_FORWARDER = '/usr/local/bin/blockipam-forwarder';
 
+/** The integer options and their bounds, inclusive (checked at start-up, naming the flag). */
+const INTEGER_RANGES = [
+  // 576: the IPv4 minimum datagram (RFC 791); 65535: the largest Linux lets a veth have (ETH_MAX_MTU)
+  ['mtu', 576, 65_535],
+  // the plugin's netconf bounds (core/cni/netconf.ts), refused here at start-up, not at its first call
+  ['plugin-timeout-ms', 100, 600_000],
+  ['plugin-lock-timeout-ms', 0, 600_000],
+  // the TokenRequest API refuses less than 10 minutes — after the plugin was already installed
+  ['token-expiration-seconds', 600, 86_400],
+] as const;
+
 /** `--plugin-binary self`: copy the running executable (the image's multi-call blockipam). */
 const PLUGIN_BINARY_SELF = 'self';
 
@@ -261,12 +272,12 @@ export async function parseOptions(
       for (const key of ['upkeep-seconds', 'token-expiration-seconds'] as const)
         if (!Number.isFinite(a[key]) || a[key] < 0)
           throw new Error(`--${key} must be a number >= 0, not ${shownNumber(a[key])}`);
-      // the TokenRequest API refuses less than 10 minutes — after the plugin was already installed
+      for (const [key, min, max] of INTEGER_RANGES) {
+        const v = a[key];
+        if (v !== undefined && !(Number.isInteger(v) && v >= min && v <= max))
+          throw new Error(`--${key} must be an integer ${min}-${max}, not ${shownNumber(v)}`);
+      }
       const lifetime = a['token-expiration-seconds'];
-      if (!(Number.isInteger(lifetime) && lifetime >= 600 && lifetime <= 86_400))
-        throw new Error(
-          `--token-expiration-seconds must be an integer 600-86400, not ${shownNumber(lifetime)}`,
-        );
       const refresh = a['token-refresh-seconds'];
       if (refresh !== undefined && !(Number.isFinite(refresh) && refresh > 0 && refresh < lifetime))
         throw new Error(
@@ -279,9 +290,6 @@ export async function parseOptions(
       }
       if (!a['assign-ipv4'] && !a['assign-ipv6'])
         throw new Error('--assign-ipv4=false needs --assign-ipv6 (pods would get no address)');
-      // 576: the IPv4 minimum datagram (RFC 791); 65535: the largest Linux lets a veth have (ETH_MAX_MTU)
-      if (a.mtu !== undefined && !(Number.isInteger(a.mtu) && a.mtu >= 576 && a.mtu <= 65535))
-        throw new Error(`--mtu must be an integer 576-65535, not ${shownNumber(a.mtu)}`);
       const socket = a['ipam-socket'];
       // 107: a Unix socket path's limit (sun_path is 108 bytes with its NUL); the agent listens on
       // the path with the wire version appended (agentSocketPath)
@@ -307,14 +315,6 @@ export async function parseOptions(
       // the plugin's netconf refuses these too, but only at its first call: refused here at start-up
       if (logFile !== undefined && logFile !== '' && !isAbsolute(logFile))
         throw new Error(`--plugin-log-file must be an absolute path, not ${JSON.stringify(logFile)}`);
-      for (const [key, min] of [
-        ['plugin-timeout-ms', 100],
-        ['plugin-lock-timeout-ms', 0],
-      ] as const) {
-        const v = a[key];
-        if (v !== undefined && !(Number.isInteger(v) && v >= min && v <= 600_000))
-          throw new Error(`--${key} must be an integer ${min}-600000, not ${shownNumber(v)}`);
-      }
       if ((a['install-cni'] || a._[0] === 'install') && (!a['service-account'] || !a.namespace))
         throw new Error(
           'install mode needs --service-account and --namespace (or $SERVICE_ACCOUNT_NAME, $POD_NAMESPACE)',

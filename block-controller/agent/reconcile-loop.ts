@@ -7,6 +7,12 @@
  * its own outcome; a pass that rejects is ignored (the next one runs as ever).
  */
 
+/** The two log levels the loops use; a winston Logger fits. */
+export interface LoopLog {
+  info(message: string, meta?: Record<string, unknown>): unknown;
+  warn(message: string, meta?: Record<string, unknown>): unknown;
+}
+
 export interface ReconcileLoopOptions {
   /** Coalescing delay after an update, ms. Default 100 (a burst of informer events = one pass). */
   readonly debounceMs?: number;

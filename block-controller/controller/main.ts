@@ -1,13 +1,7 @@
 /**
  * blockipam cluster controller (docs/design-controller.md): `node block-controller/controller/main.ts`.
- * Flags (defaults in parentheses) — leader election as client-go's defaults:
- *   --kubeconfig (in-cluster) --context --api-server
- *   --identity (<POD_NAME or host>-<6 hex>) --lease-namespace (POD_NAMESPACE, else kube-system)
- *   --lease-name (blockipam-controller) --lease-duration-seconds (15) --renew-deadline-seconds (10)
- *   --retry-period-seconds (2) --metrics-port (9094, Calico kube-controllers' port) --metrics-host (0.0.0.0)
- *   --resync-seconds (60) --debounce-ms (1000) --events-namespace (default) --log-level (info)
- *   --claim-pools-configmap (none; <namespace>/<name>: the admission policy's claimable pools)
- *   --node-gone-grace-seconds (600; a deleted node's blocks quarantined, gc/gone-nodes.ts)
+ * Flags below (leader election with client-go's defaults; --metrics-port 9094, Calico
+ * kube-controllers' port).
  * `--help` prints them, `--version` prints `blockipam-controller <version>`; both exit 0.
  *
  * A bad start is one line on stderr and exit 2 (a bad command line, unusable credentials) or 1,
@@ -127,10 +121,10 @@ if (argv.version) {
 
 try {
   await runController({
-    ...(argv.kubeconfig === undefined ? {} : { kubeconfig: argv.kubeconfig }),
-    ...(argv.context === undefined ? {} : { context: argv.context }),
-    ...(argv['api-server'] === undefined ? {} : { apiServer: argv['api-server'] }),
-    ...(argv.identity === undefined ? {} : { identity: argv.identity }),
+    kubeconfig: argv.kubeconfig,
+    context: argv.context,
+    apiServer: argv['api-server'],
+    identity: argv.identity,
     leaseNamespace: argv['lease-namespace'],
     leaseName: argv['lease-name'],
     leaseDurationSeconds: argv['lease-duration-seconds'],
@@ -142,16 +136,15 @@ try {
     debounceMs: argv['debounce-ms'],
     nodeGoneGraceSeconds: argv['node-gone-grace-seconds'],
     eventsNamespace: argv['events-namespace'],
-    ...(argv['claim-pools-configmap'] === undefined
-      ? {}
-      : { claimPoolsConfigMap: configMapRef(argv['claim-pools-configmap']) }),
+    claimPoolsConfigMap: configMapRef(argv['claim-pools-configmap']),
     logLevel: argv['log-level'],
   });
 } catch (error) {
   exitStartFailure(NAME, error, argv.kubeconfig !== undefined);
 }
 
-function configMapRef(text: string): { namespace: string; name: string } {
+function configMapRef(text: string | undefined): { namespace: string; name: string } | undefined {
+  if (text === undefined) return undefined;
   const [namespace = '', name = ''] = text.split('/');
   return { namespace, name };
 }

@@ -135,16 +135,16 @@ export class Reconciler {
     );
     const ctx: PassContext = {
       ds: withSignal(this.#o.ds, signal),
-      ...(this.#o.blockStatus ? { blockStatus: bindStatus(this.#o.blockStatus, signal) } : {}),
-      ...(this.#o.ipamNodes ? { ipamNodes: bindStore(this.#o.ipamNodes, signal) } : {}),
+      blockStatus: this.#o.blockStatus && bindStatus(this.#o.blockStatus, signal),
+      ipamNodes: this.#o.ipamNodes && bindStore(this.#o.ipamNodes, signal),
       view,
       clock: this.#clock,
       log: this.#o.log,
-      ...(this.#o.metrics ? { metrics: this.#o.metrics } : {}),
+      metrics: this.#o.metrics,
       events,
       allocator: { clock: this.#clock, stats: this.stats, ...(signal ? { signal } : {}) },
       mayWrite,
-      ...(this.#o.onApiError ? { onApiError: this.#o.onApiError } : {}),
+      onApiError: this.#o.onApiError,
     };
     const claimPools = this.#o.claimPools ? await claimPoolsStep(ctx, this.#o.claimPools) : undefined;
     // Routes first: a claimed block is routed by every node once its IPAMNode is written.

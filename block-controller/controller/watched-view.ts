@@ -26,7 +26,7 @@ export async function watchCluster(options: {
     kubeConfig: options.connection.kubeConfig,
     transport: options.connection.transport,
     log: options.log,
-    ...(options.metrics ? { metrics: options.metrics } : {}),
+    metrics: options.metrics,
     onEvent: () => options.onChange(),
   };
   const crd = (plural: string): string => `/apis/${API_VERSION}/${plural}`;

@@ -6,7 +6,14 @@ export { connectKube } from './kube.ts';
 export type { KubeConnection, KubeConnectionOptions } from './kube.ts';
 export { createLogger, errorFields, F, LOG_LEVELS } from './log.ts';
 export type { Logger, LogLevel } from './log.ts';
-export { createMetrics, METRIC_PREFIX, observeTransport, readinessGauge } from './metrics.ts';
+export {
+  createMetrics,
+  METRIC_PREFIX,
+  metricMakers,
+  observeTransport,
+  readinessGauge,
+  scrapedCounter,
+} from './metrics.ts';
 export type { DaemonMetrics } from './metrics.ts';
 export { failingChecks, startHttpServer } from './http-server.ts';
 export { watchKind } from './informer.ts';

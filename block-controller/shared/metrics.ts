@@ -28,27 +28,66 @@ export function createMetrics(component: string): DaemonMetrics {
   const registry = new Registry();
   registry.setDefaultLabels({ component });
   collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  const { counter } = metricMakers(registry);
   return {
     registry,
-    apiErrors: new Counter({
-      name: `${METRIC_PREFIX}api_errors_total`,
-      help: 'API requests that failed, by operation and error class',
-      labelNames: ['operation', 'reason'],
-      registers: [registry],
-    }),
-    conflicts: new Counter({
-      name: `${METRIC_PREFIX}api_conflicts_total`,
-      help: 'Compare-and-swap writes that lost to a concurrent writer (HTTP 409)',
-      labelNames: ['operation'],
-      registers: [registry],
-    }),
-    watchRestarts: new Counter({
-      name: `${METRIC_PREFIX}watch_restarts_total`,
-      help: 'Watches restarted after an error',
-      labelNames: ['resource'],
-      registers: [registry],
-    }),
+    apiErrors: counter('api_errors_total', 'API requests that failed, by operation and error class', [
+      'operation',
+      'reason',
+    ]),
+    conflicts: counter(
+      'api_conflicts_total',
+      'Compare-and-swap writes that lost to a concurrent writer (HTTP 409)',
+      ['operation'],
+    ),
+    watchRestarts: counter('watch_restarts_total', 'Watches restarted after an error', ['resource']),
   };
+}
+
+/**
+ * Makers of the metrics a daemon registers on `registry`, each named `<prefix><name>` (prefix
+ * default `blockipam_`): one definition per metric, labels typed.
+ */
+export function metricMakers(
+  registry: Registry,
+  prefix: string = METRIC_PREFIX,
+): {
+  gauge: <L extends string>(name: string, help: string, labelNames: L[]) => Gauge<L>;
+  counter: <L extends string>(name: string, help: string, labelNames: L[]) => Counter<L>;
+} {
+  return {
+    gauge: (name, help, labelNames) =>
+      new Gauge({ name: prefix + name, help, labelNames, registers: [registry] }),
+    counter: (name, help, labelNames) =>
+      new Counter({ name: prefix + name, help, labelNames, registers: [registry] }),
+  };
+}
+
+/**
+ * A counter `<prefix><name>` read at scrape time from counts kept elsewhere (nothing is counted
+ * twice): `read()` returns each series' labels and its count now, which only grows; the counter
+ * adds what grew since the last scrape. Every series `read()` names exists from then on (at 0 too).
+ */
+export function scrapedCounter<L extends string>(
+  registry: Registry,
+  metric: { name: string; help: string; labelNames: L[]; prefix?: string },
+  read: () => Iterable<readonly [Partial<Record<L, string>>, number]>,
+): void {
+  const seen = new Map<string, number>();
+  new Counter({
+    name: (metric.prefix ?? METRIC_PREFIX) + metric.name,
+    help: metric.help,
+    labelNames: metric.labelNames,
+    registers: [registry],
+    collect() {
+      for (const [labels, count] of read()) {
+        const key = JSON.stringify(labels);
+        const before = seen.get(key) ?? 0;
+        this.inc(labels, Math.max(0, count - before));
+        seen.set(key, Math.max(count, before));
+      }
+    },
+  });
 }
 
 /**
@@ -56,20 +95,15 @@ export function createMetrics(component: string): DaemonMetrics {
  * read from `transport.stats` at scrape time (the transport counts; nothing is counted twice).
  */
 export function observeTransport(registry: Registry, transport: KubeTransport): void {
-  const seen: Record<string, number> = {};
-  new Counter({
-    name: `${METRIC_PREFIX}api_requests_total`,
-    help: 'API requests sent through the compare-and-swap datastore, by HTTP method',
-    labelNames: ['method'],
-    registers: [registry],
-    collect() {
-      for (const [method, count] of Object.entries(transport.stats.byMethod)) {
-        const delta = count - (seen[method] ?? 0);
-        if (delta > 0) this.inc({ method }, delta);
-        seen[method] = count;
-      }
+  scrapedCounter(
+    registry,
+    {
+      name: 'api_requests_total',
+      help: 'API requests sent through the compare-and-swap datastore, by HTTP method',
+      labelNames: ['method'],
     },
-  });
+    () => Object.entries(transport.stats.byMethod).map(([method, count]) => [{ method }, count] as const),
+  );
 }
 
 /**

@@ -1,9 +1,11 @@
 /**
- * What the agent's unit tests share: a logger that writes nowhere, and a node IPAM service whose
- * ADD finds the API server unreachable while DEL, CHECK, GC and STATUS succeed doing nothing.
+ * What the agent's tests share: a logger that writes nowhere, a node IPAM service whose ADD finds
+ * the API server unreachable while DEL, CHECK, GC and STATUS succeed doing nothing, and the
+ * handles allocated on a node's blocks.
  */
 import { Writable } from 'node:stream';
-import { UnavailableError } from 'blockipam/core';
+import { affineSelector, UnavailableError } from 'blockipam/core';
+import type { Datastore } from 'blockipam/core';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
 import { createLogger } from '../../block-controller/shared/index.ts';
 
@@ -19,3 +21,9 @@ export const unreachableIpam: NodeIpam = {
   gc: () => Promise.resolve({ released: [], errors: [], aliveElsewhere: [] }),
   status: () => Promise.resolve({ kind: 'ready' }),
 };
+
+/** The handles allocated in `ds`'s blocks affine to `node` (as the API server holds them). */
+export const nodeHandles = async (ds: Pick<Datastore, 'blocks'>, node: string): Promise<string[]> =>
+  (await ds.blocks.list({ labelSelector: affineSelector(node) })).flatMap((b) =>
+    Object.values(b.spec.allocations).map((a) => a.handle),
+  );

@@ -23,6 +23,7 @@ import { adminDatastore } from '../helpers/crds.ts';
 import { applyNode, eventually, scrape, startAgent } from './agent-process.ts';
 import type { AgentProcess } from './agent-process.ts';
 import { startApiGate, type ApiGate } from './api-gate.ts';
+import { nodeHandles } from './fixtures.ts';
 
 const NODE = 'ipams-1';
 const NETWORK = 'blockipam';
@@ -69,10 +70,7 @@ function cniError(answer: SocketAnswer): Record<string, unknown> {
 const addressOf = (answer: SocketAnswer): string =>
   ((result(answer).ips as { address: string }[])[0] as { address: string }).address;
 /** The handles allocated on this node's blocks. */
-const handles = async (): Promise<string[]> =>
-  (await ds.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
-    Object.values(b.spec.allocations).map((a) => a.handle),
-  );
+const handles = (): Promise<string[]> => nodeHandles(ds, NODE);
 
 describe('agent IPAM server', () => {
   before(async () => {
@@ -225,9 +223,7 @@ describe('agent IPAM server', () => {
       [],
       'no reads for warm ADDs',
     );
-    const stored = (await ds.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
-      Object.values(b.spec.allocations).map((a) => a.handle),
-    );
+    const stored = await handles();
     for (let i = 0; i < 50; i++)
       assert.ok(stored.includes(`${NETWORK}.burst-${i}.eth0`), `burst-${i} stored`);
   });

@@ -21,6 +21,7 @@ import type { ViewDatastore } from '../../block-controller/agent/ipam/view-datas
 import { createLogger } from '../../block-controller/shared/index.ts';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
 import { ipamCalls } from '../helpers/ipam-calls.ts';
+import { nodeHandles } from './fixtures.ts';
 
 const NODE = 'lag-1';
 const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
@@ -39,10 +40,7 @@ const addressOf = (out: AddOutcome): string => {
   return out.kind === 'allocated' ? (out.ips[0]?.address.split('/')[0] ?? '') : '';
 };
 /** Handles allocated in the node's blocks at the API server. */
-const handles = async (): Promise<string[]> =>
-  (await ds.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
-    Object.values(b.spec.allocations).map((a) => a.handle),
-  );
+const handles = (): Promise<string[]> => nodeHandles(ds, NODE);
 
 /** The plugin's direct path: core's service straight on the API server. */
 const directPath = (): NodeIpam => createNodeIpam({ ds, inputs: datastoreInputs(ds) });

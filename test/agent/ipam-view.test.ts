@@ -32,7 +32,7 @@ import { withLastKnownStatus } from '../../block-controller/agent/ipam/status.ts
 import { createAgentMetrics, observeConfirmLists } from '../../block-controller/agent/metrics.ts';
 import { blocksWith } from '../helpers/blocks-with.ts';
 import { ipamCalls } from '../helpers/ipam-calls.ts';
-import { quietLog } from './fixtures.ts';
+import { nodeHandles, quietLog } from './fixtures.ts';
 
 const NODE = 'n1';
 const NOW = Date.parse('2026-12-01T00:00:00Z');
@@ -123,10 +123,7 @@ describe('IPAM view datastore', () => {
 const sig = (): AbortSignal => AbortSignal.timeout(5_000);
 const { attachment, addCall } = ipamCalls(NODE);
 /** Handles allocated in the API server's (inner) blocks of the node. */
-const handles = async (inner: MemoryDatastore): Promise<string[]> =>
-  (await inner.blocks.list({ labelSelector: affineSelector(NODE) })).flatMap((b) =>
-    Object.values(b.spec.allocations).map((a) => a.handle),
-  );
+const handles = (inner: MemoryDatastore): Promise<string[]> => nodeHandles(inner, NODE);
 
 /** The agent's service as ipam/index.ts makes it: misses confirmed through `view.direct`. */
 const agentIpam = (inner: MemoryDatastore, view: ReturnType<typeof createViewDatastore>): NodeIpam =>

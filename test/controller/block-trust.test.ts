@@ -14,7 +14,7 @@ import { EventBudget } from '../../block-controller/controller/pass.ts';
 import type { PassContext } from '../../block-controller/controller/pass.ts';
 import { blockTrustStep } from '../../block-controller/controller/status/block-trust.ts';
 import type { ClusterView } from '../../block-controller/controller/view.ts';
-import { memoryLog, TestClock } from './helpers.ts';
+import { FREEZES, memoryLog, TestClock } from './helpers.ts';
 
 const POOL: IPPool = {
   metadata: { name: 'p', creationTimestamp: '2026-11-01T00:00:00Z' },
@@ -128,16 +128,7 @@ void describe('controller: blocks Trusted condition', () => {
   });
 
   // Each freeze reason, as the admission policy cannot stop an admin (or, before it, a node) writing it.
-  const freezes: [string, (b: IPAMBlock) => void][] = [
-    ['terminating', (b) => void (b.metadata.deletionTimestamp = '2026-12-03T08:30:00Z')],
-    ['finalizers', (b) => void (b.metadata.finalizers = ['example.com/hold'])],
-    [
-      'owner-references',
-      (b) => void (b.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'x', uid: 'u' }]),
-    ],
-    ['unsafe-sequence', (b) => void (b.spec.sequence = 2 ** 52 + 8)],
-  ];
-  for (const [reason, freeze] of freezes)
+  for (const [reason, freeze] of FREEZES)
     void it(`${reason}: Trusted=True reason Frozen, one BlockFrozen Event, the gauge; thawed: Trusted`, async () => {
       const w = setup();
       const frozen = block('10.72.2.0/26', 'node-1');

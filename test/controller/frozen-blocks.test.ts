@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { assignIP, freezesOf, MemoryDatastore } from 'blockipam/core';
-import type { IPAMBlock, Pod } from 'blockipam/core';
+import type { Pod } from 'blockipam/core';
 import { controllerMetrics } from '../../block-controller/controller/metrics.ts';
 import { Reconciler } from '../../block-controller/controller/reconciler.ts';
-import { listedView, memoryLog, TestClock } from './helpers.ts';
+import { FREEZES, listedView, memoryLog, TestClock } from './helpers.ts';
 
 const T0 = Date.parse('2026-12-03T09:00:00Z');
 
@@ -18,17 +18,6 @@ const POD: Pod = {
   spec: { nodeName: 'node-1' },
   status: { phase: 'Running', podIP: '10.73.0.5', podIPs: [{ ip: '10.73.0.5' }] },
 };
-
-/** Each way a block is frozen. */
-const FREEZES: [string, (b: IPAMBlock) => void][] = [
-  ['terminating', (b) => void (b.metadata.deletionTimestamp = '2026-12-03T08:30:00Z')],
-  ['finalizers', (b) => void (b.metadata.finalizers = ['example.com/hold'])],
-  [
-    'owner-references',
-    (b) => void (b.metadata.ownerReferences = [{ apiVersion: 'v1', kind: 'Node', name: 'x', uid: 'u' }]),
-  ],
-  ['unsafe-sequence', (b) => void (b.spec.sequence = 2 ** 52 + 8)],
-];
 
 void describe('controller: GC passes and frozen blocks', () => {
   for (const [reason, freeze] of FREEZES)

@@ -1,20 +1,17 @@
-// Two controller processes against the real API server (issue 10's leader-election test): one
+// Two controller processes against the real API server (the leader-election test): one
 // leads and reclaims seeded leaks; kill -9 of the leader → the other takes over once the lease
 // has expired (never before) and reclaims the next leaks; no address is released twice; SIGTERM
 // releases the lease and exits 0.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import type { Lease } from '../../block-controller/controller/leader/lease.ts';
+import { eventually } from '../agent/agent-process.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
-import { blockObject, cleanClusterHooks, poolObject, uniqueNamespace } from './helpers.ts';
+import { blockObject, cleanClusterHooks, poolObject, startController, uniqueNamespace } from './helpers.ts';
+import type { ControllerProcess } from './helpers.ts';
 
-const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const ns = uniqueNamespace('ctl-leader');
 const LEASE = `blockipam-controller-${ns}`;
 const LEASE_S = 4;
@@ -30,54 +27,25 @@ cleanClusterHooks({
   },
 });
 
-interface Controller {
+interface Controller extends ControllerProcess {
   id: string;
-  child: ChildProcess;
-  lines: Record<string, unknown>[];
-  exited: Promise<number | null>;
 }
 
 function start(id: string): Controller {
-  const args = [
-    join(root, 'block-controller/controller/main.ts'),
-    ...['--kubeconfig', controlPlane().adminKubeconfig, '--identity', id, '--metrics-port', '0'],
-    ...['--lease-namespace', 'default', '--lease-name', LEASE, '--lease-duration-seconds', String(LEASE_S)],
-    ...[
-      '--renew-deadline-seconds',
-      '3',
-      '--retry-period-seconds',
-      '0.5',
-      '--resync-seconds',
-      '1',
-      '--debounce-ms',
-      '100',
-    ],
-  ];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines: Record<string, unknown>[] = [];
-  let rest = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    const parts = (rest + chunk.toString()).split('\n');
-    rest = parts.pop() ?? '';
-    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part) as Record<string, unknown>);
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { id, child, lines, exited };
+  return {
+    id,
+    ...startController([
+      ...['--kubeconfig', controlPlane().adminKubeconfig, '--identity', id, '--metrics-port', '0'],
+      ...['--lease-namespace', 'default', '--lease-name', LEASE, '--lease-duration-seconds', String(LEASE_S)],
+      ...['--renew-deadline-seconds', '3', '--retry-period-seconds', '0.5'],
+      ...['--resync-seconds', '1', '--debounce-ms', '100'],
+    ]),
+  };
 }
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+/** A lease duration and a pass fit well inside 60 s. */
+const until = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined): Promise<T> =>
+  eventually(what, probe, 60_000);
 
 const lease = (): Promise<Lease> =>
   ds.transport.request<Lease>('GET', `/apis/coordination.k8s.io/v1/namespaces/default/leases/${LEASE}`);
@@ -102,6 +70,12 @@ async function allocated(): Promise<number> {
   return (await ds.blocks.list()).reduce((n, b) => n + Object.keys(b.spec.allocations).length, 0);
 }
 
+/** The passes `c` completed (blockipam_controller_passes_total{outcome="done"} on its /metrics). */
+async function passesDone(c: Controller): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${await c.port}/metrics`)).text();
+  return Number(/^blockipam_controller_passes_total\{[^}]*outcome="done"[^}]*\} (\d+)/m.exec(text)?.[1] ?? 0);
+}
+
 const releasedHandles = (c: Controller): string[] =>
   c.lines.filter((l) => l.message === 'leaked address released').map((l) => String(l.handle));
 
@@ -120,7 +94,11 @@ describe('controller: leader election with two processes', () => {
       await until('batch 1 logged', () =>
         releasedHandles(first).length >= batch1.length ? true : undefined,
       );
-      await new Promise((resolve) => setTimeout(resolve, 2000)); // a second release would show by now
+      // two whole passes of the leader after it: a second release would show by now
+      const passes = await passesDone(first);
+      await until('two more passes', async () =>
+        (await passesDone(first)) >= passes + 2 ? true : undefined,
+      );
       assert.deepEqual(releasedHandles(first).sort(), [...batch1].sort());
       assert.deepEqual(releasedHandles(other), [], 'the standby released nothing');
 

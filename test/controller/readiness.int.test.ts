@@ -6,17 +6,13 @@
  * by holding a request, never by waiting a time.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startApiGate, type ApiGate } from '../agent/api-gate.ts';
 import { eventually } from '../agent/agent-process.ts';
 import { installCrds } from '../helpers/crds.ts';
+import { startController } from './helpers.ts';
 
-const root = join(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const LEASE = `blockipam-controller-ready-${randomBytes(3).toString('hex')}`;
 let gate: ApiGate;
 let stop: (() => Promise<unknown>) | undefined;
@@ -48,27 +44,16 @@ describe('controller readiness: /readyz and blockipam_controller_ready agree', (
       (method, url) => method === 'GET' && url.pathname === '/api/v1/pods' && !url.searchParams.has('watch'),
       120_000,
     );
-    const child = spawn(
-      process.execPath,
-      [
-        join(root, 'block-controller/controller/main.ts'),
-        ...['--kubeconfig', gate.kubeconfig, '--identity', 'ready-a'],
-        ...['--metrics-host', '127.0.0.1', '--metrics-port', '0'],
-        ...['--lease-namespace', 'default', '--lease-name', LEASE],
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const exited = new Promise((resolve) => child.on('exit', resolve));
+    const controller = startController([
+      ...['--kubeconfig', gate.kubeconfig, '--identity', 'ready-a'],
+      ...['--metrics-host', '127.0.0.1', '--metrics-port', '0'],
+      ...['--lease-namespace', 'default', '--lease-name', LEASE],
+    ]);
     stop = async () => {
-      child.kill('SIGTERM');
-      await exited;
+      controller.child.kill('SIGTERM');
+      await controller.exited;
     };
-    const port = await new Promise<number>((resolve) =>
-      createInterface({ input: child.stdout }).on('line', (text) => {
-        const line = JSON.parse(text) as { message?: string; port?: number };
-        if (line.message === 'controller started' && line.port !== undefined) resolve(line.port);
-      }),
-    );
+    const port = await controller.port;
     await list.held; // it leads: the view's watches list
     const notReady = await get(port, '/readyz');
     assert.equal(notReady.status, 503);

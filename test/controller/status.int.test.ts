@@ -68,7 +68,9 @@ function kubectlAsync(args: readonly string[]): Promise<{ status: number; stdout
 describe('controller: IPPool status', () => {
   test('usage, effective block size and conditions; kubectl get ippools shows every column', async () => {
     const older = await ds.pools.create(poolObject('ctl-nosize', '10.71.0.0/16'));
-    await new Promise((resolve) => setTimeout(resolve, 1100)); // a later creationTimestamp (seconds)
+    // the next pool gets a later creationTimestamp (whole seconds): wait for the clock to reach it
+    const next = Date.parse(older.metadata.creationTimestamp ?? '') + 1000;
+    while (Date.now() < next) await new Promise((resolve) => setTimeout(resolve, 20));
     await ds.pools.create(poolObject('ctl-overlap', '10.71.128.0/17', 24));
     await ds.pools.create({
       ...poolObject('ctl-off', 'fd00:71::/48'),

@@ -99,6 +99,16 @@ describe('blockipam-controller options', () => {
       ['--lease-duration-seconds', '5', '--renew-deadline-seconds', '10'],
       /^blockipam-controller: --renew-deadline-seconds must be less than --lease-duration-seconds$/,
     ],
+    // every Event about a cluster-scoped object would be refused elsewhere with 422
+    [['--events-namespace', 'kube-system'], /--events-namespace must be "default" \(got "kube-system"\)/],
+    // the deleted-node quarantine is whole seconds, 0 (off) or more
+    ...['-1', '1.5', 'soon'].map(
+      (value) =>
+        [
+          ['--node-gone-grace-seconds', value],
+          /--node-gone-grace-seconds must be a whole number of seconds >= 0/,
+        ] as const,
+    ),
   ] as const)
     test(`${args.join(' ')}: one line, exit 2`, () =>
       assertOneLine(run(c.main, [...c.args, ...args]), message));

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { blockNameOf, mustParseCidr, newBlock } from 'blockipam/core';
 import type { IPAMBlock } from 'blockipam/core';
 import { connectKube, createLogger, createMetrics, watchKind } from '../../block-controller/shared/index.ts';
+import { eventually } from '../agent/agent-process.ts';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { installCrds } from '../helpers/crds.ts';
 import { repoRoot } from '../plugin/helpers/plugin-exe.ts';
@@ -18,13 +19,9 @@ import { repoRoot } from '../plugin/helpers/plugin-exe.ts';
 const BLOCKS = '/apis/ipam.blockipam.io/v1alpha1/ipamblocks';
 const log = createLogger({ component: 'test', level: 'error' });
 
-async function until(what: string, check: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** Waits until `check` holds (20 s at most). */
+const until = (what: string, check: () => boolean): Promise<unknown> =>
+  eventually(what, () => (check() ? true : undefined), 20_000);
 
 describe('shared kube connection', () => {
   before(() => installCrds());

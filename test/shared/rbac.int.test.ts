@@ -10,13 +10,10 @@
 // resourceName, as the chart's), removes its conflist — with no API error at all (a 403 would be
 // counted in blockipam_api_errors_total and logged).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { IPAM_CONFIG_NAME } from 'blockipam/core';
@@ -28,6 +25,7 @@ import { blockObject, cleanCluster, createNamespace, poolObject } from '../cli/c
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore } from '../helpers/crds.ts';
 import { answerDoc, askSocket, cniCall, socketConf } from '../helpers/ipam-socket.ts';
+import { startController } from '../controller/helpers.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const id = randomBytes(3).toString('hex');
@@ -217,37 +215,25 @@ describe('RBAC: the documented rules are enough', () => {
     await ds.blocks.create(blockObject({ cidr: '10.78.2.0/26', pool: 'rb-p', affinity: null }));
     // the chart creates it without data; the controller fills it
     await send('POST', `/api/v1/namespaces/${NS}/configmaps`, { metadata: { name: 'claim-pools' } });
-    const child = spawn(
-      process.execPath,
-      [
-        join(root, 'block-controller/controller/main.ts'),
-        ...[
-          '--kubeconfig',
-          kubeconfig,
-          '--identity',
-          `rb-${id}`,
-          '--metrics-port',
-          '0',
-          '--metrics-host',
-          '127.0.0.1',
-        ],
-        ...['--lease-namespace', NS, '--lease-name', 'blockipam-controller'],
-        // the deleted node's blocks released at once, not after its quarantine
-        ...['--node-gone-grace-seconds', '0'],
-        ...[
-          '--lease-duration-seconds',
-          '4',
-          '--renew-deadline-seconds',
-          '3',
-          '--retry-period-seconds',
-          '0.5',
-        ],
-        ...['--resync-seconds', '1', '--debounce-ms', '100'],
-        ...['--claim-pools-configmap', `${NS}/claim-pools`],
+    const controller = startController([
+      ...[
+        '--kubeconfig',
+        kubeconfig,
+        '--identity',
+        `rb-${id}`,
+        '--metrics-port',
+        '0',
+        '--metrics-host',
+        '127.0.0.1',
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    const lines = collect(child);
+      ...['--lease-namespace', NS, '--lease-name', 'blockipam-controller'],
+      // the deleted node's blocks released at once, not after its quarantine
+      ...['--node-gone-grace-seconds', '0'],
+      ...['--lease-duration-seconds', '4', '--renew-deadline-seconds', '3', '--retry-period-seconds', '0.5'],
+      ...['--resync-seconds', '1', '--debounce-ms', '100'],
+      ...['--claim-pools-configmap', `${NS}/claim-pools`],
+    ]);
+    const { child, lines } = controller;
     try {
       await eventually(
         'the leak, the deleted node block and the unowned block released',
@@ -270,7 +256,7 @@ describe('RBAC: the documented rules are enough', () => {
       await eventually('pool status written', async () =>
         (await ds.pools.get('rb-p'))?.status?.blockSize === 26 ? true : undefined,
       );
-      const port = Number(lines.find((l) => l.message === 'controller started')?.port);
+      const port = await controller.port;
       assert.deepEqual(await apiErrors(port, lines), [], 'no request was refused');
       await eventually('an Event of this controller in namespace default', async () => {
         const list = await ds.transport.request<{ items: { reportingInstance?: string }[] }>(
@@ -410,15 +396,3 @@ describe('RBAC: the documented rules are enough', () => {
     }
   });
 });
-
-function collect(child: ChildProcess): Record<string, unknown>[] {
-  const lines: Record<string, unknown>[] = [];
-  createInterface({ input: child.stdout! }).on('line', (text) => {
-    try {
-      lines.push(JSON.parse(text) as Record<string, unknown>);
-    } catch {
-      // not a log line
-    }
-  });
-  return lines;
-}

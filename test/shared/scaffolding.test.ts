@@ -17,11 +17,15 @@ import {
   startHttpServer,
 } from '../../block-controller/shared/index.ts';
 
-function capture(): { log: ReturnType<typeof createLogger>; lines: () => Record<string, unknown>[] } {
+function capture(level?: 'info'): {
+  log: ReturnType<typeof createLogger>;
+  lines: () => Record<string, unknown>[];
+} {
   const stream = new PassThrough();
   const chunks: string[] = [];
   stream.on('data', (chunk: Buffer) => chunks.push(chunk.toString('utf8')));
-  const log = createLogger({ component: 'test', level: 'debug', stream });
+  // level not given: debug; 'info': the logger's default
+  const log = createLogger({ component: 'test', ...(level ? {} : { level: 'debug' }), stream });
   const lines = (): Record<string, unknown>[] =>
     chunks
       .join('')
@@ -49,56 +53,22 @@ describe('log', () => {
     assert.deepEqual([second?.error, second?.errorName], ['boom', 'TypeError']);
   });
 
-  test('debug lines are dropped at level info', async () => {
-    const stream = new PassThrough();
-    let text = '';
-    stream.on('data', (c: Buffer) => (text += c.toString()));
-    const log = createLogger({ component: 'test', stream });
+  test('debug lines are dropped at level info (the default)', async () => {
+    const { log, lines } = capture('info');
     log.debug('hidden');
     log.info('shown');
     await tick();
-    assert.doesNotMatch(text, /hidden/);
-    assert.match(text, /shown/);
+    assert.deepEqual(
+      lines().map((l) => l.message),
+      ['shown'],
+    );
   });
 });
 
-describe('http server', () => {
-  test('/metrics, /healthz, /readyz (503 naming the failing check), 404 elsewhere', async () => {
-    const metrics = createMetrics('test');
-    metrics.apiErrors.inc({ operation: 'claim', reason: 'UnavailableError' });
-    let synced = false;
-    const server = await startHttpServer({
-      port: 0,
-      host: '127.0.0.1',
-      registry: metrics.registry,
-      ready: { watches: () => (synced ? undefined : 'not synced') },
-    });
-    try {
-      const get = async (path: string): Promise<[number, string]> => {
-        const res = await fetch(`http://127.0.0.1:${server.port}${path}`);
-        return [res.status, await res.text()];
-      };
-      const [status, text] = await get('/metrics');
-      assert.equal(status, 200);
-      assert.match(
-        text,
-        /blockipam_api_errors_total\{operation="claim",reason="UnavailableError",component="test"\} 1/,
-      );
-      assert.match(text, /blockipam_process_resident_memory_bytes/);
-      assert.deepEqual(await get('/healthz'), [200, 'ok\n']);
-      assert.deepEqual(await get('/readyz'), [503, 'watches: not synced\n']);
-      synced = true;
-      assert.deepEqual(await get('/readyz'), [200, 'ok\n']);
-      assert.equal((await get('/nope'))[0], 404);
-    } finally {
-      await server.close();
-    }
-  });
-});
-
-describe('readiness gauges', () => {
-  // The controller's and the agent's gauges read the checks /readyz answers from: each step
-  // compares the probe's answer with the gauge in the same server's /metrics.
+describe('http server and readiness gauges', () => {
+  // /metrics, /healthz, /readyz (503 naming each failing check), 404 elsewhere; the controller's
+  // and the agent's gauges read the checks /readyz answers from: each step compares the probe's
+  // answer with the gauge in the same server's /metrics.
   const gauges: [string, (registry: Registry, failing: () => readonly string[]) => void, RegExp][] = [
     [
       'blockipam_controller_ready',
@@ -113,7 +83,8 @@ describe('readiness gauges', () => {
   ];
   for (const [name, observe, line] of gauges)
     test(`${name} is 1 exactly while /readyz answers 200`, async () => {
-      const { registry } = createMetrics('test');
+      const { registry, apiErrors } = createMetrics('test');
+      apiErrors.inc({ operation: 'claim', reason: 'UnavailableError' });
       const state = { synced: false, installed: false };
       const ready = {
         watches: () => (state.synced ? undefined : 'not synced'),
@@ -126,6 +97,15 @@ describe('readiness gauges', () => {
           const res = await fetch(`http://127.0.0.1:${server.port}${path}`);
           return [res.status, await res.text()];
         };
+        const [, text] = await get('/metrics');
+        assert.match(
+          text,
+          /blockipam_api_errors_total\{operation="claim",reason="UnavailableError",component="test"\} 1/,
+        );
+        assert.match(text, /blockipam_process_resident_memory_bytes/);
+        assert.deepEqual(await get('/healthz'), [200, 'ok\n']);
+        assert.equal((await get('/nope'))[0], 404);
+        assert.deepEqual(await get('/readyz'), [503, 'watches: not synced\ninstall: not installed\n']);
         for (const [synced, installed] of [
           [false, false],
           [true, false],

@@ -134,11 +134,7 @@ export class CniInstaller {
     const o = this.#o;
     if (this.#uninstalled) return;
     if (o.pluginBinary !== undefined) {
-      for (const { path, copied } of await installExecutables({
-        cniBinDir: o.cniBinDir,
-        pluginBinary: o.pluginBinary,
-        ...(o.forwarderBinary !== undefined ? { forwarderBinary: o.forwarderBinary } : {}),
-      }))
+      for (const { path, copied } of await installExecutables({ ...o, pluginBinary: o.pluginBinary }))
         this.#log.info(copied ? 'plugin installed' : 'plugin already installed', { [F.path]: path });
     }
     await this.#refresh();

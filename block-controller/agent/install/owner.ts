@@ -150,7 +150,7 @@ export async function watchOwner(options: OwnerWatchOptions): Promise<OwnerWatch
     kubeConfig: options.connection.kubeConfig,
     transport: options.connection.transport,
     log: options.log,
-    ...(options.metrics ? { metrics: options.metrics } : {}),
+    metrics: options.metrics,
     onEvent: (event, object) => {
       if (object.metadata.name !== options.name) return;
       seen = true;
@@ -302,11 +302,11 @@ export async function followOwner(
     ...owner,
     connection: deps.connection,
     log,
-    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    metrics: deps.metrics,
     onGone: () => next(uninstall),
     onBack: () => next(reinstall),
-    ...(deps.pluginKubeconfig === undefined ? {} : { pluginKubeconfig: deps.pluginKubeconfig }),
-    ...(deps.nodeUid === undefined ? {} : { pluginNodeGone: pluginNodeGone(installer, deps.nodeUid) }),
+    pluginKubeconfig: deps.pluginKubeconfig,
+    pluginNodeGone: deps.nodeUid && pluginNodeGone(installer, deps.nodeUid),
   });
   lifecycle.onStop('install', async () => {
     installer.stop();

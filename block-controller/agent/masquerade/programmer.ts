@@ -12,7 +12,7 @@
  * deleted or edited by hand. A failed pass is reported through `onPass` as `{status: 'error'}` and logged; the loop
  * keeps running. {@link removeMasquerade} is the agent's other mode (masquerade turned off).
  */
-import { passFailure, ReconcileLoop, type ReconcileLoopOptions } from '../reconcile-loop.ts';
+import { passFailure, ReconcileLoop, type LoopLog, type ReconcileLoopOptions } from '../reconcile-loop.ts';
 import { removalScript, type MasqueradeTable } from './nftables.ts';
 import {
   reconcileMasquerade,
@@ -22,14 +22,8 @@ import {
   type MasqueradeWritten,
 } from './reconcile.ts';
 
-/** The two log levels the loop uses; a winston Logger fits. */
-interface MasqueradeLog {
-  info(message: string, meta?: Record<string, unknown>): unknown;
-  warn(message: string, meta?: Record<string, unknown>): unknown;
-}
-
 export interface MasqueradeProgrammerOptions extends MasqueradePassOptions, ReconcileLoopOptions {
-  readonly log?: MasqueradeLog;
+  readonly log?: LoopLog;
   /** Called after every pass with its outcome and duration (metrics, tests). A thrown error is ignored. */
   readonly onPass?: (outcome: MasqueradeOutcome | { status: 'error'; error: string }, ms: number) => void;
 }

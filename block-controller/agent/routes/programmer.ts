@@ -13,23 +13,17 @@
  * `onPass` as `{status: 'error'}` and logged; the loop keeps running. Skipped routes are logged
  * when they change, not on every pass (skip-report.ts).
  */
-import { passFailure, ReconcileLoop, type ReconcileLoopOptions } from '../reconcile-loop.ts';
+import { passFailure, ReconcileLoop, type LoopLog, type ReconcileLoopOptions } from '../reconcile-loop.ts';
 import { reconcileRoutes, type PassOutcome } from './reconcile.ts';
 import { SkipReporter, skipLine } from './skip-report.ts';
 import type { RouteTable, RouteView } from './types.ts';
-
-/** The two log levels the loop uses; a winston Logger fits. */
-interface RouteLog {
-  info(message: string, meta?: Record<string, unknown>): unknown;
-  warn(message: string, meta?: Record<string, unknown>): unknown;
-}
 
 export interface RouteProgrammerOptions extends ReconcileLoopOptions {
   readonly nodeName: string;
   readonly table: RouteTable;
   /** Blackhole routes for this node's blocks. Default true. */
   readonly blackholeOwnBlocks?: boolean;
-  readonly log?: RouteLog;
+  readonly log?: LoopLog;
   /** Called after every pass (metrics, tests). A thrown error is ignored. */
   readonly onPass?: (outcome: PassOutcome | { status: 'error'; error: string }) => void;
 }

@@ -3,7 +3,7 @@
  * the node's blocks (core's planUpkeep) and carries the plan out through core's claimNodeBlock /
  * releaseIdleBlock, written through the same view, then plans again, until there is nothing to
  * do. Passes are serialised, run after a change (debounced) and every `tickMs` (empty blocks age
- * without an event; a failed pass is retried).
+ * without an event; a failed pass is retried): the agent's reconcile loop (../reconcile-loop.ts).
  *
  * The view lays every write of this agent over the watch the moment it succeeds, so a block the
  * loop claimed counts at once, before the watch reports it (and one it released stops counting):
@@ -25,6 +25,7 @@ import { errorFields, F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
 import type { ViewDatastore } from '../ipam/view-datastore.ts';
 import type { AgentMetrics } from '../metrics.ts';
+import { ReconcileLoop } from '../reconcile-loop.ts';
 import type { AgentState } from '../state.ts';
 import { planUpkeep } from 'blockipam/core';
 import type { UpkeepPlan } from 'blockipam/core';
@@ -51,59 +52,29 @@ const DEBOUNCE_MS = 50;
 // claims or releases leaves the rest to the next one.
 const MAX_ROUNDS = 64;
 
-export class Upkeep {
+export class Upkeep extends ReconcileLoop<undefined> {
   readonly #o: UpkeepOptions;
   readonly #clock: () => number;
-  #timer: NodeJS.Timeout | undefined;
-  #tick: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
   #last: UpkeepPlan | undefined;
 
   constructor(options: UpkeepOptions) {
+    super(undefined, { debounceMs: DEBOUNCE_MS, resyncMs: options.tickMs ?? DEFAULT_TICK_MS });
     this.#o = options;
     this.#clock = options.clock ?? Date.now;
     options.state.onChange((kind) => {
       if (kind !== 'pods' && kind !== 'namespaces') this.kick();
     });
-    this.#tick = setInterval(() => this.kick(), options.tickMs ?? DEFAULT_TICK_MS);
-    options.lifecycle.signal.addEventListener('abort', () => {
-      clearInterval(this.#tick);
-      clearTimeout(this.#timer);
-    });
-  }
-
-  /** The plan of the last pass (for ipamctl-like views and tests). */
-  get last(): UpkeepPlan | undefined {
-    return this.#last;
+    options.lifecycle.signal.addEventListener('abort', () => void this.stop());
   }
 
   /** Schedules a pass. */
   kick(): void {
-    if (this.#o.lifecycle.stopping) return;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.run(), DEBOUNCE_MS);
+    if (!this.#o.lifecycle.stopping) this.update(undefined);
   }
 
   /** Runs a pass now (after the running one) and resolves when it is done. */
-  async run(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = this.#pass().finally(() => (this.#running = undefined));
-    await this.#running;
-    if (this.#again) {
-      this.#again = false;
-      await this.run();
-    }
-  }
-
-  /** Stops the timers; the running pass finishes (its writes are tracked by the lifecycle). */
-  stop(): Promise<void> {
-    clearInterval(this.#tick);
-    clearTimeout(this.#timer);
-    return this.#running ?? Promise.resolve();
+  run(): Promise<void> {
+    return this.flush();
   }
 
   /** The node's trusted affine blocks as last known: the watch with this agent's writes laid over it. */
@@ -128,7 +99,7 @@ export class Upkeep {
     });
   }
 
-  async #pass(): Promise<void> {
+  protected async pass(): Promise<void> {
     const { state, metrics } = this.#o;
     // The node's labels decide pool eligibility: without its Node object nothing is known.
     if (!state.synced || state.nodeObject() === undefined) {

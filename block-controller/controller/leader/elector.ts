@@ -8,7 +8,7 @@
  * again. Defaults: client-go's 15 s / 10 s / 2 s.
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { isAlreadyExists, isConflict } from 'blockipam/core';
+import { abortable, isAlreadyExists, isConflict } from 'blockipam/core';
 import { decide, observe, releasedSpec } from './lease.ts';
 import type { LeaseSpec, Observation } from './lease.ts';
 import type { LeaseStore } from './lease-store.ts';
@@ -206,11 +206,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return delay(ms, undefined, { signal }).catch(() => undefined);
 }
 
-/** `work`, or a rejection after `ms` (the request itself is not cancelled). */
+/** `work`, or a rejection (TimeoutError) after `ms`: core's abortable (the request itself runs on). */
 function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`lease request took longer than ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+  return abortable(work, AbortSignal.timeout(ms));
 }
