@@ -21,12 +21,8 @@ export interface CommandContext {
   defer(action: () => Promise<ExitCode>): void;
 }
 
-/** Flags every command accepts (declared once, globally, in ipamctl.ts). */
-export interface GlobalFlags extends ConnectionFlags {
-  kubeconfig?: string;
-  context?: string;
-  requestTimeout?: number;
-}
+/** Flags every command accepts (declared once, globally, in ipamctl.ts): the connection's. */
+export type GlobalFlags = ConnectionFlags;
 
 export type CommandFactory = (ctx: CommandContext) => CommandModule<GlobalFlags, never>;
 
@@ -170,7 +166,7 @@ export function integerFlag(
  * @throws Error `--node "NAME" is not a Kubernetes node name …` (NAME cut at 100 characters)
  */
 export function nodeNameFlag(value: unknown): string | undefined {
-  const node = nonEmptyFlag('node', 'a node name')(value);
+  const node = nonEmptyFlag('--node', 'a node name')(value);
   if (node !== undefined && !isDnsSubdomain(node))
     throw new Error(
       `--node ${quoted(node)} is not a Kubernetes node name (at most 253 lower-case letters, digits, '-' and '.')`,
@@ -179,16 +175,18 @@ export function nodeNameFlag(value: unknown): string | undefined {
 }
 
 /**
- * A yargs `coerce` for a string flag that names something: a missing or blank value is a usage
- * error (exit 2) naming the flag — `show --node` with no value queried node "" and exited 0.
- * Declare the option with `requiresArg: true` too (yargs then refuses `--node` at the end).
- * @throws Error `--FLAG needs WHAT, not ""`
+ * A yargs `coerce` for a string flag that names something: a missing or blank value (`-o ""`, or
+ * the flag followed by another flag) is a usage error (exit 2) naming the flag — `show --node`
+ * with no value queried node "" and exited 0, `check -o ""` audited and wrote no report. Declare
+ * the option with `requiresArg: true` too (yargs then refuses `--node` at the end).
+ * @param flag as printed, e.g. `--node`, `-o/--output`
+ * @throws Error `FLAG needs WHAT, not ""`
  */
 export function nonEmptyFlag(flag: string, what: string): (value: unknown) => string | undefined {
   return (value: unknown) => {
     if (value === undefined) return undefined;
     const text = String(Array.isArray(value) ? value.at(-1) : value);
-    if (text.trim() === '') throw new Error(`--${flag} needs ${what}, not ${JSON.stringify(text)}`);
+    if (text.trim() === '') throw new Error(`${flag} needs ${what}, not ${JSON.stringify(text)}`);
     return text;
   };
 }

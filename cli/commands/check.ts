@@ -9,7 +9,7 @@ import { deletionQueueDirOf } from 'blockipam/core/cni';
 import { runAudit } from '../audit/audit.ts';
 import { buildReport, writeReport } from '../audit/report.ts';
 import { printSummary } from '../audit/summary.ts';
-import { defineCommand, integerFlag, progressTo } from '../command.ts';
+import { defineCommand, integerFlag, nonEmptyFlag, progressTo } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { clusterIdentity } from '../connect.ts';
 import type { Connection } from '../connect.ts';
@@ -47,7 +47,7 @@ export function checkCommand(ctx: CommandContext) {
         .option('output', {
           alias: 'o',
           type: 'string',
-          coerce: given('-o/--output needs a FILE to write the report to'),
+          coerce: nonEmptyFlag('-o/--output', 'a FILE to write the report to'),
           describe: 'Write the JSON report (for release --from-report) to FILE',
         })
         .option('limit', {
@@ -69,7 +69,7 @@ export function checkCommand(ctx: CommandContext) {
           type: 'string',
           // no `default`: the default is read only when it exists
           defaultDescription: DEFAULT_DELETION_QUEUE,
-          coerce: given('--deletion-queue needs a directory'),
+          coerce: nonEmptyFlag('--deletion-queue', 'a directory'),
           describe:
             "This node's queue of DELs waiting for the agent (their addresses stay allocated: they look leaked); each is shown, a leak it explains says so. Root-only: the default is read only when it exists, i.e. on a node as root",
         })
@@ -167,18 +167,4 @@ function queueDir(given: string | undefined, io: Io): string | undefined {
   if (isDirectory === false)
     throw new CliError(`--deletion-queue ${JSON.stringify(given)} is not a directory`);
   return dir;
-}
-
-/**
- * A flag's value as given (the last of a repeated one); empty (`-o ""`, or the flag followed by
- * another flag) is a usage error, exit 2, saying `message` — `-o ""` ran the audit and silently
- * wrote no report.
- */
-function given(message: string): (value: unknown) => string | undefined {
-  return (value) => {
-    if (value === undefined) return undefined;
-    const text = String(Array.isArray(value) ? value.at(-1) : value);
-    if (text === '') throw new Error(message);
-    return text;
-  };
 }

@@ -42,7 +42,7 @@ export function showCommand(ctx: CommandContext) {
         .option('ip', {
           type: 'string',
           requiresArg: true,
-          coerce: nonEmptyFlag('ip', 'an address'),
+          coerce: nonEmptyFlag('--ip', 'an address'),
           describe: 'Who holds this address',
         })
         .conflicts('ip', ['node', 'blocks'])
