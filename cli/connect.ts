@@ -67,17 +67,17 @@ async function resolveConnection(flags: ConnectionFlags, io: Io): Promise<KubeCl
   } catch (error) {
     throw new CliError(`cannot load kubeconfig ${files.join(':')}: ${(error as Error).message}`);
   }
+  const contexts = kc.contexts.map((c) => c.name).join(', ') || 'none';
   if (flags.context) {
     // client-node's setCurrentContext accepts any name; the failure would surface later as "no cluster".
     if (!kc.getContextObject(flags.context))
       throw new CliError(
-        `context ${JSON.stringify(flags.context)} is not found in kubeconfig ${files.join(':')} (contexts: ${kc.contexts.map((c) => c.name).join(', ') || 'none'})`,
+        `context ${JSON.stringify(flags.context)} is not found in kubeconfig ${files.join(':')} (contexts: ${contexts})`,
       );
     kc.setCurrentContext(flags.context);
   } else {
     // As kubectl: no current-context (or one naming no context) is an error naming it — without
     // this, client-node finds no cluster and the message blamed the cluster's server.
-    const contexts = kc.contexts.map((c) => c.name).join(', ') || 'none';
     if (kc.currentContext === '')
       throw new CliError(
         `kubeconfig ${files.join(':')} sets no current-context: pass --context NAME or run "kubectl config use-context NAME" (contexts: ${contexts})`,
@@ -136,14 +136,10 @@ async function toClientConfig(kc: KubeConfig, source: string): Promise<KubeClien
   const authorization = opts.headers?.Authorization;
   const token = typeof authorization === 'string' ? authorization.replace(/^Bearer\s+/i, '') : undefined;
   const config: KubeClientConfig = { server: cluster.server.replace(/\/+$/, '') };
-  const buffer = (value: unknown): Buffer | undefined =>
-    typeof value === 'string' || Buffer.isBuffer(value) ? Buffer.from(value) : undefined;
-  const ca = buffer(opts.ca);
-  const cert = buffer(opts.cert);
-  const key = buffer(opts.key);
-  if (ca) config.ca = ca;
-  if (cert) config.cert = cert;
-  if (key) config.key = key;
+  for (const field of ['ca', 'cert', 'key'] as const) {
+    const value = opts[field];
+    if (typeof value === 'string' || Buffer.isBuffer(value)) config[field] = Buffer.from(value);
+  }
   if (token) config.token = token;
   if (cluster.skipTLSVerify) config.insecureSkipTLSVerify = true;
   const problem = tlsMaterialProblem(config, `kubeconfig ${source}`);

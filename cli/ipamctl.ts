@@ -14,7 +14,7 @@ import { repairCommand } from './commands/repair.ts';
 import { adoptCommand } from './commands/adopt.ts';
 import { integerFlag } from './command.ts';
 import type { CommandContext, CommandFactory, GlobalFlags } from './command.ts';
-import { commandName } from './commands/group.ts';
+import { commandOf } from './commands/group.ts';
 import type { GroupModule } from './commands/group.ts';
 import { DEFAULT_REQUEST_TIMEOUT_S, MAX_REQUEST_TIMEOUT_S } from './connect.ts';
 import { reportFailure } from './errors.ts';
@@ -63,23 +63,41 @@ function parser(ctx: CommandContext): Argv<GlobalFlags> {
     .exitProcess(false);
 }
 
-/**
- * The command tree (name → subcommand names), for the help hint of a usage error — read from the
- * registered command modules, so it cannot drift from what yargs parses.
- */
-function commandTree(ctx: CommandContext): ReadonlyMap<string, readonly string[]> {
-  return new Map(
-    COMMANDS.map((factory) => {
-      const module = factory(ctx);
-      return [commandName(module), 'subcommands' in module ? (module as GroupModule).subcommands : []];
-    }),
-  );
+/** A registered command's `command` string and, for a group, its subcommands' (usage errors read them). */
+interface CommandShape {
+  readonly command: string;
+  readonly subcommands: readonly string[];
 }
+
+/** The registered commands, read from their modules, so usage errors cannot drift from yargs. */
+function commandTree(ctx: CommandContext): CommandShape[] {
+  return COMMANDS.map((factory) => {
+    const module = factory(ctx);
+    return {
+      command: commandOf(module),
+      subcommands: 'subcommands' in module ? (module as GroupModule).subcommands : [],
+    };
+  });
+}
+
+const firstWord = (command: string): string => command.split(' ')[0] ?? '';
+
 /** Global flags that take a value as the next word. */
 const VALUE_FLAGS = new Set(['--kubeconfig', '--context', '--request-timeout']);
 
-/** The longest real command the words of `argv` name ("pool create", "pool", or ''). */
-function knownCommand(argv: readonly string[], tree: ReadonlyMap<string, readonly string[]>): string {
+/** What the words of `argv` name. */
+interface Typed {
+  /** The longest real command typed ("pool create", "pool", or ''): the help hint names it. */
+  name: string;
+  /** Its usage line ("pool create <name>"), when one was typed. */
+  usage?: string;
+  /** The words where a command was expected but none is registered ("frob", "pool frob"). */
+  unknown?: string;
+  /** The commands that could have been typed there (the top level's, or the group's). */
+  choices: readonly string[];
+}
+
+function typedCommand(argv: readonly string[], tree: readonly CommandShape[]): Typed {
   const words: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
@@ -87,9 +105,31 @@ function knownCommand(argv: readonly string[], tree: ReadonlyMap<string, readonl
     else if (!arg.startsWith('-')) words.push(arg);
   }
   const [top, sub] = words;
-  const subs = top !== undefined ? tree.get(top) : undefined;
-  if (top === undefined || !subs) return '';
-  return sub !== undefined && subs.includes(sub) ? `${top} ${sub}` : top;
+  const choices = tree.map((c) => firstWord(c.command));
+  const group = tree.find((c) => firstWord(c.command) === top);
+  if (top === undefined) return { name: '', choices };
+  if (!group) return { name: '', unknown: top, choices };
+  const subs = group.subcommands.map(firstWord);
+  const subcommand = group.subcommands.find((c) => firstWord(c) === sub);
+  if (subs.length === 0 || sub === undefined) return { name: top, usage: group.command, choices: subs };
+  if (!subcommand) return { name: top, unknown: `${top} ${sub}`, choices: subs };
+  return { name: `${top} ${sub}`, usage: `${top} ${subcommand}`, choices: [] };
+}
+
+/**
+ * The operator's sentence for a usage error yargs words for programmers: an unknown command
+ * (yargs: "Unknown argument: frob") listing the commands there are; a missing positional (yargs:
+ * "Not enough non-option arguments: got 0, need at least 1") naming it with the usage line.
+ */
+function usageError(message: string, typed: Typed): string {
+  if (typed.unknown !== undefined)
+    return `unknown command ${JSON.stringify(typed.unknown)} (commands${typed.name ? ` of ${typed.name}` : ''}: ${typed.choices.join(', ')})`;
+  const got = /^Not enough non-option arguments: got (\d+)/.exec(message)?.[1];
+  if (got === undefined || typed.usage === undefined) return message;
+  const missing = (typed.usage.match(/<[^>]+>/g) ?? []).slice(Number(got));
+  const choices =
+    typed.choices.length > 0 && !typed.name.includes(' ') ? `, one of ${typed.choices.join(', ')}` : '';
+  return `missing ${missing.join(' ')}${choices}: ipamctl ${typed.usage}`;
 }
 
 /**
@@ -118,7 +158,8 @@ function unknownFlags(message: string, argv: readonly string[]): string[] | unde
  * Runs one ipamctl invocation.
  * @returns the exit code (io.ts EXIT): help and `--version` (the only argument: `ipamctl
  *   <version>`, as every role answers it, core/version.ts) → 0; usage error → 2 with the message
- *   on stderr (an unknown flag: one line naming it, with the help hint)
+ *   on stderr (an unknown flag: one line naming it, with the help hint; an unknown command
+ *   listing the commands; a missing positional naming it)
  */
 export async function run(io: Io): Promise<ExitCode> {
   if (io.argv.length === 1 && io.argv[0] === '--version') {
@@ -134,15 +175,12 @@ export async function run(io: Io): Promise<ExitCode> {
     output = text;
   });
   if (failure) {
-    const command = knownCommand(io.argv, commandTree(ctx));
-    const hint = `Run "ipamctl ${command ? `${command} ` : ''}--help" for usage.`;
-    const flags = unknownFlags(failure.message, io.argv);
-    if (flags) {
+    const typed = typedCommand(io.argv, commandTree(ctx));
+    const hint = `Run "ipamctl ${typed.name ? `${typed.name} ` : ''}--help" for usage.`;
+    const flags = typed.unknown === undefined ? unknownFlags(failure.message, io.argv) : undefined;
+    if (flags)
       println(io.stderr, `ipamctl: unknown flag${flags.length > 1 ? 's' : ''} ${flags.join(', ')}. ${hint}`);
-      return EXIT.ERROR;
-    }
-    println(io.stderr, `ipamctl: ${failure.message}`);
-    println(io.stderr, hint);
+    else println(io.stderr, `ipamctl: ${usageError(failure.message, typed)}\n${hint}`);
     return EXIT.ERROR;
   }
   if (output) {

@@ -9,20 +9,23 @@ import type { TextOut } from './io.ts';
 export const FORMATS = ['table', 'json', 'yaml'] as const;
 export type Format = (typeof FORMATS)[number];
 
-/** A table: upper-case headers and rows of cells (already text). */
+/** A table cell: text, or a number or boolean printed as `String` prints it. */
+export type Cell = string | number | bigint | boolean;
+
+/** A table: upper-case headers and rows of cells. */
 export interface Table {
   headers: readonly string[];
-  rows: readonly (readonly string[])[];
+  rows: readonly (readonly Cell[])[];
 }
 
 /** Renders a table with columns separated by three spaces, no trailing blanks. */
 export function renderTable(table: Table): string {
   const widths = table.headers.map((header, i) =>
-    Math.max(header.length, ...table.rows.map((row) => (row[i] ?? '').length)),
+    Math.max(header.length, ...table.rows.map((row) => String(row[i] ?? '').length)),
   );
-  const line = (cells: readonly string[]): string =>
+  const line = (cells: readonly Cell[]): string =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .map((cell, i) => (i === cells.length - 1 ? String(cell) : String(cell).padEnd(widths[i] ?? 0)))
       .join('   ')
       .trimEnd();
   return [line(table.headers), ...table.rows.map(line)].join('\n');

@@ -6,7 +6,7 @@ import type { AdoptionPlan, NodeAdoptionPlan, PodCIDRPlan } from 'blockipam/core
 import { println } from '../io.ts';
 import type { TextOut } from '../io.ts';
 import { print, renderTable } from '../output.ts';
-import type { Format } from '../output.ts';
+import type { Cell, Format } from '../output.ts';
 
 /** The plan with its totals, as `-o json|yaml` prints it. */
 export function planData(plan: AdoptionPlan): AdoptionPlan & { counts: Record<string, number> } {
@@ -44,14 +44,14 @@ export function printPlan(out: TextOut, format: Format, plan: AdoptionPlan): voi
 function podCIDRTable(nodes: readonly NodeAdoptionPlan[]): string {
   const rows = nodes.flatMap((node) => {
     const count = (cidr: string): number => node.addresses.filter((a) => a.podCIDR === cidr).length;
-    const row = (p: PodCIDRPlan | undefined): string[] => [
+    const row = (p: PodCIDRPlan | undefined): Cell[] => [
       node.node,
       p?.cidr ?? '(none)',
       p?.pool === undefined ? '-' : `${p.pool}${p.poolDisabled ? ' (disabled)' : ''}`,
       blocksText(p),
-      p && p.existingBlocks.length > 0 ? String(p.existingBlocks.length) : '-',
-      p ? String(count(p.cidr)) : '-',
-      String(node.conflicts),
+      p && p.existingBlocks.length > 0 ? p.existingBlocks.length : '-',
+      p ? count(p.cidr) : '-',
+      node.conflicts,
     ];
     return node.podCIDRs.length > 0 ? node.podCIDRs.map(row) : [row(undefined)];
   });
@@ -76,7 +76,7 @@ function addressTable(nodes: readonly NodeAdoptionPlan[]): string {
       node.node,
       a.podCIDR ?? '(outside)',
       a.block ?? '-',
-      a.ordinal === undefined ? '-' : String(a.ordinal),
+      a.ordinal ?? '-',
     ]),
   );
   if (rows.length === 0) return 'No pod addresses (host-network, Succeeded and Failed pods are skipped).';

@@ -3,32 +3,30 @@
  * paginated LIST through the Datastore port (core's listAll), nothing written. Of each Node only
  * its name, labels and podCIDRs are kept, of each Pod only what the plan reads.
  */
-import { listAll } from 'blockipam/core';
-import type { AdoptionInput, Datastore, Node, Page, PageOptions, Pod, PodCIDRNode } from 'blockipam/core';
-
-/** Told after each page: the kind (`pods`) and how many of it were read so far. */
-export type Progress = (kind: string, count: number) => void;
-
-// 2,000 pods per page, as check reads them: the API server copies the rest of the list for every
-// page it serves, so larger pod pages cut its CPU (docs/design-cli.md §Cost of check).
-const POD_PAGE_SIZE = 2000;
+import type { AdoptionInput, Datastore, Node, Page, PodCIDRNode } from 'blockipam/core';
+import { auditPod, POD_PAGE_SIZE, readAll } from '../audit/snapshot.ts';
+import type { Progress } from '../audit/snapshot.ts';
 
 /**
- * The plan's input from one LIST of each kind (blocks first, then the rest in parallel).
+ * The plan's input from one LIST of each kind (blocks first, then the rest in parallel; pods cut
+ * as check keeps them, its AuditPod).
  * @throws what the Datastore's LISTs throw (an unreachable API server, CRDs not installed, 403)
  */
 export async function readAdoptionInput(ds: Datastore, progress?: Progress): Promise<AdoptionInput> {
-  const read = async <T>(kind: string, listPage: (o: PageOptions) => Promise<Page<T>>, limit?: number) =>
-    (await listAll(listPage, { ...(limit ? { limit } : {}), onPage: (count) => progress?.(kind, count) }))
-      .items;
-  const blocks = await read('ipamblocks', (o) => ds.blocks.listPage(o));
+  const { items: blocks } = await readAll((o) => ds.blocks.listPage(o), 'ipamblocks', progress);
   const [pools, reservations, nodes, pods] = await Promise.all([
-    read('ippools', (o) => ds.pools.listPage(o)),
-    read('ipreservations', (o) => ds.reservations.listPage(o)),
-    read('nodes', async (o) => slim(await ds.listNodePage(o), podCIDRNode)),
-    read('pods', async (o) => slim(await ds.listPodPage(o), planPod), POD_PAGE_SIZE),
+    readAll((o) => ds.pools.listPage(o), 'ippools', progress),
+    readAll((o) => ds.reservations.listPage(o), 'ipreservations', progress),
+    readAll(async (o) => slim(await ds.listNodePage(o), podCIDRNode), 'nodes', progress),
+    readAll(async (o) => slim(await ds.listPodPage(o), auditPod), 'pods', progress, POD_PAGE_SIZE),
   ]);
-  return { blocks, pools, reservations, nodes, pods };
+  return {
+    blocks,
+    pools: pools.items,
+    reservations: reservations.items,
+    nodes: nodes.items,
+    pods: pods.items,
+  };
 }
 
 function slim<T, U>(page: Page<T>, cut: (item: T) => U): Page<U> {
@@ -52,16 +50,5 @@ function podCIDRNode(node: Node): PodCIDRNode {
           },
         }
       : {}),
-  };
-}
-
-/** A Pod's name, namespace, node, hostNetwork, phase and addresses. */
-function planPod(pod: Pod): Pod {
-  const { name, namespace } = pod.metadata;
-  const { spec, status } = pod;
-  return {
-    metadata: { name, ...(namespace ? { namespace } : {}) },
-    ...(spec ? { spec: { nodeName: spec.nodeName, hostNetwork: spec.hostNetwork } } : {}),
-    ...(status ? { status: { phase: status.phase, podIP: status.podIP, podIPs: status.podIPs } } : {}),
   };
 }

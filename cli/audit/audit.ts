@@ -11,8 +11,8 @@
  *   of the pod still shows the IP with the same UID (a pod's IP is set after its allocation).
  * docs/design-cli.md §The snapshot.
  */
-import type { IPAMBlock } from 'blockipam/core';
-import type { Datastore } from 'blockipam/core';
+import { isLivePod, podIPs } from 'blockipam/core';
+import type { Datastore, IPAMBlock } from 'blockipam/core';
 import { readDeletionQueue } from 'blockipam/core/cni';
 import {
   affinityProblems,
@@ -24,11 +24,9 @@ import {
 import { frozenBlockProblems } from './frozen-checks.ts';
 import {
   allocatedAddresses,
-  isLivePod,
   liveIPUsers,
   managedRanges,
   ownerFindings,
-  podIPs,
   podIPProblems,
   unallocatedProblem,
 } from './owner-checks.ts';

@@ -13,7 +13,7 @@ import {
   formatCidr,
   parseCidr,
 } from 'blockipam/core';
-import type { Cidr, IPAMBlock, IPPool } from 'blockipam/core';
+import type { Allocation, Cidr, IPAMBlock, IPPool } from 'blockipam/core';
 import { problem } from './problems.ts';
 import type { Problem } from './problems.ts';
 import type { Snapshot } from './snapshot.ts';
@@ -24,18 +24,31 @@ interface Ranged {
   cidr: Cidr;
 }
 
-/** Blocks with a parseable CIDR (an unparseable one is reported by the invariant check). */
-export function rangedBlocks(blocks: readonly IPAMBlock[]): Ranged[] {
-  return blocks.flatMap((b) => {
-    const cidr = parseCidr(b.spec.cidr);
-    return cidr ? [{ name: b.metadata.name, cidr }] : [];
+/** Blocks or pools with a parseable CIDR (an unparseable block is reported by the invariant check). */
+export function ranged(objects: readonly (IPAMBlock | IPPool)[]): Ranged[] {
+  return objects.flatMap((o) => {
+    const cidr = parseCidr(o.spec.cidr);
+    return cidr ? [{ name: o.metadata.name, cidr }] : [];
   });
 }
 
-function rangedPools(pools: readonly IPPool[]): Ranged[] {
-  return pools.flatMap((p) => {
-    const cidr = parseCidr(p.spec.cidr);
-    return cidr ? [{ name: p.metadata.name, cidr }] : [];
+/** One allocation of a block with a parseable CIDR, at its ordinal and address (canonical text). */
+export interface Held {
+  block: IPAMBlock;
+  ordinal: number;
+  address: string;
+  allocation: Allocation;
+}
+
+/** Every allocation of `blocks` (those with a parseable CIDR), block by block, by ordinal. */
+export function allocationsIn(blocks: readonly IPAMBlock[]): Held[] {
+  return blocks.flatMap((block) => {
+    const cidr = parseCidr(block.spec.cidr);
+    if (!cidr) return [];
+    return Object.entries(block.spec.allocations).map(([key, allocation]) => {
+      const ordinal = Number(key);
+      return { block, ordinal, address: addressTextAt(cidr, ordinal), allocation };
+    });
   });
 }
 
@@ -67,24 +80,14 @@ export function overlaps(ranges: readonly Ranged[]): [Ranged, Ranged][] {
 
 /** Addresses allocated in more than one block. */
 export function duplicateAddresses(blocks: readonly IPAMBlock[]): Problem[] {
-  const holders = new Map<string, { block: string; handle: string }[]>();
-  for (const block of blocks) {
-    const cidr = parseCidr(block.spec.cidr);
-    if (!cidr) continue;
-    for (const [key, allocation] of Object.entries(block.spec.allocations)) {
-      const address = addressTextAt(cidr, Number(key));
-      const list = holders.get(address) ?? [];
-      list.push({ block: block.metadata.name, handle: allocation.handle });
-      holders.set(address, list);
-    }
-  }
+  const holders = Map.groupBy(allocationsIn(blocks), (h) => h.address);
   return [...holders.entries()]
     .filter(([, list]) => list.length > 1)
     .map(([address, list]) =>
       problem(
         'duplicate-address',
-        `${address} is allocated in ${list.map((h) => `IPAMBlock ${h.block} (handle ${h.handle})`).join(' and in ')}`,
-        list.map((h) => `IPAMBlock/${h.block}`),
+        `${address} is allocated in ${list.map((h) => `IPAMBlock ${h.block.metadata.name} (handle ${h.allocation.handle})`).join(' and in ')}`,
+        list.map((h) => `IPAMBlock/${h.block.metadata.name}`),
       ),
     );
 }
@@ -109,7 +112,7 @@ export function ignoredBlockProblems(snapshot: Snapshot): Problem[] {
 
 /** Overlapping pools (core trusts both; the allocator shadows the later one). */
 export function poolOverlapProblems(snapshot: Snapshot): Problem[] {
-  return overlaps(rangedPools(snapshot.pools)).map(([a, b]) =>
+  return overlaps(ranged(snapshot.pools)).map(([a, b]) =>
     problem(
       'overlapping-pools',
       `IPPool ${a.name} (${formatCidr(a.cidr)}) overlaps IPPool ${b.name} (${formatCidr(b.cidr)})`,
@@ -140,7 +143,7 @@ export function invariantProblems(snapshot: Snapshot): Problem[] {
       if (at >= 0) {
         timeless.splice(at, 1);
         invalid.push(problem('invalid-block', text, [`IPAMBlock/${name}`]));
-      } else future.push({ ...problem('future-date', text, [`IPAMBlock/${name}`]), hint });
+      } else future.push(problem('future-date', text, [`IPAMBlock/${name}`], hint));
     }
     return [...invalid, ...future];
   });

@@ -44,49 +44,41 @@ const FINDINGS: Record<FreezeReason, (c: FreezeContext) => Problem | undefined> 
   terminating: ({ block, freeze, terminating }) => {
     if (!terminating) return undefined;
     const { name, allocations } = parts(block);
-    return {
-      ...problem(
-        'terminating-block',
-        `IPAMBlock ${name} (${block.spec.cidr}, affinity ${block.spec.affinity ?? 'none'}) ${freeze.message}, holding ${allocations.length} allocation(s) of ${ownersText(allocations)}: once it goes these addresses are recorded nowhere and can be handed out again while their pods run`,
-        [`IPAMBlock/${name}`, ...podObjects(allocations)],
-      ),
-      hint: `keep its finalizers while it holds allocations; restart the pods holding its addresses (kubectl delete pod -n NAMESPACE NAME): their CNI DEL releases them here (a Terminating block still releases) and they come back with addresses of other blocks; once it holds none, ${removeCommand(name, 'finalizers')}`,
-    };
+    return problem(
+      'terminating-block',
+      `IPAMBlock ${name} (${block.spec.cidr}, affinity ${block.spec.affinity ?? 'none'}) ${freeze.message}, holding ${allocations.length} allocation(s) of ${ownersText(allocations)}: once it goes these addresses are recorded nowhere and can be handed out again while their pods run`,
+      [`IPAMBlock/${name}`, ...podObjects(allocations)],
+      `keep its finalizers while it holds allocations; restart the pods holding its addresses (kubectl delete pod -n NAMESPACE NAME): their CNI DEL releases them here (a Terminating block still releases) and they come back with addresses of other blocks; once it holds none, ${removeCommand(name, 'finalizers')}`,
+    );
   },
   finalizers: ({ block, freeze, terminating }) => {
     const { name } = parts(block);
-    return {
-      ...problem(
-        'foreign-metadata',
-        `IPAMBlock ${name} ${freeze.message} (core sets none): a delete of it hangs with the block Terminating, and the allocator hands out nothing from it`,
-        [`IPAMBlock/${name}`],
-      ),
-      hint: terminating
+    return problem(
+      'foreign-metadata',
+      `IPAMBlock ${name} ${freeze.message} (core sets none): a delete of it hangs with the block Terminating, and the allocator hands out nothing from it`,
+      [`IPAMBlock/${name}`],
+      terminating
         ? `do not remove them while it holds allocations: the block would go, and its pods' addresses with it (see terminating-block for IPAMBlock ${name})`
         : `${removeCommand(name, 'finalizers')}; find who added them in the API server's audit log`,
-    };
+    );
   },
   'owner-references': ({ block, freeze }) => {
     const { name, allocations } = parts(block);
-    return {
-      ...problem(
-        'foreign-metadata',
-        `IPAMBlock ${name} ${freeze.message} (core sets none): Kubernetes' garbage collector deletes the block, with its ${allocations.length} allocation(s), once an owner is gone`,
-        [`IPAMBlock/${name}`],
-      ),
-      hint: `remove them at once: ${removeCommand(name, 'ownerReferences')}; find who added them in the API server's audit log`,
-    };
+    return problem(
+      'foreign-metadata',
+      `IPAMBlock ${name} ${freeze.message} (core sets none): Kubernetes' garbage collector deletes the block, with its ${allocations.length} allocation(s), once an owner is gone`,
+      [`IPAMBlock/${name}`],
+      `remove them at once: ${removeCommand(name, 'ownerReferences')}; find who added them in the API server's audit log`,
+    );
   },
   'unsafe-sequence': ({ block, freeze }) => {
     const { name } = parts(block);
-    return {
-      ...problem(
-        'unsafe-sequence',
-        `IPAMBlock ${name}: ${freeze.message}: the allocator hands out nothing from it`,
-        [`IPAMBlock/${name}`],
-      ),
-      hint: `ipamctl repair sequence ${name} (prints the plan; with --yes writes sequences below 2^52 under the block's resourceVersion)`,
-    };
+    return problem(
+      'unsafe-sequence',
+      `IPAMBlock ${name}: ${freeze.message}: the allocator hands out nothing from it`,
+      [`IPAMBlock/${name}`],
+      `ipamctl repair sequence ${name} (prints the plan; with --yes writes sequences below 2^52 under the block's resourceVersion)`,
+    );
   },
 };
 

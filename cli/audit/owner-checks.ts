@@ -7,15 +7,12 @@
  * leaked; if its node is gone it is reported as `pod-on-deleted-node`. Pure functions of the
  * snapshot.
  */
-import { addressTextAt, cidrContains, isLivePod, parseCidr, parseIP, podIPs } from 'blockipam/core';
+import { cidrContains, isLivePod, parseIP, podIPs } from 'blockipam/core';
 import type { Allocation, Cidr, IPAMBlock, IPPool } from 'blockipam/core';
-import { rangedBlocks } from './block-checks.ts';
+import { allocationsIn, ranged } from './block-checks.ts';
 import { problem } from './problems.ts';
 import type { LeakedAllocation, LeakReason, Problem } from './problems.ts';
 import type { AuditPod, Snapshot } from './snapshot.ts';
-
-/** The one liveness rule and pod-IP reading (core's, shared with GC and the controller). */
-export { isLivePod, podIPs };
 
 function podName(pod: AuditPod): string {
   return `${pod.metadata.namespace ?? ''}/${pod.metadata.name}`;
@@ -39,8 +36,7 @@ export function liveIPUsers(pods: readonly AuditPod[], ranges: readonly Cidr[]):
 
 /** The address ranges blockipam manages: every pool and every block. */
 export function managedRanges(snapshot: Snapshot): Cidr[] {
-  const pools = snapshot.pools.map((p) => parseCidr(p.spec.cidr)).filter((c) => c !== undefined);
-  return [...pools, ...rangedBlocks(snapshot.blocks).map((b) => b.cidr)];
+  return ranged([...snapshot.pools, ...snapshot.blocks]).map((r) => r.cidr);
 }
 
 /**
@@ -119,54 +115,27 @@ export function entryOf(
  */
 export function ownerFindings(snapshot: Snapshot, ipUsers: ReadonlyMap<string, AuditPod[]>): OwnerFinding[] {
   const pods = new Map(snapshot.pods.map((pod) => [podName(pod), pod]));
-  const out: OwnerFinding[] = [];
-  for (const block of snapshot.blocks) {
-    const cidr = parseCidr(block.spec.cidr);
-    if (!cidr) continue;
-    for (const [key, allocation] of Object.entries(block.spec.allocations)) {
-      const verdict = ownerVerdict(allocation, pods, snapshot.nodes);
-      if (!verdict) continue;
-      const address = addressTextAt(cidr, Number(key));
-      const reason = verdict === 'pod-on-deleted-node' ? 'leaked-node-deleted' : verdict;
-      const entry = entryOf(block.metadata.name, address, Number(key), allocation, reason);
-      const podObject = entry.pod ? [`Pod/${entry.namespace ?? ''}/${entry.pod}`] : [];
-      if (verdict === 'pod-on-deleted-node') {
-        const objects = [`IPAMBlock/${entry.block}`, ...podObject, `Node/${entry.node}`];
-        out.push({ problem: problem(verdict, leakMessage(entry, verdict), objects), allocation: entry });
-        continue;
-      }
-      const users = ipUsers.get(address);
-      if (users?.length) {
-        const message = `${leakMessage(entry, verdict)}; but pod ${users.map(podName).join(', ')} uses ${address}: not offered for release`;
-        const objects = [`IPAMBlock/${entry.block}`, ...users.map((u) => `Pod/${podName(u)}`)];
-        out.push({ problem: problem('ip-in-use-by-other-pod', message, objects), allocation: entry });
-        continue;
-      }
-      const objects = [`IPAMBlock/${entry.block}`, ...podObject, `Node/${entry.node}`];
-      out.push({
-        problem: problem(verdict, leakMessage(entry, verdict), objects),
-        allocation: entry,
-        leak: entry,
-      });
+  return allocationsIn(snapshot.blocks).flatMap(({ block, ordinal, address, allocation }): OwnerFinding[] => {
+    const verdict = ownerVerdict(allocation, pods, snapshot.nodes);
+    if (!verdict) return [];
+    const reason = verdict === 'pod-on-deleted-node' ? 'leaked-node-deleted' : verdict;
+    const entry = entryOf(block.metadata.name, address, ordinal, allocation, reason);
+    const users = verdict === 'pod-on-deleted-node' ? undefined : ipUsers.get(address);
+    if (users?.length) {
+      const message = `${leakMessage(entry, verdict)}; but pod ${users.map(podName).join(', ')} uses ${address}: not offered for release`;
+      const objects = [`IPAMBlock/${entry.block}`, ...users.map((u) => `Pod/${podName(u)}`)];
+      return [{ problem: problem('ip-in-use-by-other-pod', message, objects), allocation: entry }];
     }
-  }
-  return out;
+    const podObject = entry.pod ? [`Pod/${entry.namespace ?? ''}/${entry.pod}`] : [];
+    const objects = [`IPAMBlock/${entry.block}`, ...podObject, `Node/${entry.node}`];
+    const found = { problem: problem(verdict, leakMessage(entry, verdict), objects), allocation: entry };
+    return [verdict === 'pod-on-deleted-node' ? found : { ...found, leak: entry }];
+  });
 }
 
-/** Canonical address → pod UIDs (or '' when none recorded) of every allocation in `blocks`. */
-export function allocatedAddresses(blocks: readonly IPAMBlock[]): Map<string, string[]> {
-  const out = new Map<string, string[]>();
-  for (const block of blocks) {
-    const cidr = parseCidr(block.spec.cidr);
-    if (!cidr) continue;
-    for (const [key, allocation] of Object.entries(block.spec.allocations)) {
-      const address = addressTextAt(cidr, Number(key));
-      const uids = out.get(address);
-      if (uids) uids.push(allocation.podUID ?? '');
-      else out.set(address, [allocation.podUID ?? '']);
-    }
-  }
-  return out;
+/** The canonical addresses `blocks` allocate. */
+export function allocatedAddresses(blocks: readonly IPAMBlock[]): Set<string> {
+  return new Set(allocationsIn(blocks).map((h) => h.address));
 }
 
 /** A live pod IP in a managed range with no allocation: a candidate, confirmed by audit.ts. */
@@ -213,22 +182,17 @@ export function unallocatedProblem(
   const pod = candidate.pod;
   const ip = parseIP(candidate.address);
   const covers = (cidr: Cidr): boolean => ip !== undefined && cidrContains(cidr, ip);
-  const block = rangedBlocks(where.blocks).find((b) => covers(b.cidr));
-  const pool = where.pools.find((p) => {
-    const cidr = parseCidr(p.spec.cidr);
-    return cidr !== undefined && covers(cidr);
-  });
+  const block = ranged(where.blocks).find((b) => covers(b.cidr));
+  const pool = ranged(where.pools).find((p) => covers(p.cidr));
   const why = block
     ? `IPAMBlock ${block.name} covers it and does not record it`
-    : `no IPAMBlock covers it${pool ? ` in IPPool ${pool.metadata.name}` : ''} (its block is gone: deleted, or removed by the garbage collector through ownerReferences)`;
+    : `no IPAMBlock covers it${pool ? ` in IPPool ${pool.name}` : ''} (its block is gone: deleted, or removed by the garbage collector through ownerReferences)`;
   const name = pod.metadata.name;
   const namespace = pod.metadata.namespace ?? '';
-  return {
-    ...problem(
-      'pod-ip-unallocated',
-      `pod ${podName(pod)} (uid ${pod.metadata.uid ?? '?'}, node ${pod.spec?.nodeName ?? '?'}) has IP ${candidate.address}, which no IPAMBlock allocates: ${why}`,
-      [`Pod/${podName(pod)}`, ...(block ? [`IPAMBlock/${block.name}`] : [])],
-    ),
-    hint: `${candidate.address} may be handed out twice: the allocator can give it to another pod (${block ? `its ordinal is free in IPAMBlock ${block.name}` : 'any node can claim its block again'}); restart the pod so it gets a recorded address (kubectl delete pod -n ${namespace} ${name}: its controller re-creates it), and find who removed the record in the API server's audit log`,
-  };
+  return problem(
+    'pod-ip-unallocated',
+    `pod ${podName(pod)} (uid ${pod.metadata.uid ?? '?'}, node ${pod.spec?.nodeName ?? '?'}) has IP ${candidate.address}, which no IPAMBlock allocates: ${why}`,
+    [`Pod/${podName(pod)}`, ...(block ? [`IPAMBlock/${block.name}`] : [])],
+    `${candidate.address} may be handed out twice: the allocator can give it to another pod (${block ? `its ordinal is free in IPAMBlock ${block.name}` : 'any node can claim its block again'}); restart the pod so it gets a recorded address (kubectl delete pod -n ${namespace} ${name}: its controller re-creates it), and find who removed the record in the API server's audit log`,
+  );
 }

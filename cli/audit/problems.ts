@@ -78,9 +78,10 @@ export interface LeakedAllocation {
   reason: LeakReason | 'requested';
 }
 
-/** Builds a problem with the severity its kind implies. */
-export function problem(kind: ProblemKind, message: string, objects: string[]): Problem {
-  return { kind, severity: INFO_KINDS.has(kind) ? 'info' : 'problem', message, objects };
+/** Builds a problem with the severity its kind implies (and a hint, when given). */
+export function problem(kind: ProblemKind, message: string, objects: string[], hint?: string): Problem {
+  const severity = INFO_KINDS.has(kind) ? 'info' : 'problem';
+  return { kind, severity, message, objects, ...(hint === undefined ? {} : { hint }) };
 }
 
 /**

@@ -83,10 +83,14 @@ export function queuedDelProblems(view: DeletionQueueView, blocks: readonly IPAM
   for (const e of view.entries) {
     const path = join(view.dir, e.file);
     if ('error' in e) {
-      out.push({
-        ...problem('queued-del-unreadable', `${path} is no queued DEL: ${e.error}`, []),
-        hint: `the agent never replays it and logs it on every pass: read it; if it names an attachment still holding an address, release that (ipamctl release --ip ADDRESS); then remove the file`,
-      });
+      out.push(
+        problem(
+          'queued-del-unreadable',
+          `${path} is no queued DEL: ${e.error}`,
+          [],
+          `the agent never replays it and logs it on every pass: read it; if it names an attachment still holding an address, release that (ipamctl release --ip ADDRESS); then remove the file`,
+        ),
+      );
       continue;
     }
     const held = heldBy(e, blocks);

@@ -56,11 +56,11 @@ export interface Snapshot {
   startedAtMs: number;
 }
 
-/** Progress callback: a kind and how many objects were read so far. */
+/** Told after each page of a LIST: the kind (`pods`) and how many of it were read so far. */
 export type Progress = (kind: string, count: number) => void;
 
 /**
- * Pods per page of the pod LIST: 2,000 (~3.5 MB of JSON), where other kinds use core's 500. The
+ * Pods per page of the pod LIST (check's and adopt plan's): 2,000 (~3.5 MB of JSON), where other kinds use core's 500. The
  * API server (v1.37) serves a paged LIST from its watch cache by copying every object from the
  * page's start to the end of the list, then cutting `limit` of them
  * (`apiserver_storage_list_fetched_objects_total` grows by 100,000 for a first page of 500 of
@@ -69,14 +69,14 @@ export type Progress = (kind: string, count: number) => void;
  * (2026-12-02, docs/design-cli.md §Cost of check): API server CPU per check 8.1–8.7 s at 500, 3.1 s at
  * 2,000; 5,000 saved no more server CPU and cost the client more.
  */
-const POD_PAGE_SIZE = 2000;
+export const POD_PAGE_SIZE = 2000;
 
 /**
  * Every object of one kind through the Datastore port's paged LIST (core's `listAll`: pages of
  * `limit`, default 500, at the first page's resourceVersion, the next page asked for while one
  * is decoded, started over once on an expired continue token).
  */
-function readAll<T>(
+export function readAll<T>(
   listPage: (options: PageOptions) => Promise<Page<T>>,
   kind: string,
   progress: Progress | undefined,

@@ -9,13 +9,12 @@ import { deletionQueueDirOf } from 'blockipam/core/cni';
 import { runAudit } from '../audit/audit.ts';
 import { buildReport, writeReport } from '../audit/report.ts';
 import { printSummary } from '../audit/summary.ts';
-import type { Progress } from '../audit/snapshot.ts';
-import { defineCommand, integerFlag } from '../command.ts';
+import { defineCommand, integerFlag, nonEmptyFlag, progressTo } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { clusterIdentity } from '../connect.ts';
+import type { Connection } from '../connect.ts';
 import { CliError, EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
-import { withConnection } from './with-connection.ts';
 
 interface CheckArgs extends GlobalFlags {
   output?: string;
@@ -37,11 +36,9 @@ const DEFAULT_CONFIRM_AFTER_S = 30;
 const MAX_CONFIRM_AFTER_S = 3600;
 // The chart's agent.runDir (/var/run/blockipam) and the agent's --ipam-socket in it.
 const DEFAULT_DELETION_QUEUE = deletionQueueDirOf('/var/run/blockipam/agent/ipam.sock');
-// 1,000 objects: below this a LIST takes well under a second and progress would be noise.
-const PROGRESS_THRESHOLD = 1000;
 
 export function checkCommand(ctx: CommandContext) {
-  return defineCommand<CheckArgs>({
+  return defineCommand<CheckArgs, ReportFiles>({
     ctx,
     command: 'check',
     describe: 'Audit IPAM state against pools, nodes and pods (read-only, no lock)',
@@ -50,7 +47,7 @@ export function checkCommand(ctx: CommandContext) {
         .option('output', {
           alias: 'o',
           type: 'string',
-          coerce: reportPath,
+          coerce: nonEmptyFlag('-o/--output', 'a FILE to write the report to'),
           describe: 'Write the JSON report (for release --from-report) to FILE',
         })
         .option('limit', {
@@ -72,7 +69,7 @@ export function checkCommand(ctx: CommandContext) {
           type: 'string',
           // no `default`: the default is read only when it exists
           defaultDescription: DEFAULT_DELETION_QUEUE,
-          coerce: nonEmpty('--deletion-queue', 'a directory'),
+          coerce: nonEmptyFlag('--deletion-queue', 'a directory'),
           describe:
             "This node's queue of DELs waiting for the agent (their addresses stay allocated: they look leaked); each is shown, a leak it explains says so. Root-only: the default is read only when it exists, i.e. on a node as root",
         })
@@ -88,45 +85,57 @@ export function checkCommand(ctx: CommandContext) {
           'sudo $0 check --deletion-queue DIR',
           "Also show this node's queued DELs (DIR: del-queue beside the agent's IPAM socket)",
         ),
-    run: (args) => check(args, ctx.io),
+    prepare: (args) => {
+      const reportFile =
+        args.output === undefined ? undefined : resolve(ctx.io.cwd ?? process.cwd(), args.output);
+      // refused before the audit, not after it ran (EISDIR at the write)
+      if (reportFile !== undefined && statSync(reportFile, { throwIfNoEntry: false })?.isDirectory())
+        throw new CliError(`-o/--output ${JSON.stringify(args.output)} is a directory: name a FILE in it`);
+      return { reportFile, deletionQueue: queueDir(args.deletionQueue, ctx.io) };
+    },
+    run: (args, conn, files) => check(args, conn, files, ctx.io),
   });
 }
 
-async function check(args: CheckArgs, io: Io): Promise<ExitCode> {
-  const reportFile = args.output === undefined ? undefined : resolve(io.cwd ?? process.cwd(), args.output);
-  // refused before the audit, not after it ran (EISDIR at the write)
-  if (reportFile !== undefined && statSync(reportFile, { throwIfNoEntry: false })?.isDirectory())
-    throw new CliError(`-o/--output ${JSON.stringify(args.output)} is a directory: name a FILE in it`);
-  const deletionQueue = queueDir(args.deletionQueue, io);
-  return withConnection(args, io, async (conn) => {
-    try {
-      const cluster = await clusterIdentity(conn);
-      const confirmAfterS = args.confirmAfter ?? DEFAULT_CONFIRM_AFTER_S;
-      const result = await runAudit(conn.ds, {
-        confirmAfterMs: confirmAfterS * 1000,
-        ...(deletionQueue === undefined ? {} : { deletionQueue }),
-        ...(io.sleep ? { sleep: io.sleep } : {}),
-        ...(args.quiet
-          ? {}
-          : {
-              progress: progressTo(io),
-              onConfirmWait: (suspects: number) =>
-                println(
-                  io.stderr,
-                  `${suspects} suspected leak(s): re-checking in ${confirmAfterS} s (a runtime's CNI DEL may follow a pod's deletion; --confirm-after 0 skips the wait)`,
-                ),
-            }),
-      });
-      const report = buildReport(result, cluster);
-      if (reportFile !== undefined) await writeReport(reportFile, report);
-      printSummary(io.stdout, report, args.limit ?? DEFAULT_LIMIT);
-      if (args.output) println(io.stdout, `Report written to ${args.output}`);
-      return report.problemCount === 0 ? EXIT.OK : EXIT.PROBLEMS;
-    } catch (error) {
-      println(io.stderr, 'ipamctl check: could not check');
-      throw error;
-    }
-  });
+/** Where `check` writes its report and reads the node's deletion queue, checked before connecting. */
+interface ReportFiles {
+  reportFile: string | undefined;
+  deletionQueue: string | undefined;
+}
+
+async function check(
+  args: CheckArgs,
+  conn: Connection,
+  { reportFile, deletionQueue }: ReportFiles,
+  io: Io,
+): Promise<ExitCode> {
+  try {
+    const cluster = await clusterIdentity(conn);
+    const confirmAfterS = args.confirmAfter ?? DEFAULT_CONFIRM_AFTER_S;
+    const result = await runAudit(conn.ds, {
+      confirmAfterMs: confirmAfterS * 1000,
+      ...(deletionQueue === undefined ? {} : { deletionQueue }),
+      ...(io.sleep ? { sleep: io.sleep } : {}),
+      ...(args.quiet
+        ? {}
+        : {
+            progress: progressTo(io.stderr),
+            onConfirmWait: (suspects: number) =>
+              println(
+                io.stderr,
+                `${suspects} suspected leak(s): re-checking in ${confirmAfterS} s (a runtime's CNI DEL may follow a pod's deletion; --confirm-after 0 skips the wait)`,
+              ),
+          }),
+    });
+    const report = buildReport(result, cluster);
+    if (reportFile !== undefined) await writeReport(reportFile, report);
+    printSummary(io.stdout, report, args.limit ?? DEFAULT_LIMIT);
+    if (args.output) println(io.stdout, `Report written to ${args.output}`);
+    return report.problemCount === 0 ? EXIT.OK : EXIT.PROBLEMS;
+  } catch (error) {
+    println(io.stderr, 'ipamctl check: could not check');
+    throw error;
+  }
 }
 
 /**
@@ -158,31 +167,4 @@ function queueDir(given: string | undefined, io: Io): string | undefined {
   if (isDirectory === false)
     throw new CliError(`--deletion-queue ${JSON.stringify(given)} is not a directory`);
   return dir;
-}
-
-/** A flag's value as given; empty (or the flag followed by another flag) is a usage error. */
-function nonEmpty(flag: string, what: string): (value: unknown) => string | undefined {
-  return (value) => {
-    if (value === undefined) return undefined;
-    const text = String(Array.isArray(value) ? value.at(-1) : value);
-    if (text === '') throw new Error(`${flag} needs ${what}`);
-    return text;
-  };
-}
-
-/**
- * `-o FILE` as given; empty (`-o ""`, or `-o` followed by another flag) is a usage error, exit 2 —
- * the audit ran and silently wrote no report.
- */
-function reportPath(value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  const path = String(Array.isArray(value) ? value.at(-1) : value);
-  if (path === '') throw new Error('-o/--output needs a FILE to write the report to');
-  return path;
-}
-
-function progressTo(io: Io): Progress {
-  return (kind, count) => {
-    if (count >= PROGRESS_THRESHOLD) println(io.stderr, `listing ${kind}: ${count} read`);
-  };
 }

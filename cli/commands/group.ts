@@ -5,13 +5,12 @@
 import type { Argv, CommandModule } from 'yargs';
 import type { CommandContext, CommandFactory, GlobalFlags } from '../command.ts';
 
-/** A group's module, with the names of its subcommands (the usage-error hint reads them). */
+/** A group's module, with its subcommands' `command` strings (usage errors read them). */
 export type GroupModule = CommandModule<GlobalFlags, never> & { readonly subcommands: readonly string[] };
 
-/** The name a command module is typed as: the first word of its `command` ("create <name>" → "create"). */
-export function commandName(module: CommandModule<GlobalFlags, never>): string {
-  const command: unknown = Array.isArray(module.command) ? (module.command as unknown[])[0] : module.command;
-  return typeof command === 'string' ? (command.split(' ')[0] ?? '') : '';
+/** A command module's `command` string ("create <name>"). */
+export function commandOf(module: CommandModule<GlobalFlags, never>): string {
+  return typeof module.command === 'string' ? module.command : '';
 }
 
 /** Builds a group whose subcommands come from `factories`. */
@@ -23,7 +22,7 @@ export function defineGroup(
 ): GroupModule {
   return {
     command: `${name} <command>`,
-    subcommands: factories.map((f) => commandName(f(ctx))),
+    subcommands: factories.map((f) => commandOf(f(ctx))),
     describe,
     builder: ((y: Argv<GlobalFlags>) =>
       factories

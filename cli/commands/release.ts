@@ -8,20 +8,20 @@ import { resolve } from 'node:path';
 import { cidrContains, formatIP, parseCidr } from 'blockipam/core';
 import type { Datastore, IP } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
+import { ranged } from '../audit/block-checks.ts';
 import type { LeakedAllocation } from '../audit/problems.ts';
 import { readReport } from '../audit/report.ts';
-import { defineCommand, withYes } from '../command.ts';
+import type { Report } from '../audit/report.ts';
+import { defineCommand, unconfirmed, withYes } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
 import { clusterIdentity } from '../connect.ts';
 import type { Connection } from '../connect.ts';
-import { reportFailure } from '../errors.ts';
 import { CliError, EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
 import { renderTable } from '../output.ts';
 import { applyPlan } from '../release/apply.ts';
 import { leakedInEveryReport, recheckAll } from '../release/plan.ts';
-import { withConnection } from './with-connection.ts';
 import type { Candidate } from '../release/plan.ts';
 
 interface ReleaseArgs extends GlobalFlags {
@@ -33,7 +33,7 @@ interface ReleaseArgs extends GlobalFlags {
 }
 
 export function releaseCommand(ctx: CommandContext) {
-  return defineCommand<ReleaseArgs>({
+  return defineCommand<ReleaseArgs, { path: string; report: Report }[]>({
     ctx,
     command: 'release',
     describe: 'Release leaked addresses (from check reports, or one address)',
@@ -70,27 +70,21 @@ export function releaseCommand(ctx: CommandContext) {
         )
         .example('$0 release --from-report r1.json r2.json --yes', '… and release it')
         .example('$0 release --ip 10.244.3.70 --yes', 'Release one address (refused while its pod is alive)'),
-    run: (args) => release(args, ctx.io),
-  });
-}
-
-async function release(args: ReleaseArgs, io: Io): Promise<ExitCode> {
-  // Reports are read before connecting: a bad file fails without touching the cluster.
-  let reports: { path: string; report: Awaited<ReturnType<typeof readReport>> }[];
-  try {
-    reports = await Promise.all(
-      (args.fromReport ?? []).map(async (path) => ({
-        path,
-        report: await readReport(resolve(io.cwd ?? process.cwd(), path)),
-      })),
-    );
-  } catch (error) {
-    return reportFailure(io.stderr, error);
-  }
-  return withConnection(args, io, async (conn) => {
-    const candidates =
-      args.ip !== undefined ? await byAddress(conn.ds, args) : await fromReports(conn, reports);
-    return await execute(conn.ds, candidates, args, io);
+    // Checked before connecting: a bad address or report fails without touching the cluster.
+    prepare: (args) => {
+      if (args.ip !== undefined) parseAddress(args.ip);
+      return Promise.all(
+        (args.fromReport ?? []).map(async (path) => ({
+          path,
+          report: await readReport(resolve(ctx.io.cwd ?? process.cwd(), path)),
+        })),
+      );
+    },
+    run: async (args, conn, reports) => {
+      const candidates =
+        args.ip !== undefined ? await byAddress(conn.ds, args) : await fromReports(conn, reports);
+      return execute(conn.ds, candidates, args, ctx.io);
+    },
   });
 }
 
@@ -143,11 +137,7 @@ export async function byAddress(
 /** @throws CliError when no IPPool contains `ip` (1 LIST of pools) */
 async function checkInAPool(ds: Datastore, ip: IP): Promise<void> {
   const pools = await ds.pools.list();
-  const inAPool = pools.some((p) => {
-    const cidr = parseCidr(p.spec.cidr);
-    return cidr !== undefined && cidrContains(cidr, ip);
-  });
-  if (inAPool) return;
+  if (ranged(pools).some((p) => cidrContains(p.cidr, ip))) return;
   throw new CliError(
     `${formatIP(ip)} is in no IPPool (${pools.map((p) => `${p.metadata.name} ${p.spec.cidr}`).join(', ') || 'there are none'}) and no IPAMBlock: nothing to release`,
   );
@@ -187,11 +177,7 @@ async function execute(
   }
   println(io.stdout, `${args.yes ? 'Releasing' : 'Would release'} ${go.length} allocation(s):`);
   println(io.stdout, planTable(go));
-  if (!args.yes) {
-    println(io.stderr, 'Nothing was changed: re-run with --yes to release these.');
-    return EXIT.UNCONFIRMED;
-  }
-  return applyPlan(ds, go, io);
+  return unconfirmed(io, args.yes, 'release these') ?? applyPlan(ds, go, io);
 }
 
 function planTable(go: readonly LeakedAllocation[]): string {
@@ -200,7 +186,7 @@ function planTable(go: readonly LeakedAllocation[]): string {
     l.address,
     l.block,
     l.handle,
-    String(l.sequence),
+    l.sequence,
     l.pod ? `${l.namespace ?? ''}/${l.pod}` : '-',
     l.node,
     l.reason,

@@ -7,15 +7,15 @@ import type { IPPool } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { defineCommand, nodeNameFlag, nonEmptyFlag, withFormat } from '../command.ts';
 import type { CommandContext, GlobalFlags } from '../command.ts';
-import { EXIT, println } from '../io.ts';
+import { CliError, EXIT, println } from '../io.ts';
 import type { ExitCode, Io } from '../io.ts';
 import { lookupAddress, parseAddress } from '../lookup.ts';
 import { print, renderTable } from '../output.ts';
-import type { Format } from '../output.ts';
+import type { Cell, Format } from '../output.ts';
 import { nodeHeadroom } from '../show/node.ts';
+import type { NodeHeadroom } from '../show/node.ts';
 import { nodeRouting, type NodeRouting } from '../show/routes.ts';
 import { blockUsage, poolUsage } from '../show/usage.ts';
-import { withConnection } from './with-connection.ts';
 
 interface ShowArgs extends GlobalFlags {
   output: Format;
@@ -42,7 +42,7 @@ export function showCommand(ctx: CommandContext) {
         .option('ip', {
           type: 'string',
           requiresArg: true,
-          coerce: nonEmptyFlag('ip', 'an address'),
+          coerce: nonEmptyFlag('--ip', 'an address'),
           describe: 'Who holds this address',
         })
         .conflicts('ip', ['node', 'blocks'])
@@ -54,16 +54,12 @@ export function showCommand(ctx: CommandContext) {
           "A node's headroom vs minFreeAddressesPerNode, its blocks, its addresses (borrowed ones included)",
         )
         .example('$0 show --ip 10.244.3.70', 'The owner of an address: handle, pod, UID, node, sequence'),
-    run: (args) => show(args, ctx.io),
-  });
-}
-
-async function show(args: ShowArgs, io: Io): Promise<ExitCode> {
-  return withConnection(args, io, async (conn) => {
-    if (args.ip !== undefined) return await showIP(conn.ds, args.ip, args.output, io);
-    if (args.node !== undefined) await showNode(conn.ds, args.node, args.output, io);
-    else await showPools(conn.ds, args, io);
-    return EXIT.OK;
+    run: async (args, { ds }) => {
+      if (args.ip !== undefined) return showIP(ds, args.ip, args.output, ctx.io);
+      if (args.node !== undefined) return showNode(ds, args.node, args.output, ctx.io);
+      await showPools(ds, args, ctx.io);
+      return EXIT.OK;
+    },
   });
 }
 
@@ -78,9 +74,9 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
         b.cidr,
         b.pool || '(none)',
         b.affinity ?? '(none)',
-        String(b.capacity),
-        String(b.used),
-        String(b.free),
+        b.capacity,
+        b.used,
+        b.free,
       ]),
     }));
     return;
@@ -98,18 +94,23 @@ async function showPools(ds: KubeDatastore, args: ShowArgs, io: Io): Promise<voi
     rows: usage.map((u) => [
       u.name,
       u.cidr,
-      String(u.blockSize),
-      String(u.capacity),
-      String(u.used),
-      String(u.free),
-      String(u.blocks),
-      String(u.disabled),
+      u.blockSize,
+      u.capacity,
+      u.used,
+      u.free,
+      u.blocks,
+      u.disabled,
       u.exhausts,
     ]),
   }));
 }
 
-async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io): Promise<void> {
+/**
+ * `show --node`. A node without a Node object is shown only while it still holds blocks or
+ * addresses, and then exits 1 naming it.
+ * @throws CliError when there is no Node `node` and nothing is held for it
+ */
+async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io): Promise<ExitCode> {
   const [affine, allocations, nodeObject, config, pools, reservations, ipamNode, blocks] = await Promise.all([
     ds.blocks.list({ labelSelector: affineSelector(node) }),
     listNodeAllocations(ds, node),
@@ -120,6 +121,10 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     ds.ipamNodes.get(node),
     ds.blocks.list(),
   ]);
+  if (!nodeObject && affine.length === 0 && allocations.length === 0)
+    throw new CliError(
+      `Node ${node} does not exist and holds no block or address (kubectl get nodes lists them)`,
+    );
   const routing = nodeRouting({ node, ipamNode, affine });
   const requested = await requestedOn(ds, node, pools);
   const headroom = nodeHeadroom({
@@ -154,8 +159,38 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
       sequence: a.sequence,
     })),
   };
-  if (format !== 'table') return print(io.stdout, format, data, () => ({ headers: [], rows: [] }));
-  const sections = [
+  if (format !== 'table') print(io.stdout, format, data, () => ({ headers: [], rows: [] }));
+  else println(io.stdout, nodeSections(node, data, routing).join('\n\n'));
+  if (nodeObject) return EXIT.OK;
+  println(
+    io.stderr,
+    `ipamctl: Node ${node} does not exist, yet ${affine.length} block(s) and ${allocations.length} address(es) are held for it (ipamctl check reports them)`,
+  );
+  return EXIT.PROBLEMS;
+}
+
+/** What `show --node` prints (and `-o json|yaml` writes as is). */
+interface NodeView {
+  nodeExists: boolean;
+  watermark: number;
+  maxBlocksPerNode: number;
+  autoAllocateBlocks: boolean;
+  pools: NodeHeadroom['pools'];
+  unusablePools: NodeHeadroom['unusable'];
+  blocks: NodeHeadroom['blocks'];
+  allocations: {
+    address: string;
+    block: string;
+    borrowed: boolean;
+    handle: string;
+    namespace?: string;
+    pod?: string;
+  }[];
+}
+
+/** The table sections of `show --node`. */
+function nodeSections(node: string, data: NodeView, routing: NodeRouting): string[] {
+  return [
     `NODE ${node}${data.nodeExists ? '' : ' (no Node object: deleted, or not registered yet)'}   ` +
       `WATERMARK minFreeAddressesPerNode=${data.watermark}${data.watermark === 0 ? ' (pre-claim off)' : ''}` +
       `   maxBlocksPerNode=${data.maxBlocksPerNode}${data.autoAllocateBlocks ? '' : '   autoAllocateBlocks=false'}`,
@@ -164,9 +199,9 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
       rows: data.pools.map((p) => [
         p.pool,
         `IPv${p.family}`,
-        String(p.blocks),
-        String(p.free),
-        String(data.watermark),
+        p.blocks,
+        p.free,
+        data.watermark,
         p.belowWatermark ? 'yes' : 'no',
         p.atBlockLimit ? 'yes' : 'no',
         (p.claim === 'ok' ? 'ok' : `no: ${p.claim}`) +
@@ -176,14 +211,7 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
     claimSection(node, data.pools, data.unusablePools),
     renderTable({
       headers: ['BLOCK', 'CIDR', 'POOL', 'CAPACITY', 'USED', 'FREE'],
-      rows: data.blocks.map((b) => [
-        b.name,
-        b.cidr,
-        b.pool || '(none)',
-        String(b.capacity),
-        String(b.used),
-        String(b.free),
-      ]),
+      rows: data.blocks.map((b) => [b.name, b.cidr, b.pool || '(none)', b.capacity, b.used, b.free]),
     }),
     routingSection(node, routing),
     renderTable({
@@ -191,13 +219,12 @@ async function showNode(ds: KubeDatastore, node: string, format: Format, io: Io)
       rows: data.allocations.map((a) => [
         a.address,
         a.block,
-        String(a.borrowed),
+        a.borrowed,
         a.pod ? `${a.namespace ?? ''}/${a.pod}` : '-',
         a.handle,
       ]),
     }),
   ];
-  println(io.stdout, sections.join('\n\n'));
 }
 
 /**
@@ -265,7 +292,7 @@ async function showIP(ds: KubeDatastore, text: string, format: Format, io: Io): 
     })),
   };
   print(io.stdout, format, data, () => {
-    const rows: string[][] = [['ADDRESS', info.address]];
+    const rows: Cell[][] = [['ADDRESS', info.address]];
     if (info.blocks.length === 0) rows.push(['STATUS', 'not in any IPAMBlock']);
     else if (info.holders.length === 0)
       rows.push([
@@ -281,7 +308,7 @@ async function showIP(ds: KubeDatastore, text: string, format: Format, io: Io): 
         ['POD', o.pod ? `${o.namespace ?? ''}/${o.pod}` : '-'],
         ['POD UID', o.podUID ?? '-'],
         ['NODE', o.node],
-        ['SEQUENCE', String(o.sequence)],
+        ['SEQUENCE', o.sequence],
         ['ALLOCATED AT', o.allocatedAt],
       );
     }

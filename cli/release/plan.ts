@@ -9,9 +9,9 @@
  * allocation on a reserved ordinal (a corrupt block) is no exception: core's release removes it
  * and never lists a reserved ordinal in `freed`.
  */
-import { addressTextAt, parseCidr } from 'blockipam/core';
+import { addressTextAt, isLivePod, parseCidr } from 'blockipam/core';
 import type { Datastore } from 'blockipam/core';
-import { entryOf, isLivePod, ownerVerdict } from '../audit/owner-checks.ts';
+import { entryOf, ownerVerdict } from '../audit/owner-checks.ts';
 import type { AuditPod } from '../audit/snapshot.ts';
 import { leakKey } from '../audit/problems.ts';
 import type { LeakedAllocation } from '../audit/problems.ts';

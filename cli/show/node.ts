@@ -115,34 +115,23 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom {
   const atLimit = new Set(plan.atLimit);
   const { verdicts: claims, entries } = claimVerdicts(input, snapshot);
   const automatic = new Set(plan.headroom.map((h) => h.pool));
+  const row = (h: Pick<NodePoolHeadroom, 'pool' | 'family' | 'blocks' | 'free'>, atBlockLimit: boolean) => ({
+    ...{ pool: h.pool, family: h.family, blocks: h.blocks, free: h.free },
+    belowWatermark: plan.watermark > 0 && h.free < plan.watermark,
+    atBlockLimit,
+    ...(claims.get(h.pool) ?? { claim: 'ok' as const }),
+  });
   const manual = entries
     .filter((e) => !automatic.has(e.pool) && input.requested?.has(e.pool) === true)
-    .map((e) => ({
-      pool: e.pool,
-      family: poolCidr(snapshot.usable.find((p) => p.metadata.name === e.pool)!).family,
-      blocks: e.blocks,
-      free: e.free,
-      belowWatermark: plan.watermark > 0 && e.free < plan.watermark,
-      atBlockLimit: e.cannotClaim === 'MaxBlocksPerNode',
-      ...(claims.get(e.pool) ?? { claim: 'ok' as const }),
-      requested: true as const,
-    }));
+    .map((e) => {
+      const family = poolCidr(snapshot.usable.find((p) => p.metadata.name === e.pool)!).family;
+      return { ...row({ ...e, family }, e.cannotClaim === 'MaxBlocksPerNode'), requested: true as const };
+    });
   return {
     watermark: plan.watermark,
     maxBlocksPerNode: settings.maxBlocksPerNode,
     autoAllocateBlocks: settings.autoAllocateBlocks,
-    pools: [
-      ...plan.headroom.map((h) => ({
-        pool: h.pool,
-        family: h.family,
-        blocks: h.blocks,
-        free: h.free,
-        belowWatermark: plan.watermark > 0 && h.free < plan.watermark,
-        atBlockLimit: atLimit.has(h.pool),
-        ...(claims.get(h.pool) ?? { claim: 'ok' as const }),
-      })),
-      ...manual,
-    ],
+    pools: [...plan.headroom.map((h) => row(h, atLimit.has(h.pool))), ...manual],
     unusable: unusablePools(snapshot, input.nodeLabels ?? {}),
     blocks: [...input.affine]
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))

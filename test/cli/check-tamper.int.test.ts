@@ -108,42 +108,24 @@ describe('ipamctl check sees tampering (real API server)', () => {
       });
       const find = (kind: string, text: string) =>
         report.problems.find((p) => p.kind === kind && p.message.includes(text));
+      // each poisoned object named by its kind; the words and hints of each: frozen-checks.test.ts
+      for (const [kind, name] of [
+        ['unsafe-sequence', sequenced],
+        ['foreign-metadata', finalized],
+        ['foreign-metadata', owned],
+        ['foreign-metadata', deleted],
+        ['terminating-block', deleted],
+        ['future-date', dated],
+        ['pod-ip-unallocated', `${ns}/wiped`],
+      ] as const)
+        assert.ok(find(kind, name)?.hint, `${kind} ${name}`);
       // 2^53 + 1 reads as 2^53: the message shows what JavaScript read
       const shown = written === RAW_2_53_PLUS_1 ? '9007199254740992' : written;
       assert.match(
         find('unsafe-sequence', sequenced)?.message ?? '',
         new RegExp(`spec\\.sequence ${shown} is above 2\\^52`),
       );
-      assert.equal(
-        find('unsafe-sequence', sequenced)?.hint?.startsWith(`ipamctl repair sequence ${sequenced} `),
-        true,
-      );
-      assert.equal(
-        find('foreign-metadata', finalized)?.hint,
-        `kubectl patch ipamblock ${finalized} --type=json -p '[{"op":"remove","path":"/metadata/finalizers"}]'; find who added them in the API server's audit log`,
-      );
       assert.match(find('foreign-metadata', owned)?.message ?? '', /carries ownerReferences to Node n2/);
-      assert.match(find('foreign-metadata', owned)?.hint ?? '', /"path":"\/metadata\/ownerReferences"/);
-      assert.match(
-        find('terminating-block', deleted)?.message ?? '',
-        /still Terminating, holding 1 allocation/,
-      );
-      assert.match(
-        find('foreign-metadata', deleted)?.hint ?? '',
-        /^do not remove them while it holds allocations/,
-      );
-      assert.match(
-        find('future-date', dated)?.message ?? '',
-        /freed ordinal 9 releasedAt 2099-01-01T00:00:00Z is in the future/,
-      );
-      const wiped = report.problems.find((p) => p.kind === 'pod-ip-unallocated');
-      assert.match(
-        wiped?.message ?? '',
-        new RegExp(
-          `pod ${ns}/wiped .* has IP 10\\.244\\.2\\.9, which no IPAMBlock allocates: no IPAMBlock covers it in IPPool p4`,
-        ),
-      );
-      assert.match(wiped?.hint ?? '', /^10\.244\.2\.9 may be handed out twice/);
       assert.match(stdout, /\n {6}what to do: kubectl patch ipamblock /);
     } finally {
       patch(finalized, '{"metadata":{"finalizers":null}}');
@@ -184,11 +166,5 @@ describe('ipamctl check sees tampering (real API server)', () => {
     const again = await ipamctl(['repair', 'sequence', name, '--yes']);
     assert.equal(again.code, 2);
     assert.match(again.stderr, new RegExp(`IPAMBlock ${name} has no unsafe sequence .*: nothing to repair`));
-  });
-
-  test('repair sequence of a block that does not exist: exit 2, named', async () => {
-    const out = await ipamctl(['repair', 'sequence', '10.244.9.0/26', '--yes']);
-    assert.equal(out.code, 2);
-    assert.match(out.stderr, /IPAMBlock 10-244-9-0-26 does not exist/);
   });
 });

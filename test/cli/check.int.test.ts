@@ -105,184 +105,153 @@ describe('ipamctl check (real API server)', () => {
     assert.match(stdout, /One address allocated in more than one block \[duplicate-address\] \(1\)/);
   });
 
-  test('allocation of a deleted pod: leaked-pod-deleted, offered for release', async () => {
-    await seedPool();
-    await seedBlock({
-      cidr: '10.244.0.0/26',
-      allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'uid-gone' })],
-    });
-    const { code, stdout, report } = await check('deleted-pod');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['leaked-pod-deleted']);
-    assert.match(
-      stdout,
-      new RegExp(
-        `10\\.244\\.0\\.7 \\(IPAMBlock 10-244-0-0-26, handle net\\.gone\\.eth0, sequence 1001\\) is held by pod ${ns}/gone`,
+  // One seeded fault per case (pool p4 first): the exact set of kinds, the first finding's message,
+  // exit 1 (0 when only information), then what else the case checks.
+  const faults: {
+    name: string;
+    seed: () => Promise<unknown>;
+    kinds: string[];
+    message: RegExp;
+    also?: (run: Awaited<ReturnType<typeof check>>) => void;
+  }[] = [
+    {
+      name: 'allocation of a deleted pod: leaked-pod-deleted, offered for release',
+      seed: () =>
+        seedBlock({
+          cidr: '10.244.0.0/26',
+          allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'uid-gone' })],
+        }),
+      kinds: ['leaked-pod-deleted'],
+      message: new RegExp(
+        `^10\\.244\\.0\\.7 \\(IPAMBlock 10-244-0-0-26, handle net\\.gone\\.eth0, sequence 1001\\) is held by pod ${ns}/gone`,
       ),
-    );
-    assert.deepEqual(
-      report.leaked.map((l) => [l.address, l.block, l.handle, l.sequence, l.reason]),
-      [['10.244.0.7', '10-244-0-0-26', 'net.gone.eth0', 1001, 'leaked-pod-deleted']],
-    );
-  });
-
-  test('allocation of a pod that now has another UID: leaked-pod-uid', async () => {
-    await seedPool();
-    const pod = await createPod(ds, { namespace: ns, name: 'web-0', node: 'n1' });
-    await seedBlock({
-      cidr: '10.244.0.0/26',
-      allocations: [
-        own(9, 'net.old.eth0', { namespace: ns, pod: 'web-0', podUID: 'uid-of-the-earlier-web-0' }),
-      ],
+      also: ({ report }) =>
+        assert.deepEqual(
+          report.leaked.map((l) => [l.address, l.block, l.handle, l.sequence, l.reason]),
+          [['10.244.0.7', '10-244-0-0-26', 'net.gone.eth0', 1001, 'leaked-pod-deleted']],
+        ),
+    },
+    {
+      name: 'allocation of a pod that now has another UID: leaked-pod-uid',
+      seed: async () => {
+        await createPod(ds, { namespace: ns, name: 'web-0', node: 'n1' });
+        await seedBlock({
+          cidr: '10.244.0.0/26',
+          allocations: [
+            own(9, 'net.old.eth0', { namespace: ns, pod: 'web-0', podUID: 'uid-of-the-earlier-web-0' }),
+          ],
+        });
+      },
+      kinds: ['leaked-pod-uid'],
+      message: new RegExp(`pod ${ns}/web-0 \\(uid uid-of-the-earlier-web-0\\).*another UID`),
+    },
+    {
+      name: 'allocation of a deleted node: leaked-node-deleted',
+      seed: () =>
+        seedBlock({ cidr: '10.244.0.0/26', allocations: [own(10, 'net.x.eth0', { node: 'gone-node' })] }),
+      kinds: ['leaked-node-deleted'],
+      message: /^10\.244\.0\.10 .* node gone-node no longer exists/,
+      also: ({ report }) => assert.equal(report.leaked[0]?.reason, 'leaked-node-deleted'),
+    },
+    {
+      name: 'a leaked allocation whose address a live pod uses is reported, never offered for release',
+      seed: async () => {
+        await createPod(ds, { namespace: ns, name: 'squatter', node: 'n1', ip: '10.244.0.7' });
+        await seedBlock({
+          cidr: '10.244.0.0/26',
+          allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'u1' })],
+        });
+      },
+      kinds: ['ip-in-use-by-other-pod'],
+      message: new RegExp(`but pod ${ns}/squatter uses 10\\.244\\.0\\.7: not offered for release$`),
+      also: ({ report }) => assert.deepEqual(report.leaked, []),
+    },
+    {
+      name: 'block outside every pool: ignored-block, outside-pools',
+      seed: () => seedBlock({ cidr: '10.99.0.0/26', allocations: [own(4, 'net.y.eth0')] }),
+      kinds: ['ignored-block'],
+      message:
+        /^IPAMBlock 10-99-0-0-26 is ignored by every agent and the allocator: outside-pools: 10\.99\.0\.0\/26 lies outside every IPPool$/,
+    },
+    {
+      name: 'a block whose size differs from its pool’s blockSize: ignored-block, size-mismatch',
+      seed: () => seedBlock({ cidr: '10.244.0.64/28', allocations: [own(3, 'net.s.eth0')] }),
+      kinds: ['ignored-block'],
+      message:
+        /^IPAMBlock 10-244-0-64-28 is ignored by every agent and the allocator: size-mismatch: 10\.244\.0\.64\/28 is a \/28 but IPPool p4 has blockSize 26$/,
+      also: ({ stdout }) => assert.match(stdout, /\[ignored-block\] \(1\)/),
+    },
+    {
+      name: 'a block overlapping an older one through an overlapping pool: ignored-block names the one kept',
+      seed: async () => {
+        await seedBlock({ cidr: '10.244.0.0/26', allocations: [own(3, 'net.a.eth0')] });
+        // Created after p4 and its block (creationTimestamp is the API server's): /28 blocks over p4.
+        await ds.pools.create(poolObject('p4-late', '10.244.0.0/24', 28));
+        await seedBlock({
+          cidr: '10.244.0.0/28',
+          pool: 'p4-late',
+          affinity: 'n2',
+          allocations: [own(4, 'net.b.eth0', { node: 'n2' })],
+        });
+      },
+      kinds: ['ignored-block', 'overlapping-pools'],
+      message:
+        /^IPAMBlock 10-244-0-0-28 is ignored by every agent and the allocator: overlap: 10\.244\.0\.0\/28 overlaps the older IPAMBlock 10-244-0-0-26 \(10\.244\.0\.0\/26\); the data path keeps IPAMBlock 10-244-0-0-26$/,
+      also: ({ report }) =>
+        assert.deepEqual(report.problems[0]?.objects, ['IPAMBlock/10-244-0-0-28', 'IPAMBlock/10-244-0-0-26']),
+    },
+    {
+      name: 'overlapping pools (created past validation, as kubectl could): overlapping-pools',
+      seed: () => ds.pools.create(poolObject('p4-inner', '10.244.8.0/24')),
+      kinds: ['overlapping-pools'],
+      message: /^IPPool p4 \(10\.244\.0\.0\/16\) overlaps IPPool p4-inner/,
+    },
+    {
+      name: 'broken block invariant (a reserved ordinal allocated): invalid-block with core’s message',
+      seed: () => seedBlock({ cidr: '10.244.0.0/26', allocations: [own(0, 'net.z.eth0')] }),
+      kinds: ['invalid-block'],
+      message: /^IPAMBlock 10-244-0-0-26: ordinal 0 is reserved but allocated$/,
+    },
+    {
+      name: 'pod IP with no allocation: pod-ip-unallocated names the pod',
+      seed: async () => {
+        await createPod(ds, { namespace: ns, name: 'orphan', node: 'n1', ip: '10.244.1.9' });
+        // A pod IP outside every pool and block is not blockipam's (e.g. host network): ignored.
+        await createPod(ds, { namespace: ns, name: 'elsewhere', node: 'n1', ip: '192.168.7.7' });
+      },
+      kinds: ['pod-ip-unallocated'],
+      message: new RegExp(`pod ${ns}/orphan .* has IP 10\\.244\\.1\\.9, which no IPAMBlock allocates`),
+      also: ({ report }) => assert.notEqual(report.resourceVersions['ipamblocks (confirmation)'], undefined),
+    },
+    {
+      name: 'block affine to a deleted node: block-affinity-deleted-node',
+      seed: () =>
+        seedBlock({ cidr: '10.244.0.0/26', affinity: 'gone-node', allocations: [own(5, 'net.b.eth0')] }),
+      kinds: ['block-affinity-deleted-node'],
+      message: /^IPAMBlock 10-244-0-0-26 is affine to node gone-node, which does not exist$/,
+    },
+    {
+      name: 'empty blocks are information only: exit 0',
+      seed: () => seedBlock({ cidr: '10.244.0.64/26' }),
+      kinds: ['empty-block'],
+      message: /^IPAMBlock 10-244-0-64-26 /,
+      also: ({ stdout }) =>
+        assert.match(
+          stdout,
+          /Information \(1\):\n {2}Empty blocks \[empty-block\] \(1\):\n {4}- IPAMBlock 10-244-0-64-26/,
+        ),
+    },
+  ];
+  for (const fault of faults)
+    test(fault.name, async () => {
+      await seedPool(26);
+      await fault.seed();
+      const run = await check(fault.name.split(':')[0]?.replace(/\W+/g, '-') ?? 'fault');
+      assert.deepEqual(kinds(run.report), fault.kinds);
+      assert.equal(run.code, fault.kinds.includes('empty-block') ? 0 : 1, run.stdout);
+      assert.match(run.report.problems[0]?.message ?? '', fault.message);
+      fault.also?.(run);
     });
-    const { code, report } = await check('pod-uid');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['leaked-pod-uid']);
-    assert.ok(pod.metadata.uid && pod.metadata.uid !== 'uid-of-the-earlier-web-0');
-    assert.match(
-      report.problems[0]?.message ?? '',
-      new RegExp(`pod ${ns}/web-0 \\(uid uid-of-the-earlier-web-0\\).*another UID`),
-    );
-  });
-
-  test('allocation of a deleted node: leaked-node-deleted', async () => {
-    await seedPool();
-    await seedBlock({
-      cidr: '10.244.0.0/26',
-      allocations: [own(10, 'net.x.eth0', { node: 'gone-node' })],
-    });
-    const { code, report } = await check('deleted-node');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['leaked-node-deleted']);
-    assert.match(report.problems[0]?.message ?? '', /10\.244\.0\.10 .* node gone-node no longer exists/);
-    assert.equal(report.leaked[0]?.reason, 'leaked-node-deleted');
-  });
-
-  test('block outside every pool: ignored-block, outside-pools', async () => {
-    await seedPool();
-    await seedBlock({ cidr: '10.99.0.0/26', allocations: [own(4, 'net.y.eth0')] });
-    const { code, report } = await check('outside');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['ignored-block']);
-    assert.equal(
-      report.problems[0]?.message,
-      'IPAMBlock 10-99-0-0-26 is ignored by every agent and the allocator: outside-pools: 10.99.0.0/26 lies outside every IPPool',
-    );
-  });
-
-  test('a block overlapping an older one through an overlapping pool: ignored-block names the one kept', async () => {
-    await seedPool();
-    await seedBlock({ cidr: '10.244.0.0/26', allocations: [own(3, 'net.a.eth0')] });
-    // Created after p4 and its block (creationTimestamp is the API server's): /28 blocks over p4.
-    await ds.pools.create(poolObject('p4-late', '10.244.0.0/24', 28));
-    await seedBlock({
-      cidr: '10.244.0.0/28',
-      pool: 'p4-late',
-      affinity: 'n2',
-      allocations: [own(4, 'net.b.eth0', { node: 'n2' })],
-    });
-    const { code, report } = await check('overlap');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['ignored-block', 'overlapping-pools']);
-    const ignored = report.problems.find((p) => p.kind === 'ignored-block');
-    assert.equal(
-      ignored?.message,
-      'IPAMBlock 10-244-0-0-28 is ignored by every agent and the allocator: overlap: 10.244.0.0/28 overlaps the older IPAMBlock 10-244-0-0-26 (10.244.0.0/26); the data path keeps IPAMBlock 10-244-0-0-26',
-    );
-    assert.deepEqual(ignored?.objects, ['IPAMBlock/10-244-0-0-28', 'IPAMBlock/10-244-0-0-26']);
-  });
-
-  test('overlapping pools (created past validation, as kubectl could): overlapping-pools', async () => {
-    await seedPool();
-    await ds.pools.create(poolObject('p4-inner', '10.244.8.0/24'));
-    const { code, report } = await check('overlap-pools');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['overlapping-pools']);
-    assert.match(
-      report.problems[0]?.message ?? '',
-      /IPPool p4 \(10\.244\.0\.0\/16\) overlaps IPPool p4-inner/,
-    );
-  });
-
-  test('broken block invariant (a reserved ordinal allocated): invalid-block with core’s message', async () => {
-    await seedPool();
-    await seedBlock({ cidr: '10.244.0.0/26', allocations: [own(0, 'net.z.eth0')] });
-    const { code, report } = await check('invariant');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['invalid-block']);
-    assert.equal(report.problems[0]?.message, 'IPAMBlock 10-244-0-0-26: ordinal 0 is reserved but allocated');
-  });
-
-  test('pod IP with no allocation: pod-ip-unallocated names the pod', async () => {
-    await seedPool();
-    await createPod(ds, { namespace: ns, name: 'orphan', node: 'n1', ip: '10.244.1.9' });
-    // A pod IP outside every pool and block is not blockipam's (e.g. host network): ignored.
-    await createPod(ds, { namespace: ns, name: 'elsewhere', node: 'n1', ip: '192.168.7.7' });
-    const { code, report } = await check('pod-ip');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['pod-ip-unallocated']);
-    assert.match(
-      report.problems[0]?.message ?? '',
-      new RegExp(`pod ${ns}/orphan .* has IP 10\\.244\\.1\\.9, which no IPAMBlock allocates`),
-    );
-    assert.equal(report.resourceVersions['ipamblocks (confirmation)'] !== undefined, true);
-  });
-
-  test('block affine to a deleted node: block-affinity-deleted-node', async () => {
-    await seedPool();
-    await seedBlock({
-      cidr: '10.244.0.0/26',
-      affinity: 'gone-node',
-      allocations: [own(5, 'net.b.eth0', { node: 'n1' })],
-    });
-    const { code, report } = await check('affinity');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['block-affinity-deleted-node']);
-    assert.match(
-      report.problems[0]?.message ?? '',
-      /IPAMBlock 10-244-0-0-26 is affine to node gone-node, which does not exist/,
-    );
-  });
-
-  test('a leaked allocation whose address a live pod uses is reported, never offered for release', async () => {
-    await seedPool();
-    await createPod(ds, { namespace: ns, name: 'squatter', node: 'n1', ip: '10.244.0.7' });
-    await seedBlock({
-      cidr: '10.244.0.0/26',
-      allocations: [own(7, 'net.gone.eth0', { namespace: ns, pod: 'gone', podUID: 'u1' })],
-    });
-    const { code, report } = await check('in-use');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['ip-in-use-by-other-pod']);
-    assert.deepEqual(report.leaked, []);
-  });
-
-  test('empty blocks are information only: exit 0', async () => {
-    await seedPool();
-    await seedBlock({ cidr: '10.244.0.64/26' });
-    const { code, stdout, report } = await check('empty');
-    assert.equal(code, 0);
-    assert.deepEqual(kinds(report), ['empty-block']);
-    assert.match(
-      stdout,
-      /Information \(1\):\n {2}Empty blocks \[empty-block\] \(1\):\n {4}- IPAMBlock 10-244-0-64-26/,
-    );
-  });
-  test('a block whose size differs from its pool’s blockSize: ignored-block, size-mismatch', async () => {
-    await ds.pools.create(poolObject('p4', '10.244.0.0/16', 26));
-    await seedBlock({
-      cidr: '10.244.0.64/28',
-      allocations: [own(3, 'net.s.eth0')],
-    });
-    const { code, stdout, report } = await check('size');
-    assert.equal(code, 1);
-    assert.deepEqual(kinds(report), ['ignored-block']);
-    assert.equal(
-      report.problems[0]?.message,
-      'IPAMBlock 10-244-0-64-28 is ignored by every agent and the allocator: size-mismatch: 10.244.0.64/28 is a /28 but IPPool p4 has blockSize 26',
-    );
-    assert.match(stdout, /\[ignored-block\] \(1\)/);
-  });
 
   test('pod object still there but its node deleted: pod-on-deleted-node, never offered for release', async () => {
     await seedPool();

@@ -185,23 +185,6 @@ export async function seedP4(ds: KubeDatastore, namespace: string): Promise<void
   await ds.blocks.create(blockObject({ cidr: '10.244.0.64/26', pool: 'p4', affinity: 'n2' }));
 }
 
-/**
- * Hooks of a file that needs no namespace nor nodes: an admin datastore on a clean cluster, cleaned
- * and closed at the end.
- */
-export function adminHooks(onReady: (ds: KubeDatastore) => void): void {
-  let ds: KubeDatastore;
-  before(async () => {
-    ds = adminDatastore();
-    onReady(ds);
-    await cleanCluster(ds);
-  });
-  after(async () => {
-    await cleanCluster(ds);
-    ds.close();
-  });
-}
-
 /** The kube-system namespace UID (the cluster identity a report carries). */
 export async function kubeSystemUID(ds: KubeDatastore): Promise<string> {
   return (await ds.getNamespace('kube-system'))?.metadata.uid ?? '';
@@ -209,31 +192,32 @@ export async function kubeSystemUID(ds: KubeDatastore): Promise<string> {
 
 /**
  * Registers the hooks the ipamctl test files share: once, an admin datastore, a cluster with
- * no blockipam objects and the test namespace; before each test, a clean cluster again with
- * the given Node objects, then `setup`; at the end, cleanup and the namespace's deletion.
+ * no blockipam objects and the test namespace (when given); before each test, a clean cluster
+ * again with the given Node objects, then `setup`; at the end, cleanup and the namespace's deletion.
  * @param onReady receives the datastore when it is made (files keep it in a module variable)
  */
 export function cleanClusterHooks(options: {
-  namespace: string;
+  namespace?: string;
   nodes: readonly string[];
   onReady: (ds: KubeDatastore) => void;
   setup?: (ds: KubeDatastore) => Promise<void>;
 }): void {
   let ds: KubeDatastore;
+  const namespaces = options.namespace === undefined ? [] : [options.namespace];
   before(async () => {
     ds = adminDatastore();
     options.onReady(ds);
     await cleanCluster(ds);
-    await createNamespace(ds, options.namespace);
+    for (const ns of namespaces) await createNamespace(ds, ns);
   });
   beforeEach(async () => {
-    await cleanCluster(ds, [options.namespace]);
+    await cleanCluster(ds, namespaces);
     for (const node of options.nodes) await createNode(ds, node);
     await options.setup?.(ds);
   });
   after(async () => {
-    await cleanCluster(ds, [options.namespace]);
-    await ds.transport.request('DELETE', `/api/v1/namespaces/${options.namespace}`);
+    await cleanCluster(ds, namespaces);
+    for (const ns of namespaces) await ds.transport.request('DELETE', `/api/v1/namespaces/${ns}`);
     ds.close();
   });
 }

@@ -1,12 +1,15 @@
 // ipamctl's connection (cli/connect.ts): kubeconfig discovery like kubectl, and an unreachable
-// API server (exit 2, a clear message, no verdict).
+// API server (exit 2, a clear message, no verdict); the executable (cli/main.ts) sets the process
+// exit code from the dispatcher's. Usage errors, --help and refused input: client-validation.test.ts.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { controlPlane } from '../helpers/control-plane.ts';
-import { adminHooks, ipamctl } from './cluster.ts';
+import { cleanClusterHooks, ipamctl } from './cluster.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ipamctl-cli-'));
 
@@ -18,7 +21,7 @@ function writeKubeconfig(path: string, clusters: string, users: string): void {
 }
 
 describe('ipamctl connect: discovery and an unreachable API server (real API server)', () => {
-  adminHooks(() => undefined); // a clean cluster before and after
+  cleanClusterHooks({ nodes: [], onReady: () => undefined }); // a clean cluster before and after
 
   test('unreachable API server: exit 2 with a clear message, no verdict', async () => {
     const kubeconfig = join(dir, 'unreachable.kubeconfig');
@@ -89,5 +92,15 @@ describe('ipamctl connect: discovery and an unreachable API server (real API ser
       none.stderr,
       /no kubeconfig found: pass --kubeconfig FILE, set KUBECONFIG, or create ~\/\.kube\/config/,
     );
+  });
+
+  test('the executable: node cli/main.ts check sets the process exit code', () => {
+    const main = fileURLToPath(new URL('../../cli/main.ts', import.meta.url));
+    const ok = spawnSync(process.execPath, [main, 'check', '--kubeconfig', controlPlane().adminKubeconfig], {
+      encoding: 'utf8',
+    });
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.match(ok.stdout, /Check complete: no problems found\./);
+    assert.equal(spawnSync(process.execPath, [main, 'check', '--nope'], { encoding: 'utf8' }).status, 2);
   });
 });

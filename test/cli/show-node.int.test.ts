@@ -178,11 +178,24 @@ describe('ipamctl show --node (real API server)', () => {
     );
   });
 
-  test('a node without a Node object says so (and the default watermark is 16)', async () => {
+  // A Node that does not exist exited 0 with an empty view: now 2 naming it, or — while blocks or
+  // addresses are still held for it — the view and exit 1 naming it.
+  test('a node without a Node object: exit 2 naming it, or 1 with what is held for it (default watermark 16)', async () => {
+    const none = await ipamctl(['show', '--node', 'nobody']);
+    assert.deepEqual(none, {
+      code: 2,
+      stdout: '',
+      stderr:
+        'ipamctl: Node nobody does not exist and holds no block or address (kubectl get nodes lists them)\n',
+    });
     await ds.pools.create(poolObject('p4', '10.245.0.0/24'));
     await ds.blocks.create(blockObject({ cidr: '10.245.0.128/26', pool: 'p4', affinity: 'gone-node' }));
     const table = await ipamctl(['show', '--node', 'gone-node']);
-    assert.equal(table.code, 0, table.stderr);
+    assert.equal(table.code, 1, table.stderr);
+    assert.match(
+      table.stderr,
+      /^ipamctl: Node gone-node does not exist, yet 1 block\(s\) and 0 address\(es\) are held for it/,
+    );
     assert.match(
       table.stdout,
       /^NODE gone-node \(no Node object: deleted, or not registered yet\) +WATERMARK minFreeAddressesPerNode=16 /,

@@ -39,39 +39,38 @@ describe('ipamctl show (real API server)', () => {
     ]);
   });
 
-  test('show: days until exhaustion at the recent rate, from the samples the controller keeps in status', async () => {
-    await seedP4(ds, ns);
-    const p4 = (await ds.pools.get('p4'))!;
-    const hour = 3_600_000;
-    // 2 allocated now, none 2 h ago: 1 an hour; 242 free → 242 h ≈ 10.1 days
-    await ds.pools.updateStatus({
-      ...p4,
-      status: { allocationSamples: [{ time: rfc3339(Date.now() - 2 * hour), allocated: 0 }] },
-    });
-    const rising = await ipamctl(['show']);
-    assert.equal(rising.code, 0, rising.stderr);
-    assert.match(
-      rising.stdout,
-      /\np4 +10\.244\.0\.0\/24 +26 +244 +2 +242 +2 +false +in 10\.1 days \(1\.0\/h\)\n$/,
-    );
-    // 3 allocated 2 h ago, 2 now: falling
-    await ds.pools.updateStatus({
-      ...(await ds.pools.get('p4'))!,
-      status: { allocationSamples: [{ time: rfc3339(Date.now() - 2 * hour), allocated: 3 }] },
-    });
-    const falling = await ipamctl(['show']);
-    assert.match(falling.stdout, /\np4 .* +never at the current rate\n$/);
+  // The forecast from the samples the controller keeps in status (p4: 2 allocated now, 242 free).
+  const hour = 3_600_000;
+  const forecasts: [string, { ageMs: number; allocated: number }, RegExp][] = [
+    [
+      'none 2 h ago: 1 an hour, 242 h ≈ 10.1 days',
+      { ageMs: 2 * hour, allocated: 0 },
+      /in 10\.1 days \(1\.0\/h\)/,
+    ],
+    ['3 allocated 2 h ago: falling', { ageMs: 2 * hour, allocated: 3 }, /never at the current rate/],
     // the controller has not sampled for a day (down): no rate from a day-old baseline, and why
-    await ds.pools.updateStatus({
-      ...(await ds.pools.get('p4'))!,
-      status: { allocationSamples: [{ time: rfc3339(Date.now() - 24 * hour), allocated: 0 }] },
+    [
+      'a day-old sample: stale',
+      { ageMs: 24 * hour, allocated: 0 },
+      /unknown \(no sample for 24\.0 hours: is the controller running\?\)/,
+    ],
+  ];
+  for (const [what, sample, exhausts] of forecasts)
+    test(`show: when the pool runs out at the recent rate (${what})`, async () => {
+      await seedP4(ds, ns);
+      await ds.pools.updateStatus({
+        ...(await ds.pools.get('p4'))!,
+        status: {
+          allocationSamples: [{ time: rfc3339(Date.now() - sample.ageMs), allocated: sample.allocated }],
+        },
+      });
+      const out = await ipamctl(['show']);
+      assert.equal(out.code, 0, out.stderr);
+      assert.match(
+        out.stdout,
+        new RegExp(`\\np4 +10\\.244\\.0\\.0\\/24 +26 +244 +2 +242 +2 +false +${exhausts.source}\\n$`),
+      );
     });
-    const stale = await ipamctl(['show']);
-    assert.match(
-      stale.stdout,
-      /\np4 .* +unknown \(no sample for 24\.0 hours: is the controller running\?\)\n$/,
-    );
-  });
 
   test('show --blocks and --node (borrowed addresses included)', async () => {
     await seedP4(ds, ns);

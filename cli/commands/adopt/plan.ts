@@ -8,23 +8,18 @@
 import { planAdoption } from 'blockipam/core';
 import type { AdoptionPlan, Datastore } from 'blockipam/core';
 import { readAdoptionInput } from '../../adopt/read.ts';
-import type { Progress } from '../../adopt/read.ts';
 import { printPlan } from '../../adopt/print.ts';
-import { defineCommand, nodeNameFlag, withFormat } from '../../command.ts';
+import { defineCommand, nodeNameFlag, progressTo, withFormat } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
-import { CliError, EXIT, println } from '../../io.ts';
+import { CliError, EXIT } from '../../io.ts';
 import type { ExitCode, Io } from '../../io.ts';
 import type { Format } from '../../output.ts';
-import { withConnection } from '../with-connection.ts';
 
 interface AdoptPlanArgs extends GlobalFlags {
   output: Format;
   node?: string;
   quiet: boolean;
 }
-
-// 1,000 objects, as check: below this a LIST takes well under a second and progress would be noise.
-const PROGRESS_THRESHOLD = 1000;
 
 export function adoptPlanCommand(ctx: CommandContext) {
   return defineCommand<AdoptPlanArgs>({
@@ -46,7 +41,7 @@ export function adoptPlanCommand(ctx: CommandContext) {
           'Every node: podCIDRs, pool, blocks, pod addresses, conflicts; exit 1 on conflicts',
         )
         .example('$0 adopt plan --node worker-1 -o json', "One node's plan for a script"),
-    run: (args) => withConnection(args, ctx.io, (conn) => adoptPlan(conn.ds, args, ctx.io)),
+    run: (args, conn) => adoptPlan(conn.ds, args, ctx.io),
   });
 }
 
@@ -56,7 +51,7 @@ export function adoptPlanCommand(ctx: CommandContext) {
  * @throws CliError when `--node` names no Node object; what the LISTs throw
  */
 async function adoptPlan(ds: Datastore, args: AdoptPlanArgs, io: Io): Promise<ExitCode> {
-  const input = await readAdoptionInput(ds, args.quiet ? undefined : progressTo(io));
+  const input = await readAdoptionInput(ds, args.quiet ? undefined : progressTo(io.stderr));
   const plan = only(planAdoption(input), args.node);
   printPlan(io.stdout, args.output, plan);
   return plan.conflicts.length === 0 ? EXIT.OK : EXIT.PROBLEMS;
@@ -72,11 +67,5 @@ function only(plan: AdoptionPlan, node: string | undefined): AdoptionPlan {
     nodes,
     conflicts: plan.conflicts.filter((c) => c.node === node),
     notes: plan.notes.filter((n) => n.node === node),
-  };
-}
-
-function progressTo(io: Io): Progress {
-  return (kind, count) => {
-    if (count >= PROGRESS_THRESHOLD) println(io.stderr, `listing ${kind}: ${count} read`);
   };
 }

@@ -6,7 +6,6 @@ import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { EXIT } from '../../io.ts';
 import { print } from '../../output.ts';
 import type { Format } from '../../output.ts';
-import { withConnection } from '../with-connection.ts';
 
 interface GetArgs extends GlobalFlags {
   output: Format;
@@ -21,25 +20,24 @@ export function configGetCommand(ctx: CommandContext) {
       withFormat(y)
         .example('$0 config get', 'PROPERTY / VALUE / SOURCE')
         .example('$0 config get -o json', 'Stored spec and effective settings'),
-    run: (args) =>
-      withConnection(args, ctx.io, async (conn) => {
-        const stored = await conn.ds.configs.get(IPAM_CONFIG_NAME);
-        const spec: IPAMConfigSpec = stored?.spec ?? {};
-        const effective = settingsOf(stored);
-        print(
-          ctx.io.stdout,
-          args.output,
-          { name: IPAM_CONFIG_NAME, exists: stored !== undefined, spec, effective },
-          () => ({
-            headers: ['PROPERTY', 'VALUE', 'SOURCE'],
-            rows: (Object.keys(DEFAULT_SETTINGS) as (keyof typeof DEFAULT_SETTINGS)[]).map((key) => [
-              key,
-              String(effective[key]),
-              key in spec ? 'set' : 'default',
-            ]),
-          }),
-        );
-        return EXIT.OK;
-      }),
+    run: async (args, { ds }) => {
+      const stored = await ds.configs.get(IPAM_CONFIG_NAME);
+      const spec: IPAMConfigSpec = stored?.spec ?? {};
+      const effective = settingsOf(stored);
+      print(
+        ctx.io.stdout,
+        args.output,
+        { name: IPAM_CONFIG_NAME, exists: stored !== undefined, spec, effective },
+        () => ({
+          headers: ['PROPERTY', 'VALUE', 'SOURCE'],
+          rows: (Object.keys(DEFAULT_SETTINGS) as (keyof typeof DEFAULT_SETTINGS)[]).map((key) => [
+            key,
+            effective[key],
+            key in spec ? 'set' : 'default',
+          ]),
+        }),
+      );
+      return EXIT.OK;
+    },
   });
 }

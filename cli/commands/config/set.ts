@@ -16,14 +16,9 @@ import {
   settingsOf,
 } from 'blockipam/core';
 import type { IPAMConfigObject, IPAMConfigSpec, NumericSetting } from 'blockipam/core';
-import { defineCommand } from '../../command.ts';
+import { defineCommand, retryOnConflict, withYes } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
-import { reportFailure } from '../../errors.ts';
-import { withConnection } from '../with-connection.ts';
-
-/** Compare-and-swap rounds before a lost race is reported (pool delete's figure). */
-const MAX_ROUNDS = 5;
 
 interface SetArgs extends GlobalFlags {
   settings: string[];
@@ -76,7 +71,7 @@ export function configSetCommand(ctx: CommandContext) {
     command: 'set <settings..>',
     describe: 'Change IPAM settings (KEY=VALUE …; KEY= restores the default)',
     builder: (y) =>
-      y
+      withYes(y, false)
         .positional('settings', {
           type: 'string',
           array: true,
@@ -88,38 +83,26 @@ export function configSetCommand(ctx: CommandContext) {
           'No borrowing; at most 4 blocks per node',
         )
         .example('$0 config set ipCooldownSeconds=', 'Back to the default cooldown'),
-    run: (args) => {
-      try {
-        applySettings({}, args.settings); // every value checked before any request
-      } catch (error) {
-        return Promise.resolve(reportFailure(ctx.io.stderr, error));
-      }
-      return withConnection(args, ctx.io, async (conn) => {
-        // A write that loses the compare-and-swap to another writer (409, or the create of a
-        // config someone else just created) starts over from a fresh GET, as pool delete does:
-        // the settings are applied to what is stored then and the rules checked again.
-        for (let round = 1; ; round++) {
-          const stored = await conn.ds.configs.get(IPAM_CONFIG_NAME);
+    prepare: (args) => applySettings({}, args.settings), // every value checked before any request
+    run: async (args, { ds }) => {
+      // A write that loses the compare-and-swap to another writer (409, or the create of a
+      // config someone else just created) starts over from a fresh GET, as pool delete does:
+      // the settings are applied to what is stored then and the rules checked again.
+      await retryOnConflict(
+        async () => {
+          const stored = await ds.configs.get(IPAM_CONFIG_NAME);
           const spec = applySettings(stored?.spec ?? {}, args.settings);
           const problems = configProblems(settingsOf({ metadata: { name: IPAM_CONFIG_NAME }, spec }));
           if (problems.length > 0)
             throw new CliError(`refused: ${problems.join('; ')}. Nothing was changed.`);
-          const object: IPAMConfigObject = {
-            apiVersion: API_VERSION,
-            kind: 'IPAMConfig',
-            metadata: stored?.metadata ?? { name: IPAM_CONFIG_NAME },
-            spec,
-          };
-          try {
-            await (stored ? conn.ds.configs.update(object) : conn.ds.configs.create(object));
-          } catch (error) {
-            if (round < MAX_ROUNDS && (isConflict(error) || isAlreadyExists(error))) continue;
-            throw error;
-          }
-          println(ctx.io.stdout, `IPAMConfig ${IPAM_CONFIG_NAME} updated: ${args.settings.join(' ')}`);
-          return EXIT.OK;
-        }
-      });
+          const metadata = stored?.metadata ?? { name: IPAM_CONFIG_NAME };
+          const object: IPAMConfigObject = { apiVersion: API_VERSION, kind: 'IPAMConfig', metadata, spec };
+          await (stored ? ds.configs.update(object) : ds.configs.create(object));
+        },
+        (error) => isConflict(error) || isAlreadyExists(error),
+      );
+      println(ctx.io.stdout, `IPAMConfig ${IPAM_CONFIG_NAME} updated: ${args.settings.join(' ')}`);
+      return EXIT.OK;
     },
   });
 }

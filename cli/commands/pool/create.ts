@@ -25,17 +25,14 @@ import {
   isAllowedBlockSize,
   isAlreadyExists,
   isDnsSubdomain,
-  isConflict,
   isNotFound,
   parseCidr,
   validatePool,
 } from 'blockipam/core';
 import type { Datastore, IPPool, LabelSelector } from 'blockipam/core';
-import { defineCommand, integerFlag } from '../../command.ts';
+import { defineCommand, integerFlag, quoted, retryOnConflict, withYes } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
-import { reportFailure } from '../../errors.ts';
-import { withConnection } from '../with-connection.ts';
 
 interface CreateArgs extends GlobalFlags {
   name: string;
@@ -70,7 +67,7 @@ const MAX_POOL_NAME = 63;
 export function requirePoolName(name: string): void {
   if (!isDnsSubdomain(name, MAX_POOL_NAME))
     throw new CliError(
-      `NAME ${JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name)} is not a valid IPPool name: at most ${MAX_POOL_NAME} lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`,
+      `NAME ${quoted(name)} is not a valid IPPool name: at most ${MAX_POOL_NAME} lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`,
     );
 }
 
@@ -159,27 +156,22 @@ async function createChecked(ds: Datastore, pool: IPPool): Promise<string | unde
     return verdict.message;
   }
   if (pool.spec.disabled) return undefined;
-  // 5 attempts: only the controller's status writes race here, and they do not touch spec.
-  for (let attempt = 1; ; attempt++) {
-    const current = attempt === 1 ? created : await ds.pools.get(name);
+  return retryOnConflict(async (round) => {
+    const current = round === 1 ? created : await ds.pools.get(name);
     if (!current) throw new CliError(`IPPool ${name} was deleted while it was being enabled`);
     const { disabled: _, ...spec } = current.spec;
-    try {
-      await ds.pools.update({ ...current, spec });
-      return undefined;
-    } catch (error) {
-      if (attempt >= 5 || !isConflict(error)) throw error;
-    }
-  }
+    await ds.pools.update({ ...current, spec });
+    return undefined;
+  });
 }
 
 export function poolCreateCommand(ctx: CommandContext) {
-  return defineCommand<CreateArgs>({
+  return defineCommand<CreateArgs, IPPool>({
     ctx,
     command: 'create <name>',
     describe: 'Create an IP pool (refused when it overlaps a pool or blocks of another size)',
     builder: (y) =>
-      y
+      withYes(y, false)
         .positional('name', { type: 'string', demandOption: true, describe: 'IPPool name (≤ 63 characters)' })
         .option('cidr', {
           type: 'string',
@@ -204,18 +196,11 @@ export function poolCreateCommand(ctx: CommandContext) {
           '$0 pool create tenant-a --cidr 10.250.0.0/20 --block-size 28 --namespace-selector team=a --mode Manual',
           'A pool only team=a namespaces may request',
         ),
-    run: (args) => {
-      let pool: IPPool;
-      try {
-        pool = poolFromArgs(args); // before any request
-      } catch (error) {
-        return Promise.resolve(reportFailure(ctx.io.stderr, error));
-      }
-      return withConnection(args, ctx.io, async (conn) => {
-        await createPool(conn.ds, pool);
-        println(ctx.io.stdout, `IPPool ${args.name} (${pool.spec.cidr}) created.`);
-        return EXIT.OK;
-      });
+    prepare: poolFromArgs,
+    run: async (args, conn, pool) => {
+      await createPool(conn.ds, pool);
+      println(ctx.io.stdout, `IPPool ${args.name} (${pool.spec.cidr}) created.`);
+      return EXIT.OK;
     },
   });
 }

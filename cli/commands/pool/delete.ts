@@ -7,13 +7,12 @@
  * (docs/design-cli.md §pool delete). A write that loses a compare-and-swap (409) starts the
  * write steps over from a fresh GET, bounded.
  */
-import { isConflict, POOL_LABEL } from 'blockipam/core';
+import { POOL_LABEL } from 'blockipam/core';
 import type { Datastore, IPAMBlock, IPPool } from 'blockipam/core';
-import { defineCommand, withYes } from '../../command.ts';
+import { defineCommand, retryOnConflict, unconfirmed, withYes } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import type { ExitCode, Io } from '../../io.ts';
-import { withConnection } from '../with-connection.ts';
 import { requirePoolName } from './create.ts';
 
 interface DeleteArgs extends GlobalFlags {
@@ -40,14 +39,10 @@ function refuseIfAllocated(pool: string, blocks: readonly IPAMBlock[]): void {
   );
 }
 
-// 5 attempts, as pool create's enable: the controller's IPPool.status writes and the agents' block
-// writes race here; each round re-reads everything, so a retry never trusts a lost read.
-const DELETE_ATTEMPTS = 5;
-
 /**
  * The whole command on `ds`: plan, and with `args.yes` the write steps, started over from a fresh
- * GET when one loses a compare-and-swap (at most DELETE_ATTEMPTS rounds).
- * @throws CliError (refused, gone); ConflictError after DELETE_ATTEMPTS lost rounds
+ * GET when one loses a compare-and-swap (at most 5 rounds: retryOnConflict).
+ * @throws CliError (refused, gone); ConflictError after 5 lost rounds
  */
 export async function deletePool(
   ds: Datastore,
@@ -63,19 +58,13 @@ export async function deletePool(
     io.stdout,
     `${args.yes ? 'Deleting' : 'Would delete'} IPPool ${args.name} (${pool.spec.cidr})${pool.spec.disabled ? '' : ' after disabling it'} and its ${blocks.length} empty block(s)${blocks.length ? `: ${blocks.map((b) => b.metadata.name).join(', ')}` : ''}.`,
   );
-  if (!args.yes) {
-    println(io.stderr, 'Nothing was changed: re-run with --yes to delete.');
-    return EXIT.UNCONFIRMED;
-  }
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const removed = await deleteOnce(ds, attempt === 1 ? pool : await ds.pools.get(args.name), args.name);
-      println(io.stdout, `IPPool ${args.name} deleted (${removed} empty block(s) removed).`);
-      return EXIT.OK;
-    } catch (error) {
-      if (attempt >= DELETE_ATTEMPTS || !isConflict(error)) throw error;
-    }
-  }
+  const stop = unconfirmed(io, args.yes, 'delete');
+  if (stop !== undefined) return stop;
+  const removed = await retryOnConflict(async (round) =>
+    deleteOnce(ds, round === 1 ? pool : await ds.pools.get(args.name), args.name),
+  );
+  println(io.stdout, `IPPool ${args.name} deleted (${removed} empty block(s) removed).`);
+  return EXIT.OK;
 }
 
 /**
@@ -113,9 +102,7 @@ export function poolDeleteCommand(ctx: CommandContext) {
       withYes(y.positional('name', { type: 'string', demandOption: true, describe: 'IPPool name' }))
         .example('$0 pool delete old-v4', 'Show what would be deleted')
         .example('$0 pool delete old-v4 --yes', 'Delete it (refused while addresses are allocated from it)'),
-    run: (args) => {
-      requirePoolName(args.name); // before connecting
-      return withConnection(args, ctx.io, (conn) => deletePool(conn.ds, args, ctx.io));
-    },
+    prepare: (args) => requirePoolName(args.name),
+    run: (args, conn) => deletePool(conn.ds, args, ctx.io),
   });
 }

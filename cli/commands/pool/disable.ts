@@ -2,10 +2,9 @@
  * `ipamctl pool disable NAME` / `pool enable NAME`: stops (or resumes) new allocations from a
  * pool; existing ones stay. One compare-and-swap UPDATE of the IPPool.
  */
-import { defineCommand } from '../../command.ts';
+import { defineCommand, withYes } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
-import { withConnection } from '../with-connection.ts';
 import { requirePoolName } from './create.ts';
 
 interface ToggleArgs extends GlobalFlags {
@@ -21,25 +20,20 @@ function toggle(ctx: CommandContext, disabled: boolean) {
       ? 'Stop new allocations from a pool (existing ones stay)'
       : 'Allow allocations from a disabled pool again',
     builder: (y) =>
-      y
+      withYes(y, false)
         .positional('name', { type: 'string', demandOption: true, describe: 'IPPool name' })
         .example(
           `$0 pool ${verb} default-v4`,
           disabled ? 'Drain a pool before deleting it' : 'Undo pool disable',
         ),
-    run: (args) => {
-      requirePoolName(args.name); // before connecting
-      return withConnection(args, ctx.io, async (conn) => {
-        const pool = await conn.ds.pools.get(args.name);
-        if (!pool) throw new CliError(`IPPool ${args.name} does not exist`);
-        if ((pool.spec.disabled === true) === disabled) {
-          println(ctx.io.stdout, `IPPool ${args.name} is already ${verb}d.`);
-          return EXIT.OK;
-        }
-        await conn.ds.pools.update({ ...pool, spec: { ...pool.spec, disabled } });
-        println(ctx.io.stdout, `IPPool ${args.name} ${verb}d.`);
-        return EXIT.OK;
-      });
+    prepare: (args) => requirePoolName(args.name),
+    run: async (args, { ds }) => {
+      const pool = await ds.pools.get(args.name);
+      if (!pool) throw new CliError(`IPPool ${args.name} does not exist`);
+      const already = (pool.spec.disabled === true) === disabled;
+      if (!already) await ds.pools.update({ ...pool, spec: { ...pool.spec, disabled } });
+      println(ctx.io.stdout, `IPPool ${args.name} ${already ? 'is already ' : ''}${verb}d.`);
+      return EXIT.OK;
     },
   });
 }

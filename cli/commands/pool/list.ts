@@ -6,7 +6,6 @@ import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { EXIT } from '../../io.ts';
 import { print } from '../../output.ts';
 import type { Format } from '../../output.ts';
-import { withConnection } from '../with-connection.ts';
 
 interface ListArgs extends GlobalFlags {
   output: Format;
@@ -39,21 +38,20 @@ export function poolListCommand(ctx: CommandContext) {
       withFormat(y)
         .example('$0 pool list', 'Pools with CIDR, block size, mode and state')
         .example('$0 pool list -o yaml', 'The IPPool objects'),
-    run: (args) =>
-      withConnection(args, ctx.io, async (conn) => {
-        const pools = await conn.ds.pools.list();
-        const states = poolStates(pools);
-        print(ctx.io.stdout, args.output, pools, () => ({
-          headers: ['NAME', 'CIDR', 'BLOCK SIZE', 'MODE', 'STATE'],
-          rows: pools.map((p) => [
-            p.metadata.name,
-            p.spec.cidr,
-            String(poolBlockSize(p)),
-            p.spec.assignmentMode ?? 'Automatic',
-            states.get(p.metadata.name) ?? '',
-          ]),
-        }));
-        return EXIT.OK;
-      }),
+    run: async (args, { ds }) => {
+      const pools = await ds.pools.list();
+      const states = poolStates(pools);
+      print(ctx.io.stdout, args.output, pools, () => ({
+        headers: ['NAME', 'CIDR', 'BLOCK SIZE', 'MODE', 'STATE'],
+        rows: pools.map((p) => [
+          p.metadata.name,
+          p.spec.cidr,
+          poolBlockSize(p),
+          p.spec.assignmentMode ?? 'Automatic',
+          states.get(p.metadata.name) ?? '',
+        ]),
+      }));
+      return EXIT.OK;
+    },
   });
 }

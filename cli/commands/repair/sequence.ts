@@ -4,25 +4,20 @@
  * UPDATE under the block's resourceVersion (docs/design-cli.md §repair sequence). Prints the plan;
  * changes nothing without --yes. Refused (exit 2) when every sequence of the block is safe.
  */
-import { blockNameOf, isConflict, isDnsSubdomain, isInvalid, parseCidr } from 'blockipam/core';
+import { blockNameOf, isDnsSubdomain, isInvalid, parseCidr } from 'blockipam/core';
 import type { Datastore, IPAMBlock } from 'blockipam/core';
-import { defineCommand, withYes } from '../../command.ts';
+import { defineCommand, quoted, retryOnConflict, unconfirmed, withYes } from '../../command.ts';
 import type { CommandContext, GlobalFlags } from '../../command.ts';
 import { CliError, EXIT, println } from '../../io.ts';
 import type { ExitCode, Io } from '../../io.ts';
 import { renderTable } from '../../output.ts';
 import { planSequenceRepair } from '../../repair/sequence-plan.ts';
 import type { SequenceRepair } from '../../repair/sequence-plan.ts';
-import { withConnection } from '../with-connection.ts';
 
 interface SequenceArgs extends GlobalFlags {
   block: string;
   yes: boolean;
 }
-
-// 5 rounds, as config set and pool delete: a node's release in the block (which the frozen block
-// still takes) bumps its resourceVersion; each round re-reads and plans again.
-const MAX_ROUNDS = 5;
 
 /**
  * The block name `text` names: a block name as is, or a CIDR as its block name (10.244.0.0/26 →
@@ -34,18 +29,19 @@ export function blockNameArg(text: string): string {
   if (cidr) return blockNameOf(cidr);
   if (!isDnsSubdomain(text))
     throw new CliError(
-      `BLOCK ${JSON.stringify(text.length > 100 ? `${text.slice(0, 100)}…` : text)} is neither an IPAMBlock name (e.g. 10-244-0-0-26) nor a block CIDR`,
+      `BLOCK ${quoted(text)} is neither an IPAMBlock name (e.g. 10-244-0-0-26) nor a block CIDR`,
     );
   return text;
 }
 
 /**
  * The whole command on `ds`: read, plan, print, and with `args.yes` write — a write that loses the
- * compare-and-swap starts over from a fresh GET, at most MAX_ROUNDS rounds.
+ * compare-and-swap starts over from a fresh GET, at most 5 rounds (a node's release in the block, which a frozen block still takes, bumps its
+ * resourceVersion).
  * @param args.nowMs the clock (ms) the repaired sequences start from; default Date.now()
  * @returns 0 written (or repaired meanwhile by another writer), 3 plan only (no --yes)
  * @throws CliError when the block does not exist, every sequence of it is safe, or the API server
- *   refuses to lower its sequence (a CRD without that rule); ConflictError after MAX_ROUNDS lost rounds
+ *   refuses to lower its sequence (a CRD without that rule); ConflictError after 5 lost rounds
  */
 export async function repairSequence(
   ds: Datastore,
@@ -53,7 +49,8 @@ export async function repairSequence(
   io: Io,
 ): Promise<ExitCode> {
   const name = blockNameArg(args.block);
-  for (let round = 1; ; round++) {
+  return retryOnConflict(async (round) => {
+    if (round > 1) println(io.stdout, `IPAMBlock ${name} changed meanwhile: reading it again.`);
     const block = await ds.blocks.get(name);
     if (!block) throw new CliError(`IPAMBlock ${name} does not exist`);
     const plan = planSequenceRepair(block, args.nowMs ?? Date.now());
@@ -69,26 +66,18 @@ export async function repairSequence(
       return EXIT.OK;
     }
     printPlan(io, block, plan, args.yes);
-    if (!args.yes) {
-      println(io.stderr, 'Nothing was changed: re-run with --yes to write these sequences.');
-      return EXIT.UNCONFIRMED;
-    }
-    try {
-      await ds.blocks.update(plan.repaired);
-    } catch (error) {
-      if (round < MAX_ROUNDS && isConflict(error)) {
-        println(io.stdout, `IPAMBlock ${name} changed meanwhile: reading it again.`);
-        continue;
-      }
+    const stop = unconfirmed(io, args.yes, 'write these sequences');
+    if (stop !== undefined) return stop;
+    await ds.blocks.update(plan.repaired).catch((error: unknown) => {
       if (isInvalid(error) && /never decreases/.test(error.message))
         throw new CliError(
           `the API server refused to lower spec.sequence of IPAMBlock ${name}: ${error.message}. Its CRD must let a sequence above 2^52 be lowered (apply crds/ipamblocks.yaml of this release). Nothing was changed.`,
         );
       throw error;
-    }
+    });
     println(io.stdout, `IPAMBlock ${name} repaired: spec.sequence is ${plan.repaired.spec.sequence}.`);
     return EXIT.OK;
-  }
+  });
 }
 
 function printPlan(io: Io, block: IPAMBlock, plan: SequenceRepair, yes: boolean): void {
@@ -101,8 +90,8 @@ function printPlan(io: Io, block: IPAMBlock, plan: SequenceRepair, yes: boolean)
   const rows = plan.changes.map((c) => [
     c.ordinal === undefined ? 'spec.sequence' : `allocation ${c.ordinal}`,
     c.handle ?? '-',
-    String(c.from),
-    String(c.to),
+    c.from,
+    c.to,
   ]);
   println(io.stdout, renderTable({ headers: ['SEQUENCE', 'HANDLE', 'FROM', 'TO'], rows }));
 }
@@ -122,9 +111,7 @@ export function repairSequenceCommand(ctx: CommandContext) {
       )
         .example('$0 repair sequence 10-244-0-0-26', 'Show the sequences that would be written')
         .example('$0 repair sequence 10-244-0-0-26 --yes', 'Write them (compare-and-swap on the block)'),
-    run: (args) => {
-      blockNameArg(args.block); // before connecting
-      return withConnection(args, ctx.io, (conn) => repairSequence(conn.ds, args, ctx.io));
-    },
+    prepare: (args) => blockNameArg(args.block),
+    run: (args, conn) => repairSequence(conn.ds, args, ctx.io),
   });
 }
