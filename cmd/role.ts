@@ -14,23 +14,19 @@
  * and stdin), so `blockipam` with no argument is always the plugin.
  */
 
-type Role = 'plugin' | 'ipamctl' | 'agent' | 'controller';
+const ROLES = ['plugin', 'ipamctl', 'agent', 'controller'] as const;
+type Role = (typeof ROLES)[number];
+
+/** Each role's invocation name, also what it answers `--version` with; its subcommand is the role. */
+const ROLE_DISPLAY_NAMES: Readonly<Record<Role, string>> = {
+  plugin: 'blockipam',
+  ipamctl: 'ipamctl',
+  agent: 'blockipam-agent',
+  controller: 'blockipam-controller',
+};
 
 /** Invocation names → role. */
-const ROLE_NAMES: Readonly<Record<string, Role>> = {
-  blockipam: 'plugin',
-  ipamctl: 'ipamctl',
-  'blockipam-agent': 'agent',
-  'blockipam-controller': 'controller',
-};
-
-/** Subcommands of `blockipam` → role. */
-const ROLE_SUBCOMMANDS: Readonly<Record<string, Role>> = {
-  plugin: 'plugin',
-  ipamctl: 'ipamctl',
-  agent: 'agent',
-  controller: 'controller',
-};
+const ROLE_NAMES = new Map(ROLES.map((role) => [ROLE_DISPLAY_NAMES[role], role]));
 
 /** Exit code of a bad invocation (as ipamctl's and the agent's usage errors). */
 export const EXIT_USAGE = 2;
@@ -52,14 +48,6 @@ export type Resolution =
   /** a bad name or subcommand: print `error` and USAGE, exit EXIT_USAGE */
   | { readonly error: string };
 
-/** The name each role answers `--version` with (its invocation name). */
-const ROLE_DISPLAY_NAMES: Readonly<Record<Role, string>> = {
-  plugin: 'blockipam',
-  ipamctl: 'ipamctl',
-  agent: 'blockipam-agent',
-  controller: 'blockipam-controller',
-};
-
 /** `--version` as the only argument of a role: every role answers it the same way. */
 function asked(role: Role, args: readonly string[]): Resolution {
   return args.length === 1 && args[0] === '--version'
@@ -80,19 +68,19 @@ function baseName(name: string): string {
  */
 export function resolveRole(argv0: string, args: readonly string[]): Resolution {
   const name = baseName(argv0);
-  const role = Object.hasOwn(ROLE_NAMES, name) ? ROLE_NAMES[name] : undefined;
+  const role = ROLE_NAMES.get(name);
   if (role === undefined)
     return {
-      error: `blockipam: unknown role "${name}" (invoked as ${argv0}): link or copy the executable as one of ${Object.keys(ROLE_NAMES).join(', ')}`,
+      error: `blockipam: unknown role "${name}" (invoked as ${argv0}): link or copy the executable as one of ${[...ROLE_NAMES.keys()].join(', ')}`,
     };
   if (role !== 'plugin') return asked(role, args);
   const first = args[0];
   if (first === undefined) return { role, args };
-  const sub = Object.hasOwn(ROLE_SUBCOMMANDS, first) ? ROLE_SUBCOMMANDS[first] : undefined;
+  const sub = ROLES.find((r) => r === first);
   if (sub !== undefined) return asked(sub, args.slice(1));
   if (first === '--version') return { version: ROLE_DISPLAY_NAMES.plugin };
   if (first === '--help' || first === '-h' || first === 'help') return { help: true };
   return {
-    error: `blockipam: unknown subcommand "${first}": one of ${Object.keys(ROLE_SUBCOMMANDS).join(', ')} (the plugin itself takes no arguments)`,
+    error: `blockipam: unknown subcommand "${first}": one of ${ROLES.join(', ')} (the plugin itself takes no arguments)`,
   };
 }

@@ -18,6 +18,11 @@ export function isDnsSubdomain(name: string, max = 253): boolean {
   return name.length <= max && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(name);
 }
 
+/** Orders objects by name in code-unit order, as the API server lists them (not localeCompare). */
+export function byName(a: KubeObject, b: KubeObject): number {
+  return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+}
+
 /** Kubernetes ObjectMeta, the fields blockipam uses. */
 export interface ObjectMeta {
   name: string;

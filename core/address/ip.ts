@@ -109,7 +109,7 @@ export function formatIP(ip: IP): string {
     const n = Number(ip.value);
     return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
   }
-  return ipaddr.IPv6.parse(ipv6Hex(bigIntToBytes(ip.value, 16))).toRFC5952String();
+  return new ipaddr.IPv6(bigIntToBytes(ip.value, 16)).toRFC5952String();
 }
 
 /** Canonical "base/prefixLength". */
@@ -166,10 +166,4 @@ function bigIntToBytes(value: bigint, length: number): number[] {
     value >>= 8n;
   }
   return bytes;
-}
-
-function ipv6Hex(bytes: readonly number[]): string {
-  const groups: string[] = [];
-  for (let i = 0; i < 16; i += 2) groups.push((((bytes[i] ?? 0) << 8) | (bytes[i + 1] ?? 0)).toString(16));
-  return groups.join(':');
 }

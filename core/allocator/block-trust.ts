@@ -24,7 +24,7 @@ import { cidrCovers, parseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { poolOf } from '../block/block.ts';
 import { labelProblems } from '../block/invariants.ts';
-import type { IPAMBlock, IPPool } from '../resources.ts';
+import { byName, type IPAMBlock, type IPPool } from '../resources.ts';
 import { poolBlockSize } from './pools.ts';
 
 /** Why a block is not trusted (a bounded set: metric label, condition reason). */
@@ -215,7 +215,6 @@ function rangeOrder(a: { block: IPAMBlock; cidr: Cidr }, b: { block: IPAMBlock; 
 /** Older first: creationTimestamp (RFC 3339, one format: text order is time order), then name. */
 function ageOrder(a: IPAMBlock, b: IPAMBlock): number {
   return (
-    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-    (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)
+    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || byName(a, b)
   );
 }

@@ -28,9 +28,8 @@
  *   resourceVersion it was written at, so a caller that read it just before the block went idle
  *   still writes without a conflict (the server's compare-and-swap decides, as ever).
  */
-import { ConflictError } from '../errors/conflict.ts';
-import { isConflict } from '../errors/conflict.ts';
-import type { IPAMBlock } from '../resources.ts';
+import { ConflictError, isConflict } from '../errors/conflict.ts';
+import { byName, type IPAMBlock } from '../resources.ts';
 import { idleOf, isToken, tokenMinter, waiterFor, withVersion } from './batching-queue.ts';
 import type { BusyBlock, Waiter } from './batching-queue.ts';
 import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
@@ -263,7 +262,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     const kept = listed.filter((b) => !reread.has(b.metadata.name));
     for (const block of fresh)
       if (block && matchesSelector(selector, block.metadata.labels)) kept.push(block);
-    kept.sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+    kept.sort(byName);
     const states = [...this.#busy.values()]
       .filter((busy) => !reread.has(busy.name))
       .map((busy) => this.#speculative(busy));

@@ -9,7 +9,7 @@ import { ConflictError } from '../errors/conflict.ts';
 import { InvalidError } from '../errors/invalid.ts';
 import { NotFoundError } from '../errors/not-found.ts';
 import { matchesSelector } from '../selector.ts';
-import type { KubeObject, ObjectMeta } from '../resources.ts';
+import { byName, isDnsSubdomain, type KubeObject, type ObjectMeta } from '../resources.ts';
 import type {
   CallOptions,
   DeletePreconditions,
@@ -29,8 +29,6 @@ export interface MemoryStats {
   /** Objects returned by LISTs (what a LIST would carry over the wire). */
   listed: number;
 }
-
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Shared resourceVersion source: one counter per datastore, like etcd's revision. */
 export interface Revision {
@@ -216,13 +214,11 @@ export class MemoryResourceStore<T extends KubeObject> implements StatusResource
       const object = this.#objects.get(name);
       if (object && matchesSelector(options.labelSelector, object.metadata.labels)) out.push(object);
     }
-    return out.sort((a, b) =>
-      a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0,
-    );
+    return out.sort(byName);
   }
 
   #checkName(name: string): void {
-    if (name.length === 0 || name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+    if (!isDnsSubdomain(name)) {
       throw new InvalidError(
         `${this.#kind} "${name}" is invalid: metadata.name: Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`,
       );

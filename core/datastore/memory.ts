@@ -7,15 +7,17 @@
  * (a pool with blocks for 10,000 nodes stays cheap to query).
  */
 import { matchesSelector } from '../selector.ts';
-import type {
-  IPAMBlock,
-  IPAMConfigObject,
-  IPPool,
-  IPReservation,
-  IPAMNode,
-  Namespace,
-  Node,
-  Pod,
+import {
+  byName,
+  type IPAMBlock,
+  type IPAMConfigObject,
+  type IPPool,
+  type IPReservation,
+  type IPAMNode,
+  type KubeObject,
+  type Namespace,
+  type Node,
+  type Pod,
 } from '../resources.ts';
 import type {
   CallOptions,
@@ -71,18 +73,16 @@ export class MemoryDatastore implements Datastore {
       clock: options.clock ?? Date.now,
       pager: this.#pager,
     };
-    this.pools = new MemoryResourceStore<IPPool>('ippools', { ...shared, hasStatus: true });
-    this.blocks = new MemoryResourceStore<IPAMBlock>('ipamblocks', { ...shared, hasStatus: true });
-    this.configs = new MemoryResourceStore<IPAMConfigObject>('ipamconfigs', { ...shared, hasStatus: false });
-    this.reservations = new MemoryResourceStore<IPReservation>('ipreservations', {
-      ...shared,
-      hasStatus: false,
-    });
-    this.ipamNodes = new MemoryResourceStore<IPAMNode>('ipamnodes', { ...shared, hasStatus: false });
-    for (const pool of seed.pools ?? []) this.pools.seed(pool);
-    for (const block of seed.blocks ?? []) this.blocks.seed(block);
-    for (const config of seed.configs ?? []) this.configs.seed(config);
-    for (const reservation of seed.reservations ?? []) this.reservations.seed(reservation);
+    const store = <T extends KubeObject>(kind: string, hasStatus: boolean, objects: T[] = []) => {
+      const made = new MemoryResourceStore<T>(kind, { ...shared, hasStatus });
+      for (const object of objects) made.seed(object);
+      return made;
+    };
+    this.pools = store('ippools', true, seed.pools);
+    this.blocks = store('ipamblocks', true, seed.blocks);
+    this.configs = store('ipamconfigs', false, seed.configs);
+    this.reservations = store('ipreservations', false, seed.reservations);
+    this.ipamNodes = store<IPAMNode>('ipamnodes', false);
     this.#pods = structuredClone(seed.pods ?? []);
     this.#namespaces = structuredClone(seed.namespaces ?? []);
     this.#nodes = structuredClone(seed.nodes ?? []);
@@ -151,7 +151,7 @@ export class MemoryDatastore implements Datastore {
   #selectNodes(options: ListOptions): Node[] {
     return this.#nodes
       .filter((node) => matchesSelector(options.labelSelector, node.metadata.labels))
-      .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+      .sort(byName);
   }
 
   async listNodes(options: ListOptions = {}): Promise<Node[]> {

@@ -18,6 +18,6 @@ export { KubeDatastore } from '../datastore/kube.ts';
 export { KubeconfigError, isKubeconfigError } from './kubeconfig-error.ts';
 export { kubeconfigFromDocument, kubeServerProblem } from './kubeconfig-document.ts';
 export { tlsMaterialProblem } from './tls-material.ts';
-export { credentialNodeName, tokenNodeName } from './token-node.ts';
+export { credentialNodeName, tokenExpiryMs, tokenNodeName } from './token-node.ts';
 export { errorFor, KubeTransport } from './transport.ts';
 export type { Method, RequestOptions } from './transport.ts';

@@ -10,22 +10,34 @@
 import { readFileSync } from 'node:fs';
 import type { KubeClientConfig } from './config.ts';
 
+/** The claims of a JWT's payload (read, not verified), or undefined when `token` is no JWT. */
+function claimsOf(token: string): Record<string, unknown> | undefined {
+  const parts = token.trim().split('.');
+  if (parts.length !== 3 || !parts[1]) return undefined;
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    return typeof claims === 'object' && claims !== null ? (claims as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The `kubernetes.io.node.name` claim of a JWT's payload, or undefined when `token` is no JWT
  * (an opaque or static token), its payload is not JSON, or it names no node. Pure; never throws.
  */
 export function tokenNodeName(token: string): string | undefined {
-  const parts = token.trim().split('.');
-  if (parts.length !== 3 || !parts[1]) return undefined;
-  try {
-    const claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as {
-      'kubernetes.io'?: { node?: { name?: unknown } };
-    };
-    const name = claims?.['kubernetes.io']?.node?.name;
-    return typeof name === 'string' && name !== '' ? name : undefined;
-  } catch {
-    return undefined;
-  }
+  const name = (claimsOf(token)?.['kubernetes.io'] as { node?: { name?: unknown } } | undefined)?.node?.name;
+  return typeof name === 'string' && name !== '' ? name : undefined;
+}
+
+/**
+ * The `exp` claim of a JWT (a service-account token), ms since epoch; undefined when `token` is
+ * no JWT or has no finite numeric `exp`. Read, not verified. Pure; never throws.
+ */
+export function tokenExpiryMs(token: string): number | undefined {
+  const exp = claimsOf(token)?.exp;
+  return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
 }
 
 /**

@@ -5,6 +5,7 @@
  * docs/design-core.md §5). Counts requests for the benchmarks.
  */
 import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AlreadyExistsError } from '../errors/already-exists.ts';
 import { ApiError } from '../errors/api-error.ts';
 import { ConflictError } from '../errors/conflict.ts';
@@ -144,7 +145,10 @@ export class KubeTransport {
       if (status !== 429 || retry >= MAX_429_RETRIES) throw errorFor(status, text, `${method} ${path}`);
       const seconds = Number(retryAfter);
       const waitMs = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : DEFAULT_429_WAIT_MS;
-      await abortableDelay(Math.min(waitMs, MAX_429_WAIT_MS), options.signal);
+      const { signal } = options;
+      await sleep(Math.min(waitMs, MAX_429_WAIT_MS), undefined, { signal }).catch((error: unknown) => {
+        throw signal?.aborted ? signal.reason : error;
+      });
     }
   }
 
@@ -206,22 +210,6 @@ export class KubeTransport {
     }
     return this.#token.value;
   }
-}
-
-/** Waits `ms`; rejects with the signal's reason as soon as it fires. */
-function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason as Error);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason as Error);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**

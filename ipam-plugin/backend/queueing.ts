@@ -16,6 +16,7 @@ import {
   queueableDelFailure,
 } from 'blockipam/core/cni';
 import type { Logger, NetConf } from 'blockipam/core/cni';
+import { tokenExpiryMs } from 'blockipam/core/kube';
 import type { AddCall, AddOutcome, DelCall, DelOutcome } from 'blockipam/core/node-ipam';
 
 export interface QueueingOptions {
@@ -111,10 +112,10 @@ async function awaySince(conf: NetConf): Promise<string> {
   }
   let expiry = '';
   try {
-    const exp = tokenExpiry(
+    const exp = tokenExpiryMs(
       (await (await import('./kube-backend.ts')).loadKubeconfigFile(conf.kubeconfig)).token ?? '',
     );
-    if (exp !== undefined) expiry = `, its token expires at ${exp.toISOString()}`;
+    if (exp !== undefined) expiry = `, its token expires at ${new Date(exp).toISOString()}`;
   } catch {
     // no expiry to name
   }
@@ -124,16 +125,4 @@ async function awaySince(conf: NetConf): Promise<string> {
     `(kubectl get pods -A -o wide --field-selector spec.nodeName=${conf.nodeName}) and its logs; ` +
     'pod deletions meanwhile are queued on the node and released when it runs'
   );
-}
-
-/** The `exp` claim of a JWT, or undefined (no JWT, no claim). Read, not verified. */
-function tokenExpiry(token: string): Date | undefined {
-  const payload = token.trim().split('.')[1];
-  if (!payload) return undefined;
-  try {
-    const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: unknown }).exp;
-    return typeof exp === 'number' ? new Date(exp * 1000) : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -40,24 +40,19 @@ describe('parseIP / formatIP', () => {
   }
 });
 
+// What parseCidr refuses: the cidrProblem cases below (each checks parseCidr agrees).
 describe('parseCidr', () => {
-  const cases: [string, boolean, string | undefined][] = [
+  const cases: [string, boolean, string][] = [
     ['10.244.0.0/16', true, '10.244.0.0/16'], // masked
-    ['10.244.0.1/16', true, undefined], // host bits set, strict
     ['10.244.0.1/16', false, '10.244.0.0/16'], // host bits cleared, lenient
-    ['10.0.0.0/33', true, undefined], // prefix too long
     ['fd00::/122', true, 'fd00::/122'],
     ['fd00::40/122', true, 'fd00::40/122'],
-    ['fd00::41/122', true, undefined],
-    ['10.0.0.0/08', true, undefined], // leading zero in prefix
-    ['10.0.0.0', true, undefined], // no prefix
   ];
-  for (const [input, strict, want] of cases) {
-    it(`${input} (strict=${strict}) → ${String(want)}`, () => {
+  for (const [input, strict, want] of cases)
+    it(`${input} (strict=${strict}) → ${want}`, () => {
       const cidr = parseCidr(input, { strict });
       assert.equal(cidr && formatCidr(cidr), want);
     });
-  }
 });
 
 describe('cidrProblem', () => {

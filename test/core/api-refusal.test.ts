@@ -16,7 +16,7 @@ import {
   TlsError,
   UnavailableError,
 } from 'blockipam/core';
-import { errorFor, tokenNodeName } from 'blockipam/core/kube';
+import { errorFor, tokenExpiryMs, tokenNodeName } from 'blockipam/core/kube';
 import { credentialNodeProblem, nodeIpamErrorOf, servedNodeProblem } from 'blockipam/core/node-ipam';
 
 /** The API server's words for a policy's denial (kube-apiserver's validating policy dispatcher). */
@@ -241,6 +241,11 @@ void describe('a credential bound to another node', () => {
     assert.equal(tokenNodeName(jwt({ 'kubernetes.io': { serviceaccount: { name: 'sa' } } })), undefined);
     assert.equal(tokenNodeName('opaque-static-token'), undefined);
     assert.equal(tokenNodeName('a.!!!.c'), undefined);
+  });
+  void it('tokenExpiryMs reads the exp claim (seconds) as ms, nothing else', () => {
+    assert.equal(tokenExpiryMs(jwt({ exp: 1_800_000_000 })), 1_800_000_000_000);
+    for (const token of [jwt({ exp: '1800000000' }), jwt({ sub: 'x' }), 'opaque', 'a.!!!.c'])
+      assert.equal(tokenExpiryMs(token), undefined, token);
   });
   void it('credentialNodeProblem: the same message shape as the agent’s servedNodeProblem', () => {
     assert.equal(credentialNodeProblem('n1', 'n1'), undefined);

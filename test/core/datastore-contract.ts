@@ -161,50 +161,41 @@ export function datastoreContract(
       const names = async (labelSelector: Parameters<Datastore['blocks']['list']>[0]): Promise<string[]> =>
         (await ds.blocks.list(labelSelector)).map((b) => b.metadata.name);
       const pool = { 'ipam.blockipam.io/pool': 'contract' };
-      assert.deepEqual(await names({ labelSelector: { matchLabels: pool } }), [
-        '10-200-0-0-26',
-        '10-200-0-128-26',
-        '10-200-0-64-26',
-      ]);
-      assert.deepEqual(
-        await names({ labelSelector: { matchLabels: { ...pool, 'contract.test/color': 'red' } } }),
-        ['10-200-0-128-26'],
-      );
-      assert.deepEqual(
-        await names({
-          labelSelector: {
-            matchLabels: pool,
-            matchExpressions: [{ key: 'contract.test/color', operator: 'Exists' }],
+      const color = 'contract.test/color';
+      const cases: [Parameters<Datastore['blocks']['list']>[0], string[]][] = [
+        [{ labelSelector: { matchLabels: pool } }, ['10-200-0-0-26', '10-200-0-128-26', '10-200-0-64-26']],
+        [{ labelSelector: { matchLabels: { ...pool, [color]: 'red' } } }, ['10-200-0-128-26']],
+        [
+          { labelSelector: { matchLabels: pool, matchExpressions: [{ key: color, operator: 'Exists' }] } },
+          ['10-200-0-128-26', '10-200-0-64-26'],
+        ],
+        [
+          {
+            labelSelector: {
+              matchLabels: pool,
+              matchExpressions: [{ key: color, operator: 'DoesNotExist' }],
+            },
           },
-        }),
-        ['10-200-0-128-26', '10-200-0-64-26'],
-      );
-      assert.deepEqual(
-        await names({
-          labelSelector: {
-            matchLabels: pool,
-            matchExpressions: [{ key: 'contract.test/color', operator: 'DoesNotExist' }],
+          ['10-200-0-0-26'],
+        ],
+        [
+          {
+            labelSelector: { matchExpressions: [{ key: color, operator: 'In', values: ['blue', 'green'] }] },
           },
-        }),
-        ['10-200-0-0-26'],
-      );
-      assert.deepEqual(
-        await names({
-          labelSelector: {
-            matchExpressions: [{ key: 'contract.test/color', operator: 'In', values: ['blue', 'green'] }],
+          ['10-200-0-64-26'],
+        ],
+        [
+          {
+            labelSelector: {
+              matchLabels: pool,
+              matchExpressions: [{ key: color, operator: 'NotIn', values: ['blue'] }],
+            },
           },
-        }),
-        ['10-200-0-64-26'],
-      );
-      assert.deepEqual(
-        await names({
-          labelSelector: {
-            matchLabels: pool,
-            matchExpressions: [{ key: 'contract.test/color', operator: 'NotIn', values: ['blue'] }],
-          },
-        }),
-        ['10-200-0-0-26', '10-200-0-128-26'],
-      );
+          ['10-200-0-0-26', '10-200-0-128-26'],
+        ],
+      ];
+      for (const [selector, want] of cases)
+        assert.deepEqual(await names(selector), want, JSON.stringify(selector));
       const metas = await ds.blocks.listMetadata({
         labelSelector: { matchLabels: { 'contract.test/color': 'red' } },
       });
