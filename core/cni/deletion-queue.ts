@@ -19,7 +19,6 @@ import {
   chmodSync,
   closeSync,
   fsyncSync,
-  mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -31,6 +30,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { AttachmentRef, DelCall, DelOutcome } from '../node-ipam/service-types.ts';
+import { ensureDir } from './ensure-dir.ts';
 import { CniCode, isCniError } from './errors.ts';
 
 /**
@@ -96,8 +96,8 @@ export function queuedFileName(a: AttachmentRef): string {
  * Makes `dir` (and its parents) and leaves it mode 0700, whatever it had: entries name pods and
  * a writer elsewhere could make the agent release what it chose.
  */
-function ensureDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+function ensureQueueDir(dir: string): void {
+  ensureDir(dir, 0o700); // never a recursive mkdir on a netconf's path (ensure-dir.ts)
   if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
 }
 
@@ -119,7 +119,7 @@ export function queuedFiles(dir: string): string[] {
  *   directory cannot be made or written (the DEL then fails with its original error)
  */
 export function enqueueDel(dir: string, entry: QueuedDel, max = MAX_QUEUED): string {
-  ensureDir(dir);
+  ensureQueueDir(dir);
   const name = queuedFileName(entry.attachment);
   const files = queuedFiles(dir);
   if (files.length >= max && !files.includes(name))

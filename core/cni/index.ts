@@ -16,3 +16,4 @@ export type { NetConf } from './netconf.ts';
 export * from './errors.ts';
 export { agentMarginMs } from './forward.ts';
 export * from './deletion-queue.ts';
+export * from './ensure-dir.ts';

@@ -17,7 +17,7 @@
 import type * as BunFfi from 'bun:ffi';
 import { closeSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ensureDir } from './ensure-dir.ts';
+import { ensureDir } from 'blockipam/core/cni';
 
 /** `flock(2)` operations, from <sys/file.h>. */
 const LOCK_EX = 2;
@@ -99,7 +99,7 @@ function loadFlock(): Promise<Flock> {
 
 function openLockFile(path: string): number {
   try {
-    ensureDir(dirname(path), 0o700); // never a recursive mkdir on a user path (ensure-dir.ts)
+    ensureDir(dirname(path), 0o700); // never a recursive mkdir on a user path (core's ensure-dir.ts)
     return openSync(path, 'a', 0o600);
   } catch (e) {
     throw new LockFileError(`host lock file ${path}: ${(e as Error).message}`, { cause: e });

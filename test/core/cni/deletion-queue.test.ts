@@ -54,6 +54,9 @@ void describe('enqueueDel', () => {
     assert.equal(mode(join(dir, name)), 0o600);
     assert.deepEqual(JSON.parse(readFileSync(join(dir, name), 'utf8')), entry('c1', { podUID: 'uid-1' }));
   });
+  void it('a directory under /proc fails at once (ENOENT), never a recursive mkdir that spins', () => {
+    assert.throws(() => enqueueDel('/proc/nope/del-queue', entry('c1')), { code: 'ENOENT' });
+  });
   void it('tightens an existing directory that others could read', () => {
     const dir = freshDir();
     mkdirSync(dir, { recursive: true, mode: 0o755 });
