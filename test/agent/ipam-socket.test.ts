@@ -12,6 +12,7 @@
 import assert from 'node:assert/strict';
 import {
   chmodSync,
+  type Stats,
   mkdirSync,
   mkdtempSync,
   rmSync,
@@ -170,12 +171,13 @@ describe('IPAM socket server', () => {
     utimesSync(socket, past, past);
     // the next beat sets it to now again: wait for that change (the forwarder reads it as alive)
     await new Promise<void>((resolve) => {
-      const watcher = watchFile(socket, { interval: 50 }, (now) => {
+      const beat = (now: Stats): void => {
         if (now.mtimeMs > Date.now() - 2_000) {
-          unwatchFile(socket, watcher);
+          unwatchFile(socket, beat);
           resolve();
         }
-      });
+      };
+      watchFile(socket, { interval: 50 }, beat);
     });
     await server.close(1000);
   });
