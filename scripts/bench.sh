@@ -7,13 +7,13 @@
 #
 #   bash scripts/bench.sh [NAME ...]     (default: all, in this order)
 #
-# Names: core plugin thin-client check release controller fanout burst agent-memory churn
+# Names: core plugin thin-client check release fanout burst agent-memory churn
 # cost-curves pod-churn. Each benchmark starts its own private control plane
 # (or test cluster) and stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 node=node_modules/.bin/node
-all=(core plugin thin-client check release controller fanout burst agent-memory churn cost-curves pod-churn)
+all=(core plugin thin-client check release fanout burst agent-memory churn cost-curves pod-churn)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for name in "$@"; do
   printf '%s\n' "${all[@]}" | grep -qxF -- "$name" || { echo "bench.sh: unknown benchmark $name (known: ${all[*]})" >&2; exit 2; }
@@ -29,13 +29,12 @@ for name in "$@"; do
     thin-client) cmd=("$node" test/bench/thin-client-bench.ts) ;;
     check) cmd=("$node" test/bench/check-bench.ts) ;;
     release) cmd=("$node" test/bench/release-bench.ts) ;;
-    controller) cmd=("$node" test/bench/controller-bench.ts) ;;
     fanout) cmd=("$node" test/bench/fanout-bench.ts --write-docs) ;;
     burst) cmd=("$node" test/bench/burst-bench.ts --write-docs) ;;
     agent-memory) cmd=("$node" test/bench/agent-memory-bench.ts --write-docs) ;;
     churn) cmd=("$node" test/bench/churn-bench.ts --write-docs) ;;
     cost-curves) cmd=("$node" test/bench/cost-curves/main.ts) ;;
-    pod-churn) cmd=("$node" test/bench/pod-churn/main.ts --order host-local,blockipam,blockipam,host-local,calico) ;;
+    pod-churn) cmd=("$node" test/bench/pod-churn/main.ts --order host-local,blockipam,calico,blockipam,calico,host-local,calico,host-local,blockipam) ;;
   esac
   echo "== $name: ${cmd[*]} — $(uptime)" >&2
   start=$(date +%s)

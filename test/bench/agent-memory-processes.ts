@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { procStatus } from './proc-stat.ts';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -15,12 +15,6 @@ import type { Figures, Subject } from './agent-memory-report.ts';
 
 // 10 min: the old watches' first LIST at 5,000 full blocks on a loaded machine
 const READY_TIMEOUT_MS = 600_000;
-
-function procStatus(pid: number): { rssMiB: number; peakMiB: number } {
-  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-  return { rssMiB: kb('VmRSS') / 1024, peakMiB: kb('VmHWM') / 1024 };
-}
 
 interface Running {
   readonly child: ChildProcess;

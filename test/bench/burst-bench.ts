@@ -36,7 +36,7 @@ import { installForwarded } from '../plugin/helpers/conformance.ts';
 import { repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { BLOCK_UPDATE, cniCode, IPAM_REQUEST, launchBurst, sumOf } from './burst-lib.ts';
 import { renderBurst, type Burst } from './burst-report.ts';
-import { cpuSeconds } from './churn-lib.ts';
+import { cpuSeconds } from './proc-stat.ts';
 import { delta, requestCounters, timed } from './plugin-bench-lib.ts';
 
 const { values } = parseArgs({

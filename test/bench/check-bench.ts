@@ -10,12 +10,9 @@
  * that every run exits 0, and rewrites the `## ipamctl` section of docs/benchmarks.md. Removes
  * what it seeded at the end. Uses the run's control plane (CP_* env) or starts a private one.
  */
-import { spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
-import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { format } from 'prettier';
 import { KubeDatastore, KubeTransport } from 'blockipam/core/kube';
 import { loadKubeconfig } from 'blockipam/core/kubeconfig';
 import {
@@ -27,8 +24,9 @@ import {
   uniqueNamespace,
 } from '../cli/cluster.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
-import { seedCheckBlock } from './cost-curves/check.ts';
-import { bounded, SEED_CONCURRENCY } from './cost-curves/common.ts';
+import { runCheck, seedCheckBlock } from './cost-curves/check.ts';
+import { bounded, median, SEED_CONCURRENCY } from './cost-curves/common.ts';
+import { writeDocSection } from './doc-section.ts';
 
 const { values } = parseArgs({
   options: {
@@ -42,7 +40,6 @@ const BLOCKS = Number(values.blocks);
 const PER_BLOCK = Number(values['per-block']);
 const NODES = 50;
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const PRETTIER = JSON.parse(readFileSync(`${root}.prettierrc.json`, 'utf8')) as Record<string, unknown>;
 
 /** Seeds nodes, pods (with IPs) and blocks; returns the seeding time in seconds. */
 async function seed(ds: KubeDatastore, ns: string): Promise<number> {
@@ -70,46 +67,6 @@ async function seed(ds: KubeDatastore, ns: string): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
-/** Runs the executable once; returns seconds. @throws Error when check does not exit 0 */
-function runCheck(kubeconfig: string): number {
-  const started = performance.now();
-  const out = spawnSync(process.execPath, ['cli/main.ts', 'check', '--quiet', '--kubeconfig', kubeconfig], {
-    cwd: root,
-    encoding: 'utf8',
-    maxBuffer: 64 << 20,
-  });
-  const seconds = (performance.now() - started) / 1000;
-  if (out.status !== 0)
-    throw new Error(`check exited ${out.status}: ${out.stderr}${out.stdout.slice(-2000)}`);
-  return seconds;
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-}
-
-/** Replaces the body of `## ipamctl` in docs/benchmarks.md (creating the file or section). */
-async function writeSection(body: string): Promise<void> {
-  const path = `${root}docs/benchmarks.md`;
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    text = '# Benchmarks\n';
-  }
-  const start = text.indexOf('\n## ipamctl\n');
-  // Formatted as the repository's `prettier --check .` expects (padded tables).
-  const section = `\n${(await format(`## ipamctl\n\n${body.trim()}\n`, { parser: 'markdown', ...PRETTIER })).trimEnd()}\n`;
-  if (start < 0) text = `${text.trimEnd()}\n${section}`;
-  else {
-    const end = text.indexOf('\n## ', start + 1);
-    text = text.slice(0, start) + section + (end < 0 ? '' : text.slice(end));
-  }
-  writeFileSync(path, text);
-}
-
 async function main(): Promise<void> {
   const cp = controlPlane();
   adminDatastore().close(); // installs the CRDs
@@ -120,11 +77,13 @@ async function main(): Promise<void> {
   try {
     const seedSeconds = await seed(ds, ns);
     process.stderr.write(`seeded in ${seedSeconds.toFixed(1)} s; running check ${RUNS} times\n`);
-    const times = Array.from({ length: RUNS }, () => runCheck(cp.adminKubeconfig));
+    const times = Array.from({ length: RUNS }, () => runCheck(root, cp.adminKubeconfig));
     const fmt = (s: number): string => `${s.toFixed(2)} s`;
     const line = `check over ${BLOCKS} blocks / ${BLOCKS * PER_BLOCK} allocations / ${BLOCKS * PER_BLOCK} pods / ${NODES} nodes: median ${fmt(median(times))} (min ${fmt(Math.min(...times))}, max ${fmt(Math.max(...times))}, ${RUNS} runs, exit 0 each)`;
     console.log(line);
-    await writeSection(`Measured by \`node_modules/.bin/node test/bench/check-bench.ts\` (${new Date().toISOString().slice(0, 10)}).
+    await writeDocSection(
+      '## ipamctl',
+      `Measured by \`node_modules/.bin/node test/bench/check-bench.ts\` (${new Date().toISOString().slice(0, 10)}).
 
 | What | Figure |
 | --- | --- |
@@ -138,7 +97,8 @@ subresource; full block objects created directly, ${SEED_CONCURRENCY} requests i
 real executable, \`node cli/main.ts check --quiet\` (process start and the @kubernetes/client-node
 import included), reading everything with paginated LISTs (500 per page) and running every
 check; every run exits 0. Machine: ${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown'}), ${Math.round(totalmem() / 2 ** 30)} GiB; the API server,
-etcd and ipamctl share those cores.`);
+etcd and ipamctl share those cores.`,
+    );
   } finally {
     await cleanCluster(ds);
     await deleteAllPods(ds, ns);

@@ -51,16 +51,11 @@ import {
   setupCalico,
   setupWhereabouts,
   type PeerIpam,
+  must,
 } from './peer-ipams.ts';
 import { startChurnAgent, type ChurnAgent } from './churn-agents.ts';
-import {
-  cpuSeconds,
-  reniceProcess,
-  serveApiSocket,
-  startNode,
-  type Relay,
-  type SimNode,
-} from './churn-lib.ts';
+import { cpuSeconds } from './proc-stat.ts';
+import { reniceProcess, serveApiSocket, startNode, type Relay, type SimNode } from './churn-lib.ts';
 import { renderChurn, type ChurnPhase, type ChurnRun } from './churn-report.ts';
 import type { NodeCall, NodeResult } from './churn-node.ts';
 
@@ -103,10 +98,6 @@ const pidOf = (file: string): number => Number(readFileSync(join(cp.runDir, file
 const apiserverPid = pidOf('apiserver.pid');
 const etcdPid = pidOf('etcd.pid');
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-churn-'));
-const must = (args: string[], input?: string): void => {
-  const r = kubectl(args, input === undefined ? {} : { input });
-  if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-};
 /** Force-deletes the bench's pods matching `selector` (kubectl arguments), without waiting. */
 const deletePods = (selector: readonly string[]): void =>
   void kubectl(['delete', 'pods', '-n', NS, ...selector, '--grace-period=0', '--force', '--wait=false']);

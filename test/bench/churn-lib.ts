@@ -1,8 +1,7 @@
 /**
  * Pieces of test/bench/churn-bench.ts (not a test): the simulated nodes (network namespaces, each
  * with a churn-node.ts process and a churn-relay.ts), the host side of their API route, process
- * priorities and CPU from /proc, and
- * the per-call breakdowns read from the IPAMs' own logs.
+ * priorities, and the per-call breakdowns read from the IPAMs' own logs.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -13,21 +12,6 @@ import type { NodeCall, NodeResult } from './churn-node.ts';
 
 const NODE_MAIN = fileURLToPath(new URL('./churn-node.ts', import.meta.url));
 const RELAY_MAIN = fileURLToPath(new URL('./churn-relay.ts', import.meta.url));
-/** /proc/<pid>/stat times are in clock ticks; Linux's USER_HZ is 100 on every platform it runs on here. */
-const TICKS_PER_S = 100;
-
-/** CPU seconds (user + system) the process has used so far; NaN when it is gone. */
-export function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces) start at state: utime is 14th, stime 15th.
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / TICKS_PER_S;
-  } catch {
-    return NaN;
-  }
-}
-
 /** A churn-relay.ts process (a leg of the nodes' route to the API server). */
 export interface Relay {
   readonly pid: number;

@@ -102,7 +102,6 @@ describe('renderChurn', () => {
       assert.match(markdown, /plugin → agent socket/);
       assert.match(markdown, /\| served by the agent \|/);
       assert.match(markdown, /\| 0 \(the agent sends them\) \| 2 of 2 \|/);
-      assert.doesNotMatch(markdown, /node cache/);
       assert.doesNotMatch(markdown, /Infinity|NaN/);
     });
   });

@@ -4,7 +4,9 @@
  */
 import { join } from 'node:path';
 import { barSpec, histogramSpec, lineSpec, machineLine, writeChart } from './charts/index.ts';
-import { fmt, pct, writeDocsSection } from './plugin-bench-lib.ts';
+import { percentile as pct } from './cost-curves/common.ts';
+import { writeDocSection } from './doc-section.ts';
+import { fmt } from './plugin-bench-lib.ts';
 import { readBlockipamLogs, type BlockipamCall, readCalicoLockWaits } from './churn-lib.ts';
 
 /** One phase of one IPAM: every node's calls issued at once. */
@@ -269,11 +271,9 @@ export function renderChurn(run: ChurnRun): {
     breakdown: parts,
     writeDocs: async (docsDir) => {
       const figures = await charts(run);
-      await writeDocsSection(
-        join(docsDir, 'benchmarks.md'),
-        `${markdown}\n\n${figures.join('\n')}`,
-        '## IPAM churn',
-      );
+      await writeDocSection('## IPAM churn', `${markdown}\n\n${figures.join('\n')}`, {
+        path: join(docsDir, 'benchmarks.md'),
+      });
     },
   };
 }

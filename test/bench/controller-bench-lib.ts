@@ -1,16 +1,13 @@
 /**
- * The controller benchmark's scenario (test/bench/controller-bench.ts, and the GC cost curve of
- * test/bench/cost-curves/): NODES nodes, each with one /26 block holding PER_NODE allocations
+ * The controller GC scenario of the cost curves (test/bench/cost-curves/main.ts `--only gc`): NODES nodes, each with one /26 block holding PER_NODE allocations
  * whose pods do not exist, on a real kube-apiserver. The controller runs in-process on its real
  * watches (shared/informer.ts) with an injected clock: one pass sees the leaks (candidates), the
  * clock jumps over the grace period, the next pass reclaims — its wall time and API requests are
  * the figures. Scenario A: pods gone, nodes alive (grace, fresh re-check per pod). Scenario B:
  * the nodes deleted too (the deleted-node path: no grace, then their blocks released).
  *
- * The run of 2026-12-01 found scenario B's seeded blocks gone before its first pass: the script
- * called the test helper `cleanCluster(admin, [])` right after seeding to "delete the nodes" —
- * but cleanCluster first deletes every blockipam object (IPAMBlocks, IPPools, IPAMConfig). The
- * nodes are now deleted by their label alone.
+ * Scenario B deletes the nodes by their label alone: the test helper `cleanCluster` would first
+ * delete every blockipam object (IPAMBlocks, IPPools, IPAMConfig), the seeded blocks included.
  */
 import { IPAM_CONFIG_NAME, settingsOf } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
@@ -20,6 +17,7 @@ import { watchCluster } from '../../block-controller/controller/watched-view.ts'
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore, blockObject, cleanCluster, createNode, poolObject } from '../cli/cluster.ts';
 import { TestClock } from '../controller/helpers.ts';
+import { countDelta, progress } from './cost-curves/common.ts';
 
 /** The scenario's size. Calico's (calico PR #8136): 250 nodes × 12 = 3,000 leaked allocations. */
 export interface ControllerBenchSize {
@@ -114,13 +112,13 @@ export async function scenario(
   const started1 = performance.now();
   const first = await reconciler.pass();
   const firstMs = performance.now() - started1;
-  const firstRequests = diff(before1, stats.byMethod);
+  const firstRequests = countDelta(before1, stats.byMethod);
   clock.advance(settingsOf(view.config()).leakGracePeriodSeconds);
   const before = { ...stats.byMethod };
   const started = performance.now();
   const pass = await reconciler.pass();
   const ms = performance.now() - started;
-  const requests = diff(before, stats.byMethod);
+  const requests = countDelta(before, stats.byMethod);
   const left = await allocatedCount(admin);
   const blocksLeft = (await admin.blocks.list()).length;
   await view.stop();
@@ -141,15 +139,4 @@ export async function scenario(
     blocksLeft,
     seedMs,
   };
-}
-
-export function progress(text: string): void {
-  process.stderr.write(`${new Date().toISOString()} ${text}\n`);
-}
-
-function diff(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [method, n] of Object.entries(after))
-    if (n !== (before[method] ?? 0)) out[method] = n - (before[method] ?? 0);
-  return out;
 }

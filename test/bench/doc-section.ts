@@ -15,7 +15,7 @@ export const BENCHMARKS_DOC = join(repoRoot, 'docs', 'benchmarks.md');
  * Replaces the section that starts with the line `heading` (e.g. `### ipamctl check`) up to the
  * next heading of the same or a higher level; appends it after `after` (a heading, default the
  * end of the file) when the document has no such section.
- * @param body the section's text below its heading (markdown)
+ * @param body the section's text below its heading (markdown; a first line that is `heading` is dropped)
  */
 export async function writeDocSection(
   heading: string,
@@ -26,8 +26,9 @@ export async function writeDocSection(
   const level = /^(#+) /.exec(heading)?.[1]?.length;
   if (!level) throw new RangeError(`heading "${heading}": must start with '#'s and a space`);
   const prettier = JSON.parse(readFileSync(join(repoRoot, '.prettierrc.json'), 'utf8')) as object;
+  const text = body.startsWith(`${heading}\n`) ? body.slice(heading.length + 1) : body;
   const section = (
-    await format(`${heading}\n\n${body.trim()}\n`, { parser: 'markdown', ...prettier })
+    await format(`${heading}\n\n${text.trim()}\n`, { parser: 'markdown', ...prettier })
   ).trim();
   const lines = (existsSync(path) ? readFileSync(path, 'utf8') : '# Benchmarks\n').trimEnd().split('\n');
   const endOf = (start: number, depth: number): number => {

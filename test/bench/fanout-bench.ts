@@ -35,7 +35,7 @@ import type { IPAMBlock, IPPool } from 'blockipam/core';
 import { startAgent, type AgentProcess } from '../agent/agent-process.ts';
 import { controlPlane } from '../helpers/control-plane.ts';
 import { adminDatastore, wipeBlockipam } from '../helpers/crds.ts';
-import { cpuSeconds } from './churn-lib.ts';
+import { cpuSeconds } from './proc-stat.ts';
 import { writeDocSection } from './doc-section.ts';
 
 const { values } = parseArgs({
@@ -264,5 +264,5 @@ One private API server; ${ADDS} ADDs (block UPDATEs through core's autoAssign) o
 ${table}
 
 With the previous agent (every IPAMBlock and Node watched), measured on 5761aaf with 1, 5, 10, 20 agents: 64 / 146 / 250 / 457 KiB written and 3.7 / 16 / 35 / 55 ms of all agents' CPU per ADD — about 21 KiB and 2.7 ms more per agent. Now the bytes per ADD are one block event (the writer's own agent) whatever N; the kube-apiserver and client CPU columns are small differences of large, noisy totals on a shared machine: read them as flat for the new watches and growing with N for the old ones.`,
-    { after: '## Cluster controller' },
+    { after: '## ipamctl' },
   );

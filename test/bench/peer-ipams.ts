@@ -41,7 +41,8 @@ export interface PeerIpam {
   top(node: string): Record<string, unknown>;
 }
 
-const must = (args: string[], input?: string): void => {
+/** kubectl against the control plane (helpers/control-plane.ts); @throws Error with its stderr when it fails */
+export const must = (args: string[], input?: string): void => {
   const r = kubectl(args, input === undefined ? {} : { input });
   if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
 };

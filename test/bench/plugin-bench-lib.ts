@@ -1,11 +1,10 @@
 /**
- * Helpers of test/bench/plugin-bench.ts: timing of process runs, percentiles, API-server
- * request counters (apiserver_request_total from /metrics), and the docs section writer.
+ * Helpers of test/bench/plugin-bench.ts: timing of process runs and API-server request counters
+ * (apiserver_request_total from /metrics).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
-import { writeDocSection } from './doc-section.ts';
 
 export interface Timed {
   readonly ms: number;
@@ -32,12 +31,6 @@ export function timed(
     child.stdin.on('error', () => undefined);
     child.stdin.end(stdin);
   });
-}
-
-/** Nearest-rank percentile of `values` (p in 0..100). */
-export function pct(values: readonly number[], p: number): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
 }
 
 export const fmt = (ms: number): string => (Number.isNaN(ms) ? 'n/a' : ms.toFixed(1));
@@ -88,20 +81,6 @@ export function delta(
 
 export function total(m: Map<string, number>): number {
   return [...m.values()].reduce((a, b) => a + b, 0);
-}
-
-/**
- * Replaces (or appends) the section under `heading` (default `## CNI plugin`) of the markdown file
- * at `path`, formatted as `prettier --check .` expects (test/bench/doc-section.ts).
- * @param section the section's text, starting with its heading line
- */
-export async function writeDocsSection(
-  path: string,
-  section: string,
-  heading = '## CNI plugin',
-): Promise<void> {
-  const body = section.startsWith(`${heading}\n`) ? section.slice(heading.length + 1) : section;
-  await writeDocSection(heading, body, { path });
 }
 
 /** The value after `--name` on this benchmark's command line, if given. */

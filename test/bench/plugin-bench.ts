@@ -21,16 +21,9 @@ import { join } from 'node:path';
 import { controlPlane, kubectl } from '../helpers/control-plane.ts';
 import { ensurePlugin, repoRoot } from '../plugin/helpers/plugin-exe.ts';
 import { readBlockipamLogs } from './churn-lib.ts';
-import {
-  delta,
-  option,
-  fmt,
-  pct,
-  requestCounters,
-  timed,
-  total,
-  writeDocsSection,
-} from './plugin-bench-lib.ts';
+import { delta, option, fmt, requestCounters, timed, total } from './plugin-bench-lib.ts';
+import { percentile as pct } from './cost-curves/common.ts';
+import { writeDocSection } from './doc-section.ts';
 import {
   API,
   applyNodes,
@@ -40,6 +33,7 @@ import {
   DEFAULT_CALICO_API,
   setupCalico,
   setupWhereabouts,
+  must,
 } from './peer-ipams.ts';
 
 const argv = process.argv.slice(2);
@@ -50,10 +44,6 @@ const BURST = 100;
 const COUNT = 20;
 const cp = controlPlane();
 const tmp = mkdtempSync(join(tmpdir(), 'bipam-bench-'));
-const must = (args: string[], input?: string): void => {
-  const r = kubectl(args, input === undefined ? {} : { input });
-  if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-};
 
 const wb = setupWhereabouts(tmp);
 const calicoApi = option('--calico-api') ?? DEFAULT_CALICO_API;
@@ -388,13 +378,13 @@ async function main(): Promise<void> {
     '',
     "### blockipam API requests, as it counts them itself (its log's `done` lines)",
     '',
-    `- ADD, not counting the pod + namespace GETs the annotations need: p50 ${pct(self.add, 50)}, max ${Math.max(...self.add)} (the first ADD of the run also claims a block and refreshes the snapshot cache).`,
+    `- ADD, not counting the pod + namespace GETs the annotations need: p50 ${pct(self.add, 50)}, max ${Math.max(...self.add)} (the first ADD of the run also claims a block).`,
     `- Annotation reads per ADD (pod GET + namespace GET, only when CNI_ARGS names the pod): ${pct(self.annotation, 50)}.`,
     `- DEL: p50 ${pct(self.del, 50)} (1 LIST of the node's blocks + 1 UPDATE).`,
   );
   const section = lines.join('\n');
   console.log(section);
-  if (argv.includes('--write-docs')) await writeDocsSection(join(repoRoot, 'docs', 'benchmarks.md'), section);
+  if (argv.includes('--write-docs')) await writeDocSection('## CNI plugin', section);
 }
 
 try {

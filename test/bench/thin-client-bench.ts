@@ -21,6 +21,7 @@ import { rawAgent } from '../plugin/helpers/raw-agent.ts';
 import { fixture } from '../plugin/helpers/cluster.ts';
 import { installForwarded } from '../plugin/helpers/conformance.ts';
 import { ensurePlugin } from '../plugin/helpers/plugin-exe.ts';
+import { median, percentile } from './cost-curves/common.ts';
 import { writeDocSection } from './doc-section.ts';
 
 const { values } = parseArgs({
@@ -74,14 +75,6 @@ async function measure(
   if (code !== 0) throw new Error(`measurer failed with ${code}`);
   return JSON.parse(out) as { label: string; ms: number; code: number }[];
 }
-
-const median = (v: readonly number[]): number => {
-  const s = [...v].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-const pct = (v: readonly number[], p: number): number =>
-  [...v].sort((a, b) => a - b)[Math.min(v.length - 1, Math.floor(v.length * p))] as number;
 
 async function main(): Promise<void> {
   const exe = ensurePlugin();
@@ -166,7 +159,7 @@ async function main(): Promise<void> {
     const mine = results.filter((r) => r.label === label);
     const ms = mine.map((r) => r.ms);
     const [build, call] = label.split('|');
-    return `| ${build} | ${call} | ${median(ms).toFixed(1)} | ${pct(ms, 0.1).toFixed(1)} | ${pct(ms, 0.9).toFixed(1)} | ${mine.filter((r) => r.code !== 0).length} |`;
+    return `| ${build} | ${call} | ${median(ms).toFixed(1)} | ${percentile(ms, 10).toFixed(1)} | ${percentile(ms, 90).toFixed(1)} | ${mine.filter((r) => r.code !== 0).length} |`;
   });
   const body = [
     `Measured by \`node test/bench/thin-client-bench.ts\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: 2 cores, Node ${process.version}, kube-apiserver on loopback; load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end.`,

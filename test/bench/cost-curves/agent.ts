@@ -8,12 +8,13 @@
  * from /proc and CPU (user + system ticks) is counted over an idle window.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { blockObject, poolObject, TEST_LABEL } from '../../cli/cluster.ts';
 import { ensureMultiCall } from '../../helpers/multi-call.ts';
+import { cpuSeconds, procStatus } from '../proc-stat.ts';
 import { bounded, load1, progress } from './common.ts';
 import type { CurvePoint } from './common.ts';
 
@@ -23,22 +24,9 @@ const ALLOCATIONS_PER_BLOCK = 10;
 const SETTLE_MS = 15_000;
 /** The idle window CPU is counted over. */
 const IDLE_MS = 30_000;
-/** Clock ticks per second of /proc/PID/stat (USER_HZ, 100 on Linux x86-64). */
-const USER_HZ = 100;
 
 const blockCidr = (b: number): string =>
   `10.${160 + Math.floor(b / 1024)}.${Math.floor((b % 1024) / 4)}.${(b % 4) * 64}/26`;
-
-function procStatus(pid: number): { rssMiB: number; hwmMiB: number } {
-  const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
-  return { rssMiB: kb('VmRSS') / 1024, hwmMiB: kb('VmHWM') / 1024 };
-}
-
-function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-}
 
 /** Grows the cluster to `nodes` nodes (and their blocks); nodes [from, nodes) are new. */
 async function seed(ds: KubeDatastore, from: number, nodes: number): Promise<void> {
@@ -140,13 +128,13 @@ async function measureAgent(
     }
     const readyS = (performance.now() - t0) / 1000;
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-    const ticks0 = cpuTicks(pid);
+    const cpu0 = cpuSeconds(pid);
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
-    const idleCpu = (cpuTicks(pid) - ticks0) / USER_HZ / (IDLE_MS / 1000);
-    const { rssMiB, hwmMiB } = procStatus(pid);
+    const idleCpu = (cpuSeconds(pid) - cpu0) / (IDLE_MS / 1000);
+    const { rssMiB, peakMiB } = procStatus(pid);
     return {
       'RSS MiB (idle)': Math.round(rssMiB),
-      'peak RSS MiB': Math.round(hwmMiB),
+      'peak RSS MiB': Math.round(peakMiB),
       'idle CPU (% of a core)': Math.round(idleCpu * 1000) / 10,
       'ready s': Math.round(readyS * 10) / 10,
     };

@@ -61,8 +61,11 @@ export async function seedCheckBlock(
   );
 }
 
-/** One `ipamctl check` run; @returns seconds. @throws Error when it does not exit 0 */
-function runCheck(root: string, kubeconfig: string): number {
+/**
+ * One `ipamctl check` run of the repository at `root`; @returns seconds.
+ * Shared by this curve and test/bench/check-bench.ts. @throws Error when it does not exit 0
+ */
+export function runCheck(root: string, kubeconfig: string): number {
   const t0 = performance.now();
   const out = spawnSync(process.execPath, ['cli/main.ts', 'check', '--quiet', '--kubeconfig', kubeconfig], {
     cwd: root,

@@ -26,6 +26,13 @@ export function percentile(values: readonly number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
 }
 
+/** The median of `values` (the mean of the middle two for an even count); NaN for no values. */
+export function median(values: readonly number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? NaN) : ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2;
+}
+
 /** `after − before` per key, keys that moved only. */
 export function countDelta(
   before: Readonly<Record<string, number>>,

@@ -144,7 +144,7 @@ async function gc(): Promise<void> {
     method: `Calico's GC scenario (calico PR #8136: ~50 min for 3,000 pods on 250 nodes) at three sizes, through \`test/bench/controller-bench-lib.ts\`: N/12 nodes, each with one /26 block holding 12 allocations whose pods do not exist. The controller's reconciler runs in-process on its real watches with an injected clock: the first pass finds the candidates (A) or releases the deleted nodes' allocations and blocks (B), the clock jumps over the ${'`leakGracePeriodSeconds`'} default (900 s), the second pass reclaims (A). Scenario B deletes the Node objects after seeding, before the watches start. Requests: the controller's transport counter, by method.`,
     verdict:
       big && bigB
-        ? `At ${big.x} leaks: A took ${Number(big.figures['s, both passes']).toFixed(1)} s with ${big.figures['requests per leak (both passes)']} requests per leak (the issue-10 run before core's batched release: 103–111 s, 6,000 GET + 3,001 PUT); B took ${Number(bigB.figures['s, both passes']).toFixed(1)} s with ${bigB.figures['requests per leak (both passes)']} requests per leak. Left after: A ${big.figures['left after']}, B ${bigB.figures['left after']}.`
+        ? `At ${big.x} leaks: A took ${Number(big.figures['s, both passes']).toFixed(1)} s with ${big.figures['requests per leak (both passes)']} requests per leak (before core's batched release, which released per address: 103–111 s, 6,000 GET + 3,001 PUT); B took ${Number(bigB.figures['s, both passes']).toFixed(1)} s with ${bigB.figures['requests per leak (both passes)']} requests per leak. Left after: A ${big.figures['left after']}, B ${bigB.figures['left after']}.`
         : '',
     loadAtStart,
   });

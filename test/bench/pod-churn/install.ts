@@ -25,23 +25,31 @@ import {
 } from '../../cluster/chart.ts';
 import { kubectl, type Cluster } from '../../helpers/cluster.ts';
 import { percentile } from '../cost-curves/common.ts';
+import type { DoneLine } from './breakdown.ts';
 import { POD_MTU, startAgents } from './network.ts';
 
 export type InstallMode = 'chart' | 'script';
 
-interface PluginLine {
+interface PluginLine extends DoneLine {
   level?: string;
-  msg?: string;
-  cmd?: string;
   code?: number;
   /** Which path served the call: through the node agent's socket, or the direct path. */
   path?: 'agent' | 'direct';
   lockWaitMs?: number;
   lockHeldMs?: number;
-  /** ms from the process's start to the line (the `done` line: the call's whole time). */
-  totalMs?: number;
   /** CPU of the whole call, user + system, ms. */
   cpuMs?: number;
+}
+
+/** Every line of the plugin's logs on the nodes (the chart's plugin.logFile; script mode's blockipam.log). */
+export function pluginLog(c: Cluster): PluginLine[] {
+  const lines: PluginLine[] = [];
+  for (const node of c.nodes)
+    for (const file of [pluginLogOf(node), join(c.runDir, node, 'log', 'blockipam.log')])
+      if (existsSync(file))
+        for (const text of readFileSync(file, 'utf8').split('\n'))
+          if (text) lines.push(JSON.parse(text) as PluginLine);
+  return lines;
 }
 
 /**
@@ -52,12 +60,7 @@ interface PluginLine {
  * — its host lock's wait and hold p50 and p99, ms. One line; "" when there is no log.
  */
 export function pluginLogFigures(c: Cluster): string {
-  const lines: PluginLine[] = [];
-  for (const node of c.nodes)
-    for (const file of [pluginLogOf(node), join(c.runDir, node, 'log', 'blockipam.log')])
-      if (existsSync(file))
-        for (const text of readFileSync(file, 'utf8').split('\n'))
-          if (text) lines.push(JSON.parse(text) as PluginLine);
+  const lines = pluginLog(c);
   if (lines.length === 0) return '';
   const count = (into: Record<string, number>, key: string): void => void (into[key] = (into[key] ?? 0) + 1);
   const done: Record<string, number> = {};
@@ -68,15 +71,22 @@ export function pluginLogFigures(c: Cluster): string {
   const figures = (cmd: string): string => {
     const calls = lines.filter((l) => l.msg === 'done' && l.cmd === cmd);
     if (calls.length === 0) return '';
-    const ms = (key: 'lockWaitMs' | 'lockHeldMs' | 'totalMs' | 'cpuMs'): number[] =>
+    const ms = (key: 'lockWaitMs' | 'lockHeldMs' | 'cpuMs'): number[] =>
       calls.flatMap((l) => (typeof l[key] === 'number' ? [l[key]] : []));
-    const [wait, held, total, cpu] = [ms('lockWaitMs'), ms('lockHeldMs'), ms('totalMs'), ms('cpuMs')];
-    const cpuMean = cpu.length ? (cpu.reduce((a, b) => a + b, 0) / cpu.length).toFixed(1) : 'n/a';
+    const [wait, held, cpu] = [ms('lockWaitMs'), ms('lockHeldMs'), ms('cpuMs')];
+    const total = calls.flatMap((l) => {
+      const whole = l.durationMs ?? l.totalMs; // the forwarder's, the direct path's
+      return whole === undefined ? [] : [whole];
+    });
+    // the direct path logs its CPU; the forwarder does not (its share is in the breakdown's CNI column)
+    const cpuMean = cpu.length
+      ? `, CPU ${(cpu.reduce((a, b) => a + b, 0) / cpu.length).toFixed(1)} ms mean`
+      : '';
     const viaAgent = calls.filter((l) => l.path === 'agent').length;
     const lock = wait.length
       ? `, direct path's lock wait p50 ${percentile(wait, 50)} / p99 ${percentile(wait, 99)} ms, held p50 ${percentile(held, 50)} / p99 ${percentile(held, 99)} ms`
       : '';
-    return `${cmd} whole call p50 ${percentile(total, 50)} / p99 ${percentile(total, 99)} ms, CPU ${cpuMean} ms mean, ${calls.length} calls, ${viaAgent} served by the agent${lock}`;
+    return `${cmd} whole call p50 ${percentile(total, 50)} / p99 ${percentile(total, 99)} ms${cpuMean}, ${calls.length} calls, ${viaAgent} served by the agent${lock}`;
   };
   return `the plugin's log (all phases, ${c.nodes.length} nodes): calls done ${JSON.stringify(done)}, failed ${JSON.stringify(failed)}; ${[figures('ADD'), figures('DEL')].filter(Boolean).join('; ')}`;
 }

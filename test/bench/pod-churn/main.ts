@@ -13,9 +13,11 @@
  *     [--order host-local,blockipam,calico] [--install chart|script] [--calico-api PATH] [--no-docs]
  *     [--shared-cluster]
  *
- * An IPAM may appear more than once in `--order` (`host-local,blockipam,blockipam,host-local`
- * alternates which goes first): the ratios are then of each IPAM's median, and each blockipam
- * run is also set against the host-local run beside it.
+ * An IPAM may appear more than once in `--order` (scripts/bench.sh runs each 3 times, each in
+ * each position once): the ratios are then of each IPAM's median, each IPAM's min–max beside.
+ * Per run and phase, where the time went (breakdown.ts): CPU seconds per part of the cluster and,
+ * for blockipam, its calls' time in the agent against the whole call and each node's first block
+ * claim. stdout: a JSON summary, then the ratios and those tables (also with `--no-docs`).
  *
  * calico is skipped, saying so, when it is not built and the projectcalico/api source
  * (`--calico-api`, default peer-ipams.ts DEFAULT_CALICO_API) is absent.
@@ -30,23 +32,22 @@
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { barSpec, lineSpec, machineLine, writeChart } from '../charts/index.ts';
-import { writeDocSection } from '../doc-section.ts';
 import { cluster, kubectl, startOwnCluster, type Cluster } from '../../helpers/cluster.ts';
 import { installBlockipam } from '../../cluster/blockipam.ts';
 import { repoRoot } from '../../plugin/helpers/plugin-exe.ts';
-import { installBlockipamFor, pluginLogFigures, type InstallMode, type Installed } from './install.ts';
+import { callSplit, firstClaims, PhaseMeter, type PhaseCost } from './breakdown.ts';
+import {
+  installBlockipamFor,
+  pluginLog,
+  pluginLogFigures,
+  type InstallMode,
+  type Installed,
+} from './install.ts';
 import { bypassRecorder, hostLocalHeld, useIpam } from './network.ts';
 import type { Ipam } from './network.ts';
 import { Churn } from './phases.ts';
-import {
-  CALICO_SETUP,
-  calicoBlocks,
-  calicoHeld,
-  calicoLogFigures,
-  cleanCalico,
-  prepareCalico,
-} from './calico.ts';
+import { breakdown, publish, ratioLine, type Options, type Run } from './report.ts';
+import { calicoBlocks, calicoHeld, calicoLogFigures, cleanCalico, prepareCalico } from './calico.ts';
 import { buildCalico, DEFAULT_CALICO_API } from '../peer-ipams.ts';
 import type { PhaseResult } from './phases.ts';
 
@@ -79,15 +80,6 @@ const ORDER = (values.order ?? '').split(',').map((name): Ipam => {
 const uptime = (): string => spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
 const log = (text: string): void => void process.stderr.write(`${new Date().toISOString()} ${text}\n`);
 
-interface Run {
-  readonly ipam: Ipam;
-  readonly label: string;
-  readonly phases: readonly PhaseResult[];
-  readonly uptimeBefore: string;
-  readonly uptimeAfter: string;
-  readonly extra: string;
-}
-
 /** The 1-minute load average each IPAM's run waits for before it starts (both start idle). */
 const SETTLED_LOAD = 4;
 
@@ -115,6 +107,16 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
   await new Promise((resolve) => setTimeout(resolve, 3000)); // containerd reloads net.d
   waitReady(c.nodes);
   const churn = new Churn(c, { namespace: `churn-${index}-${ipam}`, pods: PODS });
+  const meter = new PhaseMeter(c, { agents: ipam === 'blockipam' && INSTALL === 'chart' });
+  const costs: PhaseCost[] = [];
+  const measured = async (phase: () => Promise<PhaseResult>): Promise<PhaseResult> => {
+    const stop = meter.start();
+    try {
+      return await phase();
+    } finally {
+      costs.push(stop());
+    }
+  };
   const uptimeBefore = uptime();
   log(`${ipam}: ${uptimeBefore}`);
   try {
@@ -128,27 +130,35 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
       log(`${ipam}: ${last.phase} not finished after ${last.seconds.toFixed(0)} s — ${why}`);
       stuck.push(`${last.phase} not finished after ${last.seconds.toFixed(0)} s: ${why}`);
     };
-    phases.push(await churn.create());
+    phases.push(await measured(() => churn.create()));
     await noteStuck();
     log(`${ipam}: create ${phases.at(-1)?.seconds.toFixed(1)} s ${JSON.stringify(phases.at(-1)?.perNode)}`);
-    const blocksAfterCreate =
-      ipam === 'blockipam' ? await churn.blockipamBlocks() : ipam === 'calico' ? { all: calicoBlocks() } : {};
-    phases.push(await churn.recreate());
+    const blocks = ipam === 'blockipam' ? await churn.blockipamBlocks() : [];
+    const blocksAfterCreate: Record<string, number> = ipam === 'calico' ? { all: calicoBlocks() } : {};
+    for (const b of blocks) blocksAfterCreate[b.node] = (blocksAfterCreate[b.node] ?? 0) + 1;
+    const claims = Object.entries(firstClaims(blocks, costs[0]?.startMs ?? 0))
+      .sort()
+      .map(([node, s]) => `${node} ${s >= 0 ? '+' : ''}${s.toFixed(1)} s`);
+    phases.push(await measured(() => churn.recreate()));
     log(`${ipam}: re-create ${phases.at(-1)?.seconds.toFixed(1)} s`);
     await noteStuck();
     phases.push(
-      await churn.delete(
-        ipam === 'blockipam'
-          ? () => churn.blockipamHeld()
-          : ipam === 'calico'
-            ? () => calicoHeld()
-            : () => hostLocalHeld(c),
+      await measured(() =>
+        churn.delete(
+          ipam === 'blockipam'
+            ? () => churn.blockipamHeld()
+            : ipam === 'calico'
+              ? () => calicoHeld()
+              : () => hostLocalHeld(c),
+        ),
       ),
     );
     log(`${ipam}: delete ${phases.at(-1)?.seconds.toFixed(1)} s, released ${phases.at(-1)?.releasedSeconds}`);
     const extra = [
       ...(ipam === 'blockipam'
-        ? [`blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; ${installed?.describe ?? ''}`]
+        ? [
+            `blocks per node after create: ${JSON.stringify(blocksAfterCreate)}; each node's first block claimed (its creationTimestamp, whole seconds) after create's start: ${claims.join(', ') || 'none'}; ${installed?.describe ?? ''}`,
+          ]
         : []),
       ...(ipam === 'calico'
         ? [`IPAMBlocks after create: ${blocksAfterCreate.all ?? 0}; ${installed?.describe ?? ''}`]
@@ -159,7 +169,10 @@ async function runOne(ipam: Ipam, index: number, installed: Installed | undefine
       ...(ipam === 'calico' ? [calicoLogFigures(c)].filter(Boolean) : []),
       `at the end of the run: ${await churn.diagnose().catch((error: unknown) => `diagnosis failed: ${String(error)}`)}`,
     ].join('; ');
-    return { ipam, label: `${ipam} (run ${index + 1})`, phases, uptimeBefore, uptimeAfter: uptime(), extra };
+    const lines = ipam === 'blockipam' ? pluginLog(c) : [];
+    const splits = costs.map((cost) => callSplit(lines, cost));
+    const label = `${ipam} (run ${index + 1})`;
+    return { ipam, label, phases, costs, splits, uptimeBefore, uptimeAfter: uptime(), extra };
   } finally {
     churn.close();
   }
@@ -242,128 +255,20 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  if (!values['no-docs']) await publish(runs, { loadAtStart, maxPods: maxPods ?? '?', nodes, skipped });
-}
-
-async function publish(
-  runs: readonly Run[],
-  ctx: { loadAtStart: number; maxPods: string; nodes: number; skipped: readonly string[] },
-): Promise<void> {
-  const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
-  const versions =
-    'Kubernetes v1.37.2 (kubelet, scheduler, controller-manager), containerd v2.4.2, runc 1.1.5, ptp/portmap/host-local v1.10.0';
-  const subtitle = [
-    `${when} UTC · ${machineLine(ctx.loadAtStart)}`,
-    `${versions}`,
-    `${PODS} pause pods in 3 Deployments on ${ctx.nodes} nodes, sampled by one pod LIST per second`,
-  ];
-  const charts: string[] = [];
-  for (const phase of ['create', 're-create'] as const)
-    charts.push(
-      await writeChart(
-        `pod-churn-${phase}`,
-        lineSpec({
-          title: `Pods Running over time: ${phase === 'create' ? `${PODS} pods created at once` : `all ${PODS} pods deleted, re-created by their ReplicaSets`}`,
-          subtitle,
-          x: { title: 's since the first request' },
-          y: { title: 'pods Running' },
-          step: true,
-          series: runs.map((r) => ({
-            name: r.label,
-            points: r.phases.find((p) => p.phase === phase)?.series ?? [[0, 0]],
-          })),
-        }),
-      ),
-    );
-  charts.push(
-    await writeChart(
-      'pod-churn-phases',
-      barSpec({
-        title: 'Pod churn: wall time per phase',
-        subtitle,
-        categoryTitle: 'phase',
-        y: { title: 'wall time (s)' },
-        bars: runs.flatMap((r) => [
-          ...r.phases.map((p) => ({
-            category: p.phase,
-            series: r.label,
-            value: Math.round(p.seconds * 10) / 10,
-          })),
-          ...r.phases
-            .filter((p) => p.releasedSeconds !== undefined)
-            .map((p) => ({
-              category: 'delete → addresses released',
-              series: r.label,
-              value: Math.round((p.releasedSeconds ?? 0) * 10) / 10,
-            })),
-        ]),
-      }),
+  const options: Options = {
+    pods: PODS,
+    order: ORDER,
+    install: INSTALL,
+    fresh: FRESH,
+    settledLoad: SETTLED_LOAD,
+  };
+  console.log(
+    [ratioLine(runs, options), ...breakdown(runs), ...runs.map((r) => `${r.label}: ${r.extra}.`)].join(
+      '\n\n',
     ),
   );
-  const s = (p: PhaseResult | undefined): string =>
-    p ? `${p.seconds.toFixed(1)}${p.done ? '' : ' (not finished)'}` : '—';
-  const rows = runs.map((r) => {
-    const [create, recreate, del] = [r.phases[0], r.phases[1], r.phases[2]];
-    return `| ${r.label} | ${s(create)} | ${s(recreate)} | ${s(del)} | ${del?.releasedSeconds?.toFixed(1) ?? 'not within 10 min'} | ${JSON.stringify(create?.perNode ?? {}).replace(/"/g, '')} | ${r.uptimeBefore.replace(/^.*load average: /, '')} → ${r.uptimeAfter.replace(/^.*load average: /, '')} |`;
-  });
-  /** The median of an IPAM's runs for a phase (of finished phases only). */
-  const median = (ipam: Ipam, phase: string): number | undefined => {
-    const xs = runs
-      .filter((r) => r.ipam === ipam)
-      .map((r) => r.phases.find((p) => p.phase === phase))
-      .filter((p) => p?.done)
-      .map((p) => p?.seconds ?? 0)
-      .sort((a, b) => a - b);
-    if (xs.length === 0) return undefined;
-    const mid = Math.floor(xs.length / 2);
-    return xs.length % 2 ? xs[mid] : ((xs[mid - 1] ?? 0) + (xs[mid] ?? 0)) / 2;
-  };
-  const count = (ipam: Ipam): number => runs.filter((r) => r.ipam === ipam).length;
-  const ratios = (over: Ipam, under: Ipam): string =>
-    (['create', 're-create', 'delete'] as const)
-      .map((phase) => {
-        const a = median(over, phase);
-        const b = median(under, phase);
-        return a && b ? `${phase} ${(a / b).toFixed(2)}` : `${phase} n/a`;
-      })
-      .join(', ') +
-    (count(over) > 1 || count(under) > 1 ? ` (medians of ${count(over)} and ${count(under)} runs)` : '');
-  /** Each blockipam run against the host-local run next to it in the order (before or after). */
-  const pairs = runs
-    .map((r, i) => {
-      if (r.ipam !== 'blockipam') return undefined;
-      const peer = [runs[i - 1], runs[i + 1]].find((p) => p?.ipam === 'host-local');
-      if (!peer) return undefined;
-      const at = (run: Run, phase: string): number | undefined =>
-        run.phases.find((p) => p.phase === phase && p.done)?.seconds;
-      const text = (['create', 're-create', 'delete'] as const)
-        .map((phase) => {
-          const a = at(r, phase);
-          const b = at(peer, phase);
-          return a && b ? `${phase} ${(a / b).toFixed(2)}` : `${phase} n/a`;
-        })
-        .join(', ');
-      return `${r.label} / ${peer.label}: ${text}`;
-    })
-    .filter((x): x is string => x !== undefined);
-  await writeDocSection(
-    '## Pod churn on the real cluster',
-    [
-      `Measured by \`node_modules/.bin/node test/bench/pod-churn/main.ts --pods ${PODS} --order ${ORDER.join(',')} --install ${INSTALL}${FRESH ? '' : ' --shared-cluster'}\` on ${when} UTC: ${machineLine(ctx.loadAtStart)}; ${versions}.`,
-      `Method (Spiderpool's, at this machine's scale): the harness's ${ctx.nodes}-node cluster (test/cluster/up.sh: per node kubelet + containerd + runc in its own namespaces; kubelet maxPods ${ctx.maxPods}, the default). For each run in turn (the order above), ${FRESH ? 'on a cluster of its own, started for it and torn down after it (so nothing one run leaves behind reaches the next),' : 'in the same cluster,'} once the 1-minute load average is below ${SETTLED_LOAD} (at most 10 min of waiting): 3 Deployments totalling ${PODS} pause pods (imagePullPolicy Never, terminationGracePeriodSeconds 5) are created at once → seconds until all are Running; all pods are deleted at once (one DELETE collection, default grace) and their ReplicaSets re-create them → seconds until ${PODS} replacements are Running; the Deployments are deleted → seconds until no pod is left, and until the IPAM holds no address. Times start at the phase's first request; progress is one pod LIST per second. The chain is ptp (MTU 1400) + portmap for host-local and blockipam; the conflist is switched between IPAMs (containerd reloads it). host-local: one /24 per node (the floor: files on the node, no API). blockipam: ${INSTALL === 'chart' ? `installed by the Helm chart for its run only (\`helm install\` with Helm 4, the image from scripts/build-image.sh imported into every node; test/bench/pod-churn/install.ts) and uninstalled after it, chart defaults but the harness's API address and CNI paths and \`cni.mtu=1400\` and \`plugin.logFile\` (the per-call figures below): pool default-ipv4 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), the agent DaemonSet (the plugin executable, its conflist and bound-token kubeconfig, the node's IPAM server, routes) and the controller Deployment (2 replicas) running during blockipam's run only` : `installed by \`test/cluster/install-blockipam.sh\`, pool 10.244.0.0/16 of /26 blocks, default IPAMConfig (minFreeAddressesPerNode 16), a node agent per node running as a host process during blockipam's run only (admin kubeconfig, no routes; the plugin on its direct path), plugin log level info`}. ${ORDER.includes('calico') && !ctx.skipped.length ? `calico: ${CALICO_SETUP}. ` : ''}${ctx.skipped.join('; ')}${ctx.skipped.length ? '. ' : ''}The harness's CNI call recorder is bypassed (plugins linked directly).`,
-      [
-        '| run | create → all Running (s) | delete all → all re-created Running (s) | delete Deployments → no pod (s) | → no address held (s) | pods per node after create | load average (before → after) |',
-        '| --- | --- | --- | --- | --- | --- | --- |',
-        ...rows,
-      ].join('\n'),
-      `Ratios blockipam / host-local, one invocation of the bench${FRESH ? ' (each run on a cluster of its own)' : ' (one cluster)'}: ${ratios('blockipam', 'host-local')} (goal: create within 1.2×).${pairs.length > 1 ? ` Pair by pair (each blockipam run against the host-local run beside it): ${pairs.join('; ')}.` : ''}${runs.some((r) => r.ipam === 'calico') ? ` Ratios calico / blockipam: ${ratios('calico', 'blockipam')}; calico / host-local: ${ratios('calico', 'host-local')}.` : ''}`,
-      ...runs.filter((r) => r.extra).map((r) => `${r.label}: ${r.extra}.`),
-      ...charts.map(
-        (link, i) =>
-          `![${['pods Running over time, create', 'pods Running over time, re-create', 'wall time per phase'][i]}](${link})`,
-      ),
-    ].join('\n\n'),
-  );
+  if (!values['no-docs'])
+    await publish(runs, { loadAtStart, maxPods: maxPods ?? '?', nodes, skipped }, options);
 }
 
 await main();

@@ -257,14 +257,11 @@ export class Churn {
     return list.items.reduce((n, b) => n + Object.keys(b.spec.allocations ?? {}).length, 0);
   }
 
-  /** Blocks blockipam holds, per node affinity. */
-  async blockipamBlocks(): Promise<Record<string, number>> {
-    const list = await this.#api.request<{ items: { spec: { affinity?: string | null } }[] }>(
-      'GET',
-      '/apis/ipam.blockipam.io/v1alpha1/ipamblocks',
-    );
-    const out: Record<string, number> = {};
-    for (const b of list.items) out[b.spec.affinity ?? '-'] = (out[b.spec.affinity ?? '-'] ?? 0) + 1;
-    return out;
+  /** blockipam's blocks: each one's node affinity and creationTimestamp. */
+  async blockipamBlocks(): Promise<{ node: string; created: string }[]> {
+    const list = await this.#api.request<{
+      items: { metadata: { creationTimestamp: string }; spec: { affinity?: string | null } }[];
+    }>('GET', '/apis/ipam.blockipam.io/v1alpha1/ipamblocks');
+    return list.items.map((b) => ({ node: b.spec.affinity ?? '-', created: b.metadata.creationTimestamp }));
   }
 }
