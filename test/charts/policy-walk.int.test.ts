@@ -334,9 +334,13 @@ function allowedSingle(m: Mutation, stored: IPAMBlock, caller: string): boolean 
     typeof key === 'string' &&
     key.startsWith('node.ipam.blockipam.io/')
   )
-    // a node label "borrowed" coming or going
+    // a node label "borrowed" coming (no more of them than allocations) or going
     return (
-      (m.kind === 'add' && !(key in labels) && at(m.apply({}), m.path) === 'borrowed') ||
+      (m.kind === 'add' &&
+        !(key in labels) &&
+        at(m.apply({}), m.path) === 'borrowed' &&
+        Object.values(labels).filter((v) => v === 'borrowed').length + 1 <=
+          Object.keys(stored.spec.allocations).length) ||
       (m.kind === 'remove' && labels[key] === 'borrowed')
     );
   if (top === 'spec' && field === 'allocations' && typeof key === 'string' && m.path.length === 3)
@@ -712,6 +716,9 @@ describe('the per-node admission policy: every field, every verb, every node cre
       },
     });
     const [first, ...others] = stored.spec.freed;
+    const borrowedLabels = Object.fromEntries(
+      [1, 2, 3, 4].map((i) => [`node.ipam.blockipam.io/walk-label-${i}`, 'borrowed']),
+    );
     const shapes: [string, IPAMBlock][] = [
       ...['100', '4095', '0', '1', '63'].map((key): [string, IPAMBlock] => [
         `an allocation at ordinal ${key}`,
@@ -729,6 +736,26 @@ describe('the per-node admission policy: every field, every verb, every node cre
           },
         },
       ],
+      [
+        'four node labels "borrowed" more than its 3 allocations (every reader pays for them)',
+        {
+          ...stored,
+          metadata: { ...stored.metadata, labels: { ...stored.metadata.labels, ...borrowedLabels } },
+        },
+      ],
+      ...['2026-12-05t06:00:00z', '2026-12-05T06:00:00:5Z', '2026-12-05T07:00:00+01:00'].map(
+        (date): [string, IPAMBlock] => [
+          `a freed entry dated ${date} (a format the policy's timestamp() cannot read)`,
+          {
+            ...stored,
+            spec: {
+              ...stored.spec,
+              sequence: stored.spec.sequence + 1,
+              freed: [...stored.spec.freed, { ordinal: 40, releasedAt: date }],
+            },
+          },
+        ],
+      ),
       [
         'the freed list reversed',
         { ...stored, spec: { ...stored.spec, freed: [...stored.spec.freed].reverse() } },
