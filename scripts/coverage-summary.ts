@@ -4,8 +4,10 @@
  *
  *   node scripts/coverage-summary.ts SUMMARY_JSON   prints the summary on stdout
  *
- * A file with no code left once its types are stripped (interfaces and type aliases only) never
- * loads at run time, so V8 cannot count it: it is listed apart and left out of every figure.
+ * c8 counts every line of a file, comments and blank ones too: a line is covered when the V8
+ * range around it ran. A file with no code left once its types are stripped (interfaces and type
+ * aliases only) never loads at run time, so V8 cannot count it: it is listed apart and left out
+ * of every figure.
  */
 import { readFileSync } from 'node:fs';
 import { stripTypeScriptTypes } from 'node:module';
@@ -94,7 +96,7 @@ export function format(s: CoverageSummary): string {
   const row = (name: string, t: LineTally): string =>
     `  ${name.padEnd(18)} ${percent(t).padStart(5)} %  ${t.covered}/${t.total} lines, ${t.files} files`;
   return [
-    'line coverage of the product code (c8 over V8 coverage):',
+    'line coverage of the product code (c8 over V8 coverage; every line counts, comments too):',
     row('total', s.total),
     ...[...s.folders].map(([name, t]) => row(`${name}/`, t)),
     `files at 0 % (${s.uncovered.length}):`,
