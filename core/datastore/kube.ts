@@ -170,16 +170,27 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
 
   update(object: T, options: CallOptions = {}): Promise<T> {
     return this.#api.request<T>('PUT', this.#path(object.metadata.name), {
-      body: this.#typed(object),
+      body: this.#stripped(object),
       signal: options.signal,
     });
   }
 
   updateStatus(object: T, options: CallOptions = {}): Promise<T> {
     return this.#api.request<T>('PUT', `${this.#path(object.metadata.name)}/status`, {
-      body: this.#typed(object),
+      body: this.#stripped(object),
       signal: options.signal,
     });
+  }
+
+  /**
+   * The object to write, its `metadata.managedFields` reset (`[{}]`: the API server drops the
+   * list and records this write alone). Nothing here reads managedFields, and every reader of
+   * blocks pays for their size: written back as read, a list another writer grew (any node
+   * credential can: docs/install.md §Security) would outlive every write of ours.
+   */
+  #stripped(object: T): T {
+    const typed = this.#typed(object);
+    return { ...typed, metadata: { ...typed.metadata, managedFields: [{}] } };
   }
 
   async delete(

@@ -1,0 +1,51 @@
+/**
+ * `metadata.managedFields` on the real API server: any writer of a block (a node credential
+ * included: the policy cannot bound their size) can grow them, and every reader of blocks pays
+ * for them. Core's writes reset them, so what another writer planted lasts until the block's next
+ * write of ours.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { mustParseCidr, newBlock, type IPAMBlock } from 'blockipam/core';
+import { adminDatastore } from '../helpers/crds.ts';
+
+const ds = adminDatastore();
+const block = newBlock({ cidr: mustParseCidr('10.213.0.0/26'), pool: 'mf-pool', node: 'mf-node', nowMs: 0 });
+const path = `/apis/ipam.blockipam.io/v1alpha1/ipamblocks/${block.metadata.name}`;
+/** The bytes of the block's managedFields as JSON (core's ObjectMeta type does not name them). */
+const size = (b: IPAMBlock): number =>
+  JSON.stringify((b.metadata as { managedFields?: unknown }).managedFields ?? []).length;
+
+after(() => ds.blocks.delete(block.metadata.name).catch(() => undefined));
+
+test('an update of ours resets managedFields another writer grew: they go back to the size of one write', async () => {
+  const created = await ds.blocks.create(block);
+  // 2,000 made-up field entries under another manager (the API server stores what it is sent)
+  const junk = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`f:junk.example/k${i}`, {}]));
+  const planted = await ds.transport.request<IPAMBlock>('PUT', path, {
+    body: {
+      ...created,
+      metadata: {
+        ...created.metadata,
+        managedFields: [
+          {
+            manager: 'planter',
+            operation: 'Update',
+            apiVersion: 'ipam.blockipam.io/v1alpha1',
+            time: '2026-01-01T00:00:00Z',
+            fieldsType: 'FieldsV1',
+            fieldsV1: { 'f:metadata': { 'f:labels': junk } },
+          },
+        ],
+      },
+    },
+  });
+  assert.ok(size(planted) > 50_000, `planted: ${size(planted)} bytes of managedFields`);
+  // a write of ours, as core sends them (the object as read, one change)
+  const written = await ds.blocks.update({ ...planted, spec: { ...planted.spec, affinity: null } });
+  const stored = await ds.blocks.get(block.metadata.name);
+  assert.ok(stored);
+  assert.equal(stored.spec.affinity, null);
+  assert.ok(size(written) < 2_000, `after our write: ${size(written)} bytes`);
+  assert.ok(size(stored) < 2_000, `stored: ${size(stored)} bytes`);
+});
