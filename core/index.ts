@@ -87,6 +87,8 @@ export {
   unsafeSequences,
 } from './block/frozen.ts';
 export type { Freeze, FreezeReason } from './block/frozen.ts';
+export { MANAGED_FIELDS_SLACK_BYTES, managedFieldsExcess } from './block/managed-fields.ts';
+export type { ManagedFieldsExcess } from './block/managed-fields.ts';
 export {
   allocateOrdinal,
   blockFree,

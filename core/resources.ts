@@ -38,6 +38,11 @@ export interface ObjectMeta {
   annotations?: Record<string, string>;
   /** Objects this one belongs to: Kubernetes' garbage collector deletes it with its owner. */
   ownerReferences?: OwnerReference[];
+  /**
+   * The API server's record of who set which field (opaque here: core never reads it, resets it
+   * on each write, and `managedFieldsExcess` sizes it).
+   */
+  managedFields?: unknown[];
 }
 
 /** Kubernetes OwnerReference (the fields blockipam sets). */

@@ -19,6 +19,7 @@ import {
   duplicateAddresses,
   ignoredBlockProblems,
   invariantProblems,
+  managedFieldsProblems,
   poolOverlapProblems,
 } from './block-checks.ts';
 import { frozenBlockProblems } from './frozen-checks.ts';
@@ -128,6 +129,7 @@ export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promi
     ...ignoredBlockProblems(snapshot),
     ...poolOverlapProblems(snapshot),
     ...invariantProblems(snapshot),
+    ...managedFieldsProblems(snapshot),
     ...affinityProblems(snapshot),
     ...owners.map((f) => f.problem),
     ...ipChecks.problems,

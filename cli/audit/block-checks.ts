@@ -2,7 +2,8 @@
  * Checks of blocks against blocks and pools (docs/design-cli.md §What it reports): one address in
  * two blocks, blocks the data path ignores (core's classifyBlocks: outside every pool, wrong pool
  * or size, forged labels, overlapping an older block), overlapping pools, broken block invariants
- * and dates in the future (core's checkBlockInvariants), blocks affine to deleted nodes, empty
+ * and dates in the future (core's checkBlockInvariants), `metadata.managedFields` grown past what
+ * core's writes leave (core's managedFieldsExcess), blocks affine to deleted nodes, empty
  * blocks. Pure functions of the snapshot; the trust rules live in core only.
  */
 import {
@@ -11,6 +12,7 @@ import {
   cidrLast,
   classifyBlocks,
   formatCidr,
+  managedFieldsExcess,
   parseCidr,
 } from 'blockipam/core';
 import type { Allocation, Cidr, IPAMBlock, IPPool } from 'blockipam/core';
@@ -146,6 +148,26 @@ export function invariantProblems(snapshot: Snapshot): Problem[] {
       } else future.push(problem('future-date', text, [`IPAMBlock/${name}`], hint));
     }
     return [...invalid, ...future];
+  });
+}
+
+/**
+ * Blocks whose `metadata.managedFields` core's `managedFieldsExcess` calls oversized: another
+ * writer grew them (no write of blockipam does), and every watcher of blocks pays for each byte.
+ */
+export function managedFieldsProblems(snapshot: Snapshot): Problem[] {
+  return snapshot.blocks.flatMap((block) => {
+    const excess = managedFieldsExcess(block);
+    if (!excess) return [];
+    const name = block.metadata.name;
+    return [
+      problem(
+        'oversized-managed-fields',
+        `IPAMBlock ${name}: metadata.managedFields are ${excess.bytes} bytes, above the ${excess.bound} any writes of blockipam leave: every watcher of blocks reads them with each change`,
+        [`IPAMBlock/${name}`],
+        `the controller resets them at its next pass; at once: kubectl patch ipamblock ${name} --type=merge -p '{"metadata":{"managedFields":[{}]}}'; find their writer in the API server's audit log`,
+      ),
+    ];
   });
 }
 

@@ -19,6 +19,7 @@ export const PROBLEM_KINDS = {
   'overlapping-pools': 'Pools whose CIDRs overlap',
   'invalid-block': 'Blocks breaking a block invariant',
   'future-date': 'Block dates later than now (not trusted by core)',
+  'oversized-managed-fields': 'Blocks whose metadata.managedFields another writer grew (core resets them)',
   'leaked-pod-deleted': 'Leaked: allocations of deleted pods',
   'leaked-pod-uid': 'Leaked: allocations of an earlier pod with the same name (another UID)',
   'leaked-node-deleted': 'Leaked: allocations of deleted nodes',

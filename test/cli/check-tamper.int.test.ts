@@ -1,7 +1,8 @@
 // ipamctl check against blocks an admin poisoned on the real API server — a sequence above 2^52
 // written as raw JSON (kubectl: JavaScript cannot express 2^53 + 1), finalizers, ownerReferences,
 // a Terminating block holding an allocation, a freed entry dated 2099, a pod whose address no
-// block records — each named by its kind with what to do; then repair sequence restores the
+// block records, managedFields grown to ~40 KB — each named by its kind with what to do (the
+// managedFields hint's patch shrinks them); then repair sequence restores the
 // block under its resourceVersion and check is clean of it. (No controller manager runs here, so
 // the garbage collector never acts on the ownerReferences.)
 import assert from 'node:assert/strict';
@@ -166,5 +167,42 @@ describe('ipamctl check sees tampering (real API server)', () => {
     const again = await ipamctl(['repair', 'sequence', name, '--yes']);
     assert.equal(again.code, 2);
     assert.match(again.stderr, new RegExp(`IPAMBlock ${name} has no unsafe sequence .*: nothing to repair`));
+  });
+
+  test('managedFields another writer grew are named; the hint patch resets them and check is clean', async () => {
+    await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
+    const name = await seedBlock('10.244.3.0/26', 'n1', 5);
+    const stored = (await ds.blocks.get(name))!;
+    // 2,000 made-up field entries under another manager (the API server stores what it is sent)
+    const junk = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`f:junk.example/k${i}`, {}]));
+    await ds.transport.request('PUT', `/apis/ipam.blockipam.io/v1alpha1/ipamblocks/${name}`, {
+      body: {
+        ...stored,
+        metadata: {
+          ...stored.metadata,
+          managedFields: [
+            {
+              manager: 'planter',
+              operation: 'Update',
+              apiVersion: 'ipam.blockipam.io/v1alpha1',
+              time: '2026-01-01T00:00:00Z',
+              fieldsType: 'FieldsV1',
+              fieldsV1: { 'f:metadata': { 'f:labels': junk } },
+            },
+          ],
+        },
+      },
+    });
+    const grown = await check('grown');
+    assert.equal(grown.code, 1, grown.stdout);
+    assert.deepEqual(grown.report.byKind, { 'oversized-managed-fields': 1 });
+    const found = grown.report.problems[0]!;
+    assert.match(found.message, new RegExp(`^IPAMBlock ${name}: metadata\\.managedFields are \\d+ bytes`));
+    const command = /kubectl patch ipamblock (\S+) --type=merge -p '(.+?)'/.exec(found.hint ?? '');
+    assert.ok(command, found.hint);
+    patch(command[1]!, command[2]!);
+    const clean = await check('reset');
+    assert.equal(clean.code, 0, clean.stdout);
+    assert.deepEqual(clean.report.byKind, {});
   });
 });

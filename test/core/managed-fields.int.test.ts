@@ -2,27 +2,28 @@
  * `metadata.managedFields` on the real API server: any writer of a block (a node credential
  * included: the policy cannot bound their size) can grow them, and every reader of blocks pays
  * for them. Core's writes reset them, so what another writer planted lasts until the block's next
- * write of ours.
+ * write of ours — a status write included (the controller's reset of a block nobody else writes).
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { mustParseCidr, newBlock, type IPAMBlock } from 'blockipam/core';
+import { managedFieldsExcess, mustParseCidr, newBlock, type IPAMBlock } from 'blockipam/core';
 import { adminDatastore } from '../helpers/crds.ts';
 
 const ds = adminDatastore();
 const block = newBlock({ cidr: mustParseCidr('10.213.0.0/26'), pool: 'mf-pool', node: 'mf-node', nowMs: 0 });
 const path = `/apis/ipam.blockipam.io/v1alpha1/ipamblocks/${block.metadata.name}`;
-/** The bytes of the block's managedFields as JSON (core's ObjectMeta type does not name them). */
-const size = (b: IPAMBlock): number =>
-  JSON.stringify((b.metadata as { managedFields?: unknown }).managedFields ?? []).length;
+/** The bytes of the block's managedFields as JSON. */
+const size = (b: IPAMBlock): number => JSON.stringify(b.metadata.managedFields ?? []).length;
 
 after(() => ds.blocks.delete(block.metadata.name).catch(() => undefined));
 
-test('an update of ours resets managedFields another writer grew: they go back to the size of one write', async () => {
+/** Creates the block (deleting an earlier one) and grows its managedFields to over 50 KB. */
+async function planted(): Promise<IPAMBlock> {
+  await ds.blocks.delete(block.metadata.name).catch(() => undefined);
   const created = await ds.blocks.create(block);
   // 2,000 made-up field entries under another manager (the API server stores what it is sent)
   const junk = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`f:junk.example/k${i}`, {}]));
-  const planted = await ds.transport.request<IPAMBlock>('PUT', path, {
+  const grown = await ds.transport.request<IPAMBlock>('PUT', path, {
     body: {
       ...created,
       metadata: {
@@ -40,12 +41,26 @@ test('an update of ours resets managedFields another writer grew: they go back t
       },
     },
   });
-  assert.ok(size(planted) > 50_000, `planted: ${size(planted)} bytes of managedFields`);
+  assert.ok(size(grown) > 50_000, `planted: ${size(grown)} bytes of managedFields`);
+  assert.ok(managedFieldsExcess(grown), 'core calls them oversized');
+  return grown;
+}
+
+test('an update of ours resets managedFields another writer grew: they go back to the size of one write', async () => {
+  const grown = await planted();
   // a write of ours, as core sends them (the object as read, one change)
-  const written = await ds.blocks.update({ ...planted, spec: { ...planted.spec, affinity: null } });
+  const written = await ds.blocks.update({ ...grown, spec: { ...grown.spec, affinity: null } });
   const stored = await ds.blocks.get(block.metadata.name);
   assert.ok(stored);
   assert.equal(stored.spec.affinity, null);
   assert.ok(size(written) < 2_000, `after our write: ${size(written)} bytes`);
   assert.ok(size(stored) < 2_000, `stored: ${size(stored)} bytes`);
+});
+
+test('a status write of ours resets them too: the controller reset of a block nobody else writes', async () => {
+  const grown = await planted();
+  const written = await ds.blocks.updateStatus({ ...grown, status: { conditions: [] } });
+  assert.ok(size(written) < 2_000, `after our status write: ${size(written)} bytes`);
+  const stored = await ds.blocks.get(block.metadata.name);
+  assert.ok(stored && size(stored) < 2_000 && !managedFieldsExcess(stored), `stored: ${size(stored!)} bytes`);
 });
