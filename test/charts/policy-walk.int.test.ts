@@ -7,7 +7,9 @@
  * removal, addition) is sent as a dry-run UPDATE with the agent's token and with the plugin's
  * token of node walk-n1, against a block of walk-n2, an unowned block and walk-n1's own block.
  * The allowed single-field changes are few and named below (ALLOWED); every other probe must be
- * refused or leave the stored object unchanged (the API server ignores or resets it). Then core's
+ * refused or leave the stored object unchanged (the API server ignores or resets it). The same
+ * mutations of core's claim are sent as dry-run CREATEs with both tokens: only the values core's
+ * claim takes from the node's clock may differ from what it computes. Then core's
  * own writes (allocate, release, borrow, both inside one batched write, the claim, deleting an
  * empty block) must be admitted, and every other verb (PATCH of each kind, DELETE of a non-empty
  * or foreign block, deletecollection, the status subresource) refused. The node ServiceAccount's
@@ -352,6 +354,22 @@ function allowedSingle(m: Mutation, stored: IPAMBlock, caller: string): boolean 
   return false;
 }
 
+/**
+ * The single-field changes of a claim a node may make: the values core's claim takes from the
+ * node's clock (the seed of `spec.sequence`, safe by the policy's bound, and
+ * `affinityClaimTime`, which core does not trust when in the future). Everything else of a claim
+ * is what core computes from its CIDR, pool and node.
+ */
+function allowedInClaim(m: Mutation): boolean {
+  const [top, field] = m.path;
+  return (
+    top === 'spec' &&
+    m.path.length === 2 &&
+    m.kind === 'set' &&
+    (field === 'sequence' || field === 'affinityClaimTime')
+  );
+}
+
 describe('the per-node admission policy: every field, every verb, every node credential', () => {
   const blocks: Record<string, IPAMBlock> = {};
   let credentials: [string, string][] = [];
@@ -531,6 +549,57 @@ describe('the per-node admission policy: every field, every verb, every node cre
     assert.ok(counts.tried > 300, `only ${counts.tried} probes`);
     // docs/security.md keeps the figures of this run: they change only with the schema or the policy
     const row = `| IPAMBlock UPDATE, 2 credentials × 3 blocks | ${counts.tried} | ${counts.refused} | ${counts.noEffect} | ${counts.allowed} | 0 |`;
+    const doc = readFileSync(join(REPO, 'docs', 'security.md'), 'utf8').replace(/ {2,}/g, ' ');
+    assert.ok(doc.includes(row), `docs/security.md lacks the row ${row}`);
+  });
+
+  test('every single-field change of a claim (CREATE) outside what core’s claim may vary is refused or has no effect', async () => {
+    const tally = { tried: 0, refused: 0, noEffect: 0, allowed: 0 };
+    const outside: string[] = [];
+    const claim = newBlock({ cidr: parseCidr('10.77.9.0/26')!, pool: POOL, node: N1, nowMs: NOW });
+    const original = claim as unknown as Json;
+    const post = (token: string, body: string): Promise<Answer> =>
+      call(token, 'POST', `${GROUP_PATH}?dryRun=All`, body);
+    /** The created object without what the API server sets on every create. */
+    const created = (body: string): string => {
+      const object = comparable(JSON.parse(body) as Record<string, unknown>) as {
+        metadata: Record<string, unknown>;
+      };
+      delete object.metadata.uid;
+      delete object.metadata.creationTimestamp;
+      return JSON.stringify(object);
+    };
+    const mutations = [
+      ...walk(
+        {
+          ...crdSchema,
+          properties: { spec: crdSchema.properties!.spec!, status: crdSchema.properties!.status! },
+        },
+        original,
+        [],
+        N1,
+      ),
+      ...metadataWalk(objectMeta, claim.metadata as unknown as Record<string, Json>),
+    ];
+    for (const [who, token] of credentials) {
+      const base = await post(token, jsonText(claim));
+      assert.equal(base.status, 201, `${who}: core's claim refused: ${base.body.slice(0, 300)}`);
+      const baseline = created(base.body);
+      for (const m of mutations) {
+        tally.tried += 1;
+        const answer = await post(token, jsonText(m.apply(original)));
+        if (answer.status >= 300) tally.refused += 1;
+        else if (created(answer.body) === baseline) tally.noEffect += 1;
+        else if (allowedInClaim(m)) tally.allowed += 1;
+        else outside.push(`${who}: ${m.kind} ${m.path.join('.')}`);
+      }
+    }
+    console.log(
+      `claim walk: ${tally.tried} CREATE probes, ${tally.refused} refused, ${tally.noEffect} admitted without effect, ${tally.allowed} admitted inside the allow-list`,
+    );
+    assert.deepEqual(outside, [], 'admitted outside what a claim may vary');
+    assert.ok(tally.tried > 100, `only ${tally.tried} probes`);
+    const row = `| IPAMBlock CREATE (a claim), 2 credentials | ${tally.tried} | ${tally.refused} | ${tally.noEffect} | ${tally.allowed} | 0 |`;
     const doc = readFileSync(join(REPO, 'docs', 'security.md'), 'utf8').replace(/ {2,}/g, ' ');
     assert.ok(doc.includes(row), `docs/security.md lacks the row ${row}`);
   });
