@@ -36,7 +36,14 @@ export { isLivePod, podIPs } from './allocator/pod-liveness.ts';
 export { releaseNodeBlocks } from './allocator/node-blocks.ts';
 export { releaseUnownedEmptyBlocks } from './allocator/unowned-blocks.ts';
 export { claimNodeBlock, releaseIdleBlock } from './allocator/node-upkeep.ts';
-export { loadSnapshot, poolBlockSize, poolCidr, snapshotOf, usablePools } from './allocator/pools.ts';
+export {
+  isPodCIDRPool,
+  loadSnapshot,
+  poolBlockSize,
+  poolCidr,
+  snapshotOf,
+  usablePools,
+} from './allocator/pools.ts';
 export type { PoolSnapshot } from './allocator/pools.ts';
 export { classifyBlocks, DISTRUST_REASONS, trustedAffine } from './allocator/block-trust.ts';
 export type { DistrustReason } from './allocator/block-trust.ts';
@@ -71,6 +78,8 @@ export { planAdoption } from './adopt/plan.ts';
 export type { AdoptionInput, AdoptionPlan, NodeAdoptionPlan, PodAddressPlan } from './adopt/plan.ts';
 export type { PodCIDRPlan } from './adopt/podcidr-plan.ts';
 export type { PodCIDRNode } from './adopt/podcidr.ts';
+export { MAX_TILES_PER_PODCIDR, planPodCIDRBlocks } from './adopt/podcidr-blocks.ts';
+export type { PodCIDRBlockConflict, PodCIDRBlockPlan } from './adopt/podcidr-blocks.ts';
 export type { AdoptionConflict, AdoptionNote } from './adopt/conflicts.ts';
 export { validatePool } from './pool-validation.ts';
 export { rfc3339 } from './time.ts';

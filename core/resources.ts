@@ -85,6 +85,12 @@ export interface IPPoolSpec {
   assignmentMode?: 'Automatic' | 'Manual';
   /** Stops new allocations (existing ones stay). Default false. */
   disabled?: boolean;
+  /**
+   * Each node's blocks in this pool are the tiles of its `spec.podCIDRs`, created affine to it by
+   * the controller; nodes neither claim nor borrow in it, nor release those blocks idle (adopting
+   * a host-local cluster in place: core/adopt/podcidr-blocks.ts). Default false.
+   */
+  podCIDRBlocks?: boolean;
 }
 
 /** A Kubernetes-shaped condition (metav1.Condition's fields). */

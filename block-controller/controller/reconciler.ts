@@ -32,6 +32,8 @@ import type { PassContext, PassLog } from './pass.ts';
 import { ipamNodeStep } from './routes/ipam-node-step.ts';
 import type { IPAMNodeStep } from './routes/ipam-node-step.ts';
 import { blockTrustStep } from './status/block-trust.ts';
+import { podCIDRBlockStep } from './adopt/podcidr-blocks.ts';
+import type { PodCIDRBlockStep } from './adopt/podcidr-blocks.ts';
 import type { BlockTrustStep } from './status/block-trust.ts';
 import { PoolEventLimiter, poolStatusStep } from './status/status-pass.ts';
 import type { StatusStep } from './status/status-pass.ts';
@@ -78,6 +80,7 @@ export const DEFAULT_NODE_GONE_GRACE_SECONDS = 600;
 export interface PassResult {
   skipped?: string;
   claimPools?: ClaimPoolsStep;
+  podCIDRBlocks?: PodCIDRBlockStep;
   ipamNodes?: IPAMNodeStep;
   leaks?: LeakStep;
   nodes?: NodeStep;
@@ -97,6 +100,8 @@ export class Reconciler {
   readonly stats: AllocatorStats;
   /** Blocks the last pass found unrouted (the IPAMNode step logs changes only). */
   readonly #unrouted = new Set<string>();
+  /** podCIDR block conflicts already announced by an Event (once each per run). */
+  readonly #podCIDRConflicts = new Set<string>();
   readonly #o: ReconcilerOptions;
   readonly #clock: () => number;
 
@@ -147,6 +152,7 @@ export class Reconciler {
       onApiError: this.#o.onApiError,
     };
     const claimPools = this.#o.claimPools ? await claimPoolsStep(ctx, this.#o.claimPools) : undefined;
+    const podCIDRBlocks = await podCIDRBlockStep(ctx, this.#podCIDRConflicts);
     // Routes first: a claimed block is routed by every node once its IPAMNode is written.
     const ipamNodes = await ipamNodeStep(ctx, this.#unrouted);
     const quarantined = quarantineStep(ctx, this.#goneNodes, this.#nodeGoneGraceMs);
@@ -158,7 +164,16 @@ export class Reconciler {
     this.#usageMetrics(leaks, view);
     await events.flush();
     this.#o.metrics?.passes.inc({ outcome: 'done' });
-    return { ...(claimPools ? { claimPools } : {}), ipamNodes, leaks, nodes, unownedBlocks, status, trust };
+    return {
+      ...(claimPools ? { claimPools } : {}),
+      podCIDRBlocks,
+      ipamNodes,
+      leaks,
+      nodes,
+      unownedBlocks,
+      status,
+      trust,
+    };
   }
 
   /** Sets the usage gauges from the pass's scan and the watched blocks. */

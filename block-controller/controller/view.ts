@@ -39,4 +39,6 @@ export interface WatchedNode extends AddressedNode {
     /** Pools' nodeSelectors are matched against them (node headroom). */
     readonly labels?: Readonly<Record<string, string>>;
   };
+  /** The podCIDRs kube-controller-manager gave the node (podCIDR pools' blocks). */
+  readonly spec?: { readonly podCIDR?: string; readonly podCIDRs?: readonly string[] };
 }

@@ -12,7 +12,7 @@
 import type { IPFamily } from '../address/ip.ts';
 import { cidrOf } from '../block/block.ts';
 import { isAllocatable } from '../block/frozen.ts';
-import { affineSelector, familySelector, nodeBlocksSelector } from '../block/labels.ts';
+import { affineSelector, familySelector, nodeBlocksSelector, POOL_LABEL } from '../block/labels.ts';
 import type { Datastore } from '../datastore/datastore.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { allocateFromBlocks, holdsHandle, inPools } from './block-choice.ts';
@@ -23,7 +23,7 @@ import type { BlockLimit } from './claim.ts';
 import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
 import { blockLimitText, exhaustedText, noPoolText, requestRefusedText } from './failure-text.ts';
-import { passedOver, selectPools } from './pools.ts';
+import { isPodCIDRPool, passedOver, selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
 import { assignAllOrNothing, gatherInputs, nodeNameProblem, ownerOf } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, AutoAssignRequest } from './types.ts';
@@ -158,6 +158,7 @@ async function claimFirst(
   limit: BlockLimit,
 ): Promise<IPAMBlock | 'limit' | undefined> {
   for (const pool of pools) {
+    if (isPodCIDRPool(pool)) continue; // its blocks are the nodes' podCIDRs: the controller's
     const block = await claimBlock(ctx, pool, node, snapshot.reservations, limit);
     if (block) return block;
   }
@@ -165,7 +166,8 @@ async function claimFirst(
 }
 
 /**
- * Borrows from another node's (or an unowned) trusted block of the allowed pools: one LIST of
+ * Borrows from another node's (or an unowned) trusted block of the allowed pools but podCIDR pools
+ * (a podCIDR is its node's alone: pools.ts isPodCIDRPool): one LIST of
  * the family's blocks, classified (block-trust.ts: a block overlapping an older one, or of the
  * wrong size, is never borrowed from; nor a frozen one: allocateFromBlocks passes it over), tried
  * from a random start so borrowers spread out.
@@ -181,8 +183,12 @@ async function borrow(
   },
 ): Promise<AllocatedAddress | 'handle' | undefined> {
   const listed = await ctx.ds.blocks.list({ labelSelector: familySelector(where.family) });
+  const podCIDRPools = new Set(where.snapshot.pools.filter(isPodCIDRPool).map((p) => p.metadata.name));
   const blocks = classifyBlocks(listed, where.snapshot.pools).trusted.filter(
-    (b) => where.eligible(b) && b.spec.affinity !== where.node,
+    (b) =>
+      where.eligible(b) &&
+      b.spec.affinity !== where.node &&
+      !podCIDRPools.has(b.metadata.labels?.[POOL_LABEL] ?? ''),
   );
   const start = Math.floor(ctx.random() * blocks.length);
   const order = [...blocks.slice(start), ...blocks.slice(0, start)];

@@ -12,13 +12,15 @@
  */
 import { parseCidr } from '../address/ip.ts';
 import type { IPPool } from '../resources.ts';
-import { poolBlockSize, usablePools } from './pools.ts';
+import { isPodCIDRPool, poolBlockSize, usablePools } from './pools.ts';
 
 /**
- * A pool's state for claims: `usable` (claims allowed), `disabled` (spec.disabled), `deleting`
- * (deletionTimestamp set), `shadowed` (overlaps an older pool: core never allocates from it).
+ * A pool's state for claims: `usable` (claims allowed), `podcidr` (usable, but its blocks are the
+ * nodes' podCIDRs, which only the controller creates: pools.ts isPodCIDRPool), `disabled`
+ * (spec.disabled), `deleting` (deletionTimestamp set), `shadowed` (overlaps an older pool: core
+ * never allocates from it).
  */
-type ClaimPoolState = 'usable' | 'disabled' | 'deleting' | 'shadowed';
+type ClaimPoolState = 'usable' | 'podcidr' | 'disabled' | 'deleting' | 'shadowed';
 
 /**
  * The ConfigMap `data` for `pools`: one entry per pool with a parsable CIDR (a pool the API
@@ -34,7 +36,9 @@ export function claimPoolsData(pools: readonly IPPool[]): Record<string, string>
     if (!parseCidr(pool.spec.cidr)) continue;
     const name = pool.metadata.name;
     const state: ClaimPoolState = usableNames.has(name)
-      ? 'usable'
+      ? isPodCIDRPool(pool)
+        ? 'podcidr'
+        : 'usable'
       : shadowedNames.has(name)
         ? 'shadowed'
         : pool.metadata.deletionTimestamp

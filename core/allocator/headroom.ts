@@ -13,7 +13,8 @@
  * - free = Σ over the node's affine blocks of the pool (spec.affinity, pool label) of assignable
  *   ordinals − allocations; addresses the node borrowed elsewhere do not count, nor do a frozen
  *   block's (core/block/frozen.ts: never allocated from, so no room: the node claims another).
- * - short when free < max(minFreeAddressesPerNode, 1) and the node cannot claim: autoAllocateBlocks
+ * - short when free < max(minFreeAddressesPerNode, 1) and the node cannot claim: the pool holds
+ *   the nodes' podCIDRs, whose blocks only the controller creates (`PodCIDRBlocks`), autoAllocateBlocks
  *   is false (`AutoAllocateOff`), the node holds maxBlocksPerNode affine blocks of the pool's
  *   family, frozen ones not counted (`MaxBlocksPerNode`), or the pool has no unclaimed block
  *   (`NoUnclaimedBlocks`), checked in that order.
@@ -24,9 +25,9 @@ import { POOL_LABEL } from '../block/labels.ts';
 import type { IPAMSettings } from '../config.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { POOLS_ANNOTATION } from '../annotations.ts';
-import { poolCidr, servesNode } from './pools.ts';
+import { isPodCIDRPool, poolCidr, servesNode } from './pools.ts';
 
-export type ShortReason = 'AutoAllocateOff' | 'MaxBlocksPerNode' | 'NoUnclaimedBlocks';
+export type ShortReason = 'PodCIDRBlocks' | 'AutoAllocateOff' | 'MaxBlocksPerNode' | 'NoUnclaimedBlocks';
 
 /** A node as the headroom reads it (a Node object fits). */
 export interface HeadroomNode {
@@ -69,17 +70,20 @@ export interface NodeHeadroom {
 
 /**
  * Why a node could not claim a block of a pool now (undefined: it could), checked in this order:
- * autoAllocateBlocks is false; the node holds maxBlocksPerNode blocks of the pool's family; the
- * pool has no unclaimed block. The one rule of nodeHeadroom's `short` and `cannotClaim`.
+ * the pool is a podCIDR pool; autoAllocateBlocks is false; the node holds maxBlocksPerNode blocks
+ * of the pool's family; the pool has no unclaimed block. The one rule of nodeHeadroom's `short`
+ * and `cannotClaim`.
  * @param f.held the node's affine blocks of the pool's family (any pool), frozen ones not counted
  */
 function claimBlockedBy(f: {
+  podCIDRBlocks: boolean;
   autoAllocateBlocks: boolean;
   held: number;
   maxBlocksPerNode: number;
   /** poolUtilization's unclaimedBlocks; undefined counts as some. */
   unclaimedBlocks: bigint | undefined;
 }): ShortReason | undefined {
+  if (f.podCIDRBlocks) return 'PodCIDRBlocks';
   if (!f.autoAllocateBlocks) return 'AutoAllocateOff';
   if (f.held >= f.maxBlocksPerNode) return 'MaxBlocksPerNode';
   if ((f.unclaimedBlocks ?? 1n) <= 0n) return 'NoUnclaimedBlocks';
@@ -99,6 +103,8 @@ export function cannotClaimText(
     ? 'with strictAffinity, ADDs fail once its blocks are full'
     : "ADDs borrow from other nodes' blocks once its blocks are full";
   switch (reason) {
+    case 'PodCIDRBlocks':
+      return `IP pool "${f.pool}" holds nodes' podCIDRs (spec.podCIDRBlocks): the node's blocks there are its podCIDR's, created by the controller, and it claims no other; ADDs fail once they are full`;
     case 'AutoAllocateOff':
       return `autoAllocateBlocks is false (IPAMConfig "default"): the node claims no block; ${then}`;
     case 'MaxBlocksPerNode':
@@ -144,6 +150,7 @@ export function nodeHeadroom(input: NodeHeadroomInput): NodeHeadroom[] {
         blocks: count.get(key(n, name)) ?? 0,
       };
       const cannotClaim = claimBlockedBy({
+        podCIDRBlocks: isPodCIDRPool(pool),
         autoAllocateBlocks: settings.autoAllocateBlocks,
         held: held.get(key(n, family)) ?? 0,
         maxBlocksPerNode: settings.maxBlocksPerNode,

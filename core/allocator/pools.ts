@@ -216,3 +216,12 @@ function findPool(pools: readonly IPPool[], ref: string): IPPool | undefined {
     (pool) => pool.metadata.name === ref || (cidr !== undefined && pool.spec.cidr === formatCidr(cidr)),
   );
 }
+
+/**
+ * True when `pool` holds its nodes' podCIDRs as their blocks (`spec.podCIDRBlocks`,
+ * core/adopt/podcidr-blocks.ts): the controller creates those blocks; a node never claims a block
+ * of it, never borrows from one, and never releases one idle.
+ */
+export function isPodCIDRPool(pool: IPPool): boolean {
+  return pool.spec.podCIDRBlocks === true;
+}

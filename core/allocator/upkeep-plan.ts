@@ -23,13 +23,15 @@
  *   by name stays. An idle frozen block always
  *   goes: it is no room, and keeping it instead of a block the node can allocate from would only
  *   make the node claim again.
+ * - A **podCIDR pool** (pools.ts isPodCIDRPool) gets no claim — its blocks are the node's
+ *   podCIDRs, created by the controller — and its blocks are never released idle.
  */
 import type { IPFamily } from '../address/ip.ts';
 import { blockFree, cidrOf, emptySinceMs } from '../block/block.ts';
 import { isAllocatable } from '../block/frozen.ts';
 import { POOL_LABEL } from '../block/labels.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
-import { poolCidr, servesNode, type PoolSnapshot } from './pools.ts';
+import { isPodCIDRPool, poolCidr, servesNode, type PoolSnapshot } from './pools.ts';
 
 /** What the planner looks at. */
 export interface UpkeepView {
@@ -99,7 +101,7 @@ export function planUpkeep(view: UpkeepView): UpkeepPlan {
   if (watermark > 0 && settings.autoAllocateBlocks)
     for (const [i, pool] of eligible.entries()) {
       const room = headroom[i];
-      if (!room || room.free >= watermark) continue;
+      if (!room || room.free >= watermark || isPodCIDRPool(pool)) continue;
       if (held[room.family] >= settings.maxBlocksPerNode) atLimit.push(pool.metadata.name);
       else {
         claims.push(pool);
@@ -124,11 +126,13 @@ function planReleases(
   const minAgeMs = Math.max(settings.emptyBlockReleaseSeconds, settings.ipCooldownSeconds) * 1000;
   const free = new Map(pools.free);
   const releases: IPAMBlock[] = [];
+  const podCIDRPools = new Set(view.snapshot.pools.filter(isPodCIDRPool).map((p) => p.metadata.name));
   for (const family of [4, 6] as const) {
     const group = view.affine
       .filter((b) => cidrOf(b).family === family)
       .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     const idle = group.filter((block) => {
+      if (podCIDRPools.has(poolOf(block))) return false; // the node's podCIDR: kept while it is
       const since = emptySinceMs(block, view.nowMs);
       return since !== undefined && view.nowMs - since >= minAgeMs;
     });

@@ -214,6 +214,9 @@ describe('the chart’s RBAC and admission policy', () => {
     assert.equal(can(['update', 'ippools.ipam.blockipam.io', '--subresource=status']), 'yes');
     assert.equal(can(['patch', 'ippools.ipam.blockipam.io', '--subresource=status']), 'no');
     assert.equal(can(['update', 'ippools.ipam.blockipam.io']), 'no');
+    // the blocks of podCIDR pools: created affine to each node by the controller
+    assert.equal(can(['create', 'ipamblocks.ipam.blockipam.io']), 'yes');
+    assert.equal(can(['patch', 'ipamblocks.ipam.blockipam.io']), 'no');
   });
 
   test('IPAMNode: only the controller writes it; node credentials only read (no policy rule needed)', () => {

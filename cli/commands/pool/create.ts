@@ -42,6 +42,7 @@ interface CreateArgs extends GlobalFlags {
   namespaceSelector?: string;
   mode: 'Automatic' | 'Manual';
   disabled: boolean;
+  podcidrBlocks?: boolean;
 }
 
 /** Parses "k=v,k2=v2" into a matchLabels selector. @throws CliError on bad syntax */
@@ -97,6 +98,7 @@ function poolFromArgs(args: CreateArgs): IPPool {
   if (args.namespaceSelector)
     spec.namespaceSelector = parseSelector(args.namespaceSelector, '--namespace-selector');
   if (args.disabled) spec.disabled = true;
+  if (args.podcidrBlocks) spec.podCIDRBlocks = true;
   return { apiVersion: API_VERSION, kind: 'IPPool', metadata: { name: args.name }, spec };
 }
 
@@ -191,6 +193,11 @@ export function poolCreateCommand(ctx: CommandContext) {
           describe: 'Manual pools are used only when requested',
         })
         .option('disabled', { type: 'boolean', default: false, describe: 'Create it disabled' })
+        .option('podcidr-blocks', {
+          type: 'boolean',
+          default: false,
+          describe: "Each node's blocks are its podCIDRs, created by the controller (adopting host-local)",
+        })
         .example('$0 pool create default-v4 --cidr 10.244.0.0/16', 'An IPv4 pool of /26 blocks')
         .example(
           '$0 pool create tenant-a --cidr 10.250.0.0/20 --block-size 28 --namespace-selector team=a --mode Manual',
