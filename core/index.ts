@@ -79,6 +79,13 @@ export type { AdoptionInput, AdoptionPlan, NodeAdoptionPlan, PodAddressPlan } fr
 export type { PodCIDRPlan } from './adopt/podcidr-plan.ts';
 export type { PodCIDRNode } from './adopt/podcidr.ts';
 export { MAX_TILES_PER_PODCIDR, planPodCIDRBlocks } from './adopt/podcidr-blocks.ts';
+export { DEFAULT_IFNAME, parseHostLocalFile, planHostLocalImport } from './adopt/host-local.ts';
+export type {
+  HostLocalFile,
+  HostLocalImport,
+  HostLocalImportPlan,
+  HostLocalQuarantine,
+} from './adopt/host-local.ts';
 export type { PodCIDRBlockConflict, PodCIDRBlockPlan } from './adopt/podcidr-blocks.ts';
 export type { AdoptionConflict, AdoptionNote } from './adopt/conflicts.ts';
 export { validatePool } from './pool-validation.ts';
