@@ -9,6 +9,8 @@
  * - `overlapping-podcidr`: two nodes' podCIDRs share addresses;
  * - `no-pool`: no eligible IPPool of the node covers the podCIDR;
  * - `block-size`: the covering pool's blocks are larger than the podCIDR;
+ * - `not-podcidr-pool`: the covering pool is no podCIDR pool (`spec.podCIDRBlocks`): any node
+ *   could claim a block inside this node's podCIDR while host-local still hands its addresses out;
  * - `overlapping-block`: an IPAMBlock over the podCIDR is affine to another node, holds another
  *   pod's address, or is not one of the podCIDR's blocks;
  * - `outside-podcidr`: a pod address outside its node's podCIDRs;
@@ -21,6 +23,7 @@ export const ADOPTION_CONFLICT_KINDS = [
   'overlapping-podcidr',
   'no-pool',
   'block-size',
+  'not-podcidr-pool',
   'overlapping-block',
   'outside-podcidr',
   'reserved-ordinal',
@@ -189,7 +192,7 @@ export function noPool(f: {
   suggestion: { cidr: string; blockSize: number } | undefined;
 }): AdoptionConflict {
   const create = f.suggestion
-    ? `create one covering the cluster CIDR (kube-controller-manager's --cluster-cidr; ${f.suggestion.cidr} holds every node's podCIDR), disabled while host-local still hands out its addresses: ipamctl pool create NAME --cidr ${f.suggestion.cidr} --block-size ${f.suggestion.blockSize} --disabled`
+    ? `create one covering the cluster CIDR (kube-controller-manager's --cluster-cidr; ${f.suggestion.cidr} holds every node's podCIDR), holding each node's podCIDR as its block and disabled while host-local still hands out its addresses: ipamctl pool create NAME --cidr ${f.suggestion.cidr} --block-size ${f.suggestion.blockSize} --podcidr-blocks --disabled`
     : 'no block size holds it: podCIDRs smaller than the smallest block (/30) cannot be adopted';
   return {
     kind: 'no-pool',
@@ -218,6 +221,18 @@ export function blockTooLarge(f: {
       f.want === undefined
         ? 'podCIDRs smaller than the smallest block (/30) cannot be adopted'
         : `hold the podCIDRs in a pool with blockSize ${f.want} (blockSize is immutable: delete IPPool ${f.pool} while it holds no allocation — ipamctl pool delete ${f.pool} — and create it again with --block-size ${f.want})`,
+  };
+}
+
+/** The covering pool is no podCIDR pool: other nodes could claim blocks inside this podCIDR. */
+export function notPodCIDRPool(f: { node: string; podCIDR: string; pool: string }): AdoptionConflict {
+  return {
+    kind: 'not-podcidr-pool',
+    node: f.node,
+    podCIDR: f.podCIDR,
+    pool: f.pool,
+    message: `IPPool ${f.pool} covers podCIDR ${f.podCIDR} of node ${f.node} but is no podCIDR pool: any node may claim a block inside this podCIDR while host-local still hands its addresses out`,
+    fix: `make it one, so that each node's podCIDR is its own block, created by the controller: kubectl patch ippool ${f.pool} --type=merge -p '{"spec":{"podCIDRBlocks":true}}'`,
   };
 }
 

@@ -7,9 +7,10 @@
 import { addressTextAt } from '../address/block-cidr.ts';
 import { cidrCovers, cidrLast, cidrSize, cidrsOverlap, formatCidr, parseCidr } from '../address/ip.ts';
 import type { Cidr, IPFamily } from '../address/ip.ts';
+import { isPodCIDRPool } from '../allocator/pools.ts';
 import type { PoolSnapshot } from '../allocator/pools.ts';
 import type { IPAMBlock } from '../resources.ts';
-import { blockTooLarge, ipv6PodCIDR, noPool, overlappingBlock } from './conflicts.ts';
+import { blockTooLarge, ipv6PodCIDR, noPool, notPodCIDRPool, overlappingBlock } from './conflicts.ts';
 import type { AdoptionConflict, AdoptionNote, PodName } from './conflicts.ts';
 import { blocksPerPodCIDR, choosePool, podCIDRBlockSize } from './podcidr.ts';
 import type { PodCIDRNode } from './podcidr.ts';
@@ -84,7 +85,8 @@ export function planPodCIDR(context: PlanContext, node: PodCIDRNode, cidr: Cidr)
     const blocks = blocksPerPodCIDR(cidr, choice.blockSize);
     if (blocks === undefined)
       conflicts.push(blockTooLarge({ node: name, podCIDR: text, pool, blockSize: choice.blockSize, want }));
-    else
+    else if (!isPodCIDRPool(choice.pool)) conflicts.push(notPodCIDRPool({ node: name, podCIDR: text, pool }));
+    if (blocks !== undefined)
       tiling = {
         pool,
         ...(choice.disabled ? { poolDisabled: true } : {}),

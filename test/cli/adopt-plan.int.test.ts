@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import type { KubeDatastore } from 'blockipam/core/kube';
-import type { Pod } from 'blockipam/core';
+import type { IPPool, Pod } from 'blockipam/core';
 import { controlPlane } from '../helpers/control-plane.ts';
 import {
   blockObject,
@@ -96,9 +96,15 @@ async function planOf(nodes: readonly string[]): Promise<{ code: number; plan: P
   };
 }
 
+/** A podCIDR pool over kind's cluster CIDR: each node's podCIDR its block(s). */
+function podCIDRPool(blockSize: number): IPPool {
+  const pool = poolObject('cluster', '10.244.0.0/16', blockSize);
+  return { ...pool, spec: { ...pool.spec, podCIDRBlocks: true } };
+}
+
 /** Two kind-shaped nodes (one /24 each), a pool with one /24 block per podCIDR, one pod on each. */
 async function kindShaped(blockSize = 24): Promise<void> {
-  await ds.pools.create(poolObject('cluster', '10.244.0.0/16', blockSize));
+  await ds.pools.create(podCIDRPool(blockSize));
   await createPodCIDRNode('adopt-1', ['10.244.1.0/24']);
   await createPodCIDRNode('adopt-2', ['10.244.2.0/24']);
   await createPodWithIPs({ name: 'a', node: 'adopt-1', ips: ['10.244.1.2'] });
@@ -188,7 +194,7 @@ describe('ipamctl adopt plan (real API server)', () => {
   });
 
   test('an IPv6 podCIDR is reported not adoptable yet, the IPv4 one still planned', async () => {
-    await ds.pools.create(poolObject('cluster', '10.244.0.0/16', 24));
+    await ds.pools.create(podCIDRPool(24));
     await createPodCIDRNode('adopt-ds', ['10.244.3.0/24', 'fd00:10:244:3::/64']);
     await createPodWithIPs({ name: 'dual', node: 'adopt-ds', ips: ['10.244.3.2', 'fd00:10:244:3::2'] });
     const out = executable(['adopt', 'plan', '--node', 'adopt-ds']);

@@ -26,7 +26,9 @@ const input: AdoptionInput = {
     pod('b', 'kind-worker2', '10.244.2.2'),
     pod('c', 'kind-worker2', '10.99.0.7'),
   ],
-  pools: [{ metadata: { name: 'cluster' }, spec: { cidr: '10.244.0.0/16', blockSize: 24 } }],
+  pools: [
+    { metadata: { name: 'cluster' }, spec: { cidr: '10.244.0.0/16', blockSize: 24, podCIDRBlocks: true } },
+  ],
   blocks: [],
   reservations: [],
 };

@@ -25,7 +25,7 @@ const pod = (
 });
 
 const cluster = (blockSize?: number): IPPool =>
-  pool('cluster', { cidr: '10.244.0.0/16', ...(blockSize ? { blockSize } : {}) });
+  pool('cluster', { cidr: '10.244.0.0/16', podCIDRBlocks: true, ...(blockSize ? { blockSize } : {}) });
 
 /** A block affine to `affinity` holding `allocations` (ordinal → pod name on a node). */
 function block(
@@ -234,12 +234,31 @@ describe('planAdoption', () => {
     );
     assert.match(
       p.conflicts[0]?.fix ?? '',
-      /ipamctl pool create NAME --cidr 10\.244\.0\.0\/22 --block-size 24 --disabled/,
+      /ipamctl pool create NAME --cidr 10\.244\.0\.0\/22 --block-size 24 --podcidr-blocks --disabled/,
+    );
+  });
+
+  it('not-podcidr-pool: a covering pool that is no podCIDR pool, with the patch that makes it one', () => {
+    const plain = pool('cluster', { cidr: '10.244.0.0/16', blockSize: 24 });
+    const p = plan({ nodes: [node('n1', ['10.244.1.0/24'])], pools: [plain] });
+    assert.deepEqual(kinds(p), ['not-podcidr-pool']);
+    assert.match(
+      p.conflicts[0]?.message ?? '',
+      /IPPool cluster covers podCIDR 10\.244\.1\.0\/24 of node n1 but is no podCIDR pool/,
+    );
+    assert.match(
+      p.conflicts[0]?.fix ?? '',
+      /kubectl patch ippool cluster --type=merge -p '\{"spec":\{"podCIDRBlocks":true\}\}'/,
     );
   });
 
   it('a disabled covering pool holds the podCIDR: nothing is handed out from it meanwhile', () => {
-    const off = pool('cluster', { cidr: '10.244.0.0/16', blockSize: 24, disabled: true });
+    const off = pool('cluster', {
+      cidr: '10.244.0.0/16',
+      blockSize: 24,
+      disabled: true,
+      podCIDRBlocks: true,
+    });
     const p = plan({ nodes: [node('n1', ['10.244.1.0/24'])], pools: [off] });
     assert.deepEqual(kinds(p), []);
     assert.equal(p.nodes[0]?.podCIDRs[0]?.poolDisabled, true);
@@ -249,6 +268,7 @@ describe('planAdoption', () => {
     const zoned = pool('zoned', {
       cidr: '10.244.0.0/16',
       blockSize: 24,
+      podCIDRBlocks: true,
       nodeSelector: { matchLabels: { zone: 'a' } },
     });
     const p = plan({ nodes: [node('n1', ['10.244.1.0/24'], { zone: 'b' })], pools: [zoned] });
