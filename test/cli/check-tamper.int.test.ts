@@ -14,6 +14,7 @@ import { isSafeSequence, SEQUENCE_MAX, SEQUENCE_REPAIRABLE_ABOVE } from 'blockip
 import type { KubeDatastore } from 'blockipam/core/kube';
 import type { Report } from '../../cli/audit/report.ts';
 import { kubectl } from '../helpers/control-plane.ts';
+import { growManagedFields } from '../helpers/managed-fields.ts';
 import {
   blockObject,
   cleanClusterHooks,
@@ -172,27 +173,7 @@ describe('ipamctl check sees tampering (real API server)', () => {
   test('managedFields another writer grew are named; the hint patch resets them and check is clean', async () => {
     await ds.pools.create(poolObject('p4', '10.244.0.0/16'));
     const name = await seedBlock('10.244.3.0/26', 'n1', 5);
-    const stored = (await ds.blocks.get(name))!;
-    // 2,000 made-up field entries under another manager (the API server stores what it is sent)
-    const junk = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`f:junk.example/k${i}`, {}]));
-    await ds.transport.request('PUT', `/apis/ipam.blockipam.io/v1alpha1/ipamblocks/${name}`, {
-      body: {
-        ...stored,
-        metadata: {
-          ...stored.metadata,
-          managedFields: [
-            {
-              manager: 'planter',
-              operation: 'Update',
-              apiVersion: 'ipam.blockipam.io/v1alpha1',
-              time: '2026-01-01T00:00:00Z',
-              fieldsType: 'FieldsV1',
-              fieldsV1: { 'f:metadata': { 'f:labels': junk } },
-            },
-          ],
-        },
-      },
-    });
+    await growManagedFields(ds, name);
     const grown = await check('grown');
     assert.equal(grown.code, 1, grown.stdout);
     assert.deepEqual(grown.report.byKind, { 'oversized-managed-fields': 1 });

@@ -3,10 +3,10 @@
 // an oversized managedFields another writer planted on a block is reset by the next pass.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { IPAMBlock } from 'blockipam/core';
 import type { KubeDatastore } from 'blockipam/core/kube';
 import { kubeEventSink } from '../../block-controller/controller/events.ts';
 import { Reconciler } from '../../block-controller/controller/reconciler.ts';
+import { growManagedFields, managedFieldsBytes } from '../helpers/managed-fields.ts';
 import { cleanClusterHooks, listedView, memoryLog, poolObject, uniqueNamespace } from './helpers.ts';
 
 const ns = uniqueNamespace('ctl-podcidr');
@@ -65,31 +65,8 @@ describe('controller: podCIDR pools and oversized managedFields (real API server
     await ds.pools.create({ ...pool, spec: { ...pool.spec, podCIDRBlocks: true } });
     await givePodCIDR('ctl-n1', '10.74.1.0/24');
     await (await reconciler()).pass();
-    const stored = (await ds.blocks.get('10-74-1-0-24'))!;
-    const junk = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`f:junk.example/k${i}`, {}]));
-    const grown = await ds.transport.request<IPAMBlock>(
-      'PUT',
-      `/apis/ipam.blockipam.io/v1alpha1/ipamblocks/${stored.metadata.name}`,
-      {
-        body: {
-          ...stored,
-          metadata: {
-            ...stored.metadata,
-            managedFields: [
-              {
-                manager: 'planter',
-                operation: 'Update',
-                apiVersion: 'ipam.blockipam.io/v1alpha1',
-                time: '2026-01-01T00:00:00Z',
-                fieldsType: 'FieldsV1',
-                fieldsV1: { 'f:metadata': { 'f:labels': junk } },
-              },
-            ],
-          },
-        },
-      },
-    );
-    const size = (b: IPAMBlock | undefined) => JSON.stringify(b?.metadata.managedFields ?? []).length;
+    const grown = await growManagedFields(ds, '10-74-1-0-24');
+    const size = managedFieldsBytes;
     assert.ok(size(grown) > 40_000, `planted ${size(grown)} bytes`);
     const pass = await (await reconciler()).pass();
     assert.deepEqual(pass.trust?.reset, ['10-74-1-0-24']);
