@@ -493,6 +493,20 @@ describe('the per-node admission policy: every field, every verb, every node cre
     );
   });
 
+  /** Every single-field mutation of `block` the walk sends: its spec and status, then its metadata. */
+  const mutationsOf = (block: IPAMBlock): Mutation[] => [
+    ...walk(
+      {
+        ...crdSchema,
+        properties: { spec: crdSchema.properties!.spec!, status: crdSchema.properties!.status! },
+      },
+      block as unknown as Json,
+      [],
+      N1,
+    ),
+    ...metadataWalk(objectMeta, (block.metadata ?? {}) as unknown as Record<string, Json>),
+  ];
+
   /**
    * The single-field walk: every mutation of every path, with each credential, on each block.
    * `first`: stop at the first change admitted outside the allow-list.
@@ -503,18 +517,7 @@ describe('the per-node admission policy: every field, every verb, every node cre
     for (const role of ['foreign', 'unowned', 'own'] as const) {
       const block = blocks[role]!;
       const original = block as unknown as Json;
-      const mutations = [
-        ...walk(
-          {
-            ...crdSchema,
-            properties: { spec: crdSchema.properties!.spec!, status: crdSchema.properties!.status! },
-          },
-          original,
-          [],
-          N1,
-        ),
-        ...metadataWalk(objectMeta, (block.metadata ?? {}) as unknown as Record<string, Json>),
-      ];
+      const mutations = mutationsOf(block);
       for (const [who, token] of credentials) {
         for (const m of mutations) {
           counts.tried += 1;
@@ -569,18 +572,7 @@ describe('the per-node admission policy: every field, every verb, every node cre
       delete object.metadata.creationTimestamp;
       return JSON.stringify(object);
     };
-    const mutations = [
-      ...walk(
-        {
-          ...crdSchema,
-          properties: { spec: crdSchema.properties!.spec!, status: crdSchema.properties!.status! },
-        },
-        original,
-        [],
-        N1,
-      ),
-      ...metadataWalk(objectMeta, claim.metadata as unknown as Record<string, Json>),
-    ];
+    const mutations = mutationsOf(claim);
     for (const [who, token] of credentials) {
       const base = await post(token, jsonText(claim));
       assert.equal(base.status, 201, `${who}: core's claim refused: ${base.body.slice(0, 300)}`);
