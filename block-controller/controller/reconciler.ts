@@ -32,6 +32,7 @@ import type { PassContext, PassLog } from './pass.ts';
 import { ipamNodeStep } from './routes/ipam-node-step.ts';
 import type { IPAMNodeStep } from './routes/ipam-node-step.ts';
 import { blockTrustStep } from './status/block-trust.ts';
+import { managedFieldsStep } from './status/managed-fields.ts';
 import { podCIDRBlockStep } from './adopt/podcidr-blocks.ts';
 import type { PodCIDRBlockStep } from './adopt/podcidr-blocks.ts';
 import type { BlockTrustStep } from './status/block-trust.ts';
@@ -87,6 +88,8 @@ export interface PassResult {
   unownedBlocks?: string[];
   status?: StatusStep;
   trust?: BlockTrustStep;
+  /** Blocks whose oversized managedFields were reset. */
+  managedFields?: string[];
 }
 
 export class Reconciler {
@@ -161,6 +164,7 @@ export class Reconciler {
     const unownedBlocks = await unownedBlockStep(ctx);
     const status = await poolStatusStep(ctx, this.poolEvents);
     const trust = await blockTrustStep(ctx);
+    const managedFields = await managedFieldsStep(ctx);
     this.#usageMetrics(leaks, view);
     await events.flush();
     this.#o.metrics?.passes.inc({ outcome: 'done' });
@@ -173,6 +177,7 @@ export class Reconciler {
       unownedBlocks,
       status,
       trust,
+      managedFields,
     };
   }
 

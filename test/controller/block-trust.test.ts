@@ -35,7 +35,6 @@ function block(cidr: string, node: string | null, labels: Record<string, string>
 /** A memory store with the pool, and one step runner that reads it afresh like the watches. */
 function setup(options: { write?: boolean } = {}) {
   const ds = new MemoryDatastore({ pools: [POOL] });
-  const statusWrites: string[] = [];
   const events: ControllerEvent[] = [];
   const registry = new Registry();
   const metrics = controllerMetrics(registry);
@@ -53,14 +52,7 @@ function setup(options: { write?: boolean } = {}) {
       events: budget,
       allocator: { clock: clock.now, stats: newStats() },
       mayWrite: () => mayWrite,
-      ...(options.write === false
-        ? {}
-        : {
-            blockStatus: (b: IPAMBlock) => {
-              statusWrites.push(b.metadata.name);
-              return ds.blocks.updateStatus(b);
-            },
-          }),
+      ...(options.write === false ? {} : { blockStatus: (b: IPAMBlock) => ds.blocks.updateStatus(b) }),
     };
     const done = await blockTrustStep(ctx);
     await budget.flush();
@@ -70,7 +62,7 @@ function setup(options: { write?: boolean } = {}) {
     (await registry.getSingleMetric(name)?.get())?.values.find((v) => v.labels['reason'] === reason)?.value;
   const gauge = gaugeOf('blockipam_ipam_blocks_ignored');
   const frozenGauge = gaugeOf('blockipam_ipam_blocks_frozen');
-  return { ds, events, step, clock, gauge, frozenGauge, statusWrites };
+  return { ds, events, step, clock, gauge, frozenGauge };
 }
 
 const trustedOf = async (ds: MemoryDatastore, name: string) =>
@@ -179,56 +171,6 @@ void describe('controller: blocks Trusted condition', () => {
       );
       assert.equal(await w.frozenGauge(reason), 0);
     });
-
-  void it('an oversized managedFields gets a status write (the reset) with a ManagedFieldsReset Event', async () => {
-    const w = setup();
-    // another writer's record: 2,000 made-up fields (~40 KB) on two blocks of ~1 KB, one of
-    // them already carrying a condition; a third block with a record of normal size
-    const junk = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`f:junk.example/k${i}`, {}]));
-    const record = [
-      { manager: 'planter', operation: 'Update', fieldsV1: { 'f:metadata': { 'f:labels': junk } } },
-    ];
-    const normal = [{ manager: 'blockipam', operation: 'Update', fieldsV1: { 'f:spec': { 'f:cidr': {} } } }];
-    for (const [cidr, managedFields] of [
-      ['10.72.3.0/26', record],
-      ['10.72.4.0/26', record],
-      ['10.72.5.0/26', normal],
-    ] as const) {
-      const b = block(cidr, 'node-1');
-      b.metadata.managedFields = [...managedFields];
-      await w.ds.blocks.create(b);
-    }
-    const conditioned = (await w.ds.blocks.get('10-72-4-0-26'))!;
-    await w.ds.blocks.updateStatus({
-      ...conditioned,
-      status: {
-        conditions: [
-          {
-            type: 'Trusted',
-            status: 'True',
-            reason: 'Trusted',
-            message: 'routed and allocated from',
-            lastTransitionTime: '2026-12-03T08:00:00Z',
-          },
-        ],
-      },
-    });
-    const done = await w.step();
-    assert.deepEqual(w.statusWrites.sort(), ['10-72-3-0-26', '10-72-4-0-26']);
-    assert.deepEqual(done.reset.sort(), ['10-72-3-0-26', '10-72-4-0-26']);
-    assert.deepEqual(
-      w.events.map((e) => [e.name, e.type, e.reason]).sort(),
-      [
-        ['10-72-3-0-26', 'Warning', 'ManagedFieldsReset'],
-        ['10-72-4-0-26', 'Warning', 'ManagedFieldsReset'],
-      ],
-      'a reset only: no BlockTrusted Event',
-    );
-    assert.match(w.events[0]!.note, /^metadata\.managedFields were \d+ bytes \(bound \d+\): reset/);
-    const kept = await trustedOf(w.ds, '10-72-4-0-26');
-    assert.equal(kept?.lastTransitionTime, '2026-12-03T08:00:00Z', 'the condition is written unchanged');
-    assert.equal((await trustedOf(w.ds, '10-72-3-0-26'))?.reason, 'Trusted');
-  });
 
   void it('writes nothing when it may not (not leading) or has no status writer', async () => {
     // a deposed leader, and a reconciler without blockStatus: they count, never write

@@ -69,7 +69,7 @@ describe('controller: podCIDR pools and oversized managedFields (real API server
     const size = managedFieldsBytes;
     assert.ok(size(grown) > 40_000, `planted ${size(grown)} bytes`);
     const pass = await (await reconciler()).pass();
-    assert.deepEqual(pass.trust?.reset, ['10-74-1-0-24']);
+    assert.deepEqual(pass.managedFields, ['10-74-1-0-24']);
     const after = await ds.blocks.get('10-74-1-0-24');
     assert.ok(size(after) < 2_000, `after the pass: ${size(after)} bytes`);
     assert.equal(after?.spec.affinity, 'ctl-n1', 'nothing else changed');

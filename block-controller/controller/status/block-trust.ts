@@ -9,10 +9,7 @@
  * unfrozen block that never carried the condition gets none: thousands of status writes at the
  * first pass would say nothing. An Event on each transition (ignored, frozen, trusted again); the
  * gauges `blockipam_ipam_blocks_ignored{reason}` and `blockipam_ipam_blocks_frozen{reason}` on
- * every pass. A block whose `metadata.managedFields` core's `managedFieldsExcess` calls oversized
- * (grown by another writer: no write of ours leaves it so) gets its condition written even when
- * unchanged: core's status write resets the record, and a Warning Event `ManagedFieldsReset` names
- * its size.
+ * every pass.
  */
 import {
   boundMessage,
@@ -22,7 +19,6 @@ import {
   freezesOf,
   isConflict,
   isNotFound,
-  managedFieldsExcess,
   rfc3339,
 } from 'blockipam/core';
 import type { Condition, DistrustReason, Freeze, IPAMBlock } from 'blockipam/core';
@@ -53,8 +49,6 @@ export interface BlockTrustStep {
   ignored: string[];
   /** Trusted but frozen blocks (routed and releasable, not allocated from), by name. */
   frozen: string[];
-  /** Blocks whose oversized managedFields this pass's status write reset, by name. */
-  reset: string[];
 }
 
 export async function blockTrustStep(ctx: PassContext): Promise<BlockTrustStep> {
@@ -72,12 +66,6 @@ export async function blockTrustStep(ctx: PassContext): Promise<BlockTrustStep> 
     written: [],
     ignored: ignored.map((i) => i.block.metadata.name),
     frozen: frozen.map((f) => f.block.metadata.name),
-    reset: [],
-  };
-  const trustedCondition = {
-    status: 'True' as const,
-    reason: 'Trusted',
-    message: 'routed and allocated from',
   };
   const wanted = [
     ...ignored.map((i) => ({
@@ -89,16 +77,15 @@ export async function blockTrustStep(ctx: PassContext): Promise<BlockTrustStep> 
       condition: { status: 'True' as const, reason: FROZEN, message: frozenMessage(freezes) },
     })),
     ...trusted
-      .filter(
-        (block) => !isFrozen.has(block) && (trustedOf(block) !== undefined || managedFieldsExcess(block)),
-      )
-      .map((block) => ({ block, condition: trustedCondition })),
+      .filter((block) => !isFrozen.has(block) && trustedOf(block) !== undefined)
+      .map((block) => ({
+        block,
+        condition: { status: 'True' as const, reason: 'Trusted', message: 'routed and allocated from' },
+      })),
   ];
   for (const { block, condition } of wanted) {
     const before = trustedOf(block);
-    const excess = managedFieldsExcess(block);
     if (
-      !excess &&
       before?.status === condition.status &&
       before.reason === condition.reason &&
       before.message === condition.message
@@ -107,12 +94,9 @@ export async function blockTrustStep(ctx: PassContext): Promise<BlockTrustStep> 
     if (!ctx.blockStatus || !ctx.mayWrite()) break;
     if (await writeCondition(ctx, block, condition)) result.written.push(block.metadata.name);
     else continue;
-    if (excess) resetEvent(ctx, block, excess, result);
-    // Same verdict (ignored, frozen or allocated from), new evidence, or a first condition only
-    // because of the reset: no Event.
+    // Same verdict (ignored, frozen or allocated from), new evidence: no Event.
     if (before?.status === condition.status && (before.reason === FROZEN) === (condition.reason === FROZEN))
       continue;
-    if (!before && condition === trustedCondition) continue;
     ctx.log.info('IPAMBlock Trusted condition changed', { block: block.metadata.name, ...condition });
     ctx.events.emit({
       kind: 'IPAMBlock',
@@ -123,28 +107,6 @@ export async function blockTrustStep(ctx: PassContext): Promise<BlockTrustStep> 
     });
   }
   return result;
-}
-
-/** Records and announces the reset of `block`'s oversized managedFields by the write just made. */
-function resetEvent(
-  ctx: PassContext,
-  block: IPAMBlock,
-  excess: { bytes: number; bound: number },
-  result: BlockTrustStep,
-): void {
-  const { name, uid } = block.metadata;
-  result.reset.push(name);
-  const note = `metadata.managedFields were ${excess.bytes} bytes (bound ${excess.bound}): reset by this status write; no write of blockipam grows them so, so find their writer in the API server's audit log`;
-  ctx.log.warn('IPAMBlock managedFields reset', { block: name, bytes: excess.bytes, bound: excess.bound });
-  ctx.events.emit({
-    kind: 'IPAMBlock',
-    name,
-    ...(uid ? { uid } : {}),
-    type: 'Warning',
-    reason: 'ManagedFieldsReset',
-    note,
-    action: 'Reset',
-  });
 }
 
 /**
