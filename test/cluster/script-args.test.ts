@@ -1,5 +1,5 @@
 /**
- * up.sh, ctl.sh and demo.sh on bad arguments: exit 2 with one line naming the problem and a
+ * up.sh, pod-network.sh, ctl.sh and demo.sh on bad arguments: exit 2 with one line naming the problem and a
  * usage line, never bash's raw `line N: 2: ...` message, and never exit 0 for a daemon that does
  * not exist (a typo in `ctl.sh RUN stop kubelet-node-9` used to "succeed"). No cluster is started: up.sh
  * refuses its arguments before it builds or starts anything, and ctl.sh runs against a run
@@ -27,12 +27,34 @@ void describe('up.sh: bad arguments', () => {
     [['--owner-pid'], /^up\.sh: --owner-pid needs a PID$/m],
     [['--nodes', 'x'], /^up\.sh: --nodes must be 1-99, got 'x'$/m],
     [['--bogus'], /^up\.sh: unknown argument --bogus$/m],
+    [['--pod-network'], /^up\.sh: --pod-network needs kind or gke$/m],
+    [['--pod-network', 'calico'], /^up\.sh: --pod-network must be kind or gke, got 'calico'$/m],
   ] as const)
     void it(`up.sh ${args.join(' ')}: exit 2, one line and the usage`, () => {
       const r = script('up.sh', args);
       assert.equal(r.status, 2, r.stderr);
       assert.match(r.stderr, why);
-      assert.match(r.stderr, /^usage: up\.sh \[--nodes N\] \[--owner-pid PID\] \[--ipv6\]$/m);
+      assert.match(
+        r.stderr,
+        /^usage: up\.sh \[--nodes N\] \[--owner-pid PID\] \[--ipv6\] \[--pod-network kind\|gke\]$/m,
+      );
+      assert.doesNotMatch(r.stderr, rawBash);
+    });
+});
+
+void describe('pod-network.sh: bad arguments', () => {
+  // an existing file stands in for the env file: the shape is refused before it is read
+  const envFile = fileURLToPath(import.meta.url);
+  for (const [label, args, why] of [
+    ['(nothing)', [], /^pod-network\.sh: name the env file and the shape$/m],
+    ['ENV-missing kind', ['/nonexistent-env', 'kind'], /^pod-network\.sh: no env file \/nonexistent-env$/m],
+    ['ENV calico', [envFile, 'calico'], /^pod-network\.sh: the shape must be kind or gke, got 'calico'$/m],
+  ] as const)
+    void it(`pod-network.sh ${label}: exit 2, one line and the usage`, () => {
+      const r = script('pod-network.sh', args);
+      assert.equal(r.status, 2, r.stderr);
+      assert.match(r.stderr, why);
+      assert.match(r.stderr, /^usage: pod-network\.sh ENV_FILE kind\|gke$/m);
       assert.doesNotMatch(r.stderr, rawBash);
     });
 });

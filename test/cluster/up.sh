@@ -10,22 +10,27 @@
 #     (CN=system:node:node-I, O=system:nodes) and its own cgroup root
 #   host: 127.0.0.1:<free port> forwarded to the API server (api-forward.py)
 #
-# Usage: up.sh [--nodes N] [--owner-pid PID] [--ipv6]
+# Usage: up.sh [--nodes N] [--owner-pid PID] [--ipv6] [--pod-network kind|gke]
 #   --nodes      number of nodes (default 3)
 #   --owner-pid  a watchdog tears the cluster down when PID exits (also on SIGKILL of the owner)
 #   --ipv6       dual-stack node addresses: br0 also fd00:99::1/64, node-I also fd00:99::(10+I)
 #                with a default IPv6 route via the bridge, and the kubelet's --node-ip names
 #                both (Node.status.addresses: an IPv4 and an IPv6 InternalIP)
-# Prints the path of an env file (CLUSTER_* variables, shell syntax). Nodes are registered but
-# not Ready until a CNI network config is installed (test/cluster/install-blockipam.sh).
+#   --pod-network  the pods' network as kind (kind) or GKE (gke) set it up: kube-controller-manager
+#                allocates each node a /24 spec.podCIDR of 10.244.0.0/16, and pod-network.sh
+#                writes each node's ptp + host-local conflist on it and the routes between the
+#                nodes' podCIDRs; the nodes are then Ready
+# Prints the path of an env file (CLUSTER_* variables, shell syntax). Without --pod-network, nodes
+# are registered but not Ready until a CNI network config is installed
+# (test/cluster/install-blockipam.sh).
 # Stop with: down.sh RUN_DIR (recorded PIDs only; then checks that the host is unchanged).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-nodes=3 owner="" ipv6=0
+nodes=3 owner="" ipv6=0 pod_network=""
 # Bad arguments exit 2 with one line naming the problem and the usage line.
 usage() {
   echo "up.sh: $1" >&2
-  echo "usage: up.sh [--nodes N] [--owner-pid PID] [--ipv6]" >&2
+  echo "usage: up.sh [--nodes N] [--owner-pid PID] [--ipv6] [--pod-network kind|gke]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -33,12 +38,14 @@ while [ $# -gt 0 ]; do
     --nodes) [ $# -ge 2 ] || usage "--nodes needs a number"; nodes=$2; shift 2 ;;
     --owner-pid) [ $# -ge 2 ] || usage "--owner-pid needs a PID"; owner=$2; shift 2 ;;
     --ipv6) ipv6=1; shift ;;
+    --pod-network) [ $# -ge 2 ] || usage "--pod-network needs kind or gke"; pod_network=$2; shift 2 ;;
     *) usage "unknown argument $1" ;;
   esac
 done
 [[ $nodes =~ ^[1-9][0-9]?$ ]] || usage "--nodes must be 1-99, got '$nodes'"
 [ -z "$owner" ] || { [[ $owner =~ ^[1-9][0-9]*$ ]] && kill -0 "$owner" 2>/dev/null; } ||
   usage "--owner-pid must be the PID of a live process, got '$owner'"
+case $pod_network in "" | kind | gke) ;; *) usage "--pod-network must be kind or gke, got '$pod_network'" ;; esac
 [ "$(id -u)" = 0 ] || { echo "up.sh: run as root (namespaces, cgroups)" >&2; exit 1; }
 
 # Build first (it may wait for another run's build): nothing is started yet.
@@ -150,6 +157,10 @@ kubeconfig "$RUN/scheduler.kubeconfig" "$inner" scheduler
 kubeconfig "$RUN/controller-manager.kubeconfig" "$inner" controller-manager
 kubectl() { "$BIN/kubectl" --kubeconfig "$RUN/admin.kubeconfig" "$@"; }
 wait_until 120 kubectl get --raw /readyz || fail "kube-apiserver did not become ready in 120 s"
+# With --pod-network the node IPAM controller gives each Node a /24 spec.podCIDR, the flags
+# kind's kubeadm config passes (GKE's nodes get a /24 podCIDR of the cluster range too).
+node_cidrs=()
+[ -z "$pod_network" ] || node_cidrs=(--allocate-node-cidrs=true --cluster-cidr=10.244.0.0/16 --node-cidr-mask-size=24)
 # --leader-elect=false (as hack/local-up-cluster.sh): one instance of each, and with leader
 # election on, a renewal that misses its 10 s deadline under load ends the process for good
 # (seen: kube-scheduler "Leaderelection lost" at load ~100 in the 300-pod churn, pods left
@@ -164,7 +175,7 @@ spawn controller-manager cluster "$BIN/kube-controller-manager" --kubeconfig="$R
   --service-account-private-key-file="$RUN/pki/sa.key" --root-ca-file="$RUN/pki/ca.crt" \
   --use-service-account-credentials=true --controllers='*' \
   --cluster-signing-cert-file="$RUN/pki/ca.crt" --cluster-signing-key-file="$RUN/pki/ca.key" \
-  --flex-volume-plugin-dir="$RUN/flex-volume" --leader-elect=false
+  --flex-volume-plugin-dir="$RUN/flex-volume" --leader-elect=false "${node_cidrs[@]}"
 cp_seconds=$(python3 -c "import time;print(f'{time.time()-$t0:.1f}')")
 
 # --- nodes ------------------------------------------------------------------------------------
@@ -185,6 +196,7 @@ CLUSTER_ID=$ID
 CLUSTER_NODES="${names[*]}"
 CLUSTER_NODE_IPS="$(for i in $(seq "$nodes"); do printf '10.99.0.%s ' $((10 + i)); done | sed 's/ $//')"
 CLUSTER_IPV6=$ipv6
+CLUSTER_POD_NETWORK=$pod_network
 CLUSTER_NODE_IPV6S="$([ "$ipv6" = 0 ] || for i in $(seq "$nodes"); do printf 'fd00:99::%s ' $((10 + i)); done | sed 's/ $//')"
 CLUSTER_API_URL=$API_URL
 CLUSTER_INNER_API_URL=$inner
@@ -201,6 +213,7 @@ CLUSTER_BUSYBOX_IMAGE=$BUSYBOX_IMAGE
 CLUSTER_CONTROL_PLANE_SECONDS=$cp_seconds
 CLUSTER_STARTUP_SECONDS=$elapsed
 ENV
+[ -z "$pod_network" ] || bash "$here/pod-network.sh" "$RUN/env" "$pod_network" || fail "pod-network.sh $pod_network failed"
 trap - EXIT INT TERM
 : >"$RUN/up-done"
 log "${#names[@]} nodes registered in ${elapsed}s (control plane ${cp_seconds}s); API $API_URL; run dir $RUN"

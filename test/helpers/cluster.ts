@@ -74,6 +74,13 @@ export interface ClusterOptions {
    * and reports it as its second InternalIP. Default false (IPv4 InternalIPs only).
    */
   readonly ipv6?: boolean;
+  /**
+   * The pods' network as kind or GKE set it up (up.sh --pod-network): node podCIDRs allocated by
+   * kube-controller-manager, a ptp + host-local conflist on each, static routes between them
+   * (test/cluster/pod-network.sh). The nodes are Ready when the cluster is returned. Default none
+   * (the nodes wait for a CNI config).
+   */
+  readonly podNetwork?: 'kind' | 'gke';
 }
 
 /**
@@ -87,6 +94,7 @@ export function startCluster(options: ClusterOptions = {}): StartedCluster | und
   const args = [join(clusterDir, 'up.sh'), ...(keep ? [] : ['--owner-pid', String(process.pid)])];
   if (options.nodes !== undefined) args.push('--nodes', String(options.nodes));
   if (options.ipv6) args.push('--ipv6');
+  if (options.podNetwork) args.push('--pod-network', options.podNetwork);
   const up = spawnSync('bash', args, { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
   if (up.status !== 0) return undefined;
   const env = readEnvFile(up.stdout.trim().split('\n').pop() ?? '');
@@ -157,8 +165,8 @@ export function cluster(): Cluster {
 /**
  * Starts a new cluster that {@link cluster} (and so every helper here) returns until it is
  * stopped: for a benchmark that gives each run a cluster of its own (pod-churn/main.ts), or a
- * test that needs other up.sh options than the run's cluster has (dual-stack nodes). A cluster
- * given by the environment is replaced for that time.
+ * test that needs other up.sh options than the run's cluster has (dual-stack nodes, a kind-shaped
+ * pod network). A cluster given by the environment is replaced for that time.
  * @throws Error when up.sh fails
  */
 export function startOwnCluster(options: ClusterOptions = {}): { cluster: Cluster; stop(): boolean } {
