@@ -143,7 +143,7 @@ const coreRooms = {
   datastore: ['errors', 'kube'],
   kube: ['errors', 'datastore'],
   allocator: ['address', 'block', 'datastore', 'errors'],
-  routes: ['address', 'allocator'],
+  routes: ['address', 'allocator', 'block'],
   'node-ipam': ['address', 'allocator', 'block', 'datastore', 'errors'],
   cni: ['address', 'allocator', 'block', 'datastore', 'errors', 'node-ipam'],
   adopt: ['address', 'allocator', 'block'],

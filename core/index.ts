@@ -78,7 +78,7 @@ export { planAdoption } from './adopt/plan.ts';
 export type { AdoptionInput, AdoptionPlan, NodeAdoptionPlan, PodAddressPlan } from './adopt/plan.ts';
 export type { PodCIDRPlan } from './adopt/podcidr-plan.ts';
 export type { PodCIDRNode } from './adopt/podcidr.ts';
-export { MAX_TILES_PER_PODCIDR, planPodCIDRBlocks } from './adopt/podcidr-blocks.ts';
+export { MAX_TILES_PER_PODCIDR, planPodCIDRBlocks, podCIDRBlockGiven } from './adopt/podcidr-blocks.ts';
 export { DEFAULT_IFNAME, parseHostLocalFile, planHostLocalImport } from './adopt/host-local.ts';
 export type {
   HostLocalFile,

@@ -20,6 +20,8 @@ import { cidrCovers, cidrSize, formatCidr, parseCidr } from '../address/ip.ts';
 import type { Cidr } from '../address/ip.ts';
 import { isPodCIDRPool, poolBlockSize, usablePools } from '../allocator/pools.ts';
 import { newBlock } from '../block/block.ts';
+import { POOL_LABEL, relabel } from '../block/labels.ts';
+import { rfc3339 } from '../time.ts';
 import type { IPAMBlock, IPPool } from '../resources.ts';
 import { blocksPerPodCIDR, podCIDRsOf } from './podcidr.ts';
 import type { PodCIDRNode } from './podcidr.ts';
@@ -105,4 +107,20 @@ function tilesOf(podCIDR: Cidr, blockSize: number): Cidr[] {
     base: podCIDR.base + BigInt(i) * step,
     prefixLength: blockSize,
   }));
+}
+
+/**
+ * `block` (unowned, at a tile of `node`'s podCIDR) given to `node` as core's claim would make it:
+ * affinity, `affinityClaimTime` now, and core's labels (the node's `affine` label among them — a
+ * block without it is not trusted, routed or found by the node).
+ */
+export function podCIDRBlockGiven(block: IPAMBlock, node: string, nowMs: number): IPAMBlock {
+  const spec = { ...block.spec, affinity: node, affinityClaimTime: rfc3339(nowMs) };
+  const pool = block.metadata.labels?.[POOL_LABEL] ?? '';
+  const cidr = parseCidr(spec.cidr)!;
+  return {
+    ...block,
+    metadata: { ...block.metadata, labels: relabel(block.metadata.labels, spec, pool, cidr.family) },
+    spec,
+  };
 }

@@ -7,9 +7,14 @@
  * A block gives routes only if core's {@link classifyBlocks} trusts it (judged over all blocks
  * and pools: a block a node forged never gets a route) and it holds no node's address (any type
  * in a Node's `status.addresses`): such a block is reported as `covers-node-address` (a route for
- * it would take the nodes' own network off the cluster's).
+ * it would take the nodes' own network off the cluster's). A borrowed address in a block of a
+ * podCIDR pool (allocator/pools.ts isPodCIDRPool) gets no /32: core never borrows there, and the
+ * podCIDR's addresses may still be host-local's on its node — a node credential adding its own
+ * allocation there must not take that pod's traffic.
  */
 import { classifyBlocks } from '../allocator/block-trust.ts';
+import { isPodCIDRPool } from '../allocator/pools.ts';
+import { POOL_LABEL } from '../block/labels.ts';
 import type { IgnoredBlock } from '../allocator/block-trust.ts';
 import { addressTextAt, blockOrdinals, reservedOrdinals } from '../address/block-cidr.ts';
 import { bitsOf, cidrContains, formatCidr, formatIP, mustParseCidr, parseIP } from '../address/ip.ts';
@@ -55,6 +60,7 @@ export function planIPAMNodes(
     }
   }
   const { trusted, ignored } = classifyBlocks(blocks, pools);
+  const podCIDRPools = new Set(pools.filter(isPodCIDRPool).map((p) => p.metadata.name));
   const unrouted: UnroutedBlock[] = [];
   for (const block of trusted) {
     const cidr = mustParseCidr(block.spec.cidr); // trusted: a masked CIDR
@@ -65,6 +71,7 @@ export function planIPAMNodes(
     }
     const affinity = block.spec.affinity;
     if (affinity !== null) specs.get(affinity)?.blocks.push(formatCidr(cidr));
+    if (podCIDRPools.has(block.metadata.labels?.[POOL_LABEL] ?? '')) continue;
     // only canonical, assignable ordinals: a key outside the block (or reserved) names another
     // block's address, and a /32 to it would take that address's traffic
     for (const [ordinal, allocation] of Object.entries(block.spec.allocations))

@@ -65,6 +65,11 @@ void describe('controller: podCIDR blocks', () => {
     assert.equal((await w.ds.blocks.get('10-244-1-0-24'))?.spec.affinity, 'n1');
     const given = await w.ds.blocks.get('10-244-2-0-24');
     assert.deepEqual([given?.spec.affinity, given?.spec.affinityClaimTime], ['n2', '2026-12-05T08:00:00Z']);
+    assert.deepEqual(
+      given?.metadata.labels,
+      newBlock({ cidr: mustParseCidr('10.244.2.0/24'), pool: 'kind', node: 'n2', nowMs: 0 }).metadata.labels,
+      "core's labels, the node's affine label among them",
+    );
     assert.equal(
       (await w.ds.blocks.get('10-244-3-0-24'))?.spec.affinity,
       'n1',

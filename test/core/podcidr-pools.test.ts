@@ -10,6 +10,7 @@ import {
   mustParseCidr,
   newBlock,
   planPodCIDRBlocks,
+  planIPAMNodes,
   planUpkeep,
   snapshotOf,
 } from 'blockipam/core';
@@ -124,18 +125,31 @@ describe('the allocator in a podCIDR pool', () => {
     assert.deepEqual(n2?.spec.allocations, {}, 'nothing borrowed');
   });
 
-  it('the upkeep plan neither claims in it nor releases its idle blocks; headroom says why', () => {
+  it('the upkeep plan neither claims in it nor releases its idle blocks', () => {
     const snapshot = snapshotOf({ config: undefined, pools: [PODCIDR_POOL], reservations: [] }, T0);
-    const idle = newBlock({
-      cidr: mustParseCidr('10.244.1.0/24'),
-      pool: 'kind',
-      node: 'n1',
-      nowMs: T0 - 86_400_000,
-    });
-    const plan = planUpkeep({ node: 'n1', nodeLabels: {}, snapshot, affine: [idle], nowMs: T0 });
+    // two idle blocks of the node: the rule that keeps a node's last block keeps one, not both
+    const idle = ['10.244.1.0/24', '10.244.9.0/24'].map((cidr) =>
+      newBlock({ cidr: mustParseCidr(cidr), pool: 'kind', node: 'n1', nowMs: T0 - 86_400_000 }),
+    );
+    const plan = planUpkeep({ node: 'n1', nodeLabels: {}, snapshot, affine: idle, nowMs: T0 });
     assert.deepEqual([plan.claims, plan.releases], [[], []]);
+    const plain = pool('kind', { cidr: '10.244.0.0/16', blockSize: 24 });
+    const ordinary = snapshotOf({ config: undefined, pools: [plain], reservations: [] }, T0);
+    const released = planUpkeep({ node: 'n1', nodeLabels: {}, snapshot: ordinary, affine: idle, nowMs: T0 });
+    assert.equal(released.releases.length, 1, 'in an ordinary pool one of them goes');
     const none = planUpkeep({ node: 'n1', nodeLabels: {}, snapshot, affine: [], nowMs: T0 });
     assert.deepEqual(none.claims, [], 'no claim even with no block at all');
+  });
+
+  it("no /32 route for another node's allocation in a podCIDR block (core never borrows there)", () => {
+    let n2 = newBlock({ cidr: mustParseCidr('10.244.2.0/24'), pool: 'kind', node: 'n2', nowMs: T0 });
+    n2 = allocateOrdinal(n2, 7, { handle: 'h', node: 'n1' }, T0)!.block;
+    const nodes = ['n1', 'n2'].map((name) => ({ metadata: { name } }));
+    const routes = planIPAMNodes([n2], [PODCIDR_POOL], nodes);
+    assert.deepEqual(routes.specs.get('n1')?.borrowed, []);
+    assert.deepEqual(routes.specs.get('n2')?.blocks, ['10.244.2.0/24']);
+    const plain = pool('kind', { cidr: '10.244.0.0/16', blockSize: 24 });
+    assert.deepEqual(planIPAMNodes([n2], [plain], nodes).specs.get('n1')?.borrowed, ['10.244.2.7/32']);
   });
 
   it('the claims policy sees it as podcidr, not usable', () => {

@@ -9,7 +9,13 @@
  * another node, a podCIDR cut into too many blocks). Nothing here deletes: a deleted node's
  * blocks go through the deleted-node step like any other.
  */
-import { isAlreadyExists, isConflict, isNotFound, planPodCIDRBlocks, rfc3339 } from 'blockipam/core';
+import {
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  planPodCIDRBlocks,
+  podCIDRBlockGiven,
+} from 'blockipam/core';
 import type { IPAMBlock } from 'blockipam/core';
 import type { PassContext } from '../pass.ts';
 
@@ -62,10 +68,7 @@ export async function podCIDRBlockStep(ctx: PassContext, reported: Set<string>):
   }
   for (const { block, node } of plan.assign) {
     if (!ctx.mayWrite()) return result;
-    const given: IPAMBlock = {
-      ...block,
-      spec: { ...block.spec, affinity: node, affinityClaimTime: rfc3339(ctx.clock()) },
-    };
+    const given = podCIDRBlockGiven(block, node, ctx.clock());
     if (await write(ctx, 'assign', block, () => ctx.ds.blocks.update(given))) {
       result.assigned.push(block.metadata.name);
       announce(ctx, block, node, 'PodCIDRBlockAssigned', 'unowned, given to node');
