@@ -22,7 +22,7 @@ import { contextOf } from './context.ts';
 import type { AllocatorOptions, Context } from './context.ts';
 import { describe } from './describe.ts';
 import { requestRefusedText, takenText } from './failure-text.ts';
-import { poolBlockSize, poolCidr, selectPools } from './pools.ts';
+import { isPodCIDRPool, poolBlockSize, poolCidr, selectPools } from './pools.ts';
 import type { PoolSnapshot } from './pools.ts';
 import { assignAllOrNothing, gatherInputs, nodeNameProblem, ownerOf } from './request.ts';
 import type { AllocatedAddress, AssignFailure, AssignOutcome, StaticAssignRequest } from './types.ts';
@@ -95,6 +95,15 @@ async function assignOne(
       reason: 'Reserved',
       message: `${text} is reserved in block ${blockNameOf(blockCidr)} (network, gateway or broadcast address)`,
     };
+  if (isPodCIDRPool(pool)) {
+    // a podCIDR is its node's alone: no claim, no borrowing (pools.ts isPodCIDRPool)
+    const own = await ctx.ds.blocks.get(blockNameOf(blockCidr));
+    if (own?.spec.affinity !== request.node)
+      return {
+        reason: 'NotAllowed',
+        message: `${text}: IPPool ${pool.metadata.name} holds nodes' podCIDRs, and ${own ? `block ${own.metadata.name} is node "${own.spec.affinity ?? '(none)'}"'s` : `no block ${blockNameOf(blockCidr)} of node "${request.node}" holds it`}: a node takes only addresses of its own podCIDR there`,
+      };
+  }
   const got = await getOrClaimBlock(ctx, pool, request.node, blockCidr);
   if ('overlaps' in got)
     return {

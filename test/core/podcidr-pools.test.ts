@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   allocateOrdinal,
+  assignIP,
   autoAssign,
   claimPoolsData,
   mustParseCidr,
@@ -123,6 +124,20 @@ describe('the allocator in a podCIDR pool', () => {
     assert.deepEqual(names(await w.ds.blocks.list()), ['10-244-1-0-24', '10-244-2-0-24'], 'nothing claimed');
     const n2 = await w.ds.blocks.get('10-244-2-0-24');
     assert.deepEqual(n2?.spec.allocations, {}, 'nothing borrowed');
+  });
+
+  it('a static address: only in the node’s own podCIDR block — never borrowed, never claimed', async () => {
+    const w = await seeded(0);
+    const own = await assignIP(w.ds, { ...pod('s1'), node: 'n1', addresses: ['10.244.1.9'] }, w.options);
+    assert.ok(own.ok && own.ipv4?.address === '10.244.1.9');
+    const foreign = await assignIP(w.ds, { ...pod('s2'), node: 'n1', addresses: ['10.244.2.9'] }, w.options);
+    assert.deepEqual(foreign.ok ? 'ok' : [foreign.reason, foreign.message], [
+      'NotAllowed',
+      `10.244.2.9: IPPool kind holds nodes' podCIDRs, and block 10-244-2-0-24 is node "n2"'s: a node takes only addresses of its own podCIDR there`,
+    ]);
+    const none = await assignIP(w.ds, { ...pod('s3'), node: 'n1', addresses: ['10.244.7.9'] }, w.options);
+    assert.equal(none.ok ? 'ok' : none.reason, 'NotAllowed');
+    assert.deepEqual(names(await w.ds.blocks.list()), ['10-244-1-0-24', '10-244-2-0-24'], 'nothing claimed');
   });
 
   it('the upkeep plan neither claims in it nor releases its idle blocks', () => {
