@@ -231,7 +231,7 @@ export function notPodCIDRPool(f: { node: string; podCIDR: string; pool: string 
     node: f.node,
     podCIDR: f.podCIDR,
     pool: f.pool,
-    message: `IPPool ${f.pool} covers podCIDR ${f.podCIDR} of node ${f.node} but is no podCIDR pool: any node may claim a block inside this podCIDR while host-local still hands its addresses out`,
+    message: `IPPool ${f.pool} covers podCIDR ${f.podCIDR} of node ${f.node} but is no podCIDR pool: once it is enabled, any node may claim a block inside this podCIDR while host-local may still hand its addresses out`,
     fix: `make it one, so that each node's podCIDR is its own block, created by the controller: kubectl patch ippool ${f.pool} --type=merge -p '{"spec":{"podCIDRBlocks":true}}'`,
   };
 }

@@ -8,8 +8,9 @@
  * pod on the node by `status.podIPs`, placed in the node's block holding it, and recorded under the
  * handle blockipam's DEL of that container will compute (`<network>.<containerID>.<ifname>`, the
  * network being blockipam's conflist's), so the old pod's DEL releases it. A file no pod on the node
- * holds, or whose address has no block of the node or sits on a reserved ordinal, is quarantined —
- * moved aside, never deleted. An address already recorded under the same handle is done: a
+ * holds, or whose address has no block of the node or sits on a reserved ordinal, is reported for
+ * quarantine — moved aside, never deleted — by a caller that plans again over a grace period first:
+ * a pod whose address the kubelet has not reported yet (`status.podIPs`) is unmatched for a moment. An address already recorded under the same handle is done: a
  * re-run after any interruption changes nothing.
  */
 import { ordinalOf } from '../address/block-cidr.ts';
