@@ -52,6 +52,7 @@ describe('ipamctl pool (real API server)', () => {
       assignmentMode: 'Manual',
       namespaceSelector: { matchLabels: { team: 'a' } },
       disabled: false,
+      podCIDRBlocks: false,
     });
     const list = await ipamctl(['pool', 'list']);
     assert.match(
@@ -178,6 +179,14 @@ describe('ipamctl pool create: overlap refused atomically (real API server)', ()
     const run = await ipamctl(['pool', 'create', 'off', '--cidr', '10.80.0.0/16', '--disabled']);
     assert.equal(run.code, 0, run.stderr);
     assert.equal((await ds.pools.get('off'))?.spec.disabled, true);
+  });
+
+  test('--podcidr-blocks --disabled: a podCIDR pool, disabled, as adopt plan suggests it', async () => {
+    const args = ['--cidr', '10.81.0.0/16', '--block-size', '24', '--podcidr-blocks', '--disabled'];
+    const run = await ipamctl(['pool', 'create', 'kind', ...args]);
+    assert.equal(run.code, 0, run.stderr);
+    const spec = (await ds.pools.get('kind'))?.spec;
+    assert.deepEqual([spec?.podCIDRBlocks, spec?.disabled, spec?.blockSize], [true, true, 24]);
   });
 
   // the CRD wants the canonical form (lower case, shortest IPv6); the API server refused "FD00::/64"
