@@ -39,7 +39,7 @@
  *  6. the controller's writes: create node 2's IPAMNode (the route source), point it at node 1,
  *     add node 2's block to node 1's own IPAMNode, delete node 2's; set node 2's block's Trusted
  *     condition False (`ipamblocks/status`); add a pool to the claimable-pools ConfigMap (RBAC);
- *  7. the controller's token creates a block and mints a node token;
+ *  7. the controller's token mints a node token (creating a block is its role: a podCIDR pool's);
  *  8. the reader creates, replaces and deletes a block, mints a token, edits the pool and the
  *     IPAMConfig, and tries the controller's writes of 6.
  * The count per credential is asserted against docs/install.md §Security.
@@ -742,13 +742,6 @@ function otherProbes(): Probe[] {
   const r = `${ns}:${READER}`;
   const name = victimBlock.metadata.name;
   return [
-    {
-      who: controller,
-      what: `create ${stray.spec.cidr} for ${n2}`,
-      run: () => as(controller, ['create', '-f', '-'], stray),
-      refusal: forbidden(c, 'create', 'ipamblocks'),
-      created: stray.metadata.name,
-    },
     {
       who: controller,
       what: `mint a token bound to ${victimPod.name}`,
