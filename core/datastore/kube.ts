@@ -184,7 +184,8 @@ class KubeResourceStore<T extends KubeObject> implements StatusResourceStore<T> 
 
   /**
    * The object to write, its `metadata.managedFields` reset (`[{}]`: the API server drops the
-   * list and records this write alone). Nothing here reads managedFields, and every reader of
+   * list and records this write alone — on an update; a status-subresource write keeps the
+   * record, test/core/managed-fields.int.test.ts). Nothing here reads managedFields, and every reader of
    * blocks pays for their size: written back as read, a list another writer grew (any node
    * credential can: docs/install.md §Security) would outlive every write of ours.
    */
