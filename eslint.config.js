@@ -133,7 +133,7 @@ const partBoundaries = {
 /**
  * Core's rooms (docs/design-core.md, the layout at its top) and the rooms each may import: address and errors
  * at the ground, block over address, the datastores (datastore/, kube/) over errors, the
- * allocator over those, routes, node-ipam, cni and adopt on top. The files at core/'s top (resources,
+ * allocator over those, routes, node-ipam and adopt over it, cni on top. The files at core/'s top (resources,
  * selector, config, time, …, the barrel) are open to every room.
  */
 const coreRooms = {
@@ -145,8 +145,8 @@ const coreRooms = {
   allocator: ['address', 'block', 'datastore', 'errors'],
   routes: ['address', 'allocator', 'block'],
   'node-ipam': ['address', 'allocator', 'block', 'datastore', 'errors'],
-  cni: ['address', 'allocator', 'block', 'datastore', 'errors', 'node-ipam'],
-  adopt: ['address', 'allocator', 'block'],
+  cni: ['address', 'adopt', 'allocator', 'block', 'datastore', 'errors', 'node-ipam'],
+  adopt: ['address', 'allocator', 'block', 'datastore'],
 };
 const roomOf = (path) => {
   if (!path.startsWith(coreDir)) return undefined;

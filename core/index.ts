@@ -79,13 +79,12 @@ export type { AdoptionInput, AdoptionPlan, NodeAdoptionPlan, PodAddressPlan } fr
 export type { PodCIDRPlan } from './adopt/podcidr-plan.ts';
 export type { PodCIDRNode } from './adopt/podcidr.ts';
 export { MAX_TILES_PER_PODCIDR, planPodCIDRBlocks, podCIDRBlockGiven } from './adopt/podcidr-blocks.ts';
-export { DEFAULT_IFNAME, parseHostLocalFile, planHostLocalImport } from './adopt/host-local.ts';
-export type {
-  HostLocalFile,
-  HostLocalImport,
-  HostLocalImportPlan,
-  HostLocalQuarantine,
-} from './adopt/host-local.ts';
+export { planHostLocalImport } from './adopt/host-local.ts';
+export { DEFAULT_IFNAME, parseHostLocalFile } from './adopt/host-local-file.ts';
+export type { HostLocalFile } from './adopt/host-local-file.ts';
+export { recordHostLocalImports } from './adopt/host-local-import.ts';
+export type { ImportOutcome } from './adopt/host-local-import.ts';
+export type { HostLocalImport, HostLocalImportPlan, HostLocalQuarantine } from './adopt/host-local.ts';
 export type { PodCIDRBlockConflict, PodCIDRBlockPlan } from './adopt/podcidr-blocks.ts';
 export type { AdoptionConflict, AdoptionNote } from './adopt/conflicts.ts';
 export { validatePool } from './pool-validation.ts';

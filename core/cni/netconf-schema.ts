@@ -68,6 +68,7 @@ const ipam = {
     lockFile: { type: 'string', pattern: '^/' },
     agentSocket: { type: 'string', pattern: '^/' }, // at most 107 bytes: netconf.ts
     mode: { enum: ['agent', 'standalone'] },
+    hostLocalStore: { type: 'string', pattern: '^/' },
   },
 } as const;
 

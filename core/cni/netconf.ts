@@ -77,6 +77,13 @@ export interface NetConf {
    * `agentSocket`): the direct path always, the socket is never tried.
    */
   readonly mode: 'agent' | 'standalone';
+  /**
+   * host-local's store directory (`<dataDir>/<network>`, absolute) while the node is being adopted
+   * from host-local (docs/design-adopt.md): an ADD takes no address a file there holds for another
+   * container and reserves each address it hands out with a file of its own; a DEL removes the
+   * container's files. Absent (the default; once adoption is switched off): the store is not read.
+   */
+  readonly hostLocalStore?: string;
   /** Static IPs from the config: `runtimeConfig.ips`, else `args.cni.ips` (plain addresses). */
   readonly configIPs: readonly string[];
   /** The field `configIPs` came from, when it is not empty (for a message refusing one). */
@@ -156,6 +163,7 @@ interface RawNetConf {
     lockFile?: string;
     agentSocket?: string;
     mode?: NetConf['mode'];
+    hostLocalStore?: string;
   };
   args?: { cni?: { ips?: string[] } };
   runtimeConfig?: { ips?: string[]; [POD_ANNOTATIONS]?: Record<string, string> };
@@ -237,6 +245,7 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
     lockFile: i.lockFile ?? `${i.cacheDir ?? defaultCacheDir}/ipam.lock`,
     ...(i.agentSocket !== undefined ? { agentSocket: i.agentSocket } : {}),
     mode: i.mode ?? (i.agentSocket !== undefined ? 'agent' : 'standalone'),
+    ...(i.hostLocalStore !== undefined ? { hostLocalStore: i.hostLocalStore } : {}),
     configIPs,
     ...(runtimeIPs ? { configIPsFrom: 'runtimeConfig.ips' as const } : {}),
     ...(argsIPs ? { configIPsFrom: 'args.cni.ips' as const } : {}),

@@ -51,6 +51,11 @@ export interface AddCall {
   readonly staticIPsFrom?: string;
   /** The pod's annotations as the runtime gave them (runtimeConfig); they win over the pod object's. */
   readonly podAnnotations?: Readonly<Record<string, string>>;
+  /**
+   * Bare addresses auto-assignment must not hand out (held in host-local's store while the node
+   * is adopted: core/cni/host-local-store.ts); static IPs are not checked against them.
+   */
+  readonly excludedIPs?: readonly string[];
 }
 
 export interface DelCall {

@@ -10,12 +10,14 @@
  * fires is dropped, never sent; one already in an UPDATE sent may land.
  * Expected outcomes are values; failures are thrown as core's errors and mapped by errorKindOf.
  */
+import { bitsOf, parseIP } from '../address/ip.ts';
 import { autoAssign } from '../allocator/auto-assign.ts';
 import type { AllocatorOptions } from '../allocator/context.ts';
 import { releaseForGC } from '../allocator/gc.ts';
 import { findByHandle, releaseByHandle } from '../allocator/release.ts';
 import { assignIP } from '../allocator/static-assign.ts';
 import { handleOf } from '../allocator/types.ts';
+import type { PoolSnapshot } from '../allocator/pools.ts';
 import type { AllocatedAddress, AssignRequestBase, ReleaseResult } from '../allocator/types.ts';
 import { IP_ADDRS_ANNOTATION } from '../annotations.ts';
 import type { Datastore } from '../datastore/datastore.ts';
@@ -148,7 +150,12 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
         ? await assignIP(ds, { ...base, addresses: staticIPs }, core(signal))
         : await autoAssign(
             ds,
-            { ...base, ipv4: call.families.includes(4), ipv6: call.families.includes(6) },
+            {
+              ...base,
+              snapshot: excluding(snapshot, call.excludedIPs ?? []),
+              ipv4: call.families.includes(4),
+              ipv6: call.families.includes(6),
+            },
             core(signal),
           );
     return decorate(toAddOutcome(assigned), call, pc, pools.length > 0);
@@ -221,4 +228,13 @@ export function createNodeIpam(options: NodeIpamOptions): NodeIpam {
       ),
     status: (call, signal) => bounded(signal, () => status(call, signal)),
   };
+}
+
+/** `snapshot` with each of `addresses` reserved as a host prefix (never auto-assigned). */
+function excluding(snapshot: PoolSnapshot, addresses: readonly string[]): PoolSnapshot {
+  const hosts = addresses.flatMap((address) => {
+    const ip = parseIP(address);
+    return ip ? [{ family: ip.family, base: ip.value, prefixLength: bitsOf(ip.family) }] : [];
+  });
+  return hosts.length === 0 ? snapshot : { ...snapshot, reservations: [...snapshot.reservations, ...hosts] };
 }

@@ -5,10 +5,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   allocateOrdinal,
+  MemoryDatastore,
   mustParseCidr,
   newBlock,
   parseHostLocalFile,
   planHostLocalImport,
+  recordHostLocalImports,
 } from 'blockipam/core';
 import type { Pod } from 'blockipam/core';
 
@@ -120,5 +122,40 @@ describe('planHostLocalImport', () => {
         'address 10.244.1.3 is already allocated in IPAMBlock 10-244-1-0-24 to handle blockipam.other.eth0',
       ],
     );
+  });
+});
+
+describe('recordHostLocalImports', () => {
+  const pod = (name: string, ip: string): Pod => ({
+    metadata: { name, namespace: 'default', uid: `uid-${name}` },
+    spec: { nodeName: 'n1' },
+    status: { phase: 'Running', podIPs: [{ ip }] },
+  });
+  const file = (address: string, containerID: string) =>
+    parseHostLocalFile(address, `${containerID}\r\neth0`)!;
+
+  it('one write per block; an ordinal another handle took since the plan is lost, not overwritten; a gone block too', async () => {
+    const block = newBlock({ cidr: mustParseCidr('10.244.1.0/24'), pool: 'kind', node: 'n1', nowMs: 0 });
+    const ds = new MemoryDatastore({ blocks: [block] });
+    const listed = (await ds.blocks.get(block.metadata.name))!;
+    const plan = planHostLocalImport({
+      node: 'n1',
+      network: 'blockipam',
+      files: [file('10.244.1.2', 'c2'), file('10.244.1.3', 'c3')],
+      pods: [pod('a', '10.244.1.2'), pod('b', '10.244.1.3')],
+      blocks: [listed],
+    });
+    // an ADD takes .3 after the plan was made: the import's write conflicts, re-reads, keeps it
+    await ds.blocks.update(
+      allocateOrdinal(listed, 3, { handle: 'blockipam.new.eth0', node: 'n1' }, 0)!.block,
+    );
+    const gone = { ...plan.imports[0]!, file: 'x', block: '10-244-9-0-24' };
+    const outcome = await recordHostLocalImports(ds, [listed], [...plan.imports, gone]);
+    assert.deepEqual(outcome, { recorded: ['10.244.1.2'], done: [], lost: ['10.244.1.3', 'x'] });
+    const after = (await ds.blocks.get(block.metadata.name))!;
+    assert.equal(after.spec.allocations[2]?.handle, 'blockipam.c2.eth0');
+    assert.equal(after.spec.allocations[3]?.handle, 'blockipam.new.eth0');
+    const again = await recordHostLocalImports(ds, [after], plan.imports.slice(0, 1));
+    assert.deepEqual(again, { recorded: [], done: ['10.244.1.2'], lost: [] });
   });
 });

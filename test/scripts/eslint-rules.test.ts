@@ -36,9 +36,11 @@ describe('eslint import boundaries', () => {
     // a room above may not
     ['core/block/a.ts', '../allocator/auto-assign.ts', ['blockipam/core-rooms']],
     ['core/datastore/a.ts', '../node-ipam/service.ts', ['blockipam/core-rooms']],
-    // adoption planning sits on the allocator, never on the datastores
+    // adoption sits on the allocator and the datastore port, below the CNI layer that reads the store
     ['core/adopt/a.ts', '../allocator/pools.ts', []],
-    ['core/adopt/a.ts', '../datastore/memory.ts', ['blockipam/core-rooms']],
+    ['core/adopt/a.ts', '../datastore/datastore.ts', []],
+    ['core/adopt/a.ts', '../cni/host-local-store.ts', ['blockipam/core-rooms']],
+    ['core/cni/a.ts', '../adopt/host-local-file.ts', []],
     // core's top-level files are open to every room
     ['core/address/a.ts', '../resources.ts', []],
     // core imports nothing outside core/ but package.json

@@ -4,10 +4,11 @@
  * (code 100) and leaves the first allocation untouched, so ptp's cleanup cannot free it.
  */
 import { parseCidr } from '../../address/ip.ts';
-import type { AddOutcome, IpConfig, PodCall } from '../../node-ipam/service-types.ts';
+import type { AddCall, AddOutcome, IpConfig, PodCall } from '../../node-ipam/service-types.ts';
 import { parseCniArgs, type CniArgs } from '../args.ts';
 import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
 import { CniCode, CniError } from '../errors.ts';
+import { heldByOthers, readStore, reserveInStore } from '../host-local-store.ts';
 import { staticList } from '../netconf.ts';
 import { formatResult } from '../result.ts';
 
@@ -43,17 +44,19 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
   const staticIPs = fromArgs ?? ctx.conf.configIPs;
   const pod = podOf(args);
   const ipam = await ctx.ipam();
-  // A refused static address comes back naming `staticIPsFrom` (the pod annotation: its own name).
-  const outcome = await ipam.add({
+  const call: AddCall = {
     attachment: attachmentOf(ctx),
     ...(pod ? { pod } : {}),
     node: ctx.conf.nodeName,
     families: ctx.conf.families,
     pools: ctx.conf.pools,
     staticIPs,
+    // A refused static address comes back naming `staticIPsFrom` (the pod annotation: its own name).
     ...(staticIPs.length > 0 ? { staticIPsFrom: ctx.conf.configIPsFrom ?? 'CNI_ARGS IP' } : {}),
     ...(ctx.conf.podAnnotations ? { podAnnotations: ctx.conf.podAnnotations } : {}),
-  });
+  };
+  const store = ctx.conf.hostLocalStore;
+  const outcome = store === undefined ? await ipam.add(call) : await addBesideHostLocal(ctx, call, store);
   const ips = allocatedOrThrow(outcome);
   if (outcome.kind === 'allocated' && outcome.podNotFound && pod)
     ctx.log.log('warn', 'pod not found: allocation recorded without a pod reference', {
@@ -64,6 +67,51 @@ export async function add(ctx: CommandContext): Promise<CommandResult> {
   const families = new Set(ips.map((i) => familyOf(i.address)));
   const routes = ctx.conf.routes.filter((r) => families.has(familyOf(r.dst)));
   return formatResult({ ips, routes, ...(ctx.conf.dns ? { dns: ctx.conf.dns } : {}) }, ctx.conf.cniVersion);
+}
+
+// 3 rounds: each lost round means a host-local ADD under the old conflist took the address between
+// this ADD's read of the store and its reservation — a few per node during an adoption, at most.
+const HOST_LOCAL_ROUNDS = 3;
+
+/**
+ * ADD while the node is adopted from host-local (host-local-store.ts): no address a store file
+ * holds for another container, and each address handed out reserved in the store. A reservation
+ * lost to host-local releases this call's allocation and tries again with the store re-read.
+ * @throws CniError 11 after {@link HOST_LOCAL_ROUNDS} lost rounds; 102 (addressRefused) for a
+ *   static address another container holds in the store; the fs error of an unusable store (the
+ *   allocation released first)
+ */
+async function addBesideHostLocal(ctx: CommandContext, call: AddCall, store: string): Promise<AddOutcome> {
+  const ipam = await ctx.ipam();
+  const { containerID, ifname } = ctx.env;
+  for (let round = 1; ; round++) {
+    const excludedIPs = heldByOthers(await readStore(store), containerID, ifname);
+    const outcome = await ipam.add({ ...call, ...(excludedIPs.length > 0 ? { excludedIPs } : {}) });
+    if (outcome.kind !== 'allocated') return outcome;
+    const addresses = outcome.ips.map((ip) => ip.address.split('/')[0] ?? '');
+    let clashes: string[];
+    try {
+      clashes = await reserveInStore(store, addresses, containerID, ifname);
+    } catch (error) {
+      await ipam.del({ attachment: call.attachment, node: call.node });
+      throw error;
+    }
+    if (clashes.length === 0) return outcome;
+    await ipam.del({ attachment: call.attachment, node: call.node });
+    ctx.log.log('warn', 'host-local holds the address meanwhile; trying again', { ips: clashes, round });
+    if (call.staticIPs.length > 0)
+      throw new CniError(
+        CniCode.addressRefused,
+        'requested address refused',
+        `${clashes.join(', ')} held in host-local's store ${store} by another container`,
+      );
+    if (round >= HOST_LOCAL_ROUNDS)
+      throw new CniError(
+        CniCode.tryAgainLater,
+        'host-local keeps taking the addresses',
+        `${clashes.join(', ')} taken in host-local's store ${store} ${round} times in a row`,
+      );
+  }
 }
 
 /** Maps a non-allocation outcome to its CNI error. */

@@ -7,8 +7,10 @@
  * An unreachable API server fails with code 11 and changes nothing (the runtime retries). On
  * the direct path an unusable lock file (ipam.lockFile), or a lock not obtained within
  * ipam.lockTimeoutMs, does not fail it: it releases without the lock (direct-client.ts).
+ * With ipam.hostLocalStore, the container's files there go too (host-local-store.ts).
  */
 import { podUIDOf } from '../args.ts';
+import { releaseFromStore } from '../host-local-store.ts';
 import { attachmentOf, type CommandContext, type CommandResult } from './context.ts';
 
 export async function del(ctx: CommandContext): Promise<CommandResult> {
@@ -20,5 +22,16 @@ export async function del(ctx: CommandContext): Promise<CommandResult> {
     ...(podUID !== undefined ? { podUID } : {}),
   });
   ctx.log.log('info', released > 0 ? 'released' : 'nothing to release', { released });
+  const store = ctx.conf.hostLocalStore;
+  if (store !== undefined) {
+    // host-local's release by container ID (host-local-store.ts); a failure leaves the file,
+    // which keeps the address from host-local only: logged, the DEL succeeds
+    const { containerID, ifname } = ctx.env;
+    await releaseFromStore(store, containerID, ifname).then(
+      (ips) => ips.length > 0 && ctx.log.log('info', 'released in host-local store', { ips }),
+      (error: unknown) =>
+        ctx.log.log('warn', 'host-local store not released', { store, error: (error as Error).message }),
+    );
+  }
   return undefined;
 }
