@@ -16,6 +16,7 @@ import {
 } from '../shared/index.ts';
 import type { Logger } from '../shared/index.ts';
 import { deletionQueueDirOf } from 'blockipam/core/cni';
+import { HostLocalAdoption } from './adopt/host-local.ts';
 import { CniInstaller } from './install/installer.ts';
 import type { SignalFollower } from './install/owner.ts';
 import type { InstallOptions } from './install/installer.ts';
@@ -139,6 +140,21 @@ export async function runAgent(options: AgentOptions): Promise<void> {
       if (kind === 'node') installer.nodeSeen(state.nodeObject()?.metadata.uid);
     });
     void installUntilDone(installer, lifecycle, log).then(() => (installed = true));
+    if (options.hostLocalStore !== undefined) {
+      const adoption = new HostLocalAdoption({
+        state,
+        view,
+        store: options.hostLocalStore,
+        network: options.networkName,
+        graceMs: options.hostLocalGraceSeconds * 1000,
+        optIn: (optedIn) => installer.adoption(optedIn),
+        log,
+        metrics,
+        lifecycle,
+      });
+      lifecycle.onStop('adoption', () => adoption.stop());
+      adoption.kick();
+    }
     await followOwner(
       options.ownerDaemonSet === undefined
         ? undefined
@@ -286,6 +302,7 @@ function installOptions(options: AgentOptions, connection: ReturnType<typeof con
       assignIPv6: options.assignIpv6,
       ...(options.ipamSocket !== '' ? { agentSocket: options.ipamSocket } : {}),
       plugin: options.plugin,
+      ...(options.hostLocalStore !== undefined ? { hostLocalStore: options.hostLocalStore } : {}),
     },
     kubeconfigPath: options.pluginKubeconfig,
     pluginServer: options.pluginApiServer ?? connection.server,

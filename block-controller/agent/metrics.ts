@@ -55,6 +55,16 @@ export function createAgentMetrics() {
       "TokenRequests for the plugin's kubeconfig, by result (ok, error)",
       ['node', 'result'],
     ),
+    hostLocalFiles: gauge(
+      'host_local_files',
+      "Files of host-local's store while the node is adopted (--host-local-store), by state: imported (recorded in a block), pending (no live pod matched yet, within the grace period), quarantined (moved aside)",
+      ['node', 'state'],
+    ),
+    adoptPasses: counter(
+      'adopt_passes_total',
+      'Host-local import passes of an opted-in node, by outcome: done, error',
+      ['node', 'status'],
+    ),
     upkeepPasses: counter(
       'upkeep_passes_total',
       'Pre-claim / release passes, by outcome: done, waiting (watches not synced or own Node missing), error',

@@ -82,6 +82,15 @@ export interface AgentOptions {
    * Undefined: the files stay whatever happens.
    */
   readonly ownerDaemonSet?: string;
+  /**
+   * host-local's store (`<dataDir>/<network>`) of the network this node's pods are on before it is
+   * adopted (adopt/host-local.ts): the conflist is written only while the Node is labelled
+   * `blockipam.io/adopt=true`, with `ipam.hostLocalStore`, and the store's addresses are imported.
+   * Undefined: no adoption, the conflist is written at once.
+   */
+  readonly hostLocalStore?: string;
+  /** How long a store file stays unmatched by any pod before it is quarantined, s. */
+  readonly hostLocalGraceSeconds: number;
 }
 
 /**
@@ -255,6 +264,16 @@ export async function parseOptions(
         type: 'number',
         describe: 'Refresh after this instead of half the lifetime',
       },
+      'host-local-store': {
+        type: 'string',
+        describe:
+          'host-local’s store (<dataDir>/<network>, absolute) to adopt: the conflist only while the Node is labelled blockipam.io/adopt=true, and the store’s addresses imported (default: none)',
+      },
+      'host-local-grace-seconds': {
+        type: 'number',
+        default: 120,
+        describe: 'How long a host-local file no pod holds waits before it is quarantined',
+      },
       'owner-daemonset': {
         type: 'string',
         describe:
@@ -319,6 +338,16 @@ export async function parseOptions(
         throw new Error(
           'install mode needs --service-account and --namespace (or $SERVICE_ACCOUNT_NAME, $POD_NAMESPACE)',
         );
+      const store = a['host-local-store'];
+      if (store !== undefined && store !== '' && (!isAbsolute(store) || store === '/'))
+        throw new Error(
+          `--host-local-store must be an absolute directory path, not ${JSON.stringify(store)}`,
+        );
+      if (store && !a['install-cni'])
+        throw new Error('--host-local-store needs --install-cni (the conflist follows the adoption label)');
+      const grace = a['host-local-grace-seconds'];
+      if (!Number.isFinite(grace) || grace < 0)
+        throw new Error(`--host-local-grace-seconds must be a number >= 0, not ${shownNumber(grace)}`);
       if (a['owner-daemonset'] && !a['install-cni'])
         throw new Error('--owner-daemonset needs --install-cni (it removes what install mode wrote)');
       if (a['plugin-binary'] === PLUGIN_BINARY_SELF && selfExecutable() === undefined)
@@ -387,5 +416,7 @@ export async function parseOptions(
     tokenExpirationSeconds: parsed['token-expiration-seconds'],
     tokenRefreshSeconds: parsed['token-refresh-seconds'],
     ownerDaemonSet: opt(parsed['owner-daemonset']),
+    ...(opt(parsed['host-local-store']) ? { hostLocalStore: parsed['host-local-store'] } : {}),
+    hostLocalGraceSeconds: parsed['host-local-grace-seconds'],
   };
 }

@@ -54,6 +54,14 @@ describe('the conflist’s address families', () => {
     assert.equal(netconf.mode, 'agent');
   });
 
+  test('host-local’s store while adopting, as ipam.hostLocalStore; the plugin reads it', () => {
+    const store = '/run/cni-ipam-state/kindnet';
+    const { ipam, netconf } = firstPlugin({ hostLocalStore: store });
+    assert.deepEqual(ipam, { type: 'blockipam', kubeconfig: KUBECONFIG, hostLocalStore: store });
+    assert.equal(netconf.hostLocalStore, store);
+    assert.equal(firstPlugin({}).netconf.hostLocalStore, undefined);
+  });
+
   test('no family at all is refused', () => {
     assert.throws(
       () => conflistFor({ kubeconfig: KUBECONFIG, assignIPv4: false }),

@@ -48,6 +48,21 @@ describe('agent options refused at start-up, naming the flag', () => {
       (bad) => [[...base, `--non-masquerade-cidr=${bad}`], cidr(bad)] as const,
     ),
     [[...base, '--owner-daemonset', 'blockipam-agent'], /--owner-daemonset needs --install-cni/],
+    [
+      [...base, '--host-local-store', '/run/cni-ipam-state/kindnet'],
+      /--host-local-store needs --install-cni/,
+    ],
+    ...['kindnet', '/', 'run/x'].map(
+      (bad) =>
+        [
+          [...base, `--host-local-store=${bad}`],
+          /--host-local-store must be an absolute directory path/,
+        ] as const,
+    ),
+    [
+      [...base, '--host-local-grace-seconds', '-1'],
+      /--host-local-grace-seconds must be a number >= 0, not -1/,
+    ],
     [[...base, '--assign-ipv4=false'], /--assign-ipv4=false needs --assign-ipv6/],
     [
       [...base, '--plugin-log-file', 'plugin.log'],
@@ -127,6 +142,13 @@ describe('agent options taken', () => {
     [[], 'nonMasqueradeCidrs', []],
     [[...install, '--owner-daemonset', 'blockipam-agent'], 'ownerDaemonSet', 'blockipam-agent'],
     [install, 'ownerDaemonSet', undefined],
+    [[], 'hostLocalStore', undefined],
+    [
+      [...install, '--host-local-store', '/run/cni-ipam-state/kindnet'],
+      'hostLocalStore',
+      '/run/cni-ipam-state/kindnet',
+    ],
+    [[], 'hostLocalGraceSeconds', 120],
     // IPv4 only by default; IPv6-only
     [[], 'assignIpv4', true],
     [[], 'assignIpv6', false],

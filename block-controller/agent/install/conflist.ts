@@ -38,6 +38,11 @@ export interface ConflistOptions {
   readonly assignIPv6?: boolean;
   /** The plugin's own settings; each written only when set (the plugin's defaults otherwise). */
   readonly plugin?: PluginSettings;
+  /**
+   * host-local's store while the node is adopted from it, written as `ipam.hostLocalStore`
+   * (core/cni/host-local-store.ts); undefined: left out.
+   */
+  readonly hostLocalStore?: string;
 }
 
 /**
@@ -71,6 +76,7 @@ export function conflistFor(options: ConflistOptions): Record<string, unknown> {
   if (!ipv4) ipam.assignIPv4 = false;
   if (ipv6) ipam.assignIPv6 = true;
   for (const [key, value] of Object.entries(options.plugin ?? {})) if (value !== undefined) ipam[key] = value;
+  if (options.hostLocalStore !== undefined) ipam.hostLocalStore = options.hostLocalStore;
   const ptp: Record<string, unknown> = {
     type: 'ptp',
     ipMasq: options.ipMasq ?? false,

@@ -8,6 +8,9 @@
  * 2. a token of the plugin's ServiceAccount bound to this Node (token.ts) → the plugin's
  *    kubeconfig (0600: it holds the token);
  * 3. the conflist (conflist.ts) → `<cniConfDir>/<conflistName>` (0644).
+ * With `conflist.hostLocalStore` (adopting the node from host-local) the conflist is written only
+ * once {@link CniInstaller.adoption} says the node is opted in, and removed again when it is not
+ * (a rollback: the runtime goes back to host-local's conflist).
  * Every file is replaced atomically (files.ts). Then the token is re-requested at half its
  * lifetime (token.ts refreshAtMs) and the kubeconfig rewritten; a failed refresh is retried every
  * 10 s while the old token is still valid. The Node's uid is looked up at every request; when the
@@ -105,6 +108,8 @@ export class CniInstaller {
   #busy: Promise<unknown> = Promise.resolve();
   /** The Node uid a refresh was last brought forward for ({@link nodeSeen}). */
   #rebindFor: string | undefined;
+  /** With `conflist.hostLocalStore`: whether the node is opted in (undefined: not known yet). */
+  #adopting: boolean | undefined;
 
   constructor(
     options: InstallOptions,
@@ -139,10 +144,51 @@ export class CniInstaller {
     }
     await this.#refresh();
     if (this.#uninstalled) return;
+    if (o.conflist.hostLocalStore !== undefined && this.#adopting !== true) {
+      this.#log.info('conflist held back: the node is not opted in to adoption', {
+        [F.node]: this.#node,
+        store: o.conflist.hostLocalStore,
+      });
+      return;
+    }
+    await this.#writeConflist();
+  }
+
+  async #writeConflist(): Promise<void> {
+    const o = this.#o;
     const conflist = join(o.cniConfDir, o.conflistName);
     const document = conflistFor({ ...o.conflist, kubeconfig: o.kubeconfigPath });
     await writeFileAtomic(conflist, `${JSON.stringify(document, null, 2)}\n`, MODE_PUBLIC);
     this.#log.info('conflist written', { [F.path]: conflist });
+  }
+
+  /**
+   * With `conflist.hostLocalStore`: the node's opt-in as last seen on its Node. Opted in: the
+   * conflist is written (with `ipam.hostLocalStore`); no longer opted in: it is removed, and the
+   * runtime goes back to the next conflist by name (host-local's). Without: nothing.
+   * @throws the fs error (retried at the next call with the same answer: the state is kept only
+   *   once the file is written or removed)
+   */
+  adoption(optedIn: boolean): Promise<void> {
+    if (this.#o.conflist.hostLocalStore === undefined || optedIn === this.#adopting) return Promise.resolve();
+    return this.#serial(async () => {
+      if (this.#uninstalled || optedIn === this.#adopting) return;
+      const conflist = join(this.#o.cniConfDir, this.#o.conflistName);
+      if (optedIn) {
+        await this.#writeConflist();
+        this.#log.info('node opted in to adoption: blockipam serves its new pods', { [F.node]: this.#node });
+      } else if (this.#adopting === true) {
+        await rm(conflist, { force: true });
+        this.#log.warn(
+          'node no longer opted in to adoption: conflist removed, host-local serves its new pods',
+          {
+            [F.node]: this.#node,
+            [F.path]: conflist,
+          },
+        );
+      } else await rm(conflist, { force: true });
+      this.#adopting = optedIn;
+    });
   }
 
   /** Keeps the token fresh until {@link stop}. Call after {@link install}. */
