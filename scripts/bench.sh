@@ -8,12 +8,12 @@
 #   bash scripts/bench.sh [NAME ...]     (default: all, in this order)
 #
 # Names: core plugin thin-client check release fanout burst agent-memory churn
-# cost-curves pod-churn. Each benchmark starts its own private control plane
+# cost-curves pod-churn adopt. Each benchmark starts its own private control plane
 # (or test cluster) and stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 node=node_modules/.bin/node
-all=(core plugin thin-client check release fanout burst agent-memory churn cost-curves pod-churn)
+all=(core plugin thin-client check release fanout burst agent-memory churn cost-curves pod-churn adopt)
 [ $# -gt 0 ] || set -- "${all[@]}"
 for name in "$@"; do
   printf '%s\n' "${all[@]}" | grep -qxF -- "$name" || { echo "bench.sh: unknown benchmark $name (known: ${all[*]})" >&2; exit 2; }
@@ -35,6 +35,7 @@ for name in "$@"; do
     churn) cmd=("$node" test/bench/churn-bench.ts --write-docs) ;;
     cost-curves) cmd=("$node" test/bench/cost-curves/main.ts) ;;
     pod-churn) cmd=("$node" test/bench/pod-churn/main.ts --order host-local,blockipam,blockipam,host-local,host-local,blockipam) ;;
+    adopt) cmd=("$node" test/bench/adopt-bench.ts --write-docs) ;;
   esac
   echo "== $name: ${cmd[*]} — $(uptime)" >&2
   start=$(date +%s)
