@@ -78,6 +78,8 @@ export { planAdoption } from './adopt/plan.ts';
 export type { AdoptionInput, AdoptionPlan, NodeAdoptionPlan, PodAddressPlan } from './adopt/plan.ts';
 export type { PodCIDRPlan } from './adopt/podcidr-plan.ts';
 export type { PodCIDRNode } from './adopt/podcidr.ts';
+export { podCIDRsOf } from './adopt/podcidr.ts';
+export { ADOPT_LABEL, isAdoptionOptedIn } from './adopt/opt-in.ts';
 export { MAX_TILES_PER_PODCIDR, planPodCIDRBlocks, podCIDRBlockGiven } from './adopt/podcidr-blocks.ts';
 export { planHostLocalImport } from './adopt/host-local.ts';
 export { DEFAULT_IFNAME, parseHostLocalFile } from './adopt/host-local-file.ts';

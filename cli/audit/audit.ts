@@ -9,6 +9,8 @@
  *   and whose CNI DEL came within `confirmAfterMs` (a normal deletion on a real node);
  * - a pod-IP candidate is kept only if the later LIST has no allocation of the IP and a re-read
  *   of the pod still shows the IP with the same UID (a pod's IP is set after its allocation).
+ *   A pod IP host-local still holds on a node not opted in to adoption (`adoption-pending`,
+ *   information) is no candidate: no block LIST or pod read is spent on it.
  * docs/design-cli.md §The snapshot.
  */
 import { isLivePod, podIPs } from 'blockipam/core';
@@ -113,7 +115,7 @@ export async function runAudit(ds: Datastore, options: AuditOptions = {}): Promi
     owners = stillHeld(candidates, again.items);
     unallocated = await confirmUnallocated(
       ds,
-      { blocks: again.items, pools: snapshot.pools },
+      { blocks: again.items, pools: snapshot.pools, nodeAdoption: snapshot.nodeAdoption },
       ipChecks.candidates,
     );
   }

@@ -8,7 +8,9 @@
  * snapshot.
  */
 import { cidrContains, isLivePod, parseIP, podIPs } from 'blockipam/core';
-import type { Allocation, Cidr, IPAMBlock, IPPool } from 'blockipam/core';
+import type { Allocation, Cidr, IPAMBlock } from 'blockipam/core';
+import { importHint, pendingAdoption } from './adoption-checks.ts';
+import type { AdoptionView } from './adoption-checks.ts';
 import { allocationsIn, ranged } from './block-checks.ts';
 import { problem } from './problems.ts';
 import type { LeakedAllocation, LeakReason, Problem } from './problems.ts';
@@ -144,7 +146,11 @@ export interface UnallocatedCandidate {
   pod: AuditPod;
 }
 
-/** Pod IPs nobody allocated (candidates), and pod IPs used by more than one live pod. */
+/**
+ * Pod IPs nobody allocated (candidates), pod IPs used by more than one live pod, and, per node not
+ * opted in to adoption, the pod IPs host-local still holds there (`adoption-pending`: adoption-checks.ts,
+ * not candidates).
+ */
 export function podIPProblems(
   snapshot: Snapshot,
   ipUsers: ReadonlyMap<string, AuditPod[]>,
@@ -166,19 +172,18 @@ export function podIPProblems(
     if (!allocated.has(address))
       for (const pod of users.filter((u) => !u.metadata.deletionTimestamp)) candidates.push({ address, pod });
   }
-  return { problems, candidates };
+  const pending = pendingAdoption(candidates, snapshot);
+  return { problems: [...problems, ...pending.problems], candidates: pending.candidates };
 }
 
 /**
  * The problem for a confirmed unallocated pod IP, saying whether a block covers the address
  * (it does not record it) or none does (its block is gone: deleted, or wiped by the garbage
- * collector through ownerReferences), and what to do: the address may be handed out twice.
- * @param where the blocks of the confirmation LIST and the snapshot's pools
+ * collector through ownerReferences), and what to do: the address may be handed out twice. On a
+ * node opted in to adoption, in a podCIDR pool, the hint names the agent's import first.
+ * @param where the blocks of the confirmation LIST, the snapshot's pools and Nodes
  */
-export function unallocatedProblem(
-  candidate: UnallocatedCandidate,
-  where: { blocks: readonly IPAMBlock[]; pools: readonly IPPool[] },
-): Problem {
+export function unallocatedProblem(candidate: UnallocatedCandidate, where: AdoptionView): Problem {
   const pod = candidate.pod;
   const ip = parseIP(candidate.address);
   const covers = (cidr: Cidr): boolean => ip !== undefined && cidrContains(cidr, ip);
@@ -193,6 +198,6 @@ export function unallocatedProblem(
     'pod-ip-unallocated',
     `pod ${podName(pod)} (uid ${pod.metadata.uid ?? '?'}, node ${pod.spec?.nodeName ?? '?'}) has IP ${candidate.address}, which no IPAMBlock allocates: ${why}`,
     [`Pod/${podName(pod)}`, ...(block ? [`IPAMBlock/${block.name}`] : [])],
-    `${candidate.address} may be handed out twice: the allocator can give it to another pod (${block ? `its ordinal is free in IPAMBlock ${block.name}` : 'any node can claim its block again'}); restart the pod so it gets a recorded address (kubectl delete pod -n ${namespace} ${name}: its controller re-creates it), and find who removed the record in the API server's audit log`,
+    `${importHint(candidate, where) ?? ''}${candidate.address} may be handed out twice: the allocator can give it to another pod (${block ? `its ordinal is free in IPAMBlock ${block.name}` : 'any node can claim its block again'}); restart the pod so it gets a recorded address (kubectl delete pod -n ${namespace} ${name}: its controller re-creates it), and find who removed the record in the API server's audit log`,
   );
 }

@@ -33,6 +33,7 @@ export const PROBLEM_KINDS = {
   'queued-del-unreadable': "Files in this node's deletion queue that are no queued DEL (never replayed)",
   'queued-del':
     'DELs queued on this node for the agent (their addresses stay allocated until it replays them)',
+  'adoption-pending': 'Pod IPs on nodes not adopted yet (host-local still holds them)',
   'empty-block': 'Empty blocks',
 } as const;
 
@@ -40,9 +41,14 @@ export type ProblemKind = keyof typeof PROBLEM_KINDS;
 
 /**
  * Kinds that are information only: they never make `check` exit 1. A queued DEL resolves itself
- * (the agent replays it); the leak it explains is still reported as one.
+ * (the agent replays it); the leak it explains is still reported as one. A node not adopted yet
+ * is a step of a migration, not a fault.
  */
-export const INFO_KINDS: ReadonlySet<ProblemKind> = new Set(['queued-del', 'empty-block']);
+export const INFO_KINDS: ReadonlySet<ProblemKind> = new Set([
+  'queued-del',
+  'adoption-pending',
+  'empty-block',
+]);
 
 /** One finding. */
 export interface Problem {

@@ -9,14 +9,16 @@
  * resourceVersion); the resourceVersions are recorded in the report. Every LIST goes through the
  * Datastore port (its paged LIST), so the audit runs on the memory store as on the API server.
  */
-import { IPAM_CONFIG_NAME, listAll } from 'blockipam/core';
+import { IPAM_CONFIG_NAME, isAdoptionOptedIn, listAll, podCIDRsOf } from 'blockipam/core';
 import type {
+  Cidr,
   Datastore,
   IPAMBlock,
   IPAMConfigObject,
   IPPool,
   IPReservation,
   ObjectMeta,
+  Node,
   Page,
   PageOptions,
   Pod,
@@ -42,6 +44,19 @@ export function auditPod(pod: Pod): AuditPod {
   };
 }
 
+/** What the audit keeps of a Node besides its name: its adoption from host-local (docs/design-adopt.md). */
+export interface AuditNode {
+  /** Labelled `blockipam.io/adopt=true` (core's isAdoptionOptedIn). */
+  optedIn: boolean;
+  /** Core's podCIDRsOf: `spec.podCIDRs`, else `spec.podCIDR`; [] when it has none. */
+  podCIDRs: Cidr[];
+}
+
+/** The {@link AuditNode} of a listed Node (its spec as the API server sent and validated it). */
+export function auditNode(node: Node): AuditNode {
+  return { optedIn: isAdoptionOptedIn(node), podCIDRs: podCIDRsOf(node) };
+}
+
 /** What was read, with the list resourceVersion of each kind. */
 export interface Snapshot {
   blocks: IPAMBlock[];
@@ -49,6 +64,8 @@ export interface Snapshot {
   reservations: IPReservation[];
   config: IPAMConfigObject | undefined;
   nodes: Set<string>;
+  /** Each Node by name: its opt-in to adoption and its podCIDRs (what `adoption-pending` reads). */
+  nodeAdoption: Map<string, AuditNode>;
   pods: AuditPod[];
   /** List resourceVersion per kind, e.g. {ipamblocks: "1234", pods: "1240", …}. */
   resourceVersions: Record<string, string>;
@@ -132,6 +149,7 @@ export async function takeSnapshot(ds: Datastore, options: SnapshotOptions = {})
     reservations,
     config: configs.find((c) => c.metadata.name === IPAM_CONFIG_NAME),
     nodes: new Set(nodes.map((n) => n.metadata.name)),
+    nodeAdoption: new Map(nodes.map((n) => [n.metadata.name, auditNode(n)])),
     pods,
     resourceVersions,
     startedAtMs: nowMs,

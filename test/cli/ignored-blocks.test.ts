@@ -22,6 +22,7 @@ function snapshot(blocks: Shape[], pools: IPPool[]): Snapshot {
     reservations: [],
     config: undefined,
     nodes: new Set(['node-1', 'node-2']),
+    nodeAdoption: new Map(),
     pods: [],
     resourceVersions: {},
     startedAtMs: T0,

@@ -12,6 +12,7 @@
 import { mkdir, readdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  isAdoptionOptedIn,
   nodeBlocksSelector,
   planHostLocalImport,
   recordHostLocalImports,
@@ -27,13 +28,13 @@ import type { AgentMetrics } from '../metrics.ts';
 import { ReconcileLoop } from '../reconcile-loop.ts';
 import type { AgentState } from '../state.ts';
 
-/** The Node label that opts a node in: `true` adopts it, anything else (or none) leaves or rolls it back. */
-export const ADOPT_LABEL = 'blockipam.io/adopt';
-
-/** Whether `state`'s Node is opted in; undefined while the Node is not known. */
+/**
+ * Whether `state`'s Node is opted in (core's isAdoptionOptedIn: labelled `blockipam.io/adopt=true`);
+ * undefined while the Node is not known.
+ */
 export function adoptionWanted(state: AgentState): boolean | undefined {
   const node = state.nodeObject();
-  return node === undefined ? undefined : node.metadata.labels?.[ADOPT_LABEL] === 'true';
+  return node === undefined ? undefined : isAdoptionOptedIn(node);
 }
 
 /** The directory quarantined files of `store` go to (beside it: host-local never reads it). */
