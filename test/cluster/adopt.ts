@@ -11,7 +11,8 @@
  * - node by node, `blockipam.io/adopt=true`: the agent imports every pod's address under the
  *   handle its DEL computes and writes its conflist; on the second node the agent is SIGKILLed
  *   right after the label, and its successor ends in the same state;
- * - then every pod holds its old address, exactly once, and (with `checks`) new pods get addresses
+ * - then every pod holds its old address, exactly once, the agents hold the routes to the other
+ *   podCIDRs (taken over from the harness's static ones, which stand in for kindnetd's), and (with `checks`) new pods get addresses
  *   of their node's podCIDR block, each with host-local's file; an old pod's DEL releases its
  *   imported address and file; `ipamctl check` is clean; rolling the last node back (the label
  *   removed) takes its conflist away, a new pod there gets its address from host-local again, and
@@ -203,6 +204,19 @@ export async function adoptionScenario(
     'every old pod runs on with its address',
   );
   assertLedger(ns, [...adopted, ...pods(ns, 'app=pinger')]);
+  // the routes to the other podCIDRs, kindnetd's (here the harness's), are the agents' now
+  for (const node of c.nodes)
+    await waitFor(
+      `${node}'s routes to the other podCIDRs taken over`,
+      () => {
+        const ours = inNode(node, 'ip', ['-4', 'route', 'show', 'proto', '210']).stdout;
+        return c.nodes.every((o, j) => o === node || ours.includes(`${podCidr.get(o)} via ${c.nodeIps[j]} `))
+          ? true
+          : undefined;
+      },
+      30_000,
+      500,
+    );
   const figures = (): AdoptionFigures => ({
     pods: PODS + 2,
     adoptMs: took,

@@ -3,8 +3,10 @@
  * with `ip -json route show table main proto <id>` (one run per family), writes with one
  * `ip -force -batch -` run per pass (all changes on stdin, one line each; `-force` keeps going
  * past a failed line and names it on stderr as "Command failed -:<line>"). Every line carries
- * `proto <id>`, and deletes match on it, so no route of another protocol is ever read,
- * replaced or removed. Requires iproute2 ≥ 4.17 (JSON route output; Debian 12 ships 6.1).
+ * `proto <id>`, and deletes match on it, so no route of another protocol is ever removed; the
+ * other protocols' unicast routes are read ({@link IpRouteTable.others}) only so that one equal
+ * to ours is taken over by a `replace`. Requires iproute2 ≥ 4.17 (JSON route output; Debian 12
+ * ships 6.1).
  */
 import { bitsOf, formatCidr, formatIP, parseCidr, parseIP } from 'blockipam/core';
 import type { IPFamily } from 'blockipam/core';
@@ -28,6 +30,7 @@ export interface IpRouteTableOptions {
 /** One route as `ip -json route show` prints it (the fields used). */
 interface IpJsonRoute {
   dst?: string;
+  protocol?: string;
   type?: string;
   gateway?: string;
   dev?: string;
@@ -55,6 +58,12 @@ export class IpRouteTable implements RouteTable {
   async list(): Promise<InstalledRoute[]> {
     const [v4, v6] = await Promise.all([this.#show(4), this.#show(6)]);
     return [...v4, ...v6];
+  }
+
+  /** @throws {RouteCommandError} when `ip` fails or prints something other than a JSON array */
+  async others(): Promise<InstalledRoute[]> {
+    const [v4, v6] = await Promise.all([this.#show(4, false), this.#show(6, false)]);
+    return [...v4, ...v6].filter((r) => r.type === 'unicast' && r.gateway !== undefined);
   }
 
   /** @throws {RouteCommandError} when `ip` cannot be run at all (a failed line is a returned entry) */
@@ -86,7 +95,8 @@ export class IpRouteTable implements RouteTable {
     return `route ${change.op} ${target} ${proto}`;
   }
 
-  async #show(family: IPFamily): Promise<InstalledRoute[]> {
+  /** Our protocol's routes of `family` (`ours`), or every other protocol's. */
+  async #show(family: IPFamily, ours = true): Promise<InstalledRoute[]> {
     const argv = [
       ...this.#command,
       '-json',
@@ -95,8 +105,7 @@ export class IpRouteTable implements RouteTable {
       'show',
       'table',
       'main',
-      'proto',
-      String(this.protocol),
+      ...(ours ? ['proto', String(this.protocol)] : []),
     ];
     const run = await this.#run(argv);
     if (run.status !== 0)
@@ -109,7 +118,9 @@ export class IpRouteTable implements RouteTable {
     }
     if (!Array.isArray(parsed))
       throw new RouteCommandError(`${argv.join(' ')}: output is not a JSON array`, argv);
-    return (parsed as IpJsonRoute[]).flatMap((r) => installedOf(r, family) ?? []);
+    const routes = parsed as IpJsonRoute[];
+    const mine = String(this.protocol);
+    return routes.filter((r) => ours || r.protocol !== mine).flatMap((r) => installedOf(r, family) ?? []);
   }
 
   #run(argv: readonly string[], stdin = ''): Promise<CommandRun> {

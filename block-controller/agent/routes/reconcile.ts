@@ -1,5 +1,6 @@
 /**
- * One reconcile pass: plan from the view, read our protocol's routes, apply the difference.
+ * One reconcile pass: plan from the view, read the routes (ours, and others' equal ones to take
+ * over), apply the difference.
  * Refuses to read or touch the kernel until the planner is ready (informers synced, own Node
  * and own IPAMNode in view): an agent that restarts with an empty cache changes no route until it has listed
  * the cluster again.
@@ -36,8 +37,8 @@ export type PassOutcome =
 export async function reconcileRoutes(view: RouteView, options: ReconcileOptions): Promise<PassOutcome> {
   const plan = planRoutes(view, options);
   if (!plan.ready) return { status: 'waiting', why: plan.why };
-  const installed = await options.table.list();
-  const changes = diffRoutes(plan.routes, installed);
+  const [installed, others] = await Promise.all([options.table.list(), options.table.others()]);
+  const changes = diffRoutes(plan.routes, installed, others);
   const failed = await options.table.apply(changes);
   const failedSet = new Set(failed.map((f) => f.change));
   const count = (op: RouteChange['op']): number =>

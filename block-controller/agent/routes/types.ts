@@ -97,6 +97,11 @@ export interface RouteTable {
   /** Every route of our protocol in the main table, both families. */
   list(): Promise<InstalledRoute[]>;
   /**
+   * Every unicast route of another protocol in the main table, both families: one equal to a
+   * route we want is taken over (diff.ts), none is ever deleted.
+   */
+  others(): Promise<InstalledRoute[]>;
+  /**
    * Applies the changes in order, continuing past failures.
    * @returns one entry per failed change (empty = all applied)
    */

@@ -102,6 +102,14 @@ void describe('diffRoutes', () => {
   ];
   for (const c of cases)
     void it(c.name, () => assert.deepEqual(ops(diffRoutes(c.desired, c.installed)), c.want));
+  void it('another protocol’s route equal to ours is taken over by replace; a different one is left to add', () => {
+    const others = [have('10.0.0.64/26', '192.0.2.12'), have('10.0.0.128/26', '192.0.2.99')];
+    const desired = [via('10.0.0.64/26', '192.0.2.12'), via('10.0.0.128/26', '192.0.2.13')];
+    assert.deepEqual(ops(diffRoutes(desired, [], others)), [
+      'add 10.0.0.128/26 192.0.2.13',
+      'replace 10.0.0.64/26 192.0.2.12',
+    ]);
+  });
 });
 
 void describe('IpRouteTable batch text', () => {

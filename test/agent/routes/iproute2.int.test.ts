@@ -1,6 +1,6 @@
 // The reconciler on a real kernel route table, inside a node namespace this test creates (root):
 // it installs and removes only routes of its own protocol, leaves every other route alone
-// (even one for a destination it wants), is idempotent, repairs a route deleted by hand,
+// (even one for a destination it wants) but takes over one equal to its own, is idempotent, repairs a route deleted by hand,
 // changes nothing before the view synced, and handles IPv6.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -159,5 +159,21 @@ void describe('reconcileRoutes in a network namespace', () => {
     assert.ok(o.removed >= 1000);
     assert.deepEqual(ours(), []);
     assert.equal(foreign(), before0);
+  });
+
+  void it('takes over an equal route of another protocol in one replace; a different one stays', async () => {
+    // kindnetd's route to a block of node n3 (its podCIDR when a host-local cluster is adopted)
+    ip('route', 'add', '10.96.0.0/26', 'via', '192.0.2.13', 'proto', 'boot');
+    const seeded = foreign();
+    const o = await done(
+      view({
+        blocks: [block('10.20.0.0/26', 'n1'), block('10.96.0.0/26', 'n3'), block('10.99.0.0/26', 'n3')],
+      }),
+    );
+    assert.deepEqual([o.replaced, o.failed.map((f) => f.change.route.dst)], [1, ['10.99.0.0/26']]);
+    assert.ok(ours().includes('10.96.0.0/26 via 192.0.2.13'), 'the equal route is ours now');
+    assert.ok(!foreign().includes('10.96.0.0/26'), 'and no longer the other protocol’s');
+    assert.equal(foreign(), seeded.replace(/^10\.96\.0\.0\/26 .*\n?/m, ''), 'nothing else changed');
+    await done(view({ blocks: [], nodes: [node('n1', '192.0.2.11')] }));
   });
 });

@@ -22,6 +22,9 @@ class FakeTable implements RouteTable {
     this.failNext = undefined;
     return failure ? Promise.reject(failure) : Promise.resolve([]);
   }
+  others(): Promise<InstalledRoute[]> {
+    return Promise.resolve([]);
+  }
   apply(changes: readonly RouteChange[]): Promise<{ change: RouteChange; error: string }[]> {
     this.applied.push(...changes);
     return Promise.resolve([]);

@@ -25,6 +25,9 @@ class NullTable implements RouteTable {
   list(): Promise<InstalledRoute[]> {
     return Promise.resolve([]);
   }
+  others(): Promise<InstalledRoute[]> {
+    return Promise.resolve([]);
+  }
   apply(_changes: readonly RouteChange[]): Promise<{ change: RouteChange; error: string }[]> {
     return Promise.resolve([]);
   }
