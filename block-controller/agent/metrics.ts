@@ -57,7 +57,7 @@ export function createAgentMetrics() {
     ),
     hostLocalFiles: gauge(
       'host_local_files',
-      "Files of host-local's store while the node is adopted (--host-local-store), by state: imported (recorded in a block), pending (no live pod matched yet, within the grace period), quarantined (moved aside)",
+      "Entries of host-local's store while the node is adopted (--host-local-store), by state: imported (recorded in a block), pending (no live pod holds it, within the grace period), quarantined (moved aside), conflict (a live pod holds it, not importable: kept), unaccounted (live pod addresses in the node's blocks in no entry nor allocation: the conflist held back)",
       ['node', 'state'],
     ),
     adoptPasses: counter(

@@ -192,7 +192,7 @@ export function noPool(f: {
   suggestion: { cidr: string; blockSize: number } | undefined;
 }): AdoptionConflict {
   const create = f.suggestion
-    ? `create one covering the cluster CIDR (kube-controller-manager's --cluster-cidr; ${f.suggestion.cidr} holds every node's podCIDR), holding each node's podCIDR as its block and disabled while host-local still hands out its addresses: ipamctl pool create NAME --cidr ${f.suggestion.cidr} --block-size ${f.suggestion.blockSize} --podcidr-blocks --disabled`
+    ? `create one covering the cluster CIDR (kube-controller-manager's --cluster-cidr; ${f.suggestion.cidr} holds every node's podCIDR), holding each node's podCIDR as its block and disabled while host-local still hands out its addresses: ipamctl pool create NAME --cidr ${f.suggestion.cidr} --block-size ${f.suggestion.blockSize} --podcidr-blocks --disabled, then enable it once the agents run in adoption mode (chart adopt.hostLocalStore: only opted-in nodes are served)`
     : 'no block size holds it: podCIDRs smaller than the smallest block (/30) cannot be adopted';
   return {
     kind: 'no-pool',

@@ -5,11 +5,15 @@
  * The import of one node ({@link planHostLocalImport}): each file's address is matched to a live
  * pod on the node by `status.podIPs`, placed in the node's block holding it, and recorded under the
  * handle blockipam's DEL of that container will compute (`<network>.<containerID>.<ifname>`, the
- * network being blockipam's conflist's), so the old pod's DEL releases it. A file no pod on the node
- * holds, or whose address has no block of the node or sits on a reserved ordinal, is reported for
- * quarantine — moved aside, never deleted — by a caller that plans again over a grace period first:
- * a pod whose address the kubelet has not reported yet (`status.podIPs`) is unmatched for a moment. An address already recorded under the same handle is done: a
- * re-run after any interruption changes nothing.
+ * network being blockipam's conflist's), so the old pod's DEL releases it. A file whose address no
+ * live pod on the node holds (or an entry with no valid record, whose address no live pod holds) is
+ * reported for quarantine — moved aside, never deleted — by a caller that plans again over a grace
+ * period first: a pod whose address the kubelet has not reported yet (`status.podIPs`) is
+ * unmatched for a moment. A file whose address a live pod holds but that cannot be recorded (no
+ * block of the node holds it, it sits on a reserved ordinal, another handle holds it, or the entry
+ * has no valid record) is a conflict: it stays in the store — which keeps the address from every
+ * ADD — and is reported. An address already recorded under the same handle is done: a re-run after
+ * any interruption changes nothing.
  */
 import { ordinalOf } from '../address/block-cidr.ts';
 import { cidrContains, parseIP } from '../address/ip.ts';
@@ -47,7 +51,10 @@ export interface HostLocalImportPlan {
   readonly imports: readonly HostLocalImport[];
   /** Files whose address is already recorded under the same handle (a re-run). */
   readonly done: readonly string[];
+  /** Entries no live pod on the node holds: to move aside once the grace period has passed. */
   readonly quarantine: readonly HostLocalQuarantine[];
+  /** Entries a live pod holds that cannot be recorded: kept in the store, reported. */
+  readonly conflicts: readonly HostLocalQuarantine[];
 }
 
 /**
@@ -55,11 +62,13 @@ export interface HostLocalImportPlan {
  * @param input.network blockipam's CNI network name on the node (the handles' first part)
  * @param input.blocks the node's affine blocks (its podCIDR blocks)
  * @param input.pods pods bound to the node (dead and host-network ones are skipped)
+ * @param input.unreadable entries named by an address holding no valid record (default none)
  */
 export function planHostLocalImport(input: {
   readonly node: string;
   readonly network: string;
   readonly files: readonly HostLocalFile[];
+  readonly unreadable?: readonly { readonly file: string; readonly address: string }[];
   readonly pods: readonly Pod[];
   readonly blocks: readonly IPAMBlock[];
 }): HostLocalImportPlan {
@@ -70,6 +79,21 @@ export function planHostLocalImport(input: {
   const imports: HostLocalImport[] = [];
   const done: string[] = [];
   const quarantine: HostLocalQuarantine[] = [];
+  const conflicts: HostLocalQuarantine[] = [];
+  const podName = (pod: Pod): string => `${pod.metadata.namespace ?? ''}/${pod.metadata.name}`;
+  for (const u of input.unreadable ?? []) {
+    const pod = holders.get(u.address);
+    if (pod)
+      conflicts.push({
+        file: u.file,
+        why: `the entry for address ${u.address} of pod ${podName(pod)} holds no container ID: not imported, kept`,
+      });
+    else
+      quarantine.push({
+        file: u.file,
+        why: `no live pod on node ${input.node} has address ${u.address} (no valid record)`,
+      });
+  }
   for (const f of [...input.files].sort((a, b) => a.file.localeCompare(b.file))) {
     const handle = handleOf(input.network, f.containerID, f.ifname);
     const pod = holders.get(f.address);
@@ -81,17 +105,23 @@ export function planHostLocalImport(input: {
       done.push(f.file);
       continue;
     }
-    const why = !pod
-      ? `no live pod on node ${input.node} has address ${f.address} (container ${f.containerID})`
-      : !block || ordinal === undefined
-        ? `address ${f.address} of pod ${pod.metadata.namespace ?? ''}/${pod.metadata.name} lies in no block of node ${input.node}`
+    if (!pod) {
+      quarantine.push({
+        file: f.file,
+        why: `no live pod on node ${input.node} has address ${f.address} (container ${f.containerID})`,
+      });
+      continue;
+    }
+    const why =
+      !block || ordinal === undefined
+        ? `address ${f.address} of pod ${podName(pod)} lies in no block of node ${input.node}`
         : !isAssignable(cidrOf(block), ordinal)
-          ? `address ${f.address} of pod ${pod.metadata.namespace ?? ''}/${pod.metadata.name} is reserved in IPAMBlock ${block.metadata.name} (network, gateway or broadcast)`
+          ? `address ${f.address} of pod ${podName(pod)} is reserved in IPAMBlock ${block.metadata.name} (network, gateway or broadcast)`
           : held
-            ? `address ${f.address} is already allocated in IPAMBlock ${block.metadata.name} to handle ${held.handle}`
+            ? `address ${f.address} of pod ${podName(pod)} is already allocated in IPAMBlock ${block.metadata.name} to handle ${held.handle}`
             : undefined;
     if (why) {
-      quarantine.push({ file: f.file, why });
+      conflicts.push({ file: f.file, why });
       continue;
     }
     imports.push({
@@ -102,13 +132,13 @@ export function planHostLocalImport(input: {
       owner: {
         handle,
         network: input.network,
-        namespace: pod!.metadata.namespace ?? '',
-        pod: pod!.metadata.name,
-        ...(pod!.metadata.uid ? { podUID: pod!.metadata.uid } : {}),
+        namespace: pod.metadata.namespace ?? '',
+        pod: pod.metadata.name,
+        ...(pod.metadata.uid ? { podUID: pod.metadata.uid } : {}),
         node: input.node,
       },
     });
   }
   imports.sort((a, b) => a.block.localeCompare(b.block) || a.ordinal - b.ordinal);
-  return { imports, done, quarantine };
+  return { imports, done, quarantine, conflicts };
 }

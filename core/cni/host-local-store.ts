@@ -12,7 +12,8 @@
  * - DEL: after the release, the container's files go (host-local's own release by container ID).
  * A file being written (created, content not yet there) reads as held by someone else.
  */
-import { open, readdir, readFile, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { formatIP, parseIP } from '../address/ip.ts';
 import { parseHostLocalFile } from '../adopt/host-local-file.ts';
@@ -24,16 +25,55 @@ export interface StoreHolder {
   readonly ifname: string;
 }
 
-/** The store's files: address files read, and the addresses whose file is no valid record yet. */
+/** A store entry named by an address that holds no valid record. */
+export interface UnreadableEntry {
+  /** The entry's name in the store directory. */
+  readonly file: string;
+  /** Canonical text of the address the name holds. */
+  readonly address: string;
+}
+
+/** The store's files: address files read, and the entries whose content is no valid record. */
 export interface StoreFiles {
   readonly files: readonly HostLocalFile[];
-  /** Canonical addresses of files empty (being written) or malformed: held, by no one known. */
-  readonly unreadable: readonly string[];
+  /**
+   * Entries empty (being written, or left by a SIGKILL between create and write), malformed, or
+   * no regular file (a directory, a symlink, a FIFO: never followed nor opened): held, by no one
+   * known.
+   */
+  readonly unreadable: readonly UnreadableEntry[];
+}
+
+/** Bytes of a record read at most: `<containerID>\r\n<ifname>` is far shorter. */
+const MAX_RECORD = 4096;
+
+/**
+ * One entry's content: undefined when it is gone, no regular file, or cannot be read; at most
+ * {@link MAX_RECORD} bytes, opened without following a symlink and without blocking on a FIFO.
+ */
+export async function readRecord(path: string): Promise<string | undefined> {
+  const info = await lstat(path).catch(() => undefined);
+  if (!info?.isFile()) return undefined;
+  let handle;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const buffer = Buffer.alloc(MAX_RECORD);
+    const { bytesRead } = await handle.read(buffer, 0, MAX_RECORD, 0);
+    return buffer.subarray(0, bytesRead).toString('utf8');
+  } catch {
+    return undefined;
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
  * Lists and reads the store (`lock`, `last_reserved_ip.N` and other names that are no address are
- * skipped; a file gone meanwhile too). A missing directory is an empty store.
+ * skipped; an entry gone meanwhile too). A missing directory is an empty store.
  * @throws the fs error of an unreadable directory
  */
 export async function readStoreFiles(dir: string): Promise<StoreFiles> {
@@ -45,16 +85,17 @@ export async function readStoreFiles(dir: string): Promise<StoreFiles> {
     throw error;
   }
   const files: HostLocalFile[] = [];
-  const unreadable: string[] = [];
+  const unreadable: UnreadableEntry[] = [];
   await Promise.all(
     names.map(async (name) => {
       const ip = parseIP(name);
       if (!ip) return;
-      const content = await readFile(join(dir, name), 'utf8').catch(() => undefined);
-      if (content === undefined) return;
-      const file = parseHostLocalFile(name, content);
+      const path = join(dir, name);
+      const content = await readRecord(path);
+      const file = content === undefined ? undefined : parseHostLocalFile(name, content);
       if (file) files.push(file);
-      else unreadable.push(formatIP(ip));
+      else if (content !== undefined || (await lstat(path).catch(() => undefined)))
+        unreadable.push({ file: name, address: formatIP(ip) });
     }),
   );
   return { files, unreadable };
@@ -67,7 +108,7 @@ export async function readStoreFiles(dir: string): Promise<StoreFiles> {
  */
 export async function readStore(dir: string): Promise<Map<string, StoreHolder | undefined>> {
   const { files, unreadable } = await readStoreFiles(dir);
-  const held = new Map<string, StoreHolder | undefined>(unreadable.map((address) => [address, undefined]));
+  const held = new Map<string, StoreHolder | undefined>(unreadable.map((u) => [u.address, undefined]));
   for (const f of files) held.set(f.address, { containerID: f.containerID, ifname: f.ifname });
   return held;
 }
@@ -103,11 +144,10 @@ export async function reserveInStore(
       const path = join(dir, address);
       let handle;
       try {
-        handle = await open(path, 'wx', 0o644);
+        handle = await createExclusive(dir, path);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        const content = await readFile(path, 'utf8').catch(() => '');
-        const file = parseHostLocalFile(address, content);
+        const file = parseHostLocalFile(address, (await readRecord(path)) ?? '');
         if (file?.containerID !== containerID || file.ifname !== ifname) clashes.push(address);
         continue;
       }
@@ -127,16 +167,29 @@ export async function reserveInStore(
 }
 
 /**
+ * Creates `path` exclusively (0644), creating the store directory first when it is missing (as
+ * host-local does: a node's tmpfs /run starts empty after a reboot).
+ * @throws EEXIST when the entry exists; another fs error
+ */
+async function createExclusive(dir: string, path: string): ReturnType<typeof open> {
+  try {
+    return await open(path, 'wx', 0o644);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    await mkdir(dir, { recursive: true, mode: 0o755 });
+    return await open(path, 'wx', 0o644);
+  }
+}
+
+/**
  * Removes every file of the store holding this attachment (host-local's release by container ID;
  * an ID-only file counts for the default interface).
  * @returns the addresses released
  * @throws the fs error of an unreadable directory or a file that could not be removed
  */
 export async function releaseFromStore(dir: string, containerID: string, ifname: string): Promise<string[]> {
-  const store = await readStore(dir);
-  const mine = [...store]
-    .filter(([, h]) => h?.containerID === containerID && h.ifname === ifname)
-    .map(([address]) => address);
-  await Promise.all(mine.map((address) => rm(join(dir, address), { force: true })));
-  return mine;
+  const { files } = await readStoreFiles(dir);
+  const mine = files.filter((f) => f.containerID === containerID && f.ifname === ifname);
+  await Promise.all(mine.map((f) => rm(join(dir, f.file), { force: true })));
+  return mine.map((f) => f.address);
 }

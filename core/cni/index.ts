@@ -17,5 +17,11 @@ export * from './errors.ts';
 export { agentMarginMs } from './forward.ts';
 export * from './deletion-queue.ts';
 export * from './ensure-dir.ts';
-export { readStore, readStoreFiles, releaseFromStore, reserveInStore } from './host-local-store.ts';
-export type { StoreFiles, StoreHolder } from './host-local-store.ts';
+export {
+  readRecord,
+  readStore,
+  readStoreFiles,
+  releaseFromStore,
+  reserveInStore,
+} from './host-local-store.ts';
+export type { StoreFiles, StoreHolder, UnreadableEntry } from './host-local-store.ts';

@@ -3,7 +3,15 @@
 // their pods' DELs compute, in one write per block; a file no pod holds waits out the grace period,
 // then moves to <store>.quarantine; a re-run writes nothing; the conflist follows the label.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -48,14 +56,30 @@ async function setup(labels: Record<string, string>) {
   const inner = new MemoryDatastore({ pools: [POOL], blocks: [block] });
   // the watch as listed at the start, never catching up: the view lays the agent's writes over it
   const listed = (await inner.blocks.get(block.metadata.name))!;
-  const view = createViewDatastore({ inner, node: NODE, watched: () => [listed] });
+  // `duringWrite` runs while a block UPDATE is in flight (a DEL or an ADD racing the pass)
+  const hooks: { duringWrite?: () => void } = {};
+  const racing = {
+    ...inner,
+    blocks: {
+      ...inner.blocks,
+      get: inner.blocks.get.bind(inner.blocks),
+      list: inner.blocks.list.bind(inner.blocks),
+      update: (b: IPAMBlock) => {
+        hooks.duringWrite?.();
+        hooks.duringWrite = undefined;
+        return inner.blocks.update(b);
+      },
+    },
+  } as unknown as MemoryDatastore;
+  const view = createViewDatastore({ inner: racing, node: NODE, watched: () => [listed] });
   const node = { metadata: { name: NODE, labels } };
+  const pods = [running('a', '10.244.1.2'), running('b', '10.244.1.3')];
   const state = {
     node: NODE,
     synced: true,
     nodeObject: () => node,
     pools: () => [POOL],
-    pods: () => [running('a', '10.244.1.2'), running('b', '10.244.1.3')],
+    pods: () => pods,
     onChange: () => undefined,
   } as unknown as AgentState;
   let now = 0;
@@ -83,6 +107,8 @@ async function setup(labels: Record<string, string>) {
     inner,
     store,
     node,
+    pods,
+    hooks,
     adoption,
     optIns,
     gauge,
@@ -133,6 +159,94 @@ describe('host-local adoption', () => {
     await w.adoption.flush();
     assert.deepEqual(w.optIns, [false, true, false]);
     assert.equal(Object.keys((await w.blockNow()).spec.allocations).length, 2, 'what was imported stays');
+    await w.adoption.stop();
+  });
+
+  test('an entry a live pod holds is never moved, even when it cannot be imported: a conflict, kept', async () => {
+    const w = await setup({ 'blockipam.io/adopt': 'true' });
+    // pod c holds .5, but the block has it allocated to another handle (a leftover allocation)
+    const b = await w.blockNow();
+    b.spec.allocations[5] = {
+      handle: 'blockipam.left.eth0',
+      node: NODE,
+      allocatedAt: '2026-01-01T00:00:00Z',
+      sequence: 1,
+    };
+    await w.inner.blocks.update(b);
+    writeFileSync(join(w.store, '10.244.1.5'), 'ctr-c\r\neth0');
+    w.pods.push(running('c', '10.244.1.5'));
+    await w.adoption.flush();
+    w.advance(3_600_000);
+    await w.adoption.flush();
+    assert.ok(readdirSync(w.store).includes('10.244.1.5'), 'the live pod’s entry stays');
+    assert.equal(await w.gauge('conflict'), 1);
+    assert.ok(
+      w.optIns.length > 0 && w.optIns.every(Boolean),
+      'the store keeps it from every ADD: the node may be served',
+    );
+    await w.adoption.stop();
+  });
+
+  test('an entry replaced while the pass runs is not moved; a second quarantine of an address keeps the first', async () => {
+    const w = await setup({ 'blockipam.io/adopt': 'true' });
+    await w.adoption.flush(); // .9 unmatched from now
+    w.advance(60_000);
+    writeFileSync(join(w.store, '10.244.1.4'), 'ctr-d\r\neth0');
+    w.pods.push(running('d', '10.244.1.4')); // an import, so the pass writes its block
+    // .9's DEL and a new container's ADD while the pass writes
+    w.hooks.duringWrite = () => writeFileSync(join(w.store, '10.244.1.9'), 'ctr-new\r\neth0');
+    await w.adoption.flush();
+    assert.equal(
+      readFileSync(join(w.store, '10.244.1.9'), 'utf8'),
+      'ctr-new\r\neth0',
+      'the new container’s entry stays',
+    );
+    assert.ok(!existsSync(quarantineDirOf(w.store)) || readdirSync(quarantineDirOf(w.store)).length === 0);
+    await w.adoption.flush(); // the new entry's grace period starts
+    w.advance(60_000);
+    await w.adoption.flush(); // moved
+    writeFileSync(join(w.store, '10.244.1.9'), 'ctr-later\r\neth0');
+    await w.adoption.flush();
+    w.advance(60_000);
+    await w.adoption.flush(); // moved beside the first
+    const moved = readdirSync(quarantineDirOf(w.store)).sort();
+    assert.deepEqual(moved, ['10.244.1.9', '10.244.1.9.1']);
+    assert.deepEqual(
+      moved.map((f) => readFileSync(join(quarantineDirOf(w.store), f), 'utf8')),
+      ['ctr-new\r\neth0', 'ctr-later\r\neth0'],
+      'nothing overwritten',
+    );
+    await w.adoption.stop();
+  });
+
+  test('a file replaced by another container while the import writes: that import is released again', async () => {
+    const w = await setup({ 'blockipam.io/adopt': 'true' });
+    w.hooks.duringWrite = () => writeFileSync(join(w.store, '10.244.1.2'), 'ctr-other\r\neth0');
+    await w.adoption.flush();
+    const handles = Object.values((await w.blockNow()).spec.allocations).map((a) => a.handle);
+    assert.deepEqual(handles, ['blockipam.ctr-b.eth0'], 'ctr-a’s import went again');
+    await w.adoption.stop();
+  });
+
+  test('a live pod address neither in the store nor in a block holds the conflist back, and says so', async () => {
+    const w = await setup({ 'blockipam.io/adopt': 'true' });
+    w.pods.push(running('e', '10.244.1.6')); // the store is not where this pod's file is
+    await w.adoption.flush();
+    assert.deepEqual(w.optIns, [], 'no conflist');
+    assert.equal(await w.gauge('unaccounted'), 1);
+    writeFileSync(join(w.store, '10.244.1.6'), 'ctr-e\r\neth0');
+    await w.adoption.flush();
+    assert.deepEqual(w.optIns, [true]);
+    assert.equal(await w.gauge('unaccounted'), 0);
+    await w.adoption.stop();
+  });
+
+  test('a failed pass writes no conflist', async () => {
+    const w = await setup({ 'blockipam.io/adopt': 'true' });
+    rmSync(w.store, { recursive: true });
+    writeFileSync(w.store, 'not a directory');
+    await w.adoption.flush();
+    assert.deepEqual(w.optIns, []);
     await w.adoption.stop();
   });
 });

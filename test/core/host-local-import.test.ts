@@ -90,16 +90,21 @@ describe('planHostLocalImport', () => {
     assert.deepEqual(plan.done, []);
     assert.deepEqual(
       plan.quarantine.map((q) => q.file),
-      ['10.244.1.4', '10.244.1.5', '10.244.1.6', '10.244.2.7'],
+      ['10.244.1.4', '10.244.1.5', '10.244.1.6'],
     );
     assert.match(
       plan.quarantine[0]!.why,
       /no live pod on node n1 has address 10\.244\.1\.4 \(container gone\)/,
     );
-    assert.match(plan.quarantine[3]!.why, /lies in no block of node n1/);
+    // a live pod holds it: kept in the store, never moved
+    assert.deepEqual(
+      plan.conflicts.map((q) => q.file),
+      ['10.244.2.7'],
+    );
+    assert.match(plan.conflicts[0]!.why, /lies in no block of node n1/);
   });
 
-  it('a re-run after the write: done, nothing imported twice; a foreign holder or a reserved ordinal: quarantined', () => {
+  it('a re-run after the write: done, nothing imported twice; a foreign holder or a reserved ordinal: a conflict, kept', () => {
     const written = allocateOrdinal(
       block,
       2,
@@ -114,13 +119,40 @@ describe('planHostLocalImport', () => {
       pods: [pod('a', '10.244.1.2'), pod('b', '10.244.1.3'), pod('x', '10.244.1.255')],
       blocks: [taken],
     });
-    assert.deepEqual([plan.imports, plan.done], [[], ['10.244.1.2']]);
+    assert.deepEqual([plan.imports, plan.done, plan.quarantine], [[], ['10.244.1.2'], []]);
     assert.deepEqual(
-      plan.quarantine.map((q) => q.why),
+      plan.conflicts.map((q) => q.why),
       [
         'address 10.244.1.255 of pod default/x is reserved in IPAMBlock 10-244-1-0-24 (network, gateway or broadcast)',
-        'address 10.244.1.3 is already allocated in IPAMBlock 10-244-1-0-24 to handle blockipam.other.eth0',
+        'address 10.244.1.3 of pod default/b is already allocated in IPAMBlock 10-244-1-0-24 to handle blockipam.other.eth0',
       ],
+    );
+  });
+});
+
+describe('planHostLocalImport: entries with no valid record', () => {
+  const block = newBlock({ cidr: mustParseCidr('10.244.1.0/24'), pool: 'kind', node: 'n1', nowMs: 0 });
+  it('a live pod’s address: a conflict, kept; no live pod’s: quarantined after the grace period', () => {
+    const plan = planHostLocalImport({
+      node: 'n1',
+      network: 'blockipam',
+      files: [],
+      unreadable: [
+        { file: '10.244.1.7', address: '10.244.1.7' },
+        { file: '10.244.1.8', address: '10.244.1.8' },
+      ],
+      pods: [
+        {
+          metadata: { name: 'a', namespace: 'default', uid: 'uid-a' },
+          spec: { nodeName: 'n1' },
+          status: { phase: 'Running', podIPs: [{ ip: '10.244.1.7' }] },
+        },
+      ],
+      blocks: [block],
+    });
+    assert.deepEqual(
+      [plan.conflicts.map((c) => c.file), plan.quarantine.map((q) => q.file), plan.imports],
+      [['10.244.1.7'], ['10.244.1.8'], []],
     );
   });
 });

@@ -6,7 +6,15 @@
  * files and nobody else's.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, beforeEach, describe, it } from 'node:test';
@@ -121,6 +129,26 @@ describe('ADD beside host-local', () => {
   });
 });
 
+describe('odd stores', () => {
+  it('a store directory not there yet (a rebooted node’s tmpfs): created, as host-local does', async () => {
+    const ds = world();
+    rmSync(store, { recursive: true });
+    const r = await invoke({ ...baseEnv, CNI_COMMAND: 'ADD' }, conf(), createCoreBackend({ ds }));
+    assert.equal(r.code, 0, r.stdout);
+    assert.equal(files()[addressOf(r.json)], 'ctr1\r\neth0');
+  });
+
+  it('entries that are no regular file are held by someone unknown: never opened, never handed out', async () => {
+    const ds = world();
+    for (const last of [2, 3]) mkdirSync(join(store, `10.50.0.${last}`));
+    symlinkSync('/dev/zero', join(store, '10.50.0.4')); // read through, it would never end
+    const r = await invoke({ ...baseEnv, CNI_COMMAND: 'ADD' }, conf(), createCoreBackend({ ds }));
+    assert.equal(r.code, 0, r.stdout);
+    assert.equal(addressOf(r.json), '10.50.0.5');
+    assert.doesNotMatch(r.stderr, /trying again/, 'no round lost to them');
+  });
+});
+
 describe('DEL beside host-local', () => {
   it('releases the allocation and the container’s file, nobody else’s; an old-format file counts', async () => {
     const ds = world();
@@ -164,5 +192,9 @@ describe('the store', () => {
     assert.equal(files()['10.50.0.3'], undefined, 'the file made for the other address is gone again');
     assert.deepEqual(await releaseFromStore(store, 'c', 'eth0'), ['10.50.0.2']);
     assert.deepEqual(await releaseFromStore(store, 'c', 'eth1'), []);
+    // a name in another spelling of its address: the entry itself goes
+    writeFileSync(join(store, 'FD00:0:0:0::5'), 'e\r\neth0');
+    assert.deepEqual(await releaseFromStore(store, 'e', 'eth0'), ['fd00::5']);
+    assert.ok(!readdirSync(store).includes('FD00:0:0:0::5'));
   });
 });

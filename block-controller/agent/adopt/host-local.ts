@@ -1,26 +1,36 @@
 /**
- * Adopting the node from host-local (docs/design-adopt.md): with
- * `--host-local-store` and the Node labelled `blockipam.io/adopt=true`, each pass reads host-local's
- * store, plans the import against the node's live pods and its blocks as last known (core's
- * planHostLocalImport), records it through the view (core's recordHostLocalImports: one write per
- * block), and moves a file that stayed unmatched for the grace period into `<store>.quarantine/`
- * (never deleted). Passes run after a change of the node's pods, blocks or Node (debounced) and
- * every 10 s; a SIGKILL at any point and a re-run change nothing already done (an address held
- * by the same handle is done). A file gone between the plan and the write (its pod's DEL) has its
- * new allocation released again.
- */
-import { mkdir, readdir, rename, stat } from 'node:fs/promises';
+ * Adopting the node from host-local (docs/design-adopt.md): with `--host-local-store` and the Node
+ * labelled `blockipam.io/adopt=true`, each pass reads host-local's store, plans the import against
+ * the node's live pods and its blocks as last known (core's planHostLocalImport), records it
+ * through the view (core's recordHostLocalImports: one write per block), keeps and reports an
+ * entry a live pod holds that cannot be imported (a conflict), and moves an entry no live pod held
+ * for the grace period into `<store>.quarantine/` under a name no earlier one used — only if it
+ * still holds what the pass read. The conflist is written only after a pass found every live pod
+ * address in the node's blocks held by a store entry or an allocation (else the store is not this
+ * network's). Passes run after a change of the node's pods, blocks or Node (debounced) and every
+ * 10 s; a SIGKILL at any point and a re-run change nothing already done (an address held by the
+ * same handle is done). A file gone or replaced between the plan and the write (its pod's DEL) has
+ * its new allocation released again. */
+import { lstat, mkdir, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
+  cidrContains,
+  cidrOf,
+  handleOf,
   isAdoptionOptedIn,
+  isLivePod,
   nodeBlocksSelector,
+  ordinalOf,
+  parseHostLocalFile,
+  parseIP,
   planHostLocalImport,
+  podIPs,
   recordHostLocalImports,
   releaseByHandle,
   trustedAffine,
 } from 'blockipam/core';
-import type { Datastore, HostLocalImportPlan } from 'blockipam/core';
-import { readStoreFiles } from 'blockipam/core/cni';
+import type { Datastore, HostLocalImportPlan, HostLocalQuarantine } from 'blockipam/core';
+import { readRecord, readStoreFiles } from 'blockipam/core/cni';
 import { errorFields, F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
 import type { ViewDatastore } from '../ipam/view-datastore.ts';
@@ -68,6 +78,10 @@ export interface AdoptionCounts {
   readonly imported: number;
   readonly pending: number;
   readonly quarantined: number;
+  /** Entries a live pod holds that cannot be imported: kept in the store. */
+  readonly conflict: number;
+  /** Live pod addresses in the node's blocks held neither by a store entry nor an allocation. */
+  readonly unaccounted: number;
 }
 
 export class HostLocalAdoption extends ReconcileLoop<undefined> {
@@ -75,6 +89,8 @@ export class HostLocalAdoption extends ReconcileLoop<undefined> {
   readonly #clock: () => number;
   /** File → when a pass first found it unmatched (ms since epoch); forgotten once matched. */
   readonly #unmatched = new Map<string, number>();
+  /** What {@link HostLocalAdoption.#report} last logged, by kind. */
+  readonly #reported = { conflicts: '', unaccounted: '' };
 
   constructor(options: HostLocalAdoptionOptions) {
     super(undefined, { debounceMs: 200, resyncMs: options.tickMs ?? 10_000 });
@@ -96,33 +112,36 @@ export class HostLocalAdoption extends ReconcileLoop<undefined> {
     const node = state.node;
     const wanted = adoptionWanted(state);
     if (!state.synced || wanted === undefined) return;
+    let ready = !wanted;
     if (wanted)
       try {
         const counts = await this.#import();
-        for (const what of ['imported', 'pending', 'quarantined'] as const)
-          metrics.hostLocalFiles.set({ node, state: what }, counts[what]);
+        for (const what of FILE_STATES) metrics.hostLocalFiles.set({ node, state: what }, counts[what]);
         metrics.adoptPasses.inc({ node, status: 'done' });
+        ready = counts.unaccounted === 0;
       } catch (error) {
         metrics.adoptPasses.inc({ node, status: 'error' });
         log.warn('host-local import pass failed; retrying on the next tick', errorFields(error));
       }
     else this.#unmatched.clear();
-    await this.#o
-      .optIn(wanted)
-      .catch((error: unknown) =>
-        log.error(
-          'conflist not changed for the adoption label; retrying on the next tick',
-          errorFields(error),
-        ),
-      );
+    // opted in: the conflist only after a pass that accounted for every pod address on the node
+    if (ready)
+      await this.#o
+        .optIn(wanted)
+        .catch((error: unknown) =>
+          log.error(
+            'conflist not changed for the adoption label; retrying on the next tick',
+            errorFields(error),
+          ),
+        );
   }
 
   async #import(): Promise<AdoptionCounts> {
     const { state, view, store, network, log, lifecycle } = this.#o;
     const node = state.node;
-    const { files } = await readStoreFiles(store);
+    const { files, unreadable } = await readStoreFiles(store);
     const blocks = trustedAffine(view.lastKnown(nodeBlocksSelector(node)), state.pools(), node);
-    const plan = planHostLocalImport({ node, network, files, pods: state.pods(), blocks });
+    const plan = planHostLocalImport({ node, network, files, unreadable, pods: state.pods(), blocks });
     let recorded: readonly string[] = [];
     if (plan.imports.length > 0) {
       const outcome = await lifecycle.track(recordHostLocalImports(view, blocks, plan.imports));
@@ -135,20 +154,79 @@ export class HostLocalAdoption extends ReconcileLoop<undefined> {
           files: recorded.slice(0, 20),
         });
     }
-    const pending = await this.#quarantine(plan);
+    this.#report(
+      'host-local entries kept: a live pod holds them but they cannot be imported',
+      plan.conflicts,
+      'conflicts',
+    );
+    const identity = new Map<string, string>([
+      ...files.map((f): [string, string] => [f.file, `${f.containerID}\r\n${f.ifname}`]),
+      ...unreadable.map((u): [string, string] => [u.file, '']),
+    ]);
+    const pending = await this.#quarantine(plan, identity);
     const quarantined = (await readdir(quarantineDirOf(store)).catch(() => [] as string[])).length;
-    return { imported: plan.done.length + recorded.length, pending, quarantined };
+    const unaccounted = this.#unaccounted(new Set([...files, ...unreadable].map((f) => f.address)));
+    this.#report(
+      "pod addresses neither in host-local's store nor in a block: conflist held back (is --host-local-store the store of this network?)",
+      unaccounted.map((why) => ({ file: '', why })),
+      'unaccounted',
+    );
+    return {
+      imported: plan.done.length + recorded.length,
+      pending,
+      quarantined,
+      conflict: plan.conflicts.length,
+      unaccounted: unaccounted.length,
+    };
   }
 
-  /** Releases what was recorded for a file its pod's DEL removed meanwhile (a DEL found nothing yet). */
+  /**
+   * The live pods' addresses on the node, inside its blocks, that neither a store entry nor an
+   * allocation holds: with any, the store is not this network's (or host-local lost a file), and
+   * blockipam's ADD could hand such an address out again.
+   */
+  #unaccounted(inStore: ReadonlySet<string>): string[] {
+    const { state, view } = this.#o;
+    const node = state.node;
+    const blocks = trustedAffine(view.lastKnown(nodeBlocksSelector(node)), state.pools(), node);
+    const missing: string[] = [];
+    for (const pod of state.pods()) {
+      if (pod.spec?.nodeName !== node || !isLivePod(pod) || pod.spec?.hostNetwork) continue;
+      for (const address of podIPs(pod)) {
+        const ip = parseIP(address);
+        const block = ip && blocks.find((b) => cidrContains(cidrOf(b), ip));
+        if (!ip || !block || inStore.has(address)) continue;
+        const ordinal = ordinalOf(cidrOf(block), ip);
+        if (ordinal === undefined || block.spec.allocations[ordinal] === undefined)
+          missing.push(`${address} (pod ${pod.metadata.namespace ?? ''}/${pod.metadata.name})`);
+      }
+    }
+    return missing.sort();
+  }
+
+  /** Logs `what` when its set of entries changed since the last pass (warn), or emptied (info). */
+  #report(message: string, entries: readonly HostLocalQuarantine[], key: 'conflicts' | 'unaccounted'): void {
+    const text = entries.map((e) => `${e.file} ${e.why}`).join('\n');
+    if (text === this.#reported[key]) return;
+    this.#reported[key] = text;
+    const fields = {
+      [F.node]: this.#o.state.node,
+      count: entries.length,
+      entries: entries.slice(0, 20).map((e) => e.why),
+    };
+    if (entries.length > 0) this.#o.log.warn(message, fields);
+    else this.#o.log.info(`${key} resolved`, { [F.node]: this.#o.state.node });
+  }
+
+  /**
+   * Releases what was recorded for a file its pod's DEL removed meanwhile (that DEL found nothing
+   * yet): the file is gone, or now holds another container.
+   */
   async #undoGone(plan: HostLocalImportPlan, recorded: readonly string[]): Promise<void> {
     const { state, view, store, log } = this.#o;
     for (const i of plan.imports.filter((x) => recorded.includes(x.file))) {
-      const still = await stat(join(store, i.file)).then(
-        () => true,
-        () => false,
-      );
-      if (still) continue;
+      const now = parseHostLocalFile(i.file, (await readRecord(join(store, i.file))) ?? '');
+      if (now && handleOf(this.#o.network, now.containerID, now.ifname) === i.owner.handle) continue;
       await releaseByHandle(view, i.owner.handle, { node: state.node });
       log.info('imported address released again: its file went meanwhile', {
         [F.node]: state.node,
@@ -159,34 +237,62 @@ export class HostLocalAdoption extends ReconcileLoop<undefined> {
   }
 
   /**
-   * Moves each file unmatched for the grace period aside.
-   * @returns the files still waiting out the grace period
+   * Moves each entry no live pod held for the grace period aside — only if it still holds what
+   * the plan read (a DEL and an ADD may have replaced it meanwhile) — under a name no earlier
+   * quarantine used.
+   * @param identity each entry's content as read (`containerID\r\nifname`, '' for no valid record)
+   * @returns the entries still waiting out the grace period
    */
-  async #quarantine(plan: HostLocalImportPlan): Promise<number> {
+  async #quarantine(plan: HostLocalImportPlan, identity: ReadonlyMap<string, string>): Promise<number> {
     const { store, graceMs, log, state } = this.#o;
     const now = this.#clock();
-    const waiting = new Set(plan.quarantine.map((q) => q.file));
-    for (const file of [...this.#unmatched.keys()]) if (!waiting.has(file)) this.#unmatched.delete(file);
+    const keyOf = (file: string): string => `${file}\u0000${identity.get(file) ?? ''}`;
+    const waiting = new Set(plan.quarantine.map((q) => keyOf(q.file)));
+    for (const key of [...this.#unmatched.keys()]) if (!waiting.has(key)) this.#unmatched.delete(key);
     let pending = 0;
     for (const q of plan.quarantine) {
-      const since = this.#unmatched.get(q.file) ?? now;
-      this.#unmatched.set(q.file, since);
+      const key = keyOf(q.file);
+      const since = this.#unmatched.get(key) ?? now;
+      this.#unmatched.set(key, since);
       if (now - since < graceMs) {
         pending += 1;
         continue;
       }
+      const source = join(store, q.file);
+      const content = await readRecord(source);
+      const record = parseHostLocalFile(q.file, content ?? '');
+      const still = record ? `${record.containerID}\r\n${record.ifname}` : '';
+      if (
+        still !== identity.get(q.file) ||
+        (content === undefined && record === undefined && !(await exists(source)))
+      ) {
+        this.#unmatched.delete(key);
+        continue; // replaced or gone meanwhile: the next pass plans it afresh
+      }
       const dir = quarantineDirOf(store);
       await mkdir(dir, { recursive: true, mode: 0o755 });
-      await rename(join(store, q.file), join(dir, q.file)).catch((error: unknown) => {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      });
-      this.#unmatched.delete(q.file);
-      log.warn('host-local file quarantined', {
-        [F.node]: state.node,
-        [F.path]: join(dir, q.file),
-        why: q.why,
-      });
+      const target = await unusedName(join(dir, q.file));
+      await rename(source, target);
+      this.#unmatched.delete(key);
+      log.warn('host-local file quarantined', { [F.node]: state.node, [F.path]: target, why: q.why });
     }
     return pending;
+  }
+}
+
+/** The file states the gauge reports. */
+const FILE_STATES = ['imported', 'pending', 'quarantined', 'conflict', 'unaccounted'] as const;
+
+const exists = (path: string): Promise<boolean> =>
+  lstat(path).then(
+    () => true,
+    () => false,
+  );
+
+/** `target`, or `target.<n>` for the first n from 1 that no entry holds (the agent alone writes there). */
+async function unusedName(target: string): Promise<string> {
+  for (let n = 0; ; n++) {
+    const name = n === 0 ? target : `${target}.${n}`;
+    if (!(await exists(name))) return name;
   }
 }
