@@ -2,7 +2,7 @@
 // `hostLocalStore`): the conflist waits for the node's opt-in, is written with the store once the
 // node is opted in, and removed again when it no longer is (the runtime goes back to host-local's).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -46,6 +46,23 @@ test('the conflist follows the opt-in: written with the store, removed when take
   assert.ok(existsSync(conflist));
   await i.adoption(false);
   assert.ok(!existsSync(conflist), 'rolled back: the runtime goes back to host-local’s conflist');
+});
+
+test('a conflist written outside adoption mode is kept on a node not opted in (blockipam served it before)', async () => {
+  const before = JSON.stringify({
+    cniVersion: '1.1.0',
+    name: 'blockipam',
+    plugins: [{ type: 'ptp', ipam: { type: 'blockipam', kubeconfig: '/k' } }],
+  });
+  writeFileSync(conflist, before);
+  await installer(STORE).adoption(false);
+  assert.equal(readFileSync(conflist, 'utf8'), before, 'kept as it was');
+  writeFileSync(
+    conflist,
+    JSON.stringify({ plugins: [{ type: 'ptp', ipam: { type: 'blockipam', hostLocalStore: STORE } }] }),
+  );
+  await installer(STORE).adoption(false);
+  assert.ok(!existsSync(conflist), 'one written in adoption mode goes (a rollback after an agent restart)');
 });
 
 test('without a store the opt-in changes nothing', async () => {

@@ -17,7 +17,7 @@
  * watched Node comes back with another uid (deleted and registered again: the API server revoked
  * the token), {@link CniInstaller.nodeSeen} refreshes at once instead of at the next schedule.
  */
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { KubeTransport } from 'blockipam/core/kube';
 import { errorFields, F } from '../../shared/index.ts';
@@ -165,7 +165,9 @@ export class CniInstaller {
   /**
    * With `conflist.hostLocalStore`: the node's opt-in as last seen on its Node. Opted in: the
    * conflist is written (with `ipam.hostLocalStore`); no longer opted in: it is removed, and the
-   * runtime goes back to the next conflist by name (host-local's). Without: nothing.
+   * runtime goes back to the next conflist by name (host-local's) — unless the conflist in place
+   * was written outside adoption mode (no `ipam.hostLocalStore`: blockipam served the node before),
+   * which is kept. Without `conflist.hostLocalStore`: nothing.
    * @throws the fs error (retried at the next call with the same answer: the state is kept only
    *   once the file is written or removed)
    */
@@ -177,16 +179,24 @@ export class CniInstaller {
       if (optedIn) {
         await this.#writeConflist();
         this.#log.info('node opted in to adoption: blockipam serves its new pods', { [F.node]: this.#node });
-      } else if (this.#adopting === true) {
-        await rm(conflist, { force: true });
+      } else if ((await writtenOutsideAdoption(conflist)) === true) {
+        // blockipam served this node before adoption mode was turned on: removing the conflist
+        // would hand its new pods to host-local, which knows none of blockipam's addresses
         this.#log.warn(
-          'node no longer opted in to adoption: conflist removed, host-local serves its new pods',
-          {
-            [F.node]: this.#node,
-            [F.path]: conflist,
-          },
+          'conflist written outside adoption mode: kept, and the node stays served by blockipam (label it blockipam.io/adopt=true, or turn adoption mode off)',
+          { [F.node]: this.#node, [F.path]: conflist },
         );
-      } else await rm(conflist, { force: true });
+      } else {
+        await rm(conflist, { force: true });
+        if (this.#adopting === true)
+          this.#log.warn(
+            'node no longer opted in to adoption: conflist removed, host-local serves its new pods',
+            {
+              [F.node]: this.#node,
+              [F.path]: conflist,
+            },
+          );
+      }
       this.#adopting = optedIn;
     });
   }
@@ -316,4 +326,19 @@ export class CniInstaller {
     };
     return `${JSON.stringify(doc, null, 2)}\n`;
   }
+}
+
+/**
+ * Whether the conflist at `path` was written outside adoption mode: true when its ipam section
+ * has no `hostLocalStore`; false when it has; undefined when there is no readable conflist.
+ */
+async function writtenOutsideAdoption(path: string): Promise<boolean | undefined> {
+  let document: { plugins?: { ipam?: Record<string, unknown> }[] };
+  try {
+    document = JSON.parse(await readFile(path, 'utf8')) as typeof document;
+  } catch {
+    return undefined;
+  }
+  const ipam = document.plugins?.find((p) => p.ipam?.type === 'blockipam')?.ipam;
+  return ipam === undefined ? undefined : ipam.hostLocalStore === undefined;
 }
