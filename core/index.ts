@@ -10,7 +10,8 @@
  * Pool health:  poolUtilization, poolConditions, setConditions, nodeHeadroom (IPPool.status's
  *               figures, conditions and short nodes; docs/design-controller.md §Pool conditions)
  * Adoption:     planAdoption (what keeping a host-local cluster's pod addresses in place
- *               would hold, and what stops it: ipamctl adopt plan)
+ *               would hold, and what stops it: ipamctl adopt plan); finalizeBlockers (what
+ *               stops switching adoption mode off: ipamctl adopt finalize)
  * Routes:       planIPAMNodes, sameIPAMNodeSpec, internalIPs (the per-node route source,
  *               docs/design-controller.md §IPAMNode)
  * Blocks:       newBlock, allocateOrdinal, pickOrdinal, releaseHandle, cidrOf, blockLabels (pure;
@@ -80,6 +81,14 @@ export type { PodCIDRPlan } from './adopt/podcidr-plan.ts';
 export type { PodCIDRNode } from './adopt/podcidr.ts';
 export { podCIDRsOf } from './adopt/podcidr.ts';
 export { ADOPT_LABEL, isAdoptionOptedIn } from './adopt/opt-in.ts';
+export { finalizeBlockers, isReadyToFinalize } from './adopt/finalize.ts';
+export type {
+  FinalizeBlockers,
+  FinalizeInput,
+  NodeNotAdopted,
+  UnrecordedAddress,
+  UnrecordedPodIPs,
+} from './adopt/finalize.ts';
 export { MAX_TILES_PER_PODCIDR, planPodCIDRBlocks, podCIDRBlockGiven } from './adopt/podcidr-blocks.ts';
 export { planHostLocalImport } from './adopt/host-local.ts';
 export { DEFAULT_IFNAME, parseHostLocalFile } from './adopt/host-local-file.ts';

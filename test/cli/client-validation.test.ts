@@ -84,6 +84,7 @@ test('--help on every command shows its examples and exits 0, without a request'
     ['config', 'set'],
     ['repair', 'sequence'],
     ['adopt', 'plan'],
+    ['adopt', 'finalize'],
   ]) {
     const out = await ipamctl([...command, '--help']);
     assert.equal(out.code, 0, command.join(' '));
@@ -112,6 +113,8 @@ describe('ipamctl: input checked before any request (exit 2, the field named)', 
       /^ipamctl: unknown flag --bogus-flag\. Run "ipamctl check --help" for usage\.\n$/,
     ],
     [['adopt', 'plan', '--bogus'], /Run "ipamctl adopt plan --help" for usage\./],
+    [['adopt', 'finalize', '--node', 'x'], /unknown flag --node\. Run "ipamctl adopt finalize --help"/],
+    [['adopt', 'finalize', '-o', 'csv'], /Invalid values:\n {2}Argument: output, Given: "csv"/],
     [['--context', 'x', 'show', '--bogus'], /Run "ipamctl show --help" for usage\./],
     // --version is the top level's only argument, not a flag of a command
     [['show', '--version'], /^ipamctl: unknown flag --version\. Run "ipamctl show --help" for usage\.\n$/],
@@ -149,7 +152,7 @@ describe('ipamctl: input checked before any request (exit 2, the field named)', 
     ],
     [
       ['adopt'],
-      /^ipamctl: missing <command>, one of plan: ipamctl adopt <command>\nRun "ipamctl adopt --help"/,
+      /^ipamctl: missing <command>, one of plan, finalize: ipamctl adopt <command>\nRun "ipamctl adopt --help"/,
     ],
     [[], /Name a command/],
     [['pool', 'create', 'bad'], /Missing required argument: cidr/],
