@@ -10,7 +10,8 @@
  *   controller creates every node's podCIDR block, `ipamctl adopt plan` is clean;
  * - node by node, `blockipam.io/adopt=true`: the agent imports every pod's address under the
  *   handle its DEL computes and writes its conflist; on the second node the agent is SIGKILLed
- *   right after the label, and its successor ends in the same state;
+ *   right after the label, and its successor ends in the same state; `ipamctl adopt finalize`
+ *   exits 1 naming the last node until it is adopted, then 0;
  * - then every pod holds its old address, exactly once, the agents hold the routes to the other
  *   podCIDRs (taken over from the harness's static ones, which stand in for kindnetd's), and (with `checks`) new pods get addresses
  *   of their node's podCIDR block, each with host-local's file; an old pod's DEL releases its
@@ -196,7 +197,12 @@ export async function adoptionScenario(
 
   // node by node; the second one's agent SIGKILLed right after its label
   const took = [await adoptNode(c, n1, before, false), await adoptNode(c, n2, before, true)];
+  const early = ipamctl(['adopt', 'finalize']);
+  assert.equal(early.status, 1, `finalize before ${n3} is adopted:\n${early.stdout}${early.stderr}`);
+  assert.match(early.stdout + early.stderr, new RegExp(`kubectl label node ${n3} blockipam.io/adopt=true`));
   took.push(await adoptNode(c, n3, before, false));
+  const ready = ipamctl(['adopt', 'finalize']);
+  assert.equal(ready.status, 0, `finalize once every node is adopted:\n${ready.stdout}${ready.stderr}`);
   const adopted = await podsRunning(ns, 'old', PODS, 60_000);
   assert.deepEqual(
     adopted.map((p) => `${p.metadata.name} ${p.status.podIP}`).sort(),
