@@ -29,7 +29,7 @@ import {
   releaseByHandle,
   trustedAffine,
 } from 'blockipam/core';
-import type { Datastore, HostLocalImportPlan, HostLocalQuarantine } from 'blockipam/core';
+import type { Datastore, HostLocalImportPlan, HostLocalQuarantine, IPAMBlock } from 'blockipam/core';
 import { readRecord, readStoreFiles } from 'blockipam/core/cni';
 import { errorFields, F } from '../../shared/index.ts';
 import type { Lifecycle, Logger } from '../../shared/index.ts';
@@ -136,11 +136,17 @@ export class HostLocalAdoption extends ReconcileLoop<undefined> {
         );
   }
 
+  /** The node's trusted affine blocks as the view knows them (the agent's writes laid over the watch). */
+  #blocks(): IPAMBlock[] {
+    const { state, view } = this.#o;
+    return trustedAffine(view.lastKnown(nodeBlocksSelector(state.node)), state.pools(), state.node);
+  }
+
   async #import(): Promise<AdoptionCounts> {
     const { state, view, store, network, log, lifecycle } = this.#o;
     const node = state.node;
     const { files, unreadable } = await readStoreFiles(store);
-    const blocks = trustedAffine(view.lastKnown(nodeBlocksSelector(node)), state.pools(), node);
+    const blocks = this.#blocks();
     const plan = planHostLocalImport({ node, network, files, unreadable, pods: state.pods(), blocks });
     let recorded: readonly string[] = [];
     if (plan.imports.length > 0) {
@@ -186,9 +192,9 @@ export class HostLocalAdoption extends ReconcileLoop<undefined> {
    * blockipam's ADD could hand such an address out again.
    */
   #unaccounted(inStore: ReadonlySet<string>): string[] {
-    const { state, view } = this.#o;
+    const { state } = this.#o;
     const node = state.node;
-    const blocks = trustedAffine(view.lastKnown(nodeBlocksSelector(node)), state.pools(), node);
+    const blocks = this.#blocks();
     const missing: string[] = [];
     for (const pod of state.pods()) {
       if (pod.spec?.nodeName !== node || !isLivePod(pod) || pod.spec?.hostNetwork) continue;
