@@ -17,6 +17,8 @@ export interface Waiter {
    * signal fires while the change is queued.
    */
   before?: { readonly state: IPAMBlock; readonly token: string };
+  /** Allocation keys (ordinals) this change adds, removes or changes against the state it was laid on. */
+  touched?: ReadonlySet<string>;
 }
 
 /** A busy block: a write in flight or held in the window, maybe changes queued on top. */
@@ -36,6 +38,8 @@ export interface BusyBlock {
   queued: Waiter[];
   /** Told once the block is idle again (deletes with preconditions, unconditional updates). */
   readonly onIdle: Set<() => void>;
+  /** Told once the queued changes are sent (or the block goes idle): a change that could not join them. */
+  readonly onSend: Set<() => void>;
 }
 
 /** Marks a token: `<resourceVersion>~<n>`. etcd's resourceVersions are decimal digits. */
@@ -90,18 +94,46 @@ export function waiterFor(
 
 /** Resolves once `busy` is idle (at once when `busy` is undefined); rejects when `signal` fires. */
 export function idleOf(busy: BusyBlock | undefined, signal: AbortSignal | undefined): Promise<void> {
-  if (busy === undefined) return Promise.resolve();
+  return busy === undefined ? Promise.resolve() : told(busy.onIdle, signal);
+}
+
+/**
+ * Resolves once `busy`'s queued changes are sent in an UPDATE, or it goes idle (the batching
+ * decorator tells `onSend` then too); rejects when `signal` fires.
+ */
+export function sentOf(busy: BusyBlock, signal: AbortSignal | undefined): Promise<void> {
+  return told(busy.onSend, signal);
+}
+
+/** Resolves when a callback added to `listeners` is called; rejects when `signal` fires first. */
+function told(listeners: Set<() => void>, signal: AbortSignal | undefined): Promise<void> {
   if (signal?.aborted) return Promise.reject(signal.reason as Error);
   return new Promise((resolve, reject) => {
     const onAbort = (): void => {
-      busy.onIdle.delete(onIdle);
+      listeners.delete(onTold);
       reject(signal?.reason as Error);
     };
-    const onIdle = (): void => {
+    const onTold = (): void => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     };
-    busy.onIdle.add(onIdle);
+    listeners.add(onTold);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/**
+ * The allocation keys (ordinals) that differ between `before` and `after`: added, removed, or
+ * changed in place. An UPDATE may change each ordinal once (docs/design-core.md §Node writes:
+ * an entry changed in place is refused by the admission policy).
+ */
+export function touchedOrdinals(before: IPAMBlock, after: IPAMBlock): Set<string> {
+  const was = before.spec.allocations;
+  const now = after.spec.allocations;
+  const touched = new Set<string>();
+  for (const key of Object.keys(was))
+    if (!(key in now) || (was[key] !== now[key] && JSON.stringify(was[key]) !== JSON.stringify(now[key])))
+      touched.add(key);
+  for (const key of Object.keys(now)) if (!(key in was)) touched.add(key);
+  return touched;
 }

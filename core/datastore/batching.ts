@@ -4,13 +4,18 @@
  * many CNI requests at once, and their changes to the node's block go out together.
  *
  * - Idle blocks (no write in flight or held) are not cached: every call passes straight through.
- * - `blocks.update(b)` of an idle block sends `b` at once (after `windowMs`, when set) and makes
- *   the block busy, with `b` as its speculative state. While busy, reads (`get`, `list`,
- *   `listMetadata`, `listPage`) return the speculative state, its resourceVersion a token
- *   (`<resourceVersion>~<n>`, never a real one); an update carrying the current token is accepted
- *   as the new speculative state, anything else is refused at once with ConflictError (the
- *   allocator re-reads and gets the overlay). When the UPDATE in flight succeeds, the latest
- *   speculative state goes out as one UPDATE with the resourceVersion the server just returned.
+ * - `blocks.update(b)` of an idle block sends `b` at once and makes the block busy, with `b` as
+ *   its speculative state. While busy, reads (`get`, `list`, `listMetadata`, `listPage`) return
+ *   the speculative state, its resourceVersion a token (`<resourceVersion>~<n>`, never a real
+ *   one); an update carrying the current token is accepted as the new speculative state, anything
+ *   else is refused at once with ConflictError (the allocator re-reads and gets the overlay). When
+ *   the UPDATE in flight succeeds, the latest speculative state goes out as one UPDATE with the
+ *   resourceVersion the server just returned.
+ * - One UPDATE changes each allocation (ordinal) at most once: an update that adds, removes or
+ *   changes an ordinal a queued change already does (a DEL's release and an ADD re-allocating the
+ *   ordinal — as one write an entry changed in place, which the admission policy refuses) waits
+ *   until the queued changes are sent, then is refused with ConflictError: its allocator re-reads
+ *   and its change goes out in the UPDATE after (against a state where the first change is sent).
  * - No answer before its write: each `update` resolves only once the UPDATE carrying its change
  *   succeeded, with the block as written. When that UPDATE fails, every caller in it and every
  *   caller queued on top of it rejects — ConflictError on a 409 (re-read and re-apply), else the
@@ -30,7 +35,15 @@
  */
 import { ConflictError, isConflict } from '../errors/conflict.ts';
 import { byName, type IPAMBlock } from '../resources.ts';
-import { idleOf, isToken, tokenMinter, waiterFor, withVersion } from './batching-queue.ts';
+import {
+  idleOf,
+  isToken,
+  sentOf,
+  tokenMinter,
+  touchedOrdinals,
+  waiterFor,
+  withVersion,
+} from './batching-queue.ts';
 import type { BusyBlock, Waiter } from './batching-queue.ts';
 import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
 import type { CallOptions, Datastore, DeletePreconditions, ListOptions, ResourceStore } from './datastore.ts';
@@ -42,21 +55,13 @@ import { abortable } from './with-signal.ts';
 /** Options of {@link createBatchingDatastore}. */
 export interface BatchingOptions {
   /**
-   * How long the first UPDATE of an idle block is held so that changes can join it, ms (≥ 0).
-   * Default 0: it goes out at once. The UPDATE in flight is the batching window already —
-   * changes that arrive during its round trip go out together in the next one — and a window
-   * would delay every lone ADD (pods on a node mostly start one at a time) to help only a
-   * burst's very first write.
-   */
-  windowMs?: number;
-  /**
    * How long a busy block's next UPDATE is held after the previous one succeeded, ms (≥ 0), so
    * that the changes arriving meanwhile join it. Default 0: it goes out at once. Only a burst
    * pays it (changes queued while a write was in flight); a lone change of an idle block never
    * waits for it. The node agent sets it (docs/design-agent.md §IPAM server).
    */
   paceMs?: number;
-  /** Waits `windowMs` and `paceMs` (injected by tests); default a real timer. */
+  /** Waits `paceMs` (injected by tests); default a real timer. */
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -81,7 +86,10 @@ export interface BatchingStats {
   changesAborted: number;
   /** Successful UPDATEs that carried more than one change. */
   batches: number;
-  /** Updates refused locally with ConflictError (not computed on the latest speculative state). */
+  /**
+   * Updates refused locally with ConflictError: not computed on the latest speculative state, or
+   * changing an ordinal a queued change changes (refused once those are sent).
+   */
   localConflicts: number;
   /** UPDATEs the server refused with 409 Conflict (every change in and on top of it rejected). */
   serverConflicts: number;
@@ -160,7 +168,6 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     serverConflicts: 0,
   };
   readonly #inner: ResourceStore<IPAMBlock>;
-  readonly #windowMs: number;
   readonly #paceMs: number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #mint = tokenMinter();
@@ -173,7 +180,6 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
 
   constructor(inner: ResourceStore<IPAMBlock>, options: BatchingOptions) {
     this.#inner = inner;
-    this.#windowMs = options.windowMs ?? 0;
     this.#paceMs = options.paceMs ?? 0;
     this.#sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
@@ -316,7 +322,17 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     }
     if (busy) {
       if (version !== busy.token) throw this.#refuse(name, 'update');
-      return this.#accept(busy, block, signal);
+      const touched = touchedOrdinals(busy.state, block);
+      const twice = busy.queued.flatMap((w) => [...(w.touched ?? [])].filter((k) => touched.has(k)));
+      if (twice.length > 0) {
+        this.stats.localConflicts += 1;
+        await sentOf(busy, signal);
+        throw new ConflictError(
+          `ipamblocks/${name}`,
+          `ipamblocks "${name}": ordinal(s) ${[...new Set(twice)].join(', ')} change in an UPDATE not yet sent; re-read once it is`,
+        );
+      }
+      return this.#accept(busy, block, signal, touched);
     }
     const base = isToken(version) ? this.#realVersion(name, version) : version;
     if (base === undefined) throw this.#refuse(name, 'update');
@@ -329,20 +345,27 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
       inFlight: [],
       queued: [],
       onIdle: new Set(),
+      onSend: new Set(),
     };
     this.#busy.set(name, fresh);
     const accepted = this.#accept(fresh, block, signal);
-    if (this.#windowMs > 0)
-      void this.#sleep(this.#windowMs).then(() => {
-        if (this.#busy.get(name) === fresh && !fresh.sending) this.#send(fresh); // not dropped meanwhile
-      });
-    else this.#send(fresh);
+    this.#send(fresh);
     return accepted;
   }
 
-  /** Queues `block` as `busy`'s new speculative state; the promise settles with its write. */
-  #accept(busy: BusyBlock, block: IPAMBlock, signal: AbortSignal | undefined): Promise<IPAMBlock> {
+  /**
+   * Queues `block` as `busy`'s new speculative state; the promise settles with its write.
+   * @param touched the ordinals it changes against the state it is laid on (undefined: the first
+   *   change of an idle block, sent at once)
+   */
+  #accept(
+    busy: BusyBlock,
+    block: IPAMBlock,
+    signal: AbortSignal | undefined,
+    touched?: ReadonlySet<string>,
+  ): Promise<IPAMBlock> {
     const { waiter, promise } = waiterFor(signal, (aborted) => this.#drop(busy, aborted));
+    if (touched) waiter.touched = touched;
     this.stats.changesAccepted += 1;
     if (busy.queued.length > 0 || busy.sending) {
       waiter.before = { state: busy.state, token: busy.token };
@@ -355,19 +378,17 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
 
   /**
    * `waiter`'s signal fired. Still queued: its change and the ones queued after it (laid on it)
-   * leave the queue, the state goes back to the one it was laid on (none: the block goes idle
-   * unsent), and those after it reject with ConflictError. In flight: nothing to undo.
+   * leave the queue, the state goes back to the one it was laid on, and those after it reject
+   * with ConflictError. In flight: nothing to undo.
    */
   #drop(busy: BusyBlock, waiter: Waiter): void {
     const at = busy.queued.indexOf(waiter);
-    if (at < 0) return;
+    if (at < 0 || waiter.before === undefined) return; // a queued change was laid on a state: always
     const after = busy.queued.splice(at).slice(1);
     this.stats.changesAborted += 1;
     this.stats.changesRejected += after.length;
-    if (waiter.before) {
-      busy.state = waiter.before.state;
-      busy.token = waiter.before.token;
-    } else this.#idle(busy);
+    busy.state = waiter.before.state;
+    busy.token = waiter.before.token;
     const name = busy.name;
     const conflict = new ConflictError(
       `ipamblocks/${name}`,
@@ -384,6 +405,8 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     busy.queued = [];
     const token = busy.token;
     this.stats.updatesSent += 1;
+    for (const told of busy.onSend) told();
+    busy.onSend.clear();
     this.#inner.update(withVersion(busy.state, busy.baseVersion)).then(
       (written) => this.#succeeded(busy, carried, token, written),
       (error: unknown) => this.#failed(busy, error as Error),
@@ -435,8 +458,9 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     this.#busy.delete(busy.name);
     this.#unshare(busy.name);
     busy.sending = false;
-    for (const wake of busy.onIdle) wake();
+    for (const wake of [...busy.onIdle, ...busy.onSend]) wake();
     busy.onIdle.clear();
+    busy.onSend.clear();
   }
 
   /** The resourceVersion a token stands for: only the last written state's token has one. */

@@ -22,9 +22,7 @@ import type { World } from './fixtures.ts';
 const BLOCK = '10-244-0-0-26';
 
 /** A world with one /26 block already claimed by n1, the probe, and the decorator over it. */
-async function setup(
-  options: { windowMs?: number; paceMs?: number; sleep?: (ms: number) => Promise<void> } = {},
-): Promise<{
+async function setup(options: { paceMs?: number; sleep?: (ms: number) => Promise<void> } = {}): Promise<{
   w: World;
   p: Probe;
   bds: BatchingDatastore;
@@ -268,49 +266,42 @@ describe('batching datastore', () => {
     );
   });
 
-  it('an aborted change held in the window alone: no UPDATE, the block idle again', async () => {
-    const window = deferred();
-    const { p, bds } = await setup({ windowMs: 3, sleep: () => window.promise });
-    const b = (await bds.blocks.get(BLOCK)) as IPAMBlock;
-    const abort = new AbortController();
-    const held = bds.blocks.update(
-      { ...b, metadata: { ...b.metadata, annotations: { a: 'y' } } },
-      { signal: abort.signal },
-    );
-    abort.abort(new Error('budget spent'));
-    await assert.rejects(held, /budget spent/);
-    assert.deepEqual(await bds.blocks.get(BLOCK), await p.ds.blocks.get(BLOCK)); // not busy
-    window.resolve();
+  it('a release and the re-allocation of its ordinal never share an UPDATE (no entry changed in place)', async () => {
+    const { w, p, bds } = await setup();
+    // the block full: 61 assignable ordinals (2-62 of a /26)
+    for (let i = 0; i < 61; i++)
+      assert.ok((await autoAssign(w.ds, { ...pod(`old${i}`), node: 'n1' }, w.options)).ok);
+    const ordinalOf = (await stored(w)).get('net.old7.eth0');
+    let previous = (await w.ds.blocks.get(BLOCK)) as IPAMBlock;
+    const inPlace: string[] = [];
+    p.onUpdate = (sent) => {
+      for (const [k, a] of Object.entries(sent.spec.allocations)) {
+        const was = previous.spec.allocations[k];
+        if (was && was.handle !== a.handle) inPlace.push(`${k}: ${was.handle} → ${a.handle}`);
+      }
+      previous = structuredClone(sent);
+    };
+    const gate = deferred();
+    p.gate = gate.promise;
+    const first = touch(bds, 'in-flight'); // sent at once, held by the gate
+    await until(() => p.counts.updates === 1, 'the first UPDATE sent');
+    const release = releaseByHandle(bds, 'net.old7.eth0', { node: 'n1' }, w.options); // queued
+    await until(() => bds.stats().changesAccepted === 2, 'the release queued');
+    // the only free ordinal is the one the queued release frees
+    const add = autoAssign(bds, { ...pod('new'), node: 'n1' }, w.options);
+    await until(() => bds.stats().localConflicts === 1, "the ADD's change held");
     await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(p.counts.updates, 0);
-    // the server's state still writes (no stale busy block left behind)
-    await bds.blocks.update({ ...b, metadata: { ...b.metadata, annotations: { b: 'y' } } });
-    assert.equal(p.counts.updates, 1);
-  });
-
-  it('windowMs holds the first UPDATE so that changes made meanwhile join it', async () => {
-    const window = deferred();
-    const asked: number[] = [];
-    const { p, bds } = await setup({
-      windowMs: 3,
-      sleep: (ms) => {
-        asked.push(ms);
-        return window.promise;
-      },
-    });
-    const writes = [touch(bds, 'a')];
-    await until(() => bds.stats().changesAccepted === 1, 'a accepted');
-    writes.push(touch(bds, 'b'));
-    await until(() => bds.stats().changesAccepted === 2, 'b accepted');
-    writes.push(touch(bds, 'c'));
-    await until(() => bds.stats().changesAccepted === 3, 'c accepted');
-    assert.equal(p.counts.updates, 0);
-    window.resolve();
-    const results = await Promise.all(writes);
-    assert.deepEqual(Object.keys(results[0]!.metadata.annotations ?? {}).sort(), ['a', 'b', 'c']);
-    assert.deepEqual(asked, [3]);
-    assert.equal(p.counts.updates, 1);
-    assert.equal(bds.stats().batches, 1);
+    assert.equal(p.counts.updates, 1); // held until the release is sent, then re-read
+    p.gate = undefined;
+    gate.resolve();
+    await first;
+    assert.equal((await release).released.length, 1);
+    const added = await add;
+    assert.ok(added.ok && added.ipv4, JSON.stringify(added));
+    assert.equal((await stored(w)).get('net.new.eth0'), ordinalOf);
+    assert.deepEqual(inPlace, []);
+    assert.equal(p.counts.updates, 3); // the touch; the release; the re-allocation
+    assert.deepEqual(await w.problems(), []);
   });
 
   it("paceMs holds a busy block's next UPDATE; a lone change of an idle block never waits", async () => {
