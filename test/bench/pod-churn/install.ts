@@ -11,12 +11,13 @@
  *   with one node agent per node as a host process (no routes, no controller) — the set-up of
  *   the runs before the chart existed, kept to compare with them.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   helm,
   installWithPluginLog,
   NAMESPACE,
+  PREFIX,
   pluginLogOf,
   RELEASE,
   setUpChart,
@@ -107,12 +108,76 @@ async function waitFor(what: string, test: () => boolean, timeoutMs: number): Pr
   }
 }
 
-async function installChart(c: Cluster, log: (text: string) => void): Promise<Installed> {
+/** Where a profiling agent writes its CPU profile, on its node (the node's /var/log is c.runDir/NODE/log). */
+const PROFILE_DIR = '/var/log/agent-profile';
+
+/**
+ * Makes every agent write a CPU profile when it exits (Bun's `--cpu-prof` through BUN_OPTIONS, into
+ * {@link PROFILE_DIR} on its node, a hostPath): a patch of the installed DaemonSet, so its pods roll.
+ */
+function profileAgents(): void {
+  const patch = [
+    {
+      op: 'add',
+      path: '/spec/template/spec/volumes/-',
+      value: { name: 'agent-profile', hostPath: { path: PROFILE_DIR, type: 'DirectoryOrCreate' } },
+    },
+    {
+      op: 'add',
+      path: '/spec/template/spec/containers/0/volumeMounts/-',
+      value: { name: 'agent-profile', mountPath: PROFILE_DIR },
+    },
+    {
+      op: 'add',
+      path: '/spec/template/spec/containers/0/env/-',
+      value: { name: 'BUN_OPTIONS', value: `--cpu-prof --cpu-prof-dir=${PROFILE_DIR}` },
+    },
+  ];
+  const r = kubectl([
+    '-n',
+    NAMESPACE,
+    'patch',
+    `daemonset/${PREFIX}-agent`,
+    '--type=json',
+    '-p',
+    JSON.stringify(patch),
+  ]);
+  if (r.status !== 0) throw new Error(`patching the agent DaemonSet for profiles: ${r.stderr}`);
+}
+
+/** Copies the logs of blockipam's pods (the agents', the controllers') from every node into `into`/logs. */
+function collectLogs(c: Cluster, into: string): void {
+  for (const node of c.nodes) {
+    const pods = join(c.runDir, node, 'pod-logs');
+    for (const pod of existsSync(pods) ? readdirSync(pods) : [])
+      if (pod.startsWith(`${NAMESPACE}_${PREFIX}-`))
+        cpSync(join(pods, pod), join(into, 'logs', `${node}-${pod}`), { recursive: true });
+  }
+}
+
+/** Copies the agents' CPU profiles (written when they exited) from every node into `into`. */
+function collectProfiles(c: Cluster, into: string, log: (text: string) => void): void {
+  mkdirSync(into, { recursive: true });
+  for (const node of c.nodes) {
+    const dir = join(c.runDir, node, 'log', 'agent-profile');
+    if (existsSync(dir))
+      for (const file of readdirSync(dir)) copyFileSync(join(dir, file), join(into, `${node}-${file}`));
+  }
+  log(`agent profiles and logs: ${readdirSync(into).join(', ') || 'none'} in ${into}`);
+}
+
+async function installChart(
+  c: Cluster,
+  log: (text: string) => void,
+  profileInto?: string,
+): Promise<Installed> {
   log('chart: building (or reusing) the image and importing it into every node');
   const image = setUpChart();
   log(`chart: helm install ${RELEASE} (image ${image.ref})`);
   installWithPluginLog(image, { set: [`cni.mtu=${POD_MTU}`] });
+  if (profileInto !== undefined) profileAgents();
   const stop = async (): Promise<void> => {
+    if (profileInto !== undefined) collectLogs(c, profileInto); // before the kubelets remove them
     helm(4, ['uninstall', RELEASE, '--namespace', NAMESPACE]);
     // the agents must be gone before their files are: a running one writes them again
     await waitFor(
@@ -130,6 +195,7 @@ async function installChart(c: Cluster, log: (text: string) => void): Promise<In
         ]).stdout.trim() === '',
       180_000,
     ).catch((error: unknown) => log(String(error)));
+    if (profileInto !== undefined) collectProfiles(c, profileInto, log);
     tearDownChart(); // uninstalled already: the IPAM objects and the nodes' files go
   };
   try {
@@ -156,8 +222,9 @@ export async function installBlockipamFor(
   c: Cluster,
   repoRoot: string,
   log: (text: string) => void,
+  profileInto?: string,
 ): Promise<Installed> {
-  if (mode === 'chart') return installChart(c, log);
+  if (mode === 'chart') return installChart(c, log, profileInto);
   const agents = startAgents(c, repoRoot);
   return {
     describe: `installed by test/cluster/install-blockipam.sh, a node agent per node as a host process (pids ${agents.pids.join(', ')}; no routes, no controller)`,

@@ -11,13 +11,16 @@
  *
  *   node_modules/.bin/node test/bench/pod-churn/main.ts [--pods 300]
  *     [--order host-local,blockipam,calico] [--install chart|script] [--calico-api PATH] [--no-docs]
- *     [--shared-cluster]
+ *     [--shared-cluster] [--agent-profile DIR]
  *
  * An IPAM may appear more than once in `--order` (scripts/bench.sh runs each 3 times, each in
  * each position once): the ratios are then of each IPAM's median, each IPAM's min–max beside.
  * Per run and phase, where the time went (breakdown.ts): CPU seconds per part of the cluster and,
  * for blockipam, its calls' time in the agent against the whole call and each node's first block
  * claim. stdout: a JSON summary, then the ratios and those tables (also with `--no-docs`).
+ *
+ * `--agent-profile DIR` (chart install): every agent runs with Bun's `--cpu-prof` (BUN_OPTIONS, a patch of
+ * the DaemonSet); each blockipam run's agent profiles and blockipam's pod logs land in DIR/run-N.
  *
  * calico is skipped, saying so, when it is not built and the projectcalico/api source
  * (`--calico-api`, default peer-ipams.ts DEFAULT_CALICO_API) is absent.
@@ -31,6 +34,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cluster, kubectl, startOwnCluster, type Cluster } from '../../helpers/cluster.ts';
 import { installBlockipam } from '../../cluster/blockipam.ts';
@@ -59,6 +63,7 @@ const { values } = parseArgs({
     install: { type: 'string', default: 'chart' },
     'no-docs': { type: 'boolean', default: false },
     'shared-cluster': { type: 'boolean', default: false },
+    'agent-profile': { type: 'string' },
   },
 });
 const INSTALL: InstallMode = ((mode: string): InstallMode => {
@@ -227,7 +232,13 @@ async function main(): Promise<void> {
       // blockipam's daemons run only during its own run: none of their CPU is in host-local's
       const installed =
         ipam === 'blockipam'
-          ? await installBlockipamFor(INSTALL, c, repoRoot, log)
+          ? await installBlockipamFor(
+              INSTALL,
+              c,
+              repoRoot,
+              log,
+              values['agent-profile'] && join(values['agent-profile'], `run-${i + 1}`),
+            )
           : calico !== undefined
             ? { describe: calico, stop: (): Promise<void> => Promise.resolve(cleanCalico(c)) }
             : undefined;
