@@ -4,7 +4,9 @@
  * serialised (never two at once) and coalesced — a burst of updates costs one pass after
  * `debounceMs` — plus a repair pass every `resyncMs` with the latest view, so that kernel state
  * someone changed by hand is put back. A programmer extends it with its `pass`, which reports
- * its own outcome; a pass that rejects is ignored (the next one runs as ever).
+ * its own outcome; a pass that rejects is ignored (the next one runs as ever). A pass is told
+ * whether it is `forced` (the repair timer, `flush`, `resume`): one that only follows updates may
+ * skip reading the kernel when what it would write has not changed since its last full pass.
  */
 
 /** The two log levels the loops use; a winston Logger fits. */
@@ -27,7 +29,8 @@ export abstract class ReconcileLoop<V> {
   #debounce: NodeJS.Timeout | undefined;
   #resync: NodeJS.Timeout;
   #running: Promise<void> | undefined;
-  #again = false;
+  /** A pass is due after the running one: undefined (none), false (after updates), true (forced). */
+  #again: boolean | undefined;
   #stopped = false;
 
   /** @param initial the view before the first update (one on which a pass changes nothing) */
@@ -38,8 +41,12 @@ export abstract class ReconcileLoop<V> {
     this.#resync = this.#repairTimer();
   }
 
-  /** One pass over the latest view. */
-  protected abstract pass(view: V): Promise<void>;
+  /**
+   * One pass over the latest view.
+   * @param forced true for the repair timer's passes and those of `flush` and `resume`; false
+   *   for a pass that follows updates only
+   */
+  protected abstract pass(view: V, forced: boolean): Promise<void>;
 
   /** True after {@link stop}, until {@link resume}. */
   get stopped(): boolean {
@@ -51,7 +58,7 @@ export abstract class ReconcileLoop<V> {
     if (this.#stopped) return;
     this.#view = view;
     clearTimeout(this.#debounce);
-    this.#debounce = setTimeout(() => this.#kick(), this.#debounceMs);
+    this.#debounce = setTimeout(() => this.#kick(false), this.#debounceMs);
     this.#debounce.unref();
   }
 
@@ -59,7 +66,7 @@ export abstract class ReconcileLoop<V> {
   async flush(): Promise<void> {
     clearTimeout(this.#debounce);
     await this.#idle();
-    this.#kick();
+    this.#kick(true);
     await this.#idle();
   }
 
@@ -76,11 +83,11 @@ export abstract class ReconcileLoop<V> {
     if (!this.#stopped) return;
     this.#stopped = false;
     this.#resync = this.#repairTimer();
-    this.#kick();
+    this.#kick(true);
   }
 
   #repairTimer(): NodeJS.Timeout {
-    const timer = setInterval(() => this.#kick(), this.#resyncMs);
+    const timer = setInterval(() => this.#kick(true), this.#resyncMs);
     timer.unref();
     return timer;
   }
@@ -89,20 +96,19 @@ export abstract class ReconcileLoop<V> {
     for (let p = this.#running; p; p = this.#running) await p;
   }
 
-  #kick(): void {
+  #kick(forced: boolean): void {
     if (this.#stopped) return;
     if (this.#running) {
-      this.#again = true;
+      this.#again = forced || this.#again === true;
       return;
     }
-    this.#running = this.pass(this.#view)
+    this.#running = this.pass(this.#view, forced)
       .catch(() => undefined)
       .finally(() => {
         this.#running = undefined;
-        if (this.#again) {
-          this.#again = false;
-          this.#kick();
-        }
+        const again = this.#again;
+        this.#again = undefined;
+        if (again !== undefined) this.#kick(again);
       });
   }
 }

@@ -7,13 +7,17 @@
  *
  * The agent's reconcile loop (reconcile-loop.ts: update, flush, stop) runs its passes: serialised,
  * coalesced (a burst of updates costs one pass after `debounceMs`), and every `resyncMs` with the
- * latest view, so a route someone deleted by hand comes back.
+ * latest view, so a route someone deleted by hand comes back. A pass that follows updates only
+ * (not the repair timer's, nor `flush`'s) whose plan is the one the last pass applied in full
+ * reads and changes nothing (and is not reported): most updates — a block's allocations, the Node's
+ * status — change no route, and each full pass runs `ip` three times.
  * Until an update with a synced view that holds this node and its IPAMNode arrives, no pass reads or
  * changes any route. A pass that fails (the `ip` command, or anything else) is reported through
  * `onPass` as `{status: 'error'}` and logged; the loop keeps running. Skipped routes are logged
  * when they change, not on every pass (skip-report.ts).
  */
 import { passFailure, ReconcileLoop, type LoopLog, type ReconcileLoopOptions } from '../reconcile-loop.ts';
+import { planRoutes } from './plan.ts';
 import { reconcileRoutes, type PassOutcome } from './reconcile.ts';
 import { SkipReporter, skipLine } from './skip-report.ts';
 import type { RouteTable, RouteView } from './types.ts';
@@ -33,12 +37,17 @@ const WAITING: RouteView = { synced: false, ipamNodes: [], node: undefined, bloc
 export class RouteProgrammer extends ReconcileLoop<RouteView> {
   readonly #options: RouteProgrammerOptions;
   #last: PassOutcome | undefined;
+  /** The plan (as JSON) the last pass applied with no failure; undefined after any other outcome. */
+  #applied: string | undefined;
   readonly #skips = new SkipReporter();
 
   constructor(options: RouteProgrammerOptions) {
     super(WAITING, options);
     this.#options = options;
   }
+
+  /** Passes that followed updates and ended at once: their plan was the one applied last. */
+  unchangedPasses = 0;
 
   /** The outcome of the last completed pass (undefined before the first). */
   get last(): PassOutcome | undefined {
@@ -61,12 +70,19 @@ export class RouteProgrammer extends ReconcileLoop<RouteView> {
       });
   }
 
-  protected async pass(view: RouteView): Promise<void> {
+  protected async pass(view: RouteView, forced: boolean): Promise<void> {
     const { log, onPass } = this.#options;
+    const planned = JSON.stringify(planRoutes(view, this.#options));
+    if (!forced && planned === this.#applied) {
+      this.unchangedPasses += 1;
+      return;
+    }
+    this.#applied = undefined;
     let outcome: PassOutcome | { status: 'error'; error: string };
     try {
       outcome = await reconcileRoutes(view, this.#options);
       this.#last = outcome;
+      if (outcome.status === 'done' && outcome.failed.length === 0) this.#applied = planned;
       if (
         outcome.status === 'done' &&
         outcome.added + outcome.replaced + outcome.removed + outcome.failed.length > 0

@@ -62,6 +62,53 @@ void describe('RouteProgrammer', () => {
     }
   });
 
+  void it('updates that change no route read nothing; one that does runs a pass; the timer always reads', async () => {
+    const table = new FakeTable();
+    const outcomes: string[] = [];
+    const loop = new RouteProgrammer({
+      nodeName: 'a',
+      table,
+      debounceMs: 0,
+      onPass: (o) => outcomes.push(o.status),
+    });
+    const turns = async (done: () => boolean, what: string): Promise<void> => {
+      for (let turn = 0; !done(); turn++) {
+        if (turn > 10_000) assert.fail(`never happened: ${what}`);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    try {
+      loop.update(synced);
+      await loop.flush();
+      assert.equal(table.lists, 1);
+      // a block of this node's whose allocations changed: the same routes
+      loop.update({ ...synced, blocks: synced.blocks.map((b) => structuredClone(b)) });
+      await turns(() => loop.unchangedPasses === 1, 'the unchanged pass');
+      assert.equal(table.lists, 1);
+      // node b's second block: a new route
+      const more = routeView(
+        {
+          blocks: [block('10.0.0.64/26', 'b'), block('10.0.0.128/26', 'b')],
+          nodes: [node('a', '192.0.2.11'), node('b', '192.0.2.12')],
+          pools: pools('10.0.0.0/16'),
+        },
+        'a',
+      );
+      loop.update(more);
+      await turns(() => outcomes.length === 2, 'the pass of the new route');
+      assert.equal(table.lists, 2);
+      assert.ok(
+        table.applied.some((c) => c.op === 'add' && c.route.dst === '10.0.0.128/26'),
+        'the new route added',
+      );
+      await loop.flush(); // forced (as the repair timer's): reads the kernel whatever the plan
+      assert.equal(table.lists, 3);
+      assert.equal(loop.unchangedPasses, 1);
+    } finally {
+      await loop.stop();
+    }
+  });
+
   void it('a pass that throws is reported as an error and the next pass runs', async () => {
     const table = new FakeTable();
     const outcomes: string[] = [];
