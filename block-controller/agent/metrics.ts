@@ -177,6 +177,7 @@ const CHANGE_RESULTS = {
   rejected: 'changesRejected',
   aborted: 'changesAborted',
   refused: 'localConflicts',
+  deferred: 'ordinalWaits',
 } as const;
 
 /**
@@ -203,7 +204,7 @@ export function observeBatching(
   );
   counter(
     'block_changes_total',
-    "Block changes (one request's allocation or release in one block) handed to the IPAM server's batched writes, by result: written; rejected (their UPDATE failed, or a change queued before them was dropped); aborted (the request gave up while its change was queued: dropped, never sent); refused (not computed on the block's latest state: re-read at once)",
+    "Block changes (one request's allocation or release in one block) handed to the IPAM server's batched writes, by result: written; rejected (their UPDATE failed, or a change queued before them was dropped); aborted (the request gave up while its change was queued: dropped, never sent); refused (not computed on the block's latest state: re-read at once); deferred (it changed an ordinal a queued change changes: re-read once that was sent)",
     CHANGE_RESULTS,
   );
 }

@@ -17,11 +17,11 @@ export interface Waiter {
    * signal fires while the change is queued.
    */
   before?: { readonly state: IPAMBlock; readonly token: string };
-  /** Allocation keys (ordinals) this change adds, removes or changes against the state it was laid on. */
-  touched?: ReadonlySet<string>;
+  /** What this change does against the state it was laid on (batching.ts: one UPDATE, each ordinal once). */
+  touched?: Touched;
 }
 
-/** A busy block: a write in flight or held in the window, maybe changes queued on top. */
+/** A busy block: a write in flight or held after one (paceMs), maybe changes queued on top. */
 export interface BusyBlock {
   readonly name: string;
   /** The resourceVersion the next UPDATE carries: the block as last read or written (real). */
@@ -122,18 +122,49 @@ function told(listeners: Set<() => void>, signal: AbortSignal | undefined): Prom
   });
 }
 
+/** What one change does to a block's allocations and sequence (see {@link touchedBy}). */
+export interface Touched {
+  /** Ordinals added, removed, or re-allocated (another handle or sequence). */
+  readonly ordinals: ReadonlySet<string>;
+  /** It adds an allocation. */
+  readonly allocates: boolean;
+  /** It writes the sequence down (a release repairing an unsafe sequence, docs/design-core.md §Frozen blocks). */
+  readonly lowersSequence: boolean;
+}
+
 /**
- * The allocation keys (ordinals) that differ between `before` and `after`: added, removed, or
- * changed in place. An UPDATE may change each ordinal once (docs/design-core.md §Node writes:
- * an entry changed in place is refused by the admission policy).
+ * What `after` changes against `before`. An allocation is the same when its handle and sequence
+ * are (the sequence is unique per allocation: a re-allocation always takes a new one).
  */
-export function touchedOrdinals(before: IPAMBlock, after: IPAMBlock): Set<string> {
+export function touchedBy(before: IPAMBlock, after: IPAMBlock): Touched {
   const was = before.spec.allocations;
   const now = after.spec.allocations;
-  const touched = new Set<string>();
-  for (const key of Object.keys(was))
-    if (!(key in now) || (was[key] !== now[key] && JSON.stringify(was[key]) !== JSON.stringify(now[key])))
-      touched.add(key);
-  for (const key of Object.keys(now)) if (!(key in was)) touched.add(key);
-  return touched;
+  const ordinals = new Set<string>();
+  let allocates = false;
+  for (const key of Object.keys(was)) {
+    const a = was[key];
+    const b = now[key];
+    if (!b || !a || a.handle !== b.handle || a.sequence !== b.sequence) ordinals.add(key);
+  }
+  for (const key of Object.keys(now))
+    if (!(key in was) || ordinals.has(key)) {
+      ordinals.add(key);
+      allocates = true;
+    }
+  return { ordinals, allocates, lowersSequence: after.spec.sequence < before.spec.sequence };
+}
+
+/**
+ * Why `next` cannot join the UPDATE that `queued` will make, or undefined when it can: the
+ * admission policy admits one change per ordinal per write (an entry changed in place is refused,
+ * so is an ordinal allocated and released twice), and a sequence written down only by a write
+ * that adds no allocation.
+ */
+export function cannotJoin(queued: readonly Touched[], next: Touched): string | undefined {
+  const twice = new Set(queued.flatMap((t) => [...t.ordinals].filter((k) => next.ordinals.has(k))));
+  if (twice.size > 0) return `ordinal(s) ${[...twice].join(', ')} change in an UPDATE not yet sent`;
+  const together = [...queued, next];
+  if (together.some((t) => t.lowersSequence) && together.some((t) => t.allocates))
+    return 'a sequence written down and an allocation would share an UPDATE';
+  return undefined;
 }

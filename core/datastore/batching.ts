@@ -11,11 +11,11 @@
  *   else is refused at once with ConflictError (the allocator re-reads and gets the overlay). When
  *   the UPDATE in flight succeeds, the latest speculative state goes out as one UPDATE with the
  *   resourceVersion the server just returned.
- * - One UPDATE changes each allocation (ordinal) at most once: an update that adds, removes or
- *   changes an ordinal a queued change already does (a DEL's release and an ADD re-allocating the
- *   ordinal — as one write an entry changed in place, which the admission policy refuses) waits
- *   until the queued changes are sent, then is refused with ConflictError: its allocator re-reads
- *   and its change goes out in the UPDATE after (against a state where the first change is sent).
+ * - One UPDATE changes each allocation (ordinal) at most once, and writes the sequence down only
+ *   when it adds no allocation (batching-queue.ts cannotJoin, the admission policy's rules): an
+ *   update that would break that (a DEL's release and an ADD re-allocating the ordinal — as one
+ *   write an entry changed in place) waits until the queued changes are sent (or dropped), then
+ *   is refused with ConflictError: its allocator re-reads and its change goes in the UPDATE after.
  * - No answer before its write: each `update` resolves only once the UPDATE carrying its change
  *   succeeded, with the block as written. When that UPDATE fails, every caller in it and every
  *   caller queued on top of it rejects — ConflictError on a 409 (re-read and re-apply), else the
@@ -36,15 +36,16 @@
 import { ConflictError, isConflict } from '../errors/conflict.ts';
 import { byName, type IPAMBlock } from '../resources.ts';
 import {
+  cannotJoin,
   idleOf,
   isToken,
   sentOf,
   tokenMinter,
-  touchedOrdinals,
+  touchedBy,
   waiterFor,
   withVersion,
 } from './batching-queue.ts';
-import type { BusyBlock, Waiter } from './batching-queue.ts';
+import type { BusyBlock, Touched, Waiter } from './batching-queue.ts';
 import { overlayList, overlayMetadata, overlayPage } from './batching-overlay.ts';
 import type { CallOptions, Datastore, DeletePreconditions, ListOptions, ResourceStore } from './datastore.ts';
 import { matchesSelector } from '../selector.ts';
@@ -86,11 +87,14 @@ export interface BatchingStats {
   changesAborted: number;
   /** Successful UPDATEs that carried more than one change. */
   batches: number;
-  /**
-   * Updates refused locally with ConflictError: not computed on the latest speculative state, or
-   * changing an ordinal a queued change changes (refused once those are sent).
-   */
+  /** Updates refused locally with ConflictError (not computed on the latest speculative state). */
   localConflicts: number;
+  /**
+   * Updates that could not join the queued changes (an ordinal one of them changes; a sequence
+   * written down beside an allocation): each waits until those are sent (or dropped), then is
+   * refused with ConflictError (or rejects with its signal's reason).
+   */
+  ordinalWaits: number;
   /** UPDATEs the server refused with 409 Conflict (every change in and on top of it rejected). */
   serverConflicts: number;
   // updatesSent = updatesWritten + serverConflicts + updatesFailed + the UPDATEs in flight;
@@ -165,6 +169,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     changesAborted: 0,
     batches: 0,
     localConflicts: 0,
+    ordinalWaits: 0,
     serverConflicts: 0,
   };
   readonly #inner: ResourceStore<IPAMBlock>;
@@ -322,14 +327,17 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     }
     if (busy) {
       if (version !== busy.token) throw this.#refuse(name, 'update');
-      const touched = touchedOrdinals(busy.state, block);
-      const twice = busy.queued.flatMap((w) => [...(w.touched ?? [])].filter((k) => touched.has(k)));
-      if (twice.length > 0) {
-        this.stats.localConflicts += 1;
+      const touched = touchedBy(busy.state, block);
+      const why = cannotJoin(
+        busy.queued.flatMap((w) => (w.touched ? [w.touched] : [])),
+        touched,
+      );
+      if (why !== undefined) {
+        this.stats.ordinalWaits += 1;
         await sentOf(busy, signal);
         throw new ConflictError(
           `ipamblocks/${name}`,
-          `ipamblocks "${name}": ordinal(s) ${[...new Set(twice)].join(', ')} change in an UPDATE not yet sent; re-read once it is`,
+          `ipamblocks "${name}": ${why}; re-read once it is sent`,
         );
       }
       return this.#accept(busy, block, signal, touched);
@@ -362,7 +370,7 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     busy: BusyBlock,
     block: IPAMBlock,
     signal: AbortSignal | undefined,
-    touched?: ReadonlySet<string>,
+    touched?: Touched,
   ): Promise<IPAMBlock> {
     const { waiter, promise } = waiterFor(signal, (aborted) => this.#drop(busy, aborted));
     if (touched) waiter.touched = touched;
@@ -389,6 +397,8 @@ class BatchingBlocks implements ResourceStore<IPAMBlock> {
     this.stats.changesRejected += after.length;
     busy.state = waiter.before.state;
     busy.token = waiter.before.token;
+    for (const told of busy.onSend) told(); // a change waiting on a dropped one re-reads now
+    busy.onSend.clear();
     const name = busy.name;
     const conflict = new ConflictError(
       `ipamblocks/${name}`,

@@ -98,7 +98,7 @@ describe('agent batching metrics', () => {
     };
     assert.deepEqual(await scrape(), {
       updates: { written: 0, conflict: 0, failed: 0 },
-      changes: { written: 0, rejected: 0, aborted: 0, refused: 0 },
+      changes: { written: 0, rejected: 0, aborted: 0, refused: 0, deferred: 0 },
     });
     service = agentNodeIpam({
       node: NODE,
@@ -132,7 +132,7 @@ describe('agent batching metrics', () => {
     await assert.rejects(ipam.add(addCall('d'), live), isUnavailable);
     assert.deepEqual(await scrape(), {
       updates: { written: 3, conflict: 1, failed: 1 },
-      changes: { written: 3, rejected: 2, aborted: 1, refused: 0 },
+      changes: { written: 3, rejected: 2, aborted: 1, refused: 0, deferred: 0 },
     });
   });
 });

@@ -289,7 +289,7 @@ describe('batching datastore', () => {
     await until(() => bds.stats().changesAccepted === 2, 'the release queued');
     // the only free ordinal is the one the queued release frees
     const add = autoAssign(bds, { ...pod('new'), node: 'n1' }, w.options);
-    await until(() => bds.stats().localConflicts === 1, "the ADD's change held");
+    await until(() => bds.stats().ordinalWaits === 1, "the ADD's change held");
     await new Promise((resolve) => setImmediate(resolve));
     assert.equal(p.counts.updates, 1); // held until the release is sent, then re-read
     p.gate = undefined;
@@ -301,6 +301,7 @@ describe('batching datastore', () => {
     assert.equal((await stored(w)).get('net.new.eth0'), ordinalOf);
     assert.deepEqual(inPlace, []);
     assert.equal(p.counts.updates, 3); // the touch; the release; the re-allocation
+    assert.equal(bds.stats().ordinalWaits, 1);
     assert.deepEqual(await w.problems(), []);
   });
 
