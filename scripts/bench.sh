@@ -34,7 +34,7 @@ for name in "$@"; do
     agent-memory) cmd=("$node" test/bench/agent-memory-bench.ts --write-docs) ;;
     churn) cmd=("$node" test/bench/churn-bench.ts --write-docs) ;;
     cost-curves) cmd=("$node" test/bench/cost-curves/main.ts) ;;
-    pod-churn) cmd=("$node" test/bench/pod-churn/main.ts --order host-local,blockipam,blockipam,host-local,host-local,blockipam) ;;
+    pod-churn) cmd=("$node" test/bench/pod-churn/main.ts --order host-local,blockipam,calico,blockipam,calico,host-local,calico,host-local,blockipam) ;;
     adopt) cmd=("$node" test/bench/adopt-bench.ts --write-docs) ;;
   esac
   echo "== $name: ${cmd[*]} — $(uptime)" >&2
