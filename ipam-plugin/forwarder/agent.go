@@ -13,9 +13,8 @@ import (
 )
 
 const (
-	// ackBound: the wait for READY or NOT_SERVED from the start, then on, ackBound at a time, while
-	// the agent's heartbeat is younger, up to half the budget; else the direct path
-	// (docs/design-plugin.md §Forwarder): a busy agent answers late, a stopped one costs 2-4 s.
+	// ackBound: the wait for READY or NOT_SERVED, then ackBound at a time while the agent's heartbeat is
+	// younger, up to half the budget; else the direct path (docs/design-plugin.md §Forwarder).
 	ackBound = 2 * time.Second
 	// statusBudget: STATUS's whole budget at the agent, then the direct path: never NotReady.
 	statusBudget = 3 * time.Second
@@ -62,12 +61,10 @@ func call(socket string, stdin []byte, timeout time.Duration) (answer, error) {
 	if err != nil {
 		return answer{}, fallback(fmt.Sprintf("no READY within %v: %v", time.Since(start).Round(100*time.Millisecond), err))
 	}
-	switch kind[0] {
-	case 'N': // u32 n, then the reason up to the close
+	if kind[0] == 'N' { // u32 n, then the reason up to the close
 		reason, _ := io.ReadAll(io.LimitReader(conn, 4+4096))
 		return answer{}, fallback("not served: " + string(reason[min(4, len(reason)):]))
-	case 'A':
-	default:
+	} else if kind[0] != 'A' {
 		return answer{}, fallback(fmt.Sprintf("not a v3 agent (answered %q)", kind))
 	}
 	if _, err := conn.Write([]byte{'G'}); err != nil {

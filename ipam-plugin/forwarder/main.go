@@ -45,13 +45,9 @@ func run() int {
 		return direct(nil, "1")
 	}
 	stdin, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdin+1))
-	var conf netconf
-	if err != nil || len(stdin) > maxStdin || json.Unmarshal(stdin, &conf) != nil {
+	conf, timeout, ok := forwardable(stdin)
+	if err != nil || !ok {
 		return direct(stdin, "1") // the direct path reads the rest, or reports the error itself
-	}
-	timeout, ok := forwardable(conf)
-	if !ok {
-		return direct(stdin, "1")
 	}
 	if os.Getenv("CNI_COMMAND") == "STATUS" {
 		timeout = min(timeout, statusBudget)
@@ -65,25 +61,25 @@ func run() int {
 	if conf.IPAM.LogFile != "" {
 		logCall(conf, a.stderr, a.code, started)
 	}
-	_, err = os.Stdout.Write(a.stdout)
 	_, _ = os.Stderr.Write(a.stderr)
-	if err != nil {
+	if _, err := os.Stdout.Write(a.stdout); err != nil {
 		return 1 // an undelivered result is no success
 	}
 	return a.code
 }
 
-// forwardable says whether the call goes to the agent, and its budget: an `ipam.agentSocket`
-// that is absolute, without NUL, whose versioned path fits sun_path (107 bytes); `ipam.mode`
-// absent or "agent"; `ipam.timeoutMs` absent or an integer 100–600000.
-func forwardable(c netconf) (time.Duration, bool) {
-	s, t := c.IPAM.AgentSocket, c.IPAM.TimeoutMs
-	if !strings.HasPrefix(s, "/") || strings.ContainsRune(s, 0) || len(s)+3 > 107 ||
-		(c.IPAM.Mode != "" && c.IPAM.Mode != "agent") {
-		return 0, false
+// forwardable parses the netconf in stdin and says whether the call goes to the agent, and its
+// budget: at most maxStdin bytes of JSON; an `ipam.agentSocket` that is absolute, without NUL,
+// whose versioned path fits sun_path (107 bytes); `ipam.mode` absent or "agent";
+// `ipam.timeoutMs` absent or an integer 100–600000.
+func forwardable(stdin []byte) (c netconf, _ time.Duration, _ bool) {
+	s := &c.IPAM.AgentSocket
+	if len(stdin) > maxStdin || json.Unmarshal(stdin, &c) != nil || !strings.HasPrefix(*s, "/") ||
+		strings.ContainsRune(*s, 0) || len(*s)+3 > 107 || (c.IPAM.Mode != "" && c.IPAM.Mode != "agent") {
+		return c, 0, false
 	}
-	ms := *cmp.Or(t, &defaultTimeoutMs)
-	return time.Duration(ms) * time.Millisecond, ms == float64(int(ms)) && ms >= 100 && ms <= 600_000
+	ms := *cmp.Or(c.IPAM.TimeoutMs, &defaultTimeoutMs)
+	return c, time.Duration(ms) * time.Millisecond, ms == float64(int(ms)) && ms >= 100 && ms <= 600_000
 }
 
 // direct replaces this process with `blockipam-direct` in the forwarder's own directory (from

@@ -236,7 +236,7 @@ describe('checkBlockInvariants', () => {
 describe('encoding size', () => {
   // Realistic but generous owners: a 64-hex CRI container ID, a 32-character namespace, a 60-character
   // Deployment pod name, an EKS-style node name. (With every name at its Kubernetes maximum the entry
-  // grows to ~800 bytes; docs/design-core.md §Encoding gives that worst case.)
+  // grows to ~800 bytes; docs/design-core.md §1 (Encoding) gives that worst case.)
   const owner64 = (n: number): Owner => ({
     handle: `k8s-pod-network.${n.toString(16).padStart(64, 'a')}.eth0`,
     network: 'k8s-pod-network',
