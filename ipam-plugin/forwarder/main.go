@@ -61,8 +61,9 @@ func run() int {
 	if conf.IPAM.LogFile != "" {
 		logCall(conf, a.stderr, a.code, started)
 	}
+	_, err = os.Stdout.Write(a.stdout)
 	_, _ = os.Stderr.Write(a.stderr)
-	if _, err := os.Stdout.Write(a.stdout); err != nil {
+	if err != nil {
 		return 1 // an undelivered result is no success
 	}
 	return a.code
