@@ -3,7 +3,8 @@
 # (and its charts in docs/benchmarks/). Benchmarks are not tests: they are never part of
 # scripts/test.sh, and they time a shared machine — `uptime` is recorded before and after each.
 # Needs what the test command needs (root, the Go-built control plane and cluster binaries):
-# it runs scripts/setup.sh first. About an hour on 2 quiet cores; much longer under load.
+# it runs scripts/setup.sh first. pod-churn alone takes ~75 min on 2 quiet cores (9 runs, a
+# fresh cluster each), the others minutes each; much longer under load.
 #
 #   bash scripts/bench.sh [NAME ...]     (default: all, in this order)
 #

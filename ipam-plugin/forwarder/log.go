@@ -32,8 +32,8 @@ func fail(conf *netconf, e *cniError, started time.Time) int {
 // logCall appends `lines` and, at logLevel info or debug, a `done` line to `ipam.logFile` (0600).
 func logCall(conf netconf, lines []byte, code int, started time.Time) {
 	if l := conf.IPAM.LogLevel; l == "" || l == "info" || l == "debug" {
-		done := map[string]any{"code": code, "durationMs": time.Since(started).Milliseconds()}
-		lines = append(lines, logLine(conf, "info", "done", done)...)
+		ms := time.Since(started).Milliseconds()
+		lines = append(lines, logLine(conf, "info", "done", map[string]any{"code": code, "durationMs": ms})...)
 	}
 	if f, err := os.OpenFile(conf.IPAM.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 		_, _ = f.Write(lines)
