@@ -10,7 +10,7 @@ import { isAbsolute, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { parseCidr } from 'blockipam/core';
 import { networkNameProblem } from 'blockipam/core/cni';
-import { agentSocketPath } from 'blockipam/core/node-ipam';
+import { agentSocketPath, MAX_AGENT_SOCKET_BYTES } from 'blockipam/core/node-ipam';
 import { kubeServerProblem } from 'blockipam/core/kube';
 import type { Cidr } from 'blockipam/core';
 import { LOG_LEVELS } from '../shared/index.ts';
@@ -310,12 +310,9 @@ export async function parseOptions(
       if (!a['assign-ipv4'] && !a['assign-ipv6'])
         throw new Error('--assign-ipv4=false needs --assign-ipv6 (pods would get no address)');
       const socket = a['ipam-socket'];
-      // 107: a Unix socket path's limit (sun_path is 108 bytes with its NUL); the agent listens on
-      // the path with the wire version appended (agentSocketPath)
-      const limit = 107 - Buffer.byteLength(agentSocketPath(''));
-      if (socket !== '' && (!isAbsolute(socket) || Buffer.byteLength(agentSocketPath(socket)) > 107))
+      if (socket !== '' && (!isAbsolute(socket) || Buffer.byteLength(socket) > MAX_AGENT_SOCKET_BYTES))
         throw new Error(
-          `--ipam-socket must be an absolute path of at most ${limit} bytes (the agent listens on it with ${JSON.stringify(agentSocketPath(''))} appended), not ${JSON.stringify(socket)}`,
+          `--ipam-socket must be an absolute path of at most ${MAX_AGENT_SOCKET_BYTES} bytes (the agent listens on it with ${JSON.stringify(agentSocketPath(''))} appended), not ${JSON.stringify(socket)}`,
         );
       for (const text of a['non-masquerade-cidr'])
         if (!parseCidr(String(text)))

@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { formatCidr, parseCidr, parseIP, type IP, type IPFamily } from '../address/ip.ts';
 import type { Attachment } from '../allocator/gc.ts';
+import { agentSocketPath, MAX_AGENT_SOCKET_BYTES } from '../node-ipam/wire.ts';
 import { CniCode, CniError } from './errors.ts';
 import { DEFAULT_TIMEOUT_MS } from './forward.ts';
 import * as generated from './netconf-validate.generated.ts';
@@ -196,9 +197,6 @@ export function networkNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** Bytes of a Unix socket path: sun_path is 108 bytes with the terminating NUL (unix(7)). */
-const MAX_SOCKET_PATH = 107;
-
 function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
   for (const [field, values, max] of maxLengths) {
     const long = values(c).findIndex((v) => v !== undefined && v.length > max);
@@ -213,10 +211,10 @@ function normalise(c: RawNetConf, cniVersion: CniVersion): NetConf {
   if (i.assignIPv6 ?? false) families.push(6);
   if (families.length === 0)
     throw invalid('ipam: assignIPv4 and assignIPv6 are both false: nothing to assign');
-  // A Unix socket path fits sockaddr_un's 108-byte sun_path with its NUL (unix(7)).
-  if (i.agentSocket !== undefined && Buffer.byteLength(i.agentSocket) > MAX_SOCKET_PATH)
+  // the forwarder dials, and the agent listens on, the path with the wire version appended
+  if (i.agentSocket !== undefined && Buffer.byteLength(i.agentSocket) > MAX_AGENT_SOCKET_BYTES)
     throw invalid(
-      `ipam.agentSocket: ${Buffer.byteLength(i.agentSocket)} bytes, at most ${MAX_SOCKET_PATH} (a Unix socket path)`,
+      `ipam.agentSocket: ${Buffer.byteLength(i.agentSocket)} bytes, at most ${MAX_AGENT_SOCKET_BYTES} (a Unix socket path with ${JSON.stringify(agentSocketPath(''))} appended)`,
     );
   // connect() refuses a path holding NUL (EINVAL), which would read as an unusable agent (code 11)
   if (i.agentSocket?.includes('\0'))

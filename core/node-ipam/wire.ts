@@ -33,6 +33,12 @@ const NODE_IPAM_PROTOCOL = 3;
  */
 export const agentSocketPath = (agentSocket: string): string => `${agentSocket}.v${NODE_IPAM_PROTOCOL}`;
 
+/**
+ * The longest `ipam.agentSocket` (bytes) whose {@link agentSocketPath} fits a Unix socket path:
+ * sun_path is 108 bytes with its NUL (unix(7)), less the version suffix — 104.
+ */
+export const MAX_AGENT_SOCKET_BYTES = 107 - agentSocketPath('').length;
+
 /** Bytes of the request's fixed header: version, deadline, E, S. */
 export const REQUEST_HEADER_BYTES = 17;
 /** At most this many bytes of env (six CNI_* variables; CNI_ARGS is the long one). */

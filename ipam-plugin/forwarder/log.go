@@ -29,9 +29,9 @@ func fail(conf *netconf, e *cniError, started time.Time) int {
 	return 1
 }
 
-// logCall appends `lines` and, at logLevel info or debug, a `done` line to `ipam.logFile` (0600).
+// logCall appends `lines` and, at logLevel info or debug, a `done` line to `ipam.logFile` (0600), if set.
 func logCall(conf netconf, lines []byte, code int, started time.Time) {
-	if l := conf.IPAM.LogLevel; l == "" || l == "info" || l == "debug" {
+	if l := conf.IPAM.LogLevel; conf.IPAM.LogFile != "" && (l == "" || l == "info" || l == "debug") {
 		ms := time.Since(started).Milliseconds()
 		lines = append(lines, logLine(conf, "info", "done", map[string]any{"code": code, "durationMs": ms})...)
 	}

@@ -5,7 +5,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,19 +20,14 @@ import (
 
 const maxStdin = 1 << 20 // the agent's bound (wire.ts MAX_STDIN_BYTES); the direct path reads 64 MiB
 const directEnv = "BLOCKIPAM_DIRECT"
-
-var defaultTimeoutMs = 30_000.0 // `ipam.timeoutMs` when unset (core/cni/forward.ts)
+const defaultTimeoutMs = 30_000.0 // `ipam.timeoutMs` when unset (core/cni/forward.ts)
 // sysMemfdCreate is memfd_create(2), which the syscall package names on arm64 only.
 var sysMemfdCreate = map[string]uintptr{"amd64": 319, "arm64": 279}[runtime.GOARCH]
 
 // netconf holds the fields the forwarder reads; the agent and the direct path validate the rest.
 type netconf struct {
-	CNIVersion string `json:"cniVersion"`
-	Name       string `json:"name"`
-	IPAM       struct {
-		AgentSocket, Mode, LogFile, LogLevel string
-		TimeoutMs                            *float64
-	} `json:"ipam"`
+	CNIVersion, Name string
+	IPAM             struct{ AgentSocket, Mode, LogFile, LogLevel string }
 }
 
 func main() { os.Exit(run()) }
@@ -58,9 +52,7 @@ func run() int {
 	} else if err != nil {
 		return fail(&conf, err.(*cniError), started)
 	}
-	if conf.IPAM.LogFile != "" {
-		logCall(conf, a.stderr, a.code, started)
-	}
+	logCall(conf, a.stderr, a.code, started)
 	_, err = os.Stdout.Write(a.stdout)
 	_, _ = os.Stderr.Write(a.stderr)
 	if err != nil {
@@ -72,15 +64,23 @@ func run() int {
 // forwardable parses the netconf in stdin and says whether the call goes to the agent, and its
 // budget: at most maxStdin bytes of JSON; an `ipam.agentSocket` that is absolute, without NUL,
 // whose versioned path fits sun_path (107 bytes); `ipam.mode` absent or "agent";
-// `ipam.timeoutMs` absent or an integer 100–600000.
+// `ipam.timeoutMs` absent or an integer 100–600000. Keys match exactly, as core's do.
 func forwardable(stdin []byte) (c netconf, _ time.Duration, _ bool) {
-	s := &c.IPAM.AgentSocket
-	if len(stdin) > maxStdin || json.Unmarshal(stdin, &c) != nil || !strings.HasPrefix(*s, "/") ||
+	var top, ipam map[string]json.RawMessage
+	s, ms := &c.IPAM.AgentSocket, defaultTimeoutMs
+	if len(stdin) > maxStdin || json.Unmarshal(stdin, &top) != nil || json.Unmarshal(top["ipam"], &ipam) != nil ||
+		!get(top, "cniVersion", &c.CNIVersion) || !get(top, "name", &c.Name) || !get(ipam, "agentSocket", s) ||
+		!get(ipam, "mode", &c.IPAM.Mode) || !get(ipam, "logFile", &c.IPAM.LogFile) ||
+		!get(ipam, "logLevel", &c.IPAM.LogLevel) || !get(ipam, "timeoutMs", &ms) || !strings.HasPrefix(*s, "/") ||
 		strings.ContainsRune(*s, 0) || len(*s)+3 > 107 || (c.IPAM.Mode != "" && c.IPAM.Mode != "agent") {
 		return c, 0, false
 	}
-	ms := *cmp.Or(c.IPAM.TimeoutMs, &defaultTimeoutMs)
 	return c, time.Duration(ms) * time.Millisecond, ms == float64(int(ms)) && ms >= 100 && ms <= 600_000
+}
+
+// get decodes obj[key], if present, into v (encoding/json's struct fields would also take "MODE").
+func get(obj map[string]json.RawMessage, key string, v any) bool {
+	return obj[key] == nil || json.Unmarshal(obj[key], v) == nil
 }
 
 // direct replaces this process with `blockipam-direct` in the forwarder's own directory (from

@@ -42,7 +42,7 @@ describe('agent options refused at start-up, naming the flag', () => {
     ...['not a host', 'a/b', '-x', '', '999.1.1.1', '10.0.0'].map(
       (host) => [[...base, `--metrics-host=${host}`], metricsHost] as const,
     ),
-    ...['x.sock', `/${'a'.repeat(107)}`].map((bad) => [[...base, `--ipam-socket=${bad}`], socket] as const),
+    ...['x.sock', `/${'a'.repeat(104)}`].map((bad) => [[...base, `--ipam-socket=${bad}`], socket] as const),
     ...['99999999', '65536', '575', '1500.5', 'abc'].map((v) => [[...base, '--mtu', v], mtu] as const),
     ...['10.0.0.1/8', '10.0.0.0', '10.0.0.0/33', 'fd00::/129', 'nope', '010.0.0.0/8'].map(
       (bad) => [[...base, `--non-masquerade-cidr=${bad}`], cidr(bad)] as const,

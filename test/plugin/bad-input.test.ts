@@ -124,9 +124,17 @@ const cases: [string, Partial<Record<string, string>>, string, MemoryDatastore, 
     102,
     /pod annotation ipam\.blockipam\.io\/ip-addrs: NotInPool/,
   ],
-  // core's forward rule forwards only an absolute path of at most 107 bytes without NUL
-  // (core/cni/forward.ts); anything else takes the direct path, whose schema refuses it naming
+  // the forwarder forwards only an absolute path of at most 104 bytes (107 with the wire
+  // version appended) without NUL; anything else takes the direct path, which refuses it naming
   // the field
+  [
+    'agentSocket too long',
+    {},
+    netconf('1.0.0', { agentSocket: `/${'a'.repeat(104)}` }),
+    annotated({}),
+    7,
+    /ipam\.agentSocket: 105 bytes, at most 104 \(a Unix socket path with "\.v3" appended\)/,
+  ],
   [
     'NUL in agentSocket',
     {},

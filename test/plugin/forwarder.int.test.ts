@@ -213,6 +213,24 @@ void describe('the Go forwarder', () => {
       assert.match(String(cniError(await run(cniEnv(), conf({ timeoutMs: 50 })), 7).details), /timeoutMs/);
       assert.equal(cniError(await run(cniEnv(), 'not json'), 6).msg, 'error unmarshalling network config');
       assert.equal(cniError(await run(cniEnv(), conf({ agentSocket: 'relative.sock' })), 7).code, 7);
+      // keys match exactly, as core's: to the direct path "AgentSocket" and "MODE" are unknown fields
+      const miscased = JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'fwdnet',
+        ipam: { type: 'blockipam', AgentSocket: agent.socket, kubeconfig: kubeconfig() },
+      });
+      assert.match(
+        String(cniError(await run(cniEnv(), miscased), 7).details),
+        /ipam\.AgentSocket: unknown field/,
+      );
+      const modes = conf({ mode: 'standalone', MODE: 'agent' });
+      assert.match(String(cniError(await run(cniEnv(), modes), 7).details), /ipam\.MODE: unknown field/);
+      // a socket path whose versioned path (.v3 appended) would not fit sun_path
+      const long = conf({ agentSocket: `/${'a'.repeat(104)}` });
+      assert.match(
+        String(cniError(await run(cniEnv(), long), 7).details),
+        /ipam\.agentSocket: 105 bytes, at most 104/,
+      );
       // over the agent's 1 MiB: the direct path reads it whole
       directAnswered(await run(cniEnv(), conf({}, { pad: 'x'.repeat((1 << 20) + 10) })));
     });

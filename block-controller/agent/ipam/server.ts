@@ -17,6 +17,7 @@ import { lstatSync, statSync, unlinkSync, utimes } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import {
   agentSocketPath,
+  MAX_AGENT_SOCKET_BYTES,
   GO,
   notServedMessage,
   parseRequestBody,
@@ -55,8 +56,6 @@ const MAX_CONNECTIONS = 256;
  * the direct path once it is stale (a stopped or blocked agent).
  */
 const HEARTBEAT_MS = 200;
-/** sun_path holds 108 bytes with its NUL (unix(7)). */
-const MAX_SOCKET_PATH_BYTES = 107;
 
 /** Where a connection is in the hand-off (for {@link IpamServerOptions.pause}). */
 export type HandOffStep = 'accepted' | 'read' | 'ready';
@@ -99,8 +98,10 @@ export interface IpamServer {
 export async function startIpamServer(options: IpamServerOptions): Promise<IpamServer> {
   const { log, node } = options;
   const path = agentSocketPath(options.path);
-  if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES)
-    throw new Error(`IPAM socket ${path}: over ${MAX_SOCKET_PATH_BYTES} bytes`);
+  if (Buffer.byteLength(options.path) > MAX_AGENT_SOCKET_BYTES)
+    throw new Error(
+      `IPAM socket ${options.path}: over ${MAX_AGENT_SOCKET_BYTES} bytes (${path} must fit sun_path)`,
+    );
   prepareSocketDir(path);
   await removeStaleSocket(path);
   const inFlight = new Set<Promise<void>>();
