@@ -15,22 +15,20 @@ type cniError struct {
 
 func (e *cniError) Error() string { return e.msg + ": " + e.details }
 
-// fail writes e as a CNI error document and returns 1; with conf, also as a log line (stderr, logFile).
-func fail(conf *netconf, e *cniError, started time.Time) int {
-	version := "1.1.0"
-	if conf != nil {
-		line := logLine(*conf, "error", e.msg, map[string]any{"code": e.code, "details": e.details})
-		_, _ = os.Stderr.Write(line)
-		logCall(*conf, line, 1, started)
-		version = cmp.Or(conf.CNIVersion, version)
-	}
-	doc, _ := json.Marshal(map[string]any{"cniVersion": version, "code": e.code, "msg": e.msg, "details": e.details})
+// fail writes e as a CNI error document in conf's cniVersion (default 1.1.0) and returns 1; it
+// logs e too (stderr, and logFile when set).
+func fail(conf netconf, e *cniError) int {
+	line := logLine(conf, "error", e.msg, map[string]any{"code": e.code, "details": e.details})
+	_, _ = os.Stderr.Write(line)
+	logCall(conf, line, 1)
+	doc, _ := json.Marshal(map[string]any{"cniVersion": cmp.Or(conf.CNIVersion, "1.1.0"), "code": e.code, "msg": e.msg,
+		"details": e.details})
 	_, _ = os.Stdout.Write(append(doc, '\n'))
 	return 1
 }
 
 // logCall appends `lines` and, at logLevel info or debug, a `done` line to `ipam.logFile` (0600), if set.
-func logCall(conf netconf, lines []byte, code int, started time.Time) {
+func logCall(conf netconf, lines []byte, code int) {
 	if l := conf.IPAM.LogLevel; conf.IPAM.LogFile != "" && (l == "" || l == "info" || l == "debug") {
 		ms := time.Since(started).Milliseconds()
 		lines = append(lines, logLine(conf, "info", "done", map[string]any{"code": code, "durationMs": ms})...)

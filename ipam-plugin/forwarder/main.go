@@ -23,6 +23,7 @@ const directEnv = "BLOCKIPAM_DIRECT"
 const defaultTimeoutMs = 30_000.0 // `ipam.timeoutMs` when unset (core/cni/forward.ts)
 // sysMemfdCreate is memfd_create(2), which the syscall package names on arm64 only.
 var sysMemfdCreate = map[string]uintptr{"amd64": 319, "arm64": 279}[runtime.GOARCH]
+var started = time.Now() // the call's start, for the `done` line's durationMs
 
 // netconf holds the fields the forwarder reads; the agent and the direct path validate the rest.
 type netconf struct {
@@ -34,25 +35,24 @@ func main() { os.Exit(run()) }
 
 // run returns the exit code, or replaces the process with the direct path.
 func run() int {
-	started := time.Now()
 	if !slices.Contains([]string{"ADD", "DEL", "CHECK", "GC", "STATUS"}, os.Getenv("CNI_COMMAND")) {
-		return direct(nil, "1")
+		return direct(netconf{}, nil, "1")
 	}
 	stdin, err := io.ReadAll(io.LimitReader(os.Stdin, maxStdin+1))
 	conf, timeout, ok := forwardable(stdin)
 	if err != nil || !ok {
-		return direct(stdin, "1") // the direct path reads the rest, or reports the error itself
+		return direct(conf, stdin, "1") // the direct path reads the rest, or reports the error itself
 	}
 	if os.Getenv("CNI_COMMAND") == "STATUS" {
 		timeout = min(timeout, statusBudget)
 	}
 	a, err := call(conf.IPAM.AgentSocket+".v3", stdin, timeout)
 	if fb, ok := err.(fallback); ok {
-		return direct(stdin, string(fb))
+		return direct(conf, stdin, string(fb))
 	} else if err != nil {
-		return fail(&conf, err.(*cniError), started)
+		return fail(conf, err.(*cniError))
 	}
-	logCall(conf, a.stderr, a.code, started)
+	logCall(conf, a.stderr, a.code)
 	_, err = os.Stdout.Write(a.stdout)
 	_, _ = os.Stderr.Write(a.stderr)
 	if err != nil {
@@ -86,8 +86,9 @@ func get(obj map[string]json.RawMessage, key string, v any) bool {
 // direct replaces this process with `blockipam-direct` in the forwarder's own directory (from
 // /proc/self/exe), argv[0] "blockipam" (the multi-call executable's plugin role), the same
 // environment with directEnv=reason. With stdin read (non-nil), fd 0 becomes a memfd holding
-// it and the rest of the original stdin. Returns only when that fails: CNI 999 naming the path.
-func direct(stdin []byte, reason string) int {
+// it and the rest of the original stdin. Returns only when that fails: CNI 999 naming the path
+// (in conf's cniVersion, logged as fail does).
+func direct(conf netconf, stdin []byte, reason string) int {
 	self, _ := os.Executable()
 	path := filepath.Join(filepath.Dir(self), "blockipam-direct")
 	err := error(nil)
@@ -98,7 +99,7 @@ func direct(stdin []byte, reason string) int {
 		env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, directEnv+"=") })
 		err = syscall.Exec(path, []string{"blockipam"}, append(env, directEnv+"="+reason))
 	}
-	return fail(nil, &cniError{999, "cannot run the direct path", fmt.Sprintf("%s: %v", path, err)}, time.Time{})
+	return fail(conf, &cniError{999, "cannot run the direct path", fmt.Sprintf("%s: %v", path, err)})
 }
 
 // stdinFromMemory makes fd 0 a memfd holding data and whatever fd 0 still had, at offset 0.

@@ -236,6 +236,18 @@ void describe('the Go forwarder', () => {
     });
   });
 
+  void it("no direct path to exec: CNI 999 naming the file, in the netconf's cniVersion", async () => {
+    const lone = forwardedPlugin(join(tmp, 'lone-bin'), join(tmp, 'no-such-direct'));
+    const r = await run(cniEnv(), conf({ mode: 'standalone' }, { cniVersion: '0.4.0' }), lone);
+    const doc = cniError(r, 999);
+    assert.deepEqual([doc.cniVersion, doc.msg], ['0.4.0', 'cannot run the direct path']);
+    assert.match(String(doc.details), /lone-bin\/blockipam-direct: no such file/);
+    assert.match(r.stderr, /"level":"error","msg":"cannot run the direct path"/);
+    // VERSION reads no netconf: the newest version
+    const v = await run({ CNI_COMMAND: 'VERSION' }, conf(), lone);
+    assert.equal(cniError(v, 999).cniVersion, '1.1.0');
+  });
+
   void it('version skew: a v2 agent (old path) and a v2 forwarder (old path) both meet the direct path', async () => {
     // new forwarder, old agent: the agent listens at the unversioned path; connect() to .v3 fails
     const old = await rawAgent(join(tmp, 'old-agent.sock'));
