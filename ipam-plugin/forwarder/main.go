@@ -28,7 +28,7 @@ var started = time.Now() // the call's start, for the `done` line's durationMs
 // netconf holds the fields the forwarder reads; the agent and the direct path validate the rest.
 type netconf struct {
 	CNIVersion, Name string
-	IPAM             struct{ AgentSocket, Mode, LogFile, LogLevel string }
+	IPAM             struct{ AgentSocket, LogFile, LogLevel string }
 }
 
 func main() { os.Exit(run()) }
@@ -67,12 +67,13 @@ func run() int {
 // `ipam.timeoutMs` absent or an integer 100–600000. Keys match exactly, as core's do.
 func forwardable(stdin []byte) (c netconf, _ time.Duration, _ bool) {
 	var top, ipam map[string]json.RawMessage
+	var mode *string // absent and null alike; "" is not "agent"
 	s, ms := &c.IPAM.AgentSocket, defaultTimeoutMs
 	if len(stdin) > maxStdin || json.Unmarshal(stdin, &top) != nil || json.Unmarshal(top["ipam"], &ipam) != nil ||
 		!get(top, "cniVersion", &c.CNIVersion) || !get(top, "name", &c.Name) || !get(ipam, "agentSocket", s) ||
-		!get(ipam, "mode", &c.IPAM.Mode) || !get(ipam, "logFile", &c.IPAM.LogFile) ||
+		!get(ipam, "mode", &mode) || !get(ipam, "logFile", &c.IPAM.LogFile) ||
 		!get(ipam, "logLevel", &c.IPAM.LogLevel) || !get(ipam, "timeoutMs", &ms) || !strings.HasPrefix(*s, "/") ||
-		strings.ContainsRune(*s, 0) || len(*s)+3 > 107 || (c.IPAM.Mode != "" && c.IPAM.Mode != "agent") {
+		strings.ContainsRune(*s, 0) || len(*s)+3 > 107 || (mode != nil && *mode != "agent") {
 		return c, 0, false
 	}
 	return c, time.Duration(ms) * time.Millisecond, ms == float64(int(ms)) && ms >= 100 && ms <= 600_000

@@ -223,6 +223,7 @@ void describe('the Go forwarder', () => {
         String(cniError(await run(cniEnv(), miscased), 7).details),
         /ipam\.AgentSocket: unknown field/,
       );
+      assert.match(String(cniError(await run(cniEnv(), conf({ mode: '' })), 7).details), /ipam\.mode/);
       const modes = conf({ mode: 'standalone', MODE: 'agent' });
       assert.match(String(cniError(await run(cniEnv(), modes), 7).details), /ipam\.MODE: unknown field/);
       // a socket path whose versioned path (.v3 appended) would not fit sun_path
