@@ -60,14 +60,14 @@ export function decodeAnswer(bytes: Buffer): SocketAnswer {
 /**
  * Sends `payload` on a new connection to the socket of `base` (core's agentSocketPath: the
  * netconf's `ipam.agentSocket`) — a call framed, or bytes as they are — sends GO on READY (unless
- * `go` is false: then it closes), and reads until the server closes.
+ * `go` is false: then it closes; `beforeGo` runs first), and reads until the server closes.
  * @returns the answer
  * @throws (rejects) on a connection error
  */
 export function askSocket(
   base: string,
   payload: CallPayload | Buffer,
-  options: { readonly go?: boolean } = {},
+  options: { readonly go?: boolean; readonly beforeGo?: () => void } = {},
 ): Promise<SocketAnswer> {
   return new Promise((resolve, reject) => {
     const s = connect(agentSocketPath(base));
@@ -76,6 +76,7 @@ export function askSocket(
       const first = bytes.length === 0;
       bytes = Buffer.concat([bytes, chunk]);
       if (first && bytes[0] === 0x41) {
+        options.beforeGo?.();
         if (options.go === false) s.end();
         else s.write(Buffer.of(0x47));
       }

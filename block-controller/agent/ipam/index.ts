@@ -5,8 +5,9 @@
  * side), with inputs from the watches (inputs.ts) and STATUS falling back to the last known state
  * (status.ts). The view is made before the watches start and shared with upkeep (its claims and
  * releases are laid over it like the service's writes). Readiness is per command
- * ({@link COMMAND_NEEDS}): a call whose watches have not all listed yet, and every call once the
- * agent is stopping, is answered NOT_SERVED and its client takes the direct path.
+ * ({@link COMMAND_NEEDS}): a call whose watches have not all listed yet, and every call not yet
+ * READY once the agent is stopping, is answered NOT_SERVED and its client takes the direct path; a
+ * call READY before the stop is served when its GO comes (its client no longer falls back).
  */
 import type { BatchingDatastore, Datastore, IPAMBlock } from 'blockipam/core';
 import type { NodeIpam } from 'blockipam/core/node-ipam';
@@ -86,8 +87,9 @@ export async function startAgentIpam(options: AgentIpamOptions): Promise<IpamSer
   let batching: BatchingDatastore | undefined;
   observeBatching(options.metrics, node, () => batching?.stats());
   observeConfirmLists(options.metrics, node, () => options.view.stats.confirmLists);
+  // asked only for a call whose client sent GO: served even once the agent is stopping (the
+  // client is committed); `serves` below refuses calls not yet READY
   const service = (): NodeIpam | string => {
-    if (lifecycle.stopping) return 'the agent is stopping';
     const state = options.state();
     if (state === undefined) return 'the agent has not started its watches';
     if (ipam) return ipam;
