@@ -1,8 +1,8 @@
 /**
  * The agent's IPAM server wired as the agent runs it (startAgentIpam) when the agent starts
  * stopping in the middle of a hand-off: a call answered READY before the stop is served once its
- * client sends GO (the client is committed and will not fall back); a call arriving after the
- * stop is NOT_SERVED (its client takes the direct path).
+ * client sends GO (the client is committed and will not fall back); once the drain is done the
+ * socket is gone, so the next client's connect fails (it takes the direct path).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,7 +20,7 @@ import { answerDoc, askSocket, cniCall } from '../helpers/ipam-socket.ts';
 const root = mkdtempSync(join(tmpdir(), 'ipam-stopping-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 
-test('stopping between READY and GO: the committed call is served; the next one is NOT_SERVED', async () => {
+test('stopping between READY and GO: the committed call is served; then the socket is gone', async () => {
   const log = createLogger({ component: 'test', stream: new Writable({ write: (_c, _e, cb) => cb() }) });
   const lifecycle = new Lifecycle(log, { drainTimeoutMs: 5_000 });
   const ds = new MemoryDatastore();
@@ -45,6 +45,6 @@ test('stopping between READY and GO: the committed call is served; the next one 
   assert.ok(lifecycle.stopping, `the agent was stopping when GO came: ${JSON.stringify(answer)}`);
   assert.equal(answer.code, 0, JSON.stringify(answerDoc(answer) ?? answer));
   assert.equal(await stopped, true, 'the shutdown drained the call');
-  // the listener is closed by now; a connection accepted while stopping would be NOT_SERVED
+  // the listener is closed by now: a new client cannot connect
   await assert.rejects(askSocket(path, cniCall('DEL')), /ENOENT|ECONNREFUSED/);
 });
